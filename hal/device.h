@@ -1,0 +1,98 @@
+// HAL device interface: what a backend is (kind, capabilities) and the op set the core runs on it.
+//
+// The core places each op on a device from its capabilities; a device that lacks an op
+// or a weight type says so through supports() and placement falls back to the CPU.
+// Activations are host float32 arrays on devices that share host memory (the CPU now);
+// weights are WeightRef views of GGUF tensor bytes, which the device may repack once
+// at load time (prepare_weight) into its own layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "hal/weight_type.h"
+
+namespace llmsvc::hal {
+
+enum class DeviceKind { cpu, gpu, npu, flash };
+
+struct Capabilities {
+  bool shares_host_memory = true;
+  bool static_shapes_only = false;
+  bool int8_only = false;
+  uint64_t memory_bytes = 0;  // 0 = bounded by the host
+};
+
+// A weight matrix [rows][cols] in a GGUF type: row r is `row_bytes` bytes at data + r*row_bytes.
+struct WeightRef {
+  WeightType type = WeightType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0;  // output features (ggml ne[1])
+  int64_t cols = 0;  // input features (ggml ne[0]), contiguous
+  size_t row_bytes = 0;
+};
+
+// Opaque per-device form of a weight (repacked, uploaded, ...).
+class PreparedWeight {
+ public:
+  virtual ~PreparedWeight() = default;
+  virtual const WeightRef& ref() const = 0;
+};
+
+// One chunk of one layer's KV cache: keys and values for n_tokens consecutive positions
+// starting at first_pos, f16, laid out [token][kv_head][head_dim].
+struct KvChunkView {
+  const uint16_t* k = nullptr;
+  const uint16_t* v = nullptr;
+  int n_tokens = 0;
+  int32_t first_pos = 0;
+};
+
+struct AttentionParams {
+  int n_head = 0;
+  int n_head_kv = 0;   // n_head % n_head_kv == 0 (grouped-query attention)
+  int head_dim = 0;
+  float scale = 1.0f;  // applied to q.k
+  int sliding_window = 0;  // > 0: a query at p sees keys at positions > p - window only
+};
+
+enum class RopeStyle { normal, neox };  // adjacent pairs (llama) / split halves (neox, qwen2, gemma)
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string name() const = 0;
+  virtual const Capabilities& caps() const = 0;
+  virtual bool supports(WeightType type) const = 0;
+
+  virtual Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) = 0;
+
+  // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens. x: n_tokens x w.cols, y: n_tokens x w.rows.
+  virtual void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) = 0;
+  // Rows of a (possibly quantized) embedding table, dequantized: out[i] = w[ids[i]].
+  virtual void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) = 0;
+
+  // out = x / rms(x) * weight over rows of `dim` (weight may be null: no scale).
+  virtual void rms_norm(const float* x, const float* weight, int n_rows, int dim, float eps, float* out) = 0;
+  // In place on n_tokens x n_heads x head_dim; rotates the first rot_dims of each head.
+  virtual void rope(float* x, int n_tokens, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
+                    float freq_base, float freq_scale, RopeStyle style) = 0;
+  // gate = act(gate) * up over n elements; act is SiLU or tanh-GELU.
+  virtual void swiglu(float* gate, const float* up, size_t n) = 0;
+  virtual void geglu(float* gate, const float* up, size_t n) = 0;
+  // Causal attention of n_tokens queries (q: n_tokens x n_head x head_dim, query t at
+  // position q_pos[t]) over the chunks; a query sees keys at positions <= its own.
+  // out: n_tokens x n_head x head_dim.
+  virtual void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
+                         const AttentionParams& p, float* out) = 0;
+  // dst[i] = f16(src[i]): how the core writes new K/V rows in place into the chunk store.
+  virtual void store_f16(const float* src, uint16_t* dst, size_t n) = 0;
+  // y += x
+  virtual void add(float* y, const float* x, size_t n) = 0;
+};
+
+}  // namespace llmsvc::hal

@@ -1,0 +1,212 @@
+/*
+ * llmsvc.h — the stable C API of llmsvc, the on-device LLM system service.
+ *
+ * One API, two transports: a service handle is either embedded (the engine runs
+ * inside the calling process) or bound to the llmsvcd daemon. Apps open
+ * persistent contexts and call the model with prompts; replies stream back as
+ * UTF-8 pieces.
+ *
+ * Rules every function follows:
+ *  - every fallible function returns an llmsvc_status and writes results only
+ *    through its `out` parameters (left untouched on failure);
+ *  - option and result structs start with `size_t struct_size`; initialise them
+ *    with their `_init()` function so fields can be added without breaking old
+ *    callers. A struct_size smaller than the first version of a struct is
+ *    refused with LLMSVC_ERR_INVALID_ARGUMENT; a larger one is accepted and the
+ *    unknown tail ignored (results: left untouched);
+ *  - strings are UTF-8 and validated; lengths are in bytes;
+ *  - llmsvc_last_error() gives a human-readable detail of the calling thread's
+ *    last failure.
+ *
+ * Thread safety:
+ *  - llmsvc_bind, llmsvc_unbind: call unbind only after every context of the
+ *    service is closed and no call is running.
+ *  - A service handle may be used from several threads at once.
+ *  - A context handle is used by one thread at a time; calls on different
+ *    contexts may run concurrently (they are serialised inside the engine).
+ *  - llmsvc_context_cancel may be called from any thread at any time while the
+ *    context handle is open.
+ */
+#ifndef LLMSVC_LLMSVC_H
+#define LLMSVC_LLMSVC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define LLMSVC_API __attribute__((visibility("default")))
+#else
+#define LLMSVC_API
+#endif
+
+/** Version of this header; compare with llmsvc_abi_version() at run time. */
+#define LLMSVC_ABI_VERSION_MAJOR 1
+#define LLMSVC_ABI_VERSION_MINOR 0
+#define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
+
+/** Status codes. Values are part of the ABI and never change meaning. */
+typedef enum llmsvc_status {
+  LLMSVC_OK = 0,
+  LLMSVC_ERR_INVALID_ARGUMENT = 1, /* NULL handle/pointer, bad struct_size, bad option value */
+  LLMSVC_ERR_INVALID_UTF8 = 2,     /* a string argument is not valid UTF-8 */
+  LLMSVC_ERR_MODEL_NOT_FOUND = 3,  /* the model file does not exist or cannot be opened */
+  LLMSVC_ERR_MODEL_INVALID = 4,    /* the model file is malformed */
+  LLMSVC_ERR_UNSUPPORTED = 5,      /* valid, but an architecture/type/feature we do not support */
+  LLMSVC_ERR_OUT_OF_MEMORY = 6,
+  LLMSVC_ERR_CONTEXT_OVERFLOW = 7, /* prompt (plus history) longer than the context allows */
+  LLMSVC_ERR_NOT_FOUND = 8,        /* unknown context id */
+  LLMSVC_ERR_EXISTS = 9,           /* a context with that id already exists */
+  LLMSVC_ERR_CANCELLED = 10,       /* the call was cancelled (callback returned non-zero or cancel()) */
+  LLMSVC_ERR_BUSY = 11,            /* the context is inside another call */
+  LLMSVC_ERR_IO = 12,              /* storage error */
+  LLMSVC_ERR_UNAVAILABLE = 13,     /* the service cannot be reached */
+  LLMSVC_ERR_QUOTA_EXCEEDED = 14,  /* a per-app quota would be exceeded */
+  LLMSVC_ERR_INTERNAL = 15         /* a bug; the message says where */
+} llmsvc_status;
+
+typedef struct llmsvc_service llmsvc_service; /* a bound service (embedded or daemon) */
+typedef struct llmsvc_context llmsvc_context; /* an open persistent context */
+
+/** ABI version of the loaded library: (major << 16) | minor. */
+LLMSVC_API uint32_t llmsvc_abi_version(void);
+/** Static name of a status code, e.g. "LLMSVC_ERR_NOT_FOUND". Never NULL. */
+LLMSVC_API const char* llmsvc_status_name(llmsvc_status status);
+/** Detail of the calling thread's last failure ("" if none). Valid until the next call on this thread. */
+LLMSVC_API const char* llmsvc_last_error(void);
+
+/* ---------------------------------------------------------------- bind */
+
+typedef struct llmsvc_bind_options {
+  size_t struct_size;
+  /** "embedded" (default when NULL) or "unix:PATH". NULL: $LLMSVC_TARGET, else embedded. */
+  const char* target;
+  /** Embedded: GGUF model path. NULL: the default model in $LLMSVC_MODEL_DIR or ~/.cache/llmsvc/models. */
+  const char* model_path;
+  /** Embedded: worker threads; 0 = all online CPUs. */
+  int32_t n_threads;
+  /** Embedded: maximum tokens per context (0 = the model's trained length, capped at 4096). */
+  int32_t n_ctx;
+  /** Embedded: tokens per KV chunk (0 = 16). */
+  int32_t chunk_tokens;
+} llmsvc_bind_options;
+
+LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);
+/** Bind to the service (or start the embedded engine). `options` may be NULL for defaults. */
+LLMSVC_API llmsvc_status llmsvc_bind(const llmsvc_bind_options* options, llmsvc_service** out);
+/** Release a service handle. NULL is a no-op. */
+LLMSVC_API void llmsvc_unbind(llmsvc_service* service);
+
+/* ------------------------------------------------------------ contexts */
+
+typedef struct llmsvc_context_options {
+  size_t struct_size;
+  /** Stable id (1..64 bytes of [A-Za-z0-9._-]); NULL: a fresh id is generated. */
+  const char* id;
+  /** System prompt placed at the start of the context (chat mode); NULL: none / template default. */
+  const char* system_prompt;
+  /** Non-zero: prompts are fed as they are, without the chat template. */
+  int32_t raw;
+} llmsvc_context_options;
+
+LLMSVC_API void llmsvc_context_options_init(llmsvc_context_options* options);
+/** Create a new context. `options` may be NULL. */
+LLMSVC_API llmsvc_status llmsvc_context_new(llmsvc_service* service, const llmsvc_context_options* options,
+                                            llmsvc_context** out);
+/** Open an existing context by id. */
+LLMSVC_API llmsvc_status llmsvc_context_open(llmsvc_service* service, const char* id, llmsvc_context** out);
+/** Id of an open context. The string lives as long as the handle. */
+LLMSVC_API const char* llmsvc_context_id(const llmsvc_context* context);
+/** Close a handle; the context itself persists. NULL is a no-op. */
+LLMSVC_API void llmsvc_context_close(llmsvc_context* context);
+/** Delete a context and its state. Fails with LLMSVC_ERR_BUSY while a handle to it is open. */
+LLMSVC_API llmsvc_status llmsvc_context_delete(llmsvc_service* service, const char* id);
+/** Request cancellation of the running call on `context` (no-op when idle). Thread-safe. */
+LLMSVC_API llmsvc_status llmsvc_context_cancel(llmsvc_context* context);
+
+/* ---------------------------------------------------------------- call */
+
+typedef struct llmsvc_call_options {
+  size_t struct_size;
+  uint64_t seed;            /* sampling seed; same seed + same state = same tokens */
+  float temperature;        /* <= 0: greedy (default 0) */
+  int32_t top_k;            /* 0: off */
+  float top_p;              /* 1: off */
+  float min_p;              /* 0: off */
+  float repeat_penalty;     /* 1: off */
+  int32_t repeat_last_n;    /* tokens looked back for the penalty (default 64) */
+  int32_t max_tokens;       /* generated tokens at most (default 256; 0 = prefill only) */
+  const char* const* stop;  /* stop strings (UTF-8), `n_stop` of them; not part of the output */
+  size_t n_stop;
+  /* SLO: requested ratios of time-to-first-token and time-per-token to the full model (0 = none). */
+  float slo_ttft_ratio;
+  float slo_tpot_ratio;
+} llmsvc_call_options;
+
+LLMSVC_API void llmsvc_call_options_init(llmsvc_call_options* options);
+
+/** Why generation stopped. */
+typedef enum llmsvc_finish_reason {
+  LLMSVC_FINISH_NONE = 0,
+  LLMSVC_FINISH_EOS = 1,       /* the model ended its turn */
+  LLMSVC_FINISH_LENGTH = 2,    /* max_tokens reached */
+  LLMSVC_FINISH_STOP = 3,      /* a stop string matched */
+  LLMSVC_FINISH_CANCELLED = 4, /* cancelled */
+  LLMSVC_FINISH_CONTEXT_FULL = 5
+} llmsvc_finish_reason;
+
+typedef struct llmsvc_call_result {
+  size_t struct_size;
+  int32_t prompt_tokens;     /* tokens the prompt (with template) added */
+  int32_t generated_tokens;  /* tokens generated */
+  int32_t context_tokens;    /* tokens in the context after the call */
+  int32_t finish_reason;     /* llmsvc_finish_reason */
+  double switch_in_ms;       /* time to make the context's state ready */
+  double ttft_ms;            /* time to first token (includes switch-in and prefill) */
+  double prefill_ms;         /* prompt processing */
+  double decode_ms;          /* generation after the first token */
+  double tpot_ms;            /* mean time per output token after the first */
+} llmsvc_call_result;
+
+LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);
+
+/**
+ * Streamed output: one call per piece of valid UTF-8 text (never splits a code
+ * point). Return 0 to continue, non-zero to cancel the call.
+ */
+typedef int (*llmsvc_token_fn)(const char* piece, size_t len, int32_t token, void* user);
+
+/**
+ * Append `prompt` to the context (as a user turn unless the context is raw) and
+ * generate a reply. `options`, `on_piece` and `out` may be NULL. On cancel the
+ * call returns LLMSVC_ERR_CANCELLED, and what was generated until then stays in
+ * the context.
+ */
+LLMSVC_API llmsvc_status llmsvc_call(llmsvc_context* context, const char* prompt, size_t len,
+                                     const llmsvc_call_options* options, llmsvc_token_fn on_piece, void* user,
+                                     llmsvc_call_result* out);
+
+/* --------------------------------------------------------------- stats */
+
+typedef struct llmsvc_stats {
+  size_t struct_size;
+  int32_t open_contexts;      /* context handles open on this service */
+  int32_t known_contexts;     /* contexts the service holds (open or not) */
+  uint64_t calls;             /* calls completed (any status) */
+  uint64_t prompt_tokens;     /* prompt tokens processed, all calls */
+  uint64_t generated_tokens;  /* tokens generated, all calls */
+  uint64_t kv_bytes;          /* bytes of resident KV cache */
+  uint64_t weight_bytes;      /* bytes of model weights */
+} llmsvc_stats;
+
+LLMSVC_API void llmsvc_stats_init(llmsvc_stats* stats);
+LLMSVC_API llmsvc_status llmsvc_get_stats(llmsvc_service* service, llmsvc_stats* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMSVC_LLMSVC_H */

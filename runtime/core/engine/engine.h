@@ -1,0 +1,85 @@
+// Engine: one loaded model serving many contexts: create/open/delete contexts and run calls.
+//
+// Thread-safe. Calls on different contexts may be issued concurrently; the model's
+// compute runs one call at a time (a fair lock), each call holding its context busy.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/core/sampler/sampler.h"
+
+namespace llmsvc {
+
+class Tokenizer;
+
+struct EngineOptions {
+  std::string model_path;   // GGUF file
+  int n_threads = 0;        // 0: all online CPUs
+  int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
+  int chunk_tokens = 16;    // KV chunk size
+};
+
+struct ContextOptions {
+  std::string id;             // empty: generate
+  std::string system_prompt;  // chat mode only; empty: the template's default
+  bool raw = false;           // prompts go in as they are
+};
+
+struct CallParams {
+  SamplerParams sampling;
+  int32_t max_tokens = 256;
+  std::vector<std::string> stop;
+  const std::atomic<bool>* cancel = nullptr;  // polled between tokens
+};
+
+enum class FinishReason { none = 0, eos = 1, length = 2, stop = 3, cancelled = 4, context_full = 5 };
+
+struct CallStats {
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;
+  int32_t context_tokens = 0;
+  FinishReason finish = FinishReason::none;
+  double switch_in_ms = 0, ttft_ms = 0, prefill_ms = 0, decode_ms = 0, tpot_ms = 0;
+  std::vector<int32_t> prompt_ids;     // what the prompt added (template included)
+  std::vector<int32_t> generated_ids;  // what was generated
+};
+
+// Receives valid UTF-8 pieces as they complete; return false to cancel.
+using PieceFn = std::function<bool(std::string_view piece, int32_t token)>;
+
+struct EngineStats {
+  int32_t known_contexts = 0;
+  uint64_t calls = 0, prompt_tokens = 0, generated_tokens = 0;
+  uint64_t kv_bytes = 0, weight_bytes = 0;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Creates a context; returns its id. Code::exists if the id is taken.
+  virtual Result<std::string> create_context(const ContextOptions& options) = 0;
+  // Code::not_found for an unknown id.
+  virtual Status check_context(std::string_view id) const = 0;
+  // Code::busy while inside a call; not_found if unknown.
+  virtual Status delete_context(std::string_view id) = 0;
+  // Appends `prompt` (as a user turn unless raw) and generates. Code::busy if the context
+  // is in another call; cancelled when the callback or the cancel flag stops it (what was
+  // generated stays in the context); context_overflow when the prompt cannot fit.
+  virtual Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
+                      CallStats* stats) = 0;
+
+  virtual EngineStats stats() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual int n_ctx() const = 0;
+};
+
+}  // namespace llmsvc

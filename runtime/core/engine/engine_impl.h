@@ -1,0 +1,53 @@
+// EngineImpl: the in-process Engine — one Model on one HAL device, contexts in memory.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include "hal/device.h"
+#include "policy/kv_chunk_store.h"
+#include "runtime/core/engine/context_state.h"
+#include "runtime/core/engine/engine.h"
+#include "runtime/core/graph/forward.h"
+#include "runtime/core/model/model.h"
+
+namespace llmsvc {
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens);
+
+  Result<std::string> create_context(const ContextOptions& options) override;
+  Status check_context(std::string_view id) const override;
+  Status delete_context(std::string_view id) override;
+  Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
+              CallStats* stats) override;
+  EngineStats stats() const override;
+  const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
+  int n_ctx() const override { return n_ctx_; }
+
+ private:
+  // Tokens that the prompt adds to `ctx` (template included; user text never parsed for specials).
+  std::vector<int32_t> prompt_tokens(const ContextState& ctx, std::string_view prompt) const;
+  Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
+                  const PieceFn& on_piece, CallStats& st);
+  Status eval_pending(ContextState& ctx, std::vector<float>& logits);
+
+  std::unique_ptr<hal::Device> device_;
+  std::unique_ptr<Model> model_;
+  int n_ctx_;
+  policy::KvChunkStore store_;
+
+  mutable std::mutex mu_;  // contexts_, stats_, rng_
+  std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;
+  EngineStats stats_;
+  std::mt19937_64 id_rng_;
+
+  std::mutex compute_mu_;  // forward_ and the device: one evaluation at a time
+  Forward forward_;
+};
+
+}  // namespace llmsvc

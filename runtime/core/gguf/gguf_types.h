@@ -1,0 +1,34 @@
+// GGUF value types and GGML tensor types, with per-type block geometry.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace llmsvc::gguf {
+
+// Metadata value types as stored in the file.
+enum class ValueType : uint32_t {
+  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
+  string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+};
+
+// GGML tensor element types (numbering from ggml.h). Only those named are known.
+enum class TensorType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
+};
+
+struct TypeTraits {
+  std::string_view name;
+  uint32_t block_elems;  // elements per block (1 for plain floats)
+  uint32_t block_bytes;  // bytes per block
+};
+
+// Geometry of a tensor type; nullptr for a type number we do not know.
+const TypeTraits* type_traits(uint32_t type);
+
+// Name of a value type ("u32", "string", ...) or "unknown".
+std::string_view value_type_name(uint32_t type);
+
+}  // namespace llmsvc::gguf

@@ -1,0 +1,119 @@
+// The forward pass for llama / qwen2 / gemma3, written once with per-architecture switches.
+#include "runtime/core/graph/forward.h"
+
+#include <algorithm>
+
+namespace llmsvc {
+
+Forward::Forward(const Model& model, hal::Device& device, int max_batch)
+    : model_(model), dev_(device), cfg_(model.config()), max_batch_(std::max(1, max_batch)) {
+  const size_t n = max_batch_, q_dim = size_t(cfg_.n_head) * cfg_.head_dim;
+  x_.resize(n * cfg_.n_embd);
+  h_.resize(n * cfg_.n_embd);
+  o_.resize(n * cfg_.n_embd);
+  q_.resize(n * q_dim);
+  attn_.resize(n * q_dim);
+  k_.resize(n * cfg_.kv_dim());
+  v_.resize(n * cfg_.kv_dim());
+  gate_.resize(n * cfg_.n_ff);
+  up_.resize(n * cfg_.n_ff);
+  pos_.resize(n);
+}
+
+Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
+                     std::vector<float>& logits) {
+  const int n_total = static_cast<int>(tokens.size());
+  if (n_total == 0) return Status(Code::invalid_argument, "forward: no tokens");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= cfg_.n_vocab) return Status(Code::invalid_argument, "forward: token id " + std::to_string(t) + " out of range");
+  LLMSVC_RETURN_IF_ERROR(seq.reserve(pos0 + n_total));
+  const size_t V = cfg_.n_vocab;
+  logits.resize(all_logits ? V * n_total : V);
+
+  for (int b0 = 0; b0 < n_total; b0 += max_batch_) {
+    const int n = std::min(max_batch_, n_total - b0);
+    const int p0 = pos0 + b0;
+    for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
+    dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
+    if (cfg_.embd_scale != 1.0f)
+      for (size_t i = 0; i < size_t(n) * cfg_.n_embd; ++i) x_[i] *= cfg_.embd_scale;
+    for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, p0);
+
+    // Final norm and output projection, only for the rows whose logits are wanted.
+    const bool last_batch = b0 + n == n_total;
+    if (!all_logits && !last_batch) continue;
+    const int first = all_logits ? 0 : n - 1;
+    const int rows = n - first;
+    dev_.rms_norm(x_.data() + size_t(first) * cfg_.n_embd, model_.output_norm().data, rows, cfg_.n_embd, cfg_.rms_eps,
+                  h_.data());
+    float* out = all_logits ? logits.data() + size_t(b0) * V : logits.data();
+    dev_.matmul(model_.output(), h_.data(), rows, out);
+  }
+  return Status::Ok();
+}
+
+void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
+  const LayerWeights& L = model_.layers()[il];
+  const int E = cfg_.n_embd, KV = cfg_.kv_dim(), QD = cfg_.n_head * cfg_.head_dim;
+  const bool swa = cfg_.layer_is_swa[il];
+  const float freq_base = swa ? cfg_.rope_freq_base_swa : cfg_.rope_freq_base;
+  const float freq_scale = swa ? 1.0f : cfg_.rope_freq_scale;
+  const hal::RopeStyle style = cfg_.rope_neox ? hal::RopeStyle::neox : hal::RopeStyle::normal;
+
+  // Attention block.
+  dev_.rms_norm(x_.data(), L.attn_norm.data, n, E, cfg_.rms_eps, h_.data());
+  dev_.matmul(*L.wq, h_.data(), n, q_.data());
+  dev_.matmul(*L.wk, h_.data(), n, k_.data());
+  dev_.matmul(*L.wv, h_.data(), n, v_.data());
+  if (cfg_.has_qkv_bias) {
+    for (int t = 0; t < n; ++t) {
+      dev_.add(q_.data() + size_t(t) * QD, L.bq.data, QD);
+      dev_.add(k_.data() + size_t(t) * KV, L.bk.data, KV);
+      dev_.add(v_.data() + size_t(t) * KV, L.bv.data, KV);
+    }
+  }
+  if (cfg_.has_qk_norm) {
+    dev_.rms_norm(q_.data(), L.attn_q_norm.data, n * cfg_.n_head, cfg_.head_dim, cfg_.rms_eps, q_.data());
+    dev_.rms_norm(k_.data(), L.attn_k_norm.data, n * cfg_.n_head_kv, cfg_.head_dim, cfg_.rms_eps, k_.data());
+  }
+  dev_.rope(q_.data(), n, cfg_.n_head, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
+  dev_.rope(k_.data(), n, cfg_.n_head_kv, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
+  // New K/V go straight into their chunk slots.
+  for (int t = 0; t < n; ++t) {
+    dev_.store_f16(k_.data() + size_t(t) * KV, seq.k(il, p0 + t), KV);
+    dev_.store_f16(v_.data() + size_t(t) * KV, seq.v(il, p0 + t), KV);
+  }
+  // The chunks this batch can see (sliding layers skip chunks wholly outside the window).
+  const int C = seq.geometry().chunk_tokens, end = p0 + n;
+  const int lo = swa && cfg_.sliding_window > 0 ? std::max(0, p0 - cfg_.sliding_window + 1) : 0;
+  views_.clear();
+  for (int c = lo / C; c * C < end; ++c) {
+    views_.push_back({seq.chunk_k(c, il), seq.chunk_v(c, il), std::min(C, end - c * C), c * C});
+  }
+  hal::AttentionParams ap;
+  ap.n_head = cfg_.n_head;
+  ap.n_head_kv = cfg_.n_head_kv;
+  ap.head_dim = cfg_.head_dim;
+  ap.scale = cfg_.attn_scale;
+  ap.sliding_window = swa ? cfg_.sliding_window : 0;
+  dev_.attention(q_.data(), n, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, attn_.data());
+  dev_.matmul(*L.wo, attn_.data(), n, o_.data());
+  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.attn_post_norm.data, n, E, cfg_.rms_eps, o_.data());
+  dev_.add(x_.data(), o_.data(), size_t(n) * E);
+
+  // Feed-forward block.
+  dev_.rms_norm(x_.data(), L.ffn_norm.data, n, E, cfg_.rms_eps, h_.data());
+  dev_.matmul(*L.w_gate, h_.data(), n, gate_.data());
+  dev_.matmul(*L.w_up, h_.data(), n, up_.data());
+  const size_t ff = size_t(n) * cfg_.n_ff;
+  if (cfg_.gelu_ffn) {
+    dev_.geglu(gate_.data(), up_.data(), ff);
+  } else {
+    dev_.swiglu(gate_.data(), up_.data(), ff);
+  }
+  dev_.matmul(*L.w_down, gate_.data(), n, o_.data());
+  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.ffn_post_norm.data, n, E, cfg_.rms_eps, o_.data());
+  dev_.add(x_.data(), o_.data(), size_t(n) * E);
+}
+
+}  // namespace llmsvc

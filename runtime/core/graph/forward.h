@@ -1,0 +1,44 @@
+// Forward: the transformer forward pass of a Model over a context's chunked KV cache.
+//
+// Tokens are processed in micro-batches; each layer's new K/V rows are written in place
+// into the sequence's chunks (never copied), then attention runs over the chunk list.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/device.h"
+#include "policy/kv_chunk_store.h"
+#include "runtime/core/model/model.h"
+
+namespace llmsvc {
+
+class Forward {
+ public:
+  // max_batch: tokens per micro-batch (scratch is sized for it).
+  Forward(const Model& model, hal::Device& device, int max_batch = 256);
+
+  // Evaluates `tokens` at positions [pos0, pos0 + n) of `seq`, which must already hold
+  // positions [0, pos0). Logits: of the last token only (n_vocab floats), or of every
+  // token (n * n_vocab) when all_logits. Code::out_of_memory if the KV budget is exhausted.
+  Status eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
+              std::vector<float>& logits);
+
+  int max_batch() const { return max_batch_; }
+
+ private:
+  void layer(int il, policy::KvSequence& seq, int n, int pos0);
+
+  const Model& model_;
+  hal::Device& dev_;
+  const ModelConfig& cfg_;
+  int max_batch_;
+  // Scratch, sized once for max_batch tokens.
+  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  std::vector<int32_t> pos_;
+  std::vector<hal::KvChunkView> views_;
+};
+
+}  // namespace llmsvc

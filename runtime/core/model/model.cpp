@@ -1,0 +1,148 @@
+// Model loading: every tensor the architecture needs is looked up, shape- and type-checked,
+// and prepared on the device.
+#include "runtime/core/model/model.h"
+
+#include <string>
+
+#include "hal/weight_type.h"
+#include "runtime/core/gguf/gguf_file.h"
+
+namespace llmsvc {
+namespace {
+
+std::string shape_str(const gguf::TensorInfo& t) {
+  std::string s = "{";
+  for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
+  return s + "}";
+}
+
+// Finds tensor `name` and checks it is 2-D [rows][cols] (ggml ne = {cols, rows}) of a supported type.
+Result<hal::WeightRef> matrix(const gguf::GgufFile& f, const std::string& name, int64_t cols, int64_t rows) {
+  const gguf::TensorInfo* t = f.find_tensor(name);
+  if (!t) return Status(Code::model_invalid, "model: tensor '" + name + "' is missing");
+  if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != cols || static_cast<int64_t>(t->ne[1]) != rows)
+    return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + shape_str(*t) + ", expected {" +
+                                           std::to_string(cols) + ", " + std::to_string(rows) + "}");
+  if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) {
+    const gguf::TypeTraits* tt = gguf::type_traits(static_cast<uint32_t>(t->type));
+    return Status(Code::unsupported, "model: tensor '" + name + "' has weight type " +
+                                         (tt ? std::string(tt->name) : std::to_string(static_cast<uint32_t>(t->type))) +
+                                         ", which is not supported");
+  }
+  hal::WeightRef w;
+  w.type = static_cast<hal::WeightType>(t->type);
+  w.data = t->data;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = hal::row_bytes(w.type, cols);
+  return w;
+}
+
+// A 1-D float vector of `n` elements (F32 used in place; F16/BF16 etc. converted).
+Status vector_param(const gguf::GgufFile& f, const std::string& name, int64_t n, FloatParam* out, hal::Device& dev) {
+  const gguf::TensorInfo* t = f.find_tensor(name);
+  if (!t) return Status(Code::model_invalid, "model: tensor '" + name + "' is missing");
+  if (t->n_dims != 1 || static_cast<int64_t>(t->ne[0]) != n)
+    return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + shape_str(*t) + ", expected {" +
+                                           std::to_string(n) + "}");
+  if (t->type == gguf::TensorType::F32) {
+    out->data = reinterpret_cast<const float*>(t->data);
+    return Status::Ok();
+  }
+  if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type)))
+    return Status(Code::unsupported, "model: tensor '" + name + "' has an unsupported type");
+  hal::WeightRef ref{static_cast<hal::WeightType>(t->type), t->data, 1, n, hal::row_bytes(static_cast<hal::WeightType>(t->type), n)};
+  out->owned.resize(n);
+  int32_t zero = 0;
+  dev.get_rows(ref, &zero, 1, out->owned.data());
+  out->data = out->owned.data();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Model::~Model() = default;
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, hal::Device& device) {
+  auto file = gguf::GgufFile::open(path);
+  if (!file.ok()) return file.status();
+  auto m = std::make_unique<Model>(Key{});
+  m->file_ = std::move(file).value();
+  auto cfg = read_model_config(*m->file_);
+  if (!cfg.ok()) return cfg.status();
+  m->config_ = std::move(cfg).value();
+  auto tok = Tokenizer::from_gguf(*m->file_);
+  if (!tok.ok()) return tok.status();
+  m->tokenizer_ = std::move(tok).value();
+  m->chat_ = make_chat_template(*m->file_);
+  LLMSVC_RETURN_IF_ERROR(m->load_weights(device));
+  return m;
+}
+
+Status Model::load_weights(hal::Device& dev) {
+  const gguf::GgufFile& f = *file_;
+  ModelConfig& c = config_;
+  const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");
+  if (!emb) return Status(Code::model_invalid, "model: tensor 'token_embd.weight' is missing");
+  if (emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 22))
+    return Status(Code::model_invalid, "model: tensor 'token_embd.weight' has shape " + shape_str(*emb));
+  c.n_vocab = static_cast<int>(emb->ne[1]);
+  if (tokenizer_->n_vocab() > c.n_vocab)
+    return Status(Code::model_invalid, "model: tokenizer has " + std::to_string(tokenizer_->n_vocab()) +
+                                           " tokens but token_embd.weight only " + std::to_string(c.n_vocab) + " rows");
+  auto te = matrix(f, "token_embd.weight", c.n_embd, c.n_vocab);
+  if (!te.ok()) return te.status();
+  tok_embd_ = *te;
+
+  auto prep = [&](const std::string& name, int64_t cols, int64_t rows,
+                  std::unique_ptr<hal::PreparedWeight>* out) -> Status {
+    auto w = matrix(f, name, cols, rows);
+    if (!w.ok()) return w.status();
+    auto p = dev.prepare_weight(*w);
+    if (!p.ok()) return p.status();
+    *out = std::move(p).value();
+    weight_bytes_ += w->row_bytes * static_cast<uint64_t>(rows);
+    return Status::Ok();
+  };
+  const int64_t q_dim = int64_t{c.n_head} * c.head_dim, kv_dim = c.kv_dim();
+  layers_.resize(c.n_layer);
+  for (int il = 0; il < c.n_layer; ++il) {
+    LayerWeights& L = layers_[il];
+    const std::string p = "blk." + std::to_string(il) + ".";
+    LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_norm.weight", c.n_embd, &L.attn_norm, dev));
+    LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "ffn_norm.weight", c.n_embd, &L.ffn_norm, dev));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_q.weight", c.n_embd, q_dim, &L.wq));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_k.weight", c.n_embd, kv_dim, &L.wk));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_v.weight", c.n_embd, kv_dim, &L.wv));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_output.weight", q_dim, c.n_embd, &L.wo));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "ffn_gate.weight", c.n_embd, c.n_ff, &L.w_gate));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "ffn_up.weight", c.n_embd, c.n_ff, &L.w_up));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "ffn_down.weight", c.n_ff, c.n_embd, &L.w_down));
+    if (c.has_qkv_bias) {
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_q.bias", q_dim, &L.bq, dev));
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_k.bias", kv_dim, &L.bk, dev));
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_v.bias", kv_dim, &L.bv, dev));
+    }
+    if (c.has_qk_norm) {
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_q_norm.weight", c.head_dim, &L.attn_q_norm, dev));
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_k_norm.weight", c.head_dim, &L.attn_k_norm, dev));
+    }
+    if (c.has_post_norms) {
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "post_attention_norm.weight", c.n_embd, &L.attn_post_norm, dev));
+      LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "post_ffw_norm.weight", c.n_embd, &L.ffn_post_norm, dev));
+    }
+  }
+  LLMSVC_RETURN_IF_ERROR(vector_param(f, "output_norm.weight", c.n_embd, &output_norm_, dev));
+  if (f.find_tensor("output.weight")) {
+    LLMSVC_RETURN_IF_ERROR(prep("output.weight", c.n_embd, c.n_vocab, &output_));
+  } else {
+    // Tied embeddings: the output projection is the embedding table.
+    auto p = dev.prepare_weight(tok_embd_);
+    if (!p.ok()) return p.status();
+    output_ = std::move(p).value();
+  }
+  weight_bytes_ += tok_embd_.row_bytes * static_cast<uint64_t>(c.n_vocab);
+  return Status::Ok();
+}
+
+}  // namespace llmsvc

@@ -1,0 +1,68 @@
+// Model: a loaded GGUF model — configuration, tokenizer, chat template, and the weights
+// prepared on a HAL device. Immutable after load; shared by every context.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/device.h"
+#include "runtime/core/model/model_config.h"
+#include "runtime/core/tokenizer/chat_template.h"
+#include "runtime/core/tokenizer/tokenizer.h"
+
+namespace llmsvc {
+namespace gguf { class GgufFile; }
+
+// A small float vector (norm weights, biases): points into the mapping when the file
+// stores it as F32, else into `owned`.
+struct FloatParam {
+  const float* data = nullptr;
+  std::vector<float> owned;
+};
+
+struct LayerWeights {
+  FloatParam attn_norm, ffn_norm;
+  FloatParam attn_q_norm, attn_k_norm;        // gemma3
+  FloatParam attn_post_norm, ffn_post_norm;   // gemma3
+  FloatParam bq, bk, bv;                      // qwen2
+  std::unique_ptr<hal::PreparedWeight> wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+class Model {
+ public:
+  // Opens, validates and prepares `path` on `device`. Errors name the offending key/tensor.
+  static Result<std::unique_ptr<Model>> load(const std::string& path, hal::Device& device);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ChatTemplate& chat_template() const { return chat_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const hal::WeightRef& token_embd() const { return tok_embd_; }
+  const hal::PreparedWeight& output() const { return *output_; }
+  const FloatParam& output_norm() const { return output_norm_; }
+  uint64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  struct Key {};  // only load() constructs
+ public:
+  explicit Model(Key) {}
+
+ private:
+  Status load_weights(hal::Device& device);
+
+  std::unique_ptr<gguf::GgufFile> file_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ChatTemplate chat_;
+  std::vector<LayerWeights> layers_;
+  hal::WeightRef tok_embd_;
+  std::unique_ptr<hal::PreparedWeight> output_;
+  FloatParam output_norm_;
+  uint64_t weight_bytes_ = 0;
+};
+
+}  // namespace llmsvc

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, fetch the default model, build, and ask the
+# default model (embedded) for a short chat answer.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tools/scripts/install_deps.sh
+tools/scripts/fetch_model.sh >/dev/null
+tools/scripts/build.sh release
+exec build/release/tools/cli/llmsvc run --max-tokens 64 "${@:-What is the capital of France? Answer in one sentence.}"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, fetch the model, build Release and
+# ASan+UBSan, run every test in both, and run each fuzzer for a short fixed time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tools/scripts/install_deps.sh
+tools/scripts/fetch_model.sh >/dev/null
+jobs=$(nproc)
+for preset in release asan; do
+  echo "== $preset: build" >&2
+  tools/scripts/build.sh "$preset"
+  echo "== $preset: test" >&2
+  ctest --preset "$preset" -j "$jobs"
+done
+if [ -x fuzz/run_fuzzers.sh ]; then
+  echo "== fuzz" >&2
+  fuzz/run_fuzzers.sh "${LLMSVC_FUZZ_SECONDS:-60}"
+fi
