@@ -2,6 +2,7 @@
 #include "runtime/core/engine/stop_matcher.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace llmsvc {
 

@@ -35,8 +35,7 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     const int p0 = pos0 + b0;
     for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
-    if (cfg_.embd_scale != 1.0f)
-      for (size_t i = 0; i < size_t(n) * cfg_.n_embd; ++i) x_[i] *= cfg_.embd_scale;
+    if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
     for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, p0);
 
     // Final norm and output projection, only for the rows whose logits are wanted.
@@ -66,11 +65,9 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
   dev_.matmul(*L.wk, h_.data(), n, k_.data());
   dev_.matmul(*L.wv, h_.data(), n, v_.data());
   if (cfg_.has_qkv_bias) {
-    for (int t = 0; t < n; ++t) {
-      dev_.add(q_.data() + size_t(t) * QD, L.bq.data, QD);
-      dev_.add(k_.data() + size_t(t) * KV, L.bk.data, KV);
-      dev_.add(v_.data() + size_t(t) * KV, L.bv.data, KV);
-    }
+    dev_.add_bias(q_.data(), L.bq.data, n, QD);
+    dev_.add_bias(k_.data(), L.bk.data, n, KV);
+    dev_.add_bias(v_.data(), L.bv.data, n, KV);
   }
   if (cfg_.has_qk_norm) {
     dev_.rms_norm(q_.data(), L.attn_q_norm.data, n * cfg_.n_head, cfg_.head_dim, cfg_.rms_eps, q_.data());

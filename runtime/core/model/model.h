@@ -8,12 +8,12 @@
 
 #include "base/status.h"
 #include "hal/device.h"
+#include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/model/model_config.h"
 #include "runtime/core/tokenizer/chat_template.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
 namespace llmsvc {
-namespace gguf { class GgufFile; }
 
 // A small float vector (norm weights, biases): points into the mapping when the file
 // stores it as F32, else into `owned`.
