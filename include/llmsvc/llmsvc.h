@@ -16,7 +16,10 @@
  *    unknown tail ignored (results: left untouched);
  *  - strings are UTF-8 and validated; lengths are in bytes;
  *  - llmsvc_last_error() gives a human-readable detail of the calling thread's
- *    last failure.
+ *    last failure. Every fallible function clears it first, so after a success
+ *    it is "";
+ *  - no C++ exception ever leaves a function: an allocation failure inside is
+ *    LLMSVC_ERR_OUT_OF_MEMORY.
  *
  * Thread safety:
  *  - llmsvc_bind, llmsvc_unbind: call unbind only after every context of the
@@ -75,16 +78,19 @@ typedef struct llmsvc_context llmsvc_context; /* an open persistent context */
 LLMSVC_API uint32_t llmsvc_abi_version(void);
 /** Static name of a status code, e.g. "LLMSVC_ERR_NOT_FOUND". Never NULL. */
 LLMSVC_API const char* llmsvc_status_name(llmsvc_status status);
-/** Detail of the calling thread's last failure ("" if none). Valid until the next call on this thread. */
+/** Detail of the calling thread's last failure ("" if the last fallible call succeeded).
+ *  Never NULL; valid until the next llmsvc_ call on this thread. */
 LLMSVC_API const char* llmsvc_last_error(void);
 
 /* ---------------------------------------------------------------- bind */
 
 typedef struct llmsvc_bind_options {
   size_t struct_size;
-  /** "embedded" (default when NULL) or "unix:PATH". NULL: $LLMSVC_TARGET, else embedded. */
+  /** "embedded" or "unix:PATH". NULL: $LLMSVC_TARGET, else embedded. (unix: is refused with
+   *  LLMSVC_ERR_UNSUPPORTED until the daemon transport is built.) */
   const char* target;
-  /** Embedded: GGUF model path. NULL: the default model in $LLMSVC_MODEL_DIR or ~/.cache/llmsvc/models. */
+  /** Embedded: GGUF model path. NULL: the default model in $LLMSVC_MODEL_DIR or ~/.cache/llmsvc/models
+   *  (LLMSVC_ERR_MODEL_NOT_FOUND when absent; tools/scripts/fetch_model.sh fetches it). */
   const char* model_path;
   /** Embedded: worker threads; 0 = all online CPUs. */
   int32_t n_threads;
@@ -95,16 +101,17 @@ typedef struct llmsvc_bind_options {
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);
-/** Bind to the service (or start the embedded engine). `options` may be NULL for defaults. */
+/** Bind to the service (or start the embedded engine: loads the model). `options` may be NULL for defaults. */
 LLMSVC_API llmsvc_status llmsvc_bind(const llmsvc_bind_options* options, llmsvc_service** out);
-/** Release a service handle. NULL is a no-op. */
+/** Release a service handle. NULL is a no-op. Context handles still open stay usable and keep
+ *  the engine alive until they are closed. */
 LLMSVC_API void llmsvc_unbind(llmsvc_service* service);
 
 /* ------------------------------------------------------------ contexts */
 
 typedef struct llmsvc_context_options {
   size_t struct_size;
-  /** Stable id (1..64 bytes of [A-Za-z0-9._-]); NULL: a fresh id is generated. */
+  /** Stable id (1..64 bytes of [A-Za-z0-9._-], not "." or ".."); NULL: a fresh id is generated. */
   const char* id;
   /** System prompt placed at the start of the context (chat mode); NULL: none / template default. */
   const char* system_prompt;
@@ -118,7 +125,7 @@ LLMSVC_API llmsvc_status llmsvc_context_new(llmsvc_service* service, const llmsv
                                             llmsvc_context** out);
 /** Open an existing context by id. */
 LLMSVC_API llmsvc_status llmsvc_context_open(llmsvc_service* service, const char* id, llmsvc_context** out);
-/** Id of an open context. The string lives as long as the handle. */
+/** Id of an open context. The string lives as long as the handle. NULL context: "". */
 LLMSVC_API const char* llmsvc_context_id(const llmsvc_context* context);
 /** Close a handle; the context itself persists. NULL is a no-op. */
 LLMSVC_API void llmsvc_context_close(llmsvc_context* context);
@@ -134,12 +141,12 @@ typedef struct llmsvc_call_options {
   uint64_t seed;            /* sampling seed; same seed + same state = same tokens */
   float temperature;        /* <= 0: greedy (default 0) */
   int32_t top_k;            /* 0: off */
-  float top_p;              /* 1: off */
-  float min_p;              /* 0: off */
-  float repeat_penalty;     /* 1: off */
-  int32_t repeat_last_n;    /* tokens looked back for the penalty (default 64) */
+  float top_p;              /* in [0, 1]; 1: off */
+  float min_p;              /* in [0, 1]; 0: off */
+  float repeat_penalty;     /* > 0; 1: off */
+  int32_t repeat_last_n;    /* tokens looked back for the penalty (default 64; 0: off; -1: the whole context) */
   int32_t max_tokens;       /* generated tokens at most (default 256; 0 = prefill only) */
-  const char* const* stop;  /* stop strings (UTF-8), `n_stop` of them; not part of the output */
+  const char* const* stop;  /* stop strings (UTF-8, 1..256 bytes), `n_stop` (<= 16) of them; not part of the output */
   size_t n_stop;
   /* SLO: requested ratios of time-to-first-token and time-per-token to the full model (0 = none). */
   float slo_ttft_ratio;
@@ -175,15 +182,17 @@ LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);
 
 /**
  * Streamed output: one call per piece of valid UTF-8 text (never splits a code
- * point). Return 0 to continue, non-zero to cancel the call.
+ * point; `piece` is not NUL-terminated). `token` is the last token the piece
+ * completes. Return 0 to continue, non-zero to cancel the call.
  */
 typedef int (*llmsvc_token_fn)(const char* piece, size_t len, int32_t token, void* user);
 
 /**
  * Append `prompt` to the context (as a user turn unless the context is raw) and
- * generate a reply. `options`, `on_piece` and `out` may be NULL. On cancel the
- * call returns LLMSVC_ERR_CANCELLED, and what was generated until then stays in
- * the context.
+ * generate a reply. `options`, `on_piece` and `out` may be NULL; `prompt` may be
+ * NULL when `len` is 0. On cancel the call returns LLMSVC_ERR_CANCELLED, what
+ * was generated until then stays in the context, and `out` is filled (the one
+ * failure that writes it).
  */
 LLMSVC_API llmsvc_status llmsvc_call(llmsvc_context* context, const char* prompt, size_t len,
                                      const llmsvc_call_options* options, llmsvc_token_fn on_piece, void* user,

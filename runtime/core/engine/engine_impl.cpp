@@ -133,8 +133,11 @@ std::vector<int32_t> EngineImpl::prompt_tokens(const ContextState& ctx, std::str
 }
 
 Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
+  if (ctx.tokens.empty()) return Status(Code::invalid_argument, "the context is empty and the prompt adds no tokens");
+  // Everything evaluated already (an empty prompt after a prefill-only call): recompute the
+  // last position to get its logits; its K/V are rewritten in place with the same values.
+  if (ctx.n_evaluated == static_cast<int>(ctx.tokens.size())) ctx.n_evaluated--;
   const int n = static_cast<int>(ctx.tokens.size()) - ctx.n_evaluated;
-  if (n <= 0) return Status(Code::internal, "engine: nothing to evaluate");
   std::lock_guard<std::mutex> lock(compute_mu_);
   Status s = forward_.eval(ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(ctx.n_evaluated), ctx.n_evaluated,
                            false, logits);
@@ -210,12 +213,10 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   };
   Clock::time_point t_first{};
   FinishReason finish = FinishReason::none;
-  const int last_n = std::max(0, params.sampling.repeat_last_n);
   while (st.generated_tokens < params.max_tokens) {
     if (params.cancel && params.cancel->load(std::memory_order_relaxed)) cancelled = true;
     if (cancelled) break;
-    const size_t hist_from = ctx.tokens.size() > static_cast<size_t>(last_n) ? ctx.tokens.size() - last_n : 0;
-    const int32_t t = sampler.sample(logits, std::span<const int32_t>(ctx.tokens).subspan(hist_from));
+    const int32_t t = sampler.sample(logits, ctx.tokens);  // it looks back repeat_last_n itself
     if (st.generated_tokens == 0) {
       t_first = Clock::now();
       st.ttft_ms = std::chrono::duration<double, std::milli>(t_first - t0).count();

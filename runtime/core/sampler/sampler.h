@@ -68,10 +68,10 @@ class Sampler {
 
   SamplerParams p_;
   std::mt19937_64 rng_;
-  std::vector<Cand> cand_;        // reused scratch: the surviving candidates
-  bool sorted_ = false;           // cand_ is in decreasing order (after a top-k cut)
-  std::vector<float> w_;          // reused scratch: unnormalized probabilities of cand_
-  std::vector<int32_t> recent_;   // reused scratch: distinct tokens for the penalty
+  std::vector<Cand> cand_;       // reused scratch: the surviving candidates
+  bool sorted_ = false;          // cand_ is in decreasing order (after a top-k cut)
+  std::vector<float> w_;         // reused scratch: unnormalized probabilities of cand_
+  std::vector<int32_t> recent_;  // reused scratch: distinct tokens for the penalty
 };
 
 }  // namespace llmsvc

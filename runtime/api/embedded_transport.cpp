@@ -1,0 +1,38 @@
+// EmbeddedTransport: a thin adapter over llmsvc::Engine, which is already thread-safe.
+#include "runtime/api/embedded_transport.h"
+
+#include <utility>
+
+namespace llmsvc::api {
+namespace {
+
+class EmbeddedTransport final : public Transport {
+ public:
+  explicit EmbeddedTransport(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}
+
+  Result<std::string> create_context(const ContextOptions& options) override {
+    return engine_->create_context(options);
+  }
+  Status open_context(std::string_view id) override { return engine_->check_context(id); }
+  Status delete_context(std::string_view id) override { return engine_->delete_context(id); }
+  Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
+              CallStats* stats) override {
+    return engine_->call(id, prompt, params, on_piece, stats);
+  }
+  // The engine polls the handle's flag itself; nothing else to tell it.
+  void cancel(std::string_view) override {}
+  Result<EngineStats> stats() override { return engine_->stats(); }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> make_embedded_transport(const EngineOptions& options) {
+  auto engine = Engine::create(options);
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<Transport>(std::make_unique<EmbeddedTransport>(std::move(engine).value()));
+}
+
+}  // namespace llmsvc::api

@@ -1,0 +1,13 @@
+// EmbeddedTransport: the engine runs inside the calling process.
+#pragma once
+
+#include <memory>
+
+#include "runtime/api/transport.h"
+
+namespace llmsvc::api {
+
+// Loads the model named by `options` and serves contexts from it.
+Result<std::unique_ptr<Transport>> make_embedded_transport(const EngineOptions& options);
+
+}  // namespace llmsvc::api

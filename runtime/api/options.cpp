@@ -1,0 +1,214 @@
+// The C option/result structs: struct_size checks, defaults, copying.
+#include "runtime/api/options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "runtime/api/default_model.h"
+#include "runtime/api/validate.h"
+
+namespace llmsvc::api {
+namespace {
+
+Status bad(std::string message) { return {Code::invalid_argument, std::move(message)}; }
+
+// Copies the caller's struct over our defaults: a newer caller's unknown tail is cut off,
+// and an older caller (once v2 exists) keeps our defaults for the fields it lacks.
+template <class T>
+Result<T> copy_in(const T* in, size_t v1_size, const char* what) {
+  T local;
+  init(&local);
+  if (in == nullptr) return local;
+  if (in->struct_size < v1_size) {
+    return bad(std::string(what) + ".struct_size is " + std::to_string(in->struct_size) + ", at least " +
+               std::to_string(v1_size) + " expected (call " + what + "_init)");
+  }
+  std::memcpy(&local, in, std::min(in->struct_size, sizeof(T)));
+  return local;
+}
+
+bool finite(float v) { return std::isfinite(v); }
+
+static_assert(static_cast<int>(FinishReason::eos) == LLMSVC_FINISH_EOS);
+static_assert(static_cast<int>(FinishReason::length) == LLMSVC_FINISH_LENGTH);
+static_assert(static_cast<int>(FinishReason::stop) == LLMSVC_FINISH_STOP);
+static_assert(static_cast<int>(FinishReason::cancelled) == LLMSVC_FINISH_CANCELLED);
+static_assert(static_cast<int>(FinishReason::context_full) == LLMSVC_FINISH_CONTEXT_FULL);
+
+}  // namespace
+
+void init(llmsvc_bind_options* o) { *o = llmsvc_bind_options{sizeof(llmsvc_bind_options), nullptr, nullptr, 0, 0, 0}; }
+
+void init(llmsvc_context_options* o) {
+  *o = llmsvc_context_options{sizeof(llmsvc_context_options), nullptr, nullptr, 0};
+}
+
+void init(llmsvc_call_options* o) {
+  *o = llmsvc_call_options{};
+  o->struct_size = sizeof(llmsvc_call_options);
+  o->seed = 0;
+  o->temperature = 0.0f;
+  o->top_k = 0;
+  o->top_p = 1.0f;
+  o->min_p = 0.0f;
+  o->repeat_penalty = 1.0f;
+  o->repeat_last_n = 64;
+  o->max_tokens = 256;
+  o->stop = nullptr;
+  o->n_stop = 0;
+  o->slo_ttft_ratio = 0.0f;
+  o->slo_tpot_ratio = 0.0f;
+}
+
+void init(llmsvc_call_result* r) {
+  *r = llmsvc_call_result{};
+  r->struct_size = sizeof(llmsvc_call_result);
+}
+
+void init(llmsvc_stats* s) {
+  *s = llmsvc_stats{};
+  s->struct_size = sizeof(llmsvc_stats);
+}
+
+Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
+  auto in = copy_in(options, kBindOptionsV1, "llmsvc_bind_options");
+  if (!in.ok()) return in.status();
+  const llmsvc_bind_options& o = *in;
+  BindConfig config;
+
+  const char* target = o.target;
+  if (target == nullptr) target = std::getenv("LLMSVC_TARGET");
+  if (target != nullptr && *target != '\0') {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(target, "target"));
+    std::string_view t(target);
+    if (t == "embedded") {
+      config.target = TargetKind::embedded;
+    } else if (t.starts_with("unix:") && t.size() > 5) {
+      config.target = TargetKind::unix_socket;
+      config.socket_path = std::string(t.substr(5));
+    } else {
+      return bad("unknown target '" + std::string(t) + "' (expected \"embedded\" or \"unix:PATH\")");
+    }
+  }
+
+  if (o.n_threads < 0) return bad("n_threads is negative");
+  if (o.n_ctx < 0) return bad("n_ctx is negative");
+  if (o.chunk_tokens < 0) return bad("chunk_tokens is negative");
+  config.engine.n_threads = o.n_threads;
+  config.engine.n_ctx = o.n_ctx;
+  config.engine.chunk_tokens = o.chunk_tokens == 0 ? 16 : o.chunk_tokens;
+
+  if (config.target == TargetKind::embedded) {
+    std::string_view model;
+    if (o.model_path != nullptr) {
+      LLMSVC_RETURN_IF_ERROR(check_cstr(o.model_path, "model_path"));
+      model = o.model_path;
+    }
+    auto path = resolve_model_path(model);
+    if (!path.ok()) return path.status();
+    config.engine.model_path = std::move(path).value();
+  }
+  return config;
+}
+
+Result<ContextOptions> read_context_options(const llmsvc_context_options* options) {
+  auto in = copy_in(options, kContextOptionsV1, "llmsvc_context_options");
+  if (!in.ok()) return in.status();
+  ContextOptions out;
+  if (in->id != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_id(in->id));
+    out.id = in->id;
+  }
+  if (in->system_prompt != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(in->system_prompt, "system_prompt"));
+    out.system_prompt = in->system_prompt;
+  }
+  out.raw = in->raw != 0;
+  return out;
+}
+
+Result<CallParams> read_call_options(const llmsvc_call_options* options) {
+  auto in = copy_in(options, kCallOptionsV1, "llmsvc_call_options");
+  if (!in.ok()) return in.status();
+  const llmsvc_call_options& o = *in;
+  // NaN passes every ordered comparison below as false, so each check says "finite" first.
+  if (!finite(o.temperature)) return bad("temperature is not a finite number");
+  if (o.top_k < 0) return bad("top_k is negative");
+  if (!finite(o.top_p) || o.top_p < 0.0f || o.top_p > 1.0f) return bad("top_p is outside [0, 1]");
+  if (!finite(o.min_p) || o.min_p < 0.0f || o.min_p > 1.0f) return bad("min_p is outside [0, 1]");
+  if (!finite(o.repeat_penalty) || o.repeat_penalty <= 0.0f) return bad("repeat_penalty must be > 0");
+  if (o.repeat_last_n < -1) return bad("repeat_last_n must be >= -1");
+  if (o.max_tokens < 0) return bad("max_tokens is negative");
+  if (!finite(o.slo_ttft_ratio) || o.slo_ttft_ratio < 0.0f) return bad("slo_ttft_ratio must be >= 0");
+  if (!finite(o.slo_tpot_ratio) || o.slo_tpot_ratio < 0.0f) return bad("slo_tpot_ratio must be >= 0");
+  if (o.n_stop > 0 && o.stop == nullptr) return bad("stop is NULL but n_stop is " + std::to_string(o.n_stop));
+  if (o.n_stop > kMaxStopStrings) return bad("more than 16 stop strings");
+
+  CallParams p;
+  p.sampling.seed = o.seed;
+  p.sampling.temperature = o.temperature;
+  p.sampling.top_k = o.top_k;
+  p.sampling.top_p = o.top_p;
+  p.sampling.min_p = o.min_p;
+  p.sampling.repeat_penalty = o.repeat_penalty;
+  p.sampling.repeat_last_n = o.repeat_last_n;
+  p.max_tokens = o.max_tokens;
+  for (size_t i = 0; i < o.n_stop; ++i) {
+    const std::string what = "stop[" + std::to_string(i) + "]";
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.stop[i], what));
+    std::string_view s(o.stop[i]);
+    if (s.empty()) return bad(what + " is empty");
+    if (s.size() > kMaxStopBytes) return bad(what + " is longer than 256 bytes");
+    p.stop.emplace_back(s);
+  }
+  // The SLO ratios are validated here; the engine has no elastic levels yet to honour them.
+  return p;
+}
+
+Status check_result_size(size_t struct_size, size_t v1_size, const char* what) {
+  if (struct_size >= v1_size) return Status::Ok();
+  return bad(std::string(what) + ".struct_size is " + std::to_string(struct_size) + ", at least " +
+             std::to_string(v1_size) + " expected (call " + what + "_init)");
+}
+
+// Results go out through a full local copy trimmed to the caller's size, so a newer
+// library never writes past an older caller's struct.
+template <class T>
+static void copy_out(const T& local, T* out) {
+  const size_t n = std::min(out->struct_size, sizeof(T));
+  const size_t skip = sizeof(out->struct_size);  // the caller's own size stays as it is
+  std::memcpy(reinterpret_cast<char*>(out) + skip, reinterpret_cast<const char*>(&local) + skip, n - skip);
+}
+
+void write_call_result(const CallStats& stats, llmsvc_call_result* out) {
+  llmsvc_call_result r;
+  init(&r);
+  r.prompt_tokens = stats.prompt_tokens;
+  r.generated_tokens = stats.generated_tokens;
+  r.context_tokens = stats.context_tokens;
+  r.finish_reason = static_cast<int32_t>(stats.finish);
+  r.switch_in_ms = stats.switch_in_ms;
+  r.ttft_ms = stats.ttft_ms;
+  r.prefill_ms = stats.prefill_ms;
+  r.decode_ms = stats.decode_ms;
+  r.tpot_ms = stats.tpot_ms;
+  copy_out(r, out);
+}
+
+void write_stats(const EngineStats& engine, int32_t open_contexts, llmsvc_stats* out) {
+  llmsvc_stats s;
+  init(&s);
+  s.open_contexts = open_contexts;
+  s.known_contexts = engine.known_contexts;
+  s.calls = engine.calls;
+  s.prompt_tokens = engine.prompt_tokens;
+  s.generated_tokens = engine.generated_tokens;
+  s.kv_bytes = engine.kv_bytes;
+  s.weight_bytes = engine.weight_bytes;
+  copy_out(s, out);
+}
+
+}  // namespace llmsvc::api

@@ -1,0 +1,54 @@
+// The C option/result structs: struct_size checks, defaults, and copying to and from the
+// core's types. Each reader validates every field and leaves nothing pointing into the
+// caller's memory.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "base/status.h"
+#include "llmsvc/llmsvc.h"
+#include "runtime/core/engine/engine.h"
+
+namespace llmsvc::api {
+
+// Bytes of the first published version of each struct (through its last v1 field).
+// These never change: later versions only add fields after them.
+#define LLMSVC_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(type::field))
+inline constexpr size_t kBindOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_bind_options, chunk_tokens);
+inline constexpr size_t kContextOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_context_options, raw);
+inline constexpr size_t kCallOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_call_options, slo_tpot_ratio);
+inline constexpr size_t kCallResultV1 = LLMSVC_SIZE_THROUGH(llmsvc_call_result, tpot_ms);
+inline constexpr size_t kStatsV1 = LLMSVC_SIZE_THROUGH(llmsvc_stats, weight_bytes);
+#undef LLMSVC_SIZE_THROUGH
+
+// Limits on call options that cross process boundaries later (the daemon holds them).
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopBytes = 256;
+
+enum class TargetKind { embedded, unix_socket };
+
+struct BindConfig {
+  TargetKind target = TargetKind::embedded;
+  std::string socket_path;  // unix_socket only
+  EngineOptions engine;     // model_path resolved (default model when NULL)
+};
+
+void init(llmsvc_bind_options* o);
+void init(llmsvc_context_options* o);
+void init(llmsvc_call_options* o);
+void init(llmsvc_call_result* r);
+void init(llmsvc_stats* s);
+
+// NULL options mean defaults. The target falls back to $LLMSVC_TARGET, the model to
+// the default model (model_not_found with the fetch hint when it is missing).
+Result<BindConfig> read_bind_options(const llmsvc_bind_options* options);
+Result<ContextOptions> read_context_options(const llmsvc_context_options* options);
+Result<CallParams> read_call_options(const llmsvc_call_options* options);
+
+// Results: the caller's struct_size must cover v1; fields past it are left untouched.
+Status check_result_size(size_t struct_size, size_t v1_size, const char* what);
+void write_call_result(const CallStats& stats, llmsvc_call_result* out);
+void write_stats(const EngineStats& engine, int32_t open_contexts, llmsvc_stats* out);
+
+}  // namespace llmsvc::api

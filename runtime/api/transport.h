@@ -1,0 +1,34 @@
+// Transport: what a service handle needs from wherever the engine runs. Embedded (the
+// engine in this process) today; the daemon client (unix:) implements the same interface.
+//
+// Implementations are thread-safe: a service handle is shared by the app's threads.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "runtime/core/engine/engine.h"
+
+namespace llmsvc::api {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // A new context; returns its id (generated when options.id is empty). exists if taken.
+  virtual Result<std::string> create_context(const ContextOptions& options) = 0;
+  // not_found unless `id` names a context the service holds.
+  virtual Status open_context(std::string_view id) = 0;
+  // Deletes the context and its state. busy while it is in a call.
+  virtual Status delete_context(std::string_view id) = 0;
+  // Runs one call; params.cancel is the handle's flag, polled between tokens.
+  virtual Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
+                      CallStats* stats) = 0;
+  // The handle's cancel flag is already set; a remote transport also tells the other
+  // side, since it cannot see our flag. Must be safe from any thread.
+  virtual void cancel(std::string_view id) = 0;
+  virtual Result<EngineStats> stats() = 0;
+};
+
+}  // namespace llmsvc::api

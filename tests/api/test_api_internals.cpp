@@ -1,0 +1,255 @@
+// The C API's inner pieces: id/UTF-8 validation, option reading and result writing,
+// and the Service's open-handle bookkeeping over a minimal in-memory transport.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "runtime/api/options.h"
+#include "runtime/api/service.h"
+#include "runtime/api/validate.h"
+
+namespace llmsvc::api {
+namespace {
+
+TEST(Validate, Ids) {
+  EXPECT_TRUE(check_id("a").ok());
+  EXPECT_TRUE(check_id("chat-2024_01.v2").ok());
+  EXPECT_TRUE(check_id(std::string(64, 'x').c_str()).ok());
+  EXPECT_EQ(check_id(nullptr).code(), Code::invalid_argument);
+  EXPECT_EQ(check_id("").code(), Code::invalid_argument);
+  EXPECT_EQ(check_id(std::string(65, 'x').c_str()).code(), Code::invalid_argument);
+  EXPECT_EQ(check_id("a b").code(), Code::invalid_argument);
+  EXPECT_EQ(check_id("a/b").code(), Code::invalid_argument);
+  EXPECT_EQ(check_id("..").code(), Code::invalid_argument);
+  EXPECT_EQ(check_id(".").code(), Code::invalid_argument);
+  EXPECT_EQ(check_id("caf\xc3\xa9").code(), Code::invalid_argument);  // UTF-8, but not in the set
+  EXPECT_EQ(check_id("ab\xff").code(), Code::invalid_utf8);
+  EXPECT_FALSE(check_id("a b").message().empty());
+}
+
+TEST(Validate, Utf8) {
+  EXPECT_TRUE(check_utf8(nullptr, 0, "prompt").ok());
+  EXPECT_EQ(check_utf8(nullptr, 3, "prompt").code(), Code::invalid_argument);
+  EXPECT_TRUE(check_utf8("h\xc3\xa9llo", 6, "prompt").ok());
+  EXPECT_EQ(check_utf8("\xc3", 1, "prompt").code(), Code::invalid_utf8);
+  EXPECT_EQ(check_utf8("\xed\xa0\x80", 3, "prompt").code(), Code::invalid_utf8);  // a surrogate
+  EXPECT_EQ(check_utf8("\xc0\xaf", 2, "prompt").code(), Code::invalid_utf8);      // overlong
+  EXPECT_NE(check_utf8("\xff", 1, "prompt").message().find("prompt"), std::string::npos);
+  EXPECT_EQ(check_cstr(nullptr, "x").code(), Code::invalid_argument);
+}
+
+TEST(Options, StructSizesCoverV1) {
+  // v1 is the current layout; these constants must never change once published.
+  EXPECT_LE(kBindOptionsV1, sizeof(llmsvc_bind_options));
+  EXPECT_GT(kBindOptionsV1, sizeof(llmsvc_bind_options) - alignof(llmsvc_bind_options));
+  EXPECT_LE(kCallOptionsV1, sizeof(llmsvc_call_options));
+  EXPECT_GT(kCallResultV1, offsetof(llmsvc_call_result, tpot_ms));
+}
+
+TEST(Options, CallDefaultsMapToSampler) {
+  auto p = read_call_options(nullptr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->sampling.temperature, 0.0f);
+  EXPECT_EQ(p->sampling.top_p, 1.0f);
+  EXPECT_EQ(p->sampling.repeat_last_n, 64);
+  EXPECT_EQ(p->max_tokens, 256);
+  EXPECT_TRUE(p->stop.empty());
+  EXPECT_EQ(p->cancel, nullptr);
+}
+
+TEST(Options, CallCopiesFields) {
+  llmsvc_call_options o;
+  init(&o);
+  o.seed = 99;
+  o.temperature = 0.7f;
+  o.top_k = 40;
+  o.top_p = 0.9f;
+  o.min_p = 0.05f;
+  o.repeat_penalty = 1.1f;
+  o.repeat_last_n = -1;
+  o.max_tokens = 0;
+  const char* stops[] = {"\n\n", "User:"};
+  o.stop = stops;
+  o.n_stop = 2;
+  auto p = read_call_options(&o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->sampling.seed, 99u);
+  EXPECT_EQ(p->sampling.top_k, 40);
+  EXPECT_EQ(p->sampling.min_p, 0.05f);
+  EXPECT_EQ(p->sampling.repeat_last_n, -1);
+  EXPECT_EQ(p->max_tokens, 0);
+  EXPECT_EQ(p->stop, (std::vector<std::string>{"\n\n", "User:"}));
+}
+
+TEST(Options, CallRefusesBadValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const char* bad_utf8[] = {"ok", "\xc3"};
+  const char* empty[] = {""};
+  const char* null_entry[] = {nullptr};
+  std::string long_stop(257, 'x');
+  const char* too_long[] = {long_stop.c_str()};
+  struct Case {
+    const char* what;
+    void (*set)(llmsvc_call_options&);
+    Code code;
+  };
+  const Case cases[] = {
+      {"struct_size", [](llmsvc_call_options& o) { o.struct_size = 8; }, Code::invalid_argument},
+      {"temperature NaN", [](llmsvc_call_options& o) { o.temperature = std::nanf(""); }, Code::invalid_argument},
+      {"top_k", [](llmsvc_call_options& o) { o.top_k = -1; }, Code::invalid_argument},
+      {"top_p", [](llmsvc_call_options& o) { o.top_p = 1.5f; }, Code::invalid_argument},
+      {"min_p", [](llmsvc_call_options& o) { o.min_p = -0.1f; }, Code::invalid_argument},
+      {"repeat_penalty", [](llmsvc_call_options& o) { o.repeat_penalty = 0.0f; }, Code::invalid_argument},
+      {"repeat_last_n", [](llmsvc_call_options& o) { o.repeat_last_n = -2; }, Code::invalid_argument},
+      {"max_tokens", [](llmsvc_call_options& o) { o.max_tokens = -1; }, Code::invalid_argument},
+      {"slo", [](llmsvc_call_options& o) { o.slo_ttft_ratio = -1.0f; }, Code::invalid_argument},
+      {"stop NULL", [](llmsvc_call_options& o) { o.n_stop = 1; }, Code::invalid_argument},
+      {"n_stop",
+       [](llmsvc_call_options& o) {
+         static const char* s[17] = {};
+         o.stop = s, o.n_stop = 17;
+       },
+       Code::invalid_argument},
+  };
+  for (const auto& c : cases) {
+    llmsvc_call_options o;
+    init(&o);
+    c.set(o);
+    auto p = read_call_options(&o);
+    ASSERT_FALSE(p.ok()) << c.what;
+    EXPECT_EQ(p.status().code(), c.code) << c.what;
+    EXPECT_FALSE(p.status().message().empty()) << c.what;
+  }
+  llmsvc_call_options o;
+  init(&o);
+  o.top_p = nan;
+  EXPECT_EQ(read_call_options(&o).status().code(), Code::invalid_argument);
+  init(&o);
+  o.stop = bad_utf8, o.n_stop = 2;
+  EXPECT_EQ(read_call_options(&o).status().code(), Code::invalid_utf8);
+  o.stop = empty, o.n_stop = 1;
+  EXPECT_EQ(read_call_options(&o).status().code(), Code::invalid_argument);
+  o.stop = null_entry;
+  EXPECT_EQ(read_call_options(&o).status().code(), Code::invalid_argument);
+  o.stop = too_long;
+  EXPECT_EQ(read_call_options(&o).status().code(), Code::invalid_argument);
+}
+
+TEST(Options, ContextOptions) {
+  auto d = read_context_options(nullptr);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->id.empty());
+  EXPECT_FALSE(d->raw);
+  llmsvc_context_options o;
+  init(&o);
+  o.id = "my-ctx";
+  o.system_prompt = "Be brief.";
+  o.raw = 1;
+  auto c = read_context_options(&o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->id, "my-ctx");
+  EXPECT_EQ(c->system_prompt, "Be brief.");
+  EXPECT_TRUE(c->raw);
+  o.id = "bad id";
+  EXPECT_EQ(read_context_options(&o).status().code(), Code::invalid_argument);
+  o.id = nullptr;
+  o.system_prompt = "\xfe";
+  EXPECT_EQ(read_context_options(&o).status().code(), Code::invalid_utf8);
+  o.system_prompt = nullptr;
+  o.struct_size = sizeof(size_t);
+  EXPECT_EQ(read_context_options(&o).status().code(), Code::invalid_argument);
+}
+
+// An older caller's result struct (v1 only, within a bigger buffer) gets nothing past v1;
+// a newer caller's tail is left as it was.
+TEST(Options, ResultsRespectStructSize) {
+  CallStats stats;
+  stats.prompt_tokens = 5;
+  stats.generated_tokens = 7;
+  stats.finish = FinishReason::length;
+  stats.tpot_ms = 12.5;
+  struct Newer {
+    llmsvc_call_result v1;
+    uint64_t tail;
+  } r;
+  std::memset(&r, 0, sizeof r);
+  r.v1.struct_size = sizeof r;
+  r.tail = 0x1234;
+  write_call_result(stats, &r.v1);
+  EXPECT_EQ(r.v1.struct_size, sizeof r);
+  EXPECT_EQ(r.v1.prompt_tokens, 5);
+  EXPECT_EQ(r.v1.generated_tokens, 7);
+  EXPECT_EQ(r.v1.finish_reason, LLMSVC_FINISH_LENGTH);
+  EXPECT_EQ(r.v1.tpot_ms, 12.5);
+  EXPECT_EQ(r.tail, 0x1234u);
+  EXPECT_FALSE(check_result_size(kCallResultV1 - 1, kCallResultV1, "llmsvc_call_result").ok());
+  EXPECT_TRUE(check_result_size(sizeof r, kCallResultV1, "llmsvc_call_result").ok());
+}
+
+// Just enough of a transport to exercise the Service's bookkeeping: a set of ids.
+class SetTransport final : public Transport {
+ public:
+  Result<std::string> create_context(const ContextOptions& o) override {
+    std::string id = o.id.empty() ? "gen" + std::to_string(next_++) : o.id;
+    if (!ids_.insert(id).second) return Status(Code::exists, "exists");
+    return id;
+  }
+  Status open_context(std::string_view id) override {
+    return ids_.count(std::string(id)) ? Status::Ok() : Status(Code::not_found, "no such context");
+  }
+  Status delete_context(std::string_view id) override {
+    return ids_.erase(std::string(id)) ? Status::Ok() : Status(Code::not_found, "no such context");
+  }
+  Status call(std::string_view, std::string_view, const CallParams&, const PieceFn&, CallStats*) override {
+    return Status(Code::unsupported, "no model");
+  }
+  void cancel(std::string_view) override {}
+  Result<EngineStats> stats() override {
+    EngineStats s;
+    s.known_contexts = static_cast<int32_t>(ids_.size());
+    return s;
+  }
+
+ private:
+  std::set<std::string> ids_;
+  int next_ = 0;
+};
+
+TEST(Service, DeleteWithOpenHandleIsBusy) {
+  Service svc(std::make_unique<SetTransport>());
+  ContextOptions o;
+  o.id = "a";
+  auto id = svc.create(o);  // counts one handle
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(svc.open_handles(), 1);
+  ASSERT_TRUE(svc.open("a").ok());
+  EXPECT_EQ(svc.open_handles(), 2);
+  EXPECT_EQ(svc.remove("a").code(), Code::busy);
+  svc.close("a");
+  EXPECT_EQ(svc.remove("a").code(), Code::busy);  // one handle still open
+  svc.close("a");
+  EXPECT_EQ(svc.open_handles(), 0);
+  EXPECT_TRUE(svc.remove("a").ok());
+  EXPECT_EQ(svc.open("a").code(), Code::not_found);
+  EXPECT_EQ(svc.remove("a").code(), Code::not_found);
+  EXPECT_EQ(svc.open_handles(), 0);
+}
+
+TEST(Service, FailedCreateOrOpenCountsNothing) {
+  Service svc(std::make_unique<SetTransport>());
+  ContextOptions o;
+  o.id = "x";
+  ASSERT_TRUE(svc.create(o).ok());
+  EXPECT_EQ(svc.create(o).status().code(), Code::exists);
+  EXPECT_EQ(svc.open("y").code(), Code::not_found);
+  EXPECT_EQ(svc.open_handles(), 1);
+  svc.close("y");  // never opened: ignored
+  EXPECT_EQ(svc.open_handles(), 1);
+}
+
+}  // namespace
+}  // namespace llmsvc::api

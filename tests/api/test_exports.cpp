@@ -1,0 +1,70 @@
+// libllmsvc.so exports exactly the llmsvc_* functions of llmsvc.h and nothing else
+// (no C++ symbols from the static core, no libstdc++ template instances).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace {
+
+// Dynamic symbols defined by the library, versions stripped ("llmsvc_bind@@LLMSVC_1").
+std::set<std::string> exported_symbols(const std::string& lib) {
+  std::set<std::string> names;
+  std::string cmd = "nm -D --defined-only '" + lib + "' 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return names;
+  char line[4096];
+  while (fgets(line, sizeof line, pipe.get())) {
+    std::string s(line);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    // "ADDRESS TYPE NAME"; the name is the last field.
+    auto space = s.rfind(' ');
+    std::string name = space == std::string::npos ? s : s.substr(space + 1);
+    if (auto at = name.find('@'); at != std::string::npos) name.resize(at);
+    names.insert(name);
+  }
+  return names;
+}
+
+TEST(Exports, OnlyLlmsvcSymbols) {
+  auto names = exported_symbols(LLMSVC_SHARED_LIB);
+  ASSERT_FALSE(names.empty()) << "nm found nothing in " << LLMSVC_SHARED_LIB;
+  for (const auto& n : names) {
+    if (n == "LLMSVC_1") continue;  // the version node the version script defines
+    EXPECT_EQ(n.rfind("llmsvc_", 0), 0u) << "exported non-API symbol: " << n;
+  }
+}
+
+TEST(Exports, EveryHeaderFunctionIsExported) {
+  const std::set<std::string> api = {
+      "llmsvc_abi_version",
+      "llmsvc_status_name",
+      "llmsvc_last_error",
+      "llmsvc_bind_options_init",
+      "llmsvc_bind",
+      "llmsvc_unbind",
+      "llmsvc_context_options_init",
+      "llmsvc_context_new",
+      "llmsvc_context_open",
+      "llmsvc_context_id",
+      "llmsvc_context_close",
+      "llmsvc_context_delete",
+      "llmsvc_context_cancel",
+      "llmsvc_call_options_init",
+      "llmsvc_call_result_init",
+      "llmsvc_call",
+      "llmsvc_stats_init",
+      "llmsvc_get_stats",
+  };
+  auto names = exported_symbols(LLMSVC_SHARED_LIB);
+  for (const auto& f : api) EXPECT_TRUE(names.count(f)) << f << " is not exported";
+  for (const auto& n : names) {
+    if (n != "LLMSVC_1") {
+      EXPECT_TRUE(api.count(n)) << n << " is exported but not in llmsvc.h";
+    }
+  }
+}
+
+}  // namespace

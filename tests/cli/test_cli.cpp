@@ -1,0 +1,213 @@
+// The llmsvc CLI as a user meets it: argument errors, the missing-model hint, and (with
+// the default model fetched) info, tokenize, run --json and chat.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/common/test_paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/llmsvc-cli-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directory(dir_ / "empty");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the CLI with `args`; `env` is prepended as VAR=value words; stdin from `input`.
+  Outcome cli(const std::vector<std::string>& args, const std::string& env = "", const std::string& input = "") {
+    std::ofstream(dir_ / "in") << input;
+    std::string cmd = "env " + env + " " + quote(LLMSVC_CLI);
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+    for (const auto& a : args) cmd.append(" ").append(quote(a));
+    cmd.append(" <").append(quote((dir_ / "in").string()));
+    cmd.append(" >").append(quote((dir_ / "out").string()));
+    cmd.append(" 2>").append(quote((dir_ / "err").string()));
+    Outcome r;
+    int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(dir_ / "out");
+    r.err = slurp(dir_ / "err");
+    return r;
+  }
+
+  std::string no_model_env() { return "LLMSVC_MODEL_DIR=" + quote((dir_ / "empty").string()); }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, NoSubcommandFails) {
+  Outcome r = cli({});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(r.err.empty());
+}
+
+TEST_F(Cli, HelpListsSubcommands) {
+  Outcome r = cli({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* sub : {"run", "chat", "tokenize", "info"}) EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+}
+
+TEST_F(Cli, BadArgumentsFail) {
+  EXPECT_NE(cli({"frobnicate"}).exit_code, 0);
+  EXPECT_NE(cli({"run"}).exit_code, 0);                           // no prompt
+  EXPECT_NE(cli({"run", "--top-k", "many", "hi"}).exit_code, 0);  // not a number
+  EXPECT_NE(cli({"run", "--no-such-flag", "hi"}).exit_code, 0);
+  EXPECT_NE(cli({"tokenize"}).exit_code, 0);
+  EXPECT_NE(cli({"info", "a.gguf", "b.gguf"}).exit_code, 0);
+}
+
+// Option values are checked before the model is touched, with the C API's messages.
+TEST_F(Cli, BadSamplingValuesAreReported) {
+  Outcome r = cli({"run", "--top-p", "2", "hi"}, no_model_env());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("llmsvc: LLMSVC_ERR_INVALID_ARGUMENT: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("top_p"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, InvalidUtf8PromptIsReported) {
+  Outcome r = cli({"run", "bad \xff prompt"}, no_model_env());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("llmsvc: LLMSVC_ERR_INVALID_UTF8: "), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MissingDefaultModelGivesTheFetchHint) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"run", "hello"}, {"chat"}, {"tokenize", "hello"}, {"info"}}) {
+    Outcome r = cli(args, no_model_env(), "hello\n");
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    EXPECT_NE(r.err.find("llmsvc: LLMSVC_ERR_MODEL_NOT_FOUND: "), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("tools/scripts/fetch_model.sh"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args[0] << ": " << r.out;
+  }
+}
+
+TEST_F(Cli, MissingExplicitModelNamesIt) {
+  const std::string missing = (dir_ / "nope.gguf").string();
+  Outcome r = cli({"info", missing});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("LLMSVC_ERR_MODEL_NOT_FOUND"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+  r = cli({"run", "--model", missing, "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MalformedModelIsReported) {
+  std::ofstream(dir_ / "junk.gguf") << "this is not a gguf file at all";
+  Outcome r = cli({"info", (dir_ / "junk.gguf").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("llmsvc: LLMSVC_ERR_MODEL_INVALID: "), std::string::npos) << r.err;
+}
+
+// ---- with the default model
+
+class CliModel : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    model_ = llmsvc::test::default_model_path();
+    if (!fs::exists(model_)) GTEST_SKIP() << "default model not at " << model_ << "; run tools/scripts/fetch_model.sh";
+  }
+  std::string model_;
+};
+
+TEST_F(CliModel, InfoShowsMetadataAndTensors) {
+  Outcome r = cli({"info", model_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("general.architecture"), std::string::npos);
+  EXPECT_NE(r.out.find("\"llama\""), std::string::npos);
+  EXPECT_NE(r.out.find("[49152 strings]"), std::string::npos);  // the vocabulary, summarized
+  EXPECT_NE(r.out.find("token_embd.weight"), std::string::npos);
+  EXPECT_NE(r.out.find("Q4_1"), std::string::npos) << "tensor types named";
+  EXPECT_EQ(cli({"info"}).out, r.out);  // the default model is that file
+}
+
+TEST_F(CliModel, TokenizeJson) {
+  Outcome r = cli({"tokenize", "--json", "Hello world"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["ids"].is_array());
+  ASSERT_EQ(j["ids"].size(), j["pieces"].size());
+  ASSERT_EQ(j["n_tokens"], j["ids"].size());
+  std::string joined;
+  for (const auto& p : j["pieces"]) joined += p.get<std::string>();
+  EXPECT_NE(joined.find("Hello world"), std::string::npos) << joined;
+
+  Outcome special = cli({"tokenize", "--json", "<|im_start|>"});
+  Outcome plain = cli({"tokenize", "--json", "--no-special", "<|im_start|>"});
+  ASSERT_EQ(special.exit_code, 0);
+  ASSERT_EQ(plain.exit_code, 0);
+  EXPECT_LT(nlohmann::json::parse(special.out)["ids"].size(), nlohmann::json::parse(plain.out)["ids"].size());
+}
+
+TEST_F(CliModel, TokenizeText) {
+  Outcome r = cli({"tokenize", "Hi there"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tokens"), std::string::npos);
+}
+
+TEST_F(CliModel, RunJsonHasTheFields) {
+  Outcome r = cli({"run", "--json", "--max-tokens", "8", "--threads", "2", "What is the capital of France?"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k :
+       {"prompt_tokens", "tokens", "text", "prefill_ms", "decode_ms", "ttft_ms", "tokens_per_s", "finish_reason"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  ASSERT_TRUE(j["prompt_tokens"].is_array());
+  EXPECT_GT(j["prompt_tokens"].size(), 0u);
+  ASSERT_TRUE(j["tokens"].is_array());
+  EXPECT_GT(j["tokens"].size(), 0u);
+  EXPECT_LE(j["tokens"].size(), 8u);
+  EXPECT_TRUE(j["text"].is_string());
+  EXPECT_TRUE(j["finish_reason"] == "eos" || j["finish_reason"] == "length") << j["finish_reason"];
+  EXPECT_GE(j["prefill_ms"].get<double>(), 0.0);
+
+  // The streamed reply is the same text.
+  Outcome s = cli({"run", "--max-tokens", "8", "--threads", "2", "What is the capital of France?"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::string text = j["text"];
+  EXPECT_EQ(s.out.substr(0, text.size()), text);
+}
+
+TEST_F(CliModel, ChatTakesOneTurnPerLine) {
+  Outcome r =
+      cli({"chat", "--max-tokens", "8", "--threads", "2"}, "", "Hello!\nWhat did I just say?\n/exit\nignored\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.find("> "), std::string::npos) << "no prompt when stdin is not a terminal";
+}
+
+}  // namespace

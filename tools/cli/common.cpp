@@ -1,0 +1,101 @@
+// What the subcommands share: option sets, engine loading, error output, Ctrl-C.
+#include "tools/cli/common.h"
+
+#include <signal.h>
+
+#include <cstdio>
+
+#include "runtime/api/default_model.h"
+#include "runtime/api/last_error.h"
+#include "runtime/api/options.h"
+#include "tools/cli/progress.h"
+
+namespace llmsvc::cli {
+
+std::atomic<bool> g_interrupted{false};
+
+void add_model_options(CLI::App& cmd, ModelArgs& args) {
+  cmd.add_option("-m,--model", args.model, "GGUF model file (default: the default model in the cache)");
+  cmd.add_option("-t,--threads", args.threads, "worker threads (0: all CPUs)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--ctx", args.n_ctx, "tokens per context (0: the model's length, at most 4096)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
+  cmd.add_option("-s,--seed", args.seed, "sampling seed")->capture_default_str();
+  cmd.add_option("--temperature", args.temperature, "temperature (0: greedy)")->capture_default_str();
+  cmd.add_option("--top-k", args.top_k, "top-k (0: off)")->capture_default_str();
+  cmd.add_option("--top-p", args.top_p, "top-p (1: off)")->capture_default_str();
+  cmd.add_option("--min-p", args.min_p, "min-p (0: off)")->capture_default_str();
+  cmd.add_option("--repeat-penalty", args.repeat_penalty, "repetition penalty (1: off)")->capture_default_str();
+  cmd.add_option("--repeat-last-n", args.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
+  cmd.add_option("-n,--max-tokens", args.max_tokens, "tokens to generate at most")->capture_default_str();
+  cmd.add_option("--stop", args.stop, "stop string (repeatable)");
+}
+
+Result<CallParams> to_call_params(const SamplingArgs& args) {
+  llmsvc_call_options o;
+  api::init(&o);
+  o.seed = args.seed;
+  o.temperature = args.temperature;
+  o.top_k = args.top_k;
+  o.top_p = args.top_p;
+  o.min_p = args.min_p;
+  o.repeat_penalty = args.repeat_penalty;
+  o.repeat_last_n = args.repeat_last_n;
+  o.max_tokens = args.max_tokens;
+  std::vector<const char*> stops;
+  for (const auto& s : args.stop) stops.push_back(s.c_str());
+  o.stop = stops.data();
+  o.n_stop = stops.size();
+  return api::read_call_options(&o);  // copies the strings out
+}
+
+Result<std::string> model_path(const ModelArgs& args) { return api::resolve_model_path(args.model); }
+
+Result<std::unique_ptr<Engine>> load_engine(const ModelArgs& args) {
+  // The same reader as llmsvc_bind: one place decides defaults and the model path.
+  llmsvc_bind_options o;
+  api::init(&o);
+  o.target = "embedded";
+  o.model_path = args.model.empty() ? nullptr : args.model.c_str();
+  o.n_threads = args.threads;
+  o.n_ctx = args.n_ctx;
+  auto config = api::read_bind_options(&o);
+  if (!config.ok()) return config.status();
+  LoadProgress progress("loading " + config->engine.model_path);
+  return Engine::create(config->engine);
+}
+
+int report(const Status& status) {
+  std::fprintf(stderr, "llmsvc: %s: %s\n", api::status_name(api::to_c(status.code())), status.message().c_str());
+  return kExitFailure;
+}
+
+void install_interrupt_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_interrupted.store(true); };  // lock-free atomic: signal-safe
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a read waiting for input returns, so chat can quit
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+const char* finish_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::none:
+      return "none";
+    case FinishReason::eos:
+      return "eos";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::cancelled:
+      return "cancelled";
+    case FinishReason::context_full:
+      return "context_full";
+  }
+  return "unknown";
+}
+
+}  // namespace llmsvc::cli
