@@ -6,4 +6,4 @@ cd "$(dirname "$0")/../.."
 tools/scripts/install_deps.sh
 tools/scripts/fetch_model.sh >/dev/null
 tools/scripts/build.sh release
-exec build/release/tools/cli/llmsvc run --max-tokens 64 "${@:-What is the capital of France? Answer in one sentence.}"
+exec build/release/tools/cli/llmsvc run --max-tokens 64 "${@:-Write a haiku about the sea.}"
