@@ -1,10 +1,13 @@
 // Chat templates: render conversation turns into the prompt text a model family expects.
+//
+// The text equals what the GGUF's own Jinja template renders for the same conversation,
+// minus the template's leading bos_token: BOS is the tokenizer's job (encode with
+// add_special=true for the start of a conversation), so it is never in the text.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 
 namespace llmsvc::gguf { class GgufFile; }
 
@@ -19,19 +22,17 @@ struct ChatTemplate {
   ChatFormat format = ChatFormat::raw;
   // Text that opens the conversation: the system turn (or the template's default one);
   // empty in raw mode. For gemma (no system role) it is remembered and prefixed to the
-  // first user turn by user_turn(first=true).
+  // first user turn by user_turn(first=true), so this is empty too.
   std::string system_prefix(std::string_view system_prompt) const;
-  // A user turn followed by the assistant header, ready for generation. When `first`, the
-  // turn opens the conversation and includes everything before it (BOS text aside): the
-  // system turn for ChatML (system_prefix), the system text folded in for gemma.
+  // A user turn followed by the assistant header, ready for generation. `first` marks the
+  // conversation's first user turn (where gemma puts the system prompt; chatml ignores it).
   std::string user_turn(std::string_view user, std::string_view system_prompt, bool first) const;
-  // The same turn split around the user text: {text before it, text after it}, so the
-  // engine can tokenize the template with special tokens and the user text without.
-  std::pair<std::string, std::string> user_turn_parts(std::string_view system_prompt, bool first) const;
   // What closes the assistant's reply in the history (e.g. "<|im_end|>\n").
   std::string assistant_end() const;
   // The template's default system prompt (SmolLM2's ChatML default), may be empty.
   std::string default_system;
+  // gemma: what joins the system prompt to the first user message (the template's own).
+  std::string system_separator = "\n\n";
 };
 
 ChatTemplate make_chat_template(const gguf::GgufFile& file);

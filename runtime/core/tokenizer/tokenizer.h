@@ -3,6 +3,7 @@
 // Supports byte-level BPE (tokenizer.ggml.model "gpt2", with the pre-tokenizer named by
 // tokenizer.ggml.pre) and SentencePiece-style BPE ("llama"), special/control tokens
 // and BOS/EOS as the metadata says; results match llama.cpp's llama_tokenize.
+// A Tokenizer is immutable once built: all methods may be called from several threads.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ using TokenId = int32_t;
 
 class Tokenizer {
  public:
+  // Copies what it needs: the file may be closed afterwards.
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const gguf::GgufFile& file);
   virtual ~Tokenizer() = default;
 

@@ -1,0 +1,181 @@
+// Chat formats (ChatML, Gemma turns, raw) and what is read from the GGUF's Jinja template:
+// the family, ChatML's default system prompt and Gemma's system separator. The template
+// is not executed; the known families' shapes are written out here and checked against
+// Jinja's rendering in the tests.
+#include "runtime/core/tokenizer/chat_template.h"
+
+#include <initializer_list>
+#include <optional>
+
+#include "runtime/core/gguf/gguf_file.h"
+#include "runtime/core/tokenizer/unicode_class.h"
+
+namespace llmsvc {
+namespace {
+
+constexpr std::string_view kImStart = "<|im_start|>";
+constexpr std::string_view kImEnd = "<|im_end|>";
+constexpr std::string_view kTurnStart = "<start_of_turn>";
+constexpr std::string_view kTurnEnd = "<end_of_turn>";
+
+bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+// Reads a Jinja string literal's text starting at `pos` (just after its opening quote)
+// up to `stop` (exclusive); nullopt when the literal ends or an escape is unknown first.
+std::optional<std::string> literal_until(std::string_view t, size_t pos, char quote, std::string_view stop) {
+  std::string out;
+  while (pos < t.size()) {
+    if (t.substr(pos, stop.size()) == stop) return out;
+    const char c = t[pos];
+    if (c == quote) return std::nullopt;
+    if (c == '\\' && pos + 1 < t.size()) {
+      const char e = t[pos + 1];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case '\\': case '\'': case '"': out += e; break;
+        default: return std::nullopt;
+      }
+      pos += 2;
+      continue;
+    }
+    out += c;
+    ++pos;
+  }
+  return std::nullopt;
+}
+
+// The quote character of the string literal that position `pos` is inside, if it is one
+// whose opening quote lies on the same template line (templates keep literals short).
+std::optional<char> enclosing_quote(std::string_view t, size_t pos) {
+  for (size_t i = pos; i-- > 0;) {
+    const char c = t[i];
+    if (c == '\'' || c == '"') return (i > 0 && t[i - 1] == '\\') ? std::nullopt : std::optional<char>(c);
+    if (c == '}' || c == '{' || c == '+') return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// ChatML: a literal "<|im_start|>system\n<text><|im_end|>" is the default system turn.
+std::string chatml_default_system(std::string_view t) {
+  const std::string_view head = "<|im_start|>system";
+  for (size_t at = t.find(head); at != std::string_view::npos; at = t.find(head, at + 1)) {
+    size_t pos = at + head.size();
+    if (t.substr(pos, 1) == "\n") {
+      pos += 1;
+    } else if (t.substr(pos, 2) == "\\n") {
+      pos += 2;
+    } else {
+      continue;
+    }
+    const std::optional<char> quote = enclosing_quote(t, at);
+    if (!quote) continue;
+    if (auto text = literal_until(t, pos, *quote, kImEnd); text && !text->empty()) return *text;
+  }
+  return {};
+}
+
+// Gemma: "first_user_prefix = messages[0]['content'] + '<sep>'".
+std::string gemma_separator(std::string_view t) {
+  for (std::string_view key : {"messages[0]['content'] + ", "messages[0][\"content\"] + "}) {
+    const size_t at = t.find(key);
+    if (at == std::string_view::npos) continue;
+    const size_t q = at + key.size();
+    if (q >= t.size() || (t[q] != '\'' && t[q] != '"')) continue;
+    const std::string stop(1, t[q]);
+    if (auto sep = literal_until(t, q + 1, '\0', stop)) return *sep;
+  }
+  return "\n\n";
+}
+
+// Jinja's trim: Python's str.strip(), i.e. Unicode whitespace at both ends.
+bool py_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+std::string_view py_strip(std::string_view s) {
+  size_t begin = 0;
+  while (begin < s.size()) {
+    size_t next = begin;
+    if (!py_space(unicode::decode_lenient(s, next))) break;
+    begin = next;
+  }
+  size_t end = begin;
+  for (size_t off = begin; off < s.size();) {
+    if (!py_space(unicode::decode_lenient(s, off))) end = off;  // end of the last non-space
+  }
+  return s.substr(begin, end - begin);
+}
+
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (auto p : parts) out.append(p);
+  return out;
+}
+
+}  // namespace
+
+ChatFormat detect_chat_format(const gguf::GgufFile& file) {
+  if (auto t = file.get_string("tokenizer.chat_template")) {
+    if (contains(*t, kImStart)) return ChatFormat::chatml;
+    if (contains(*t, kTurnStart)) return ChatFormat::gemma;
+    return ChatFormat::raw;
+  }
+  const std::string_view arch = file.get_string("general.architecture").value_or("");
+  if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") return ChatFormat::gemma;
+  if (arch == "qwen2" || arch == "qwen2moe" || arch == "qwen3" || arch == "qwen3moe") return ChatFormat::chatml;
+  // No template: a vocabulary with ChatML's markers speaks ChatML.
+  if (const auto* tokens = file.get_string_array("tokenizer.ggml.tokens")) {
+    bool start = false, end = false;
+    for (const std::string& s : *tokens) {
+      start = start || s == kImStart;
+      end = end || s == kImEnd;
+    }
+    if (start && end) return ChatFormat::chatml;
+  }
+  return ChatFormat::raw;
+}
+
+ChatTemplate make_chat_template(const gguf::GgufFile& file) {
+  ChatTemplate t;
+  t.format = detect_chat_format(file);
+  const std::string_view text = file.get_string("tokenizer.chat_template").value_or("");
+  if (t.format == ChatFormat::chatml) t.default_system = chatml_default_system(text);
+  if (t.format == ChatFormat::gemma && !text.empty()) t.system_separator = gemma_separator(text);
+  return t;
+}
+
+std::string ChatTemplate::system_prefix(std::string_view system_prompt) const {
+  if (format != ChatFormat::chatml) return {};
+  const std::string_view sys = system_prompt.empty() ? std::string_view(default_system) : system_prompt;
+  if (sys.empty()) return {};
+  return cat({kImStart, "system\n", sys, kImEnd, "\n"});
+}
+
+std::string ChatTemplate::user_turn(std::string_view user, std::string_view system_prompt, bool first) const {
+  switch (format) {
+    case ChatFormat::chatml:
+      return cat({kImStart, "user\n", user, kImEnd, "\n", kImStart, "assistant\n"});
+    case ChatFormat::gemma: {
+      const bool with_system = first && !system_prompt.empty();
+      return cat({kTurnStart, "user\n", with_system ? system_prompt : "", with_system ? system_separator : "",
+                  py_strip(user), kTurnEnd, "\n", kTurnStart, "model\n"});
+    }
+    case ChatFormat::raw:
+      break;
+  }
+  return std::string(user);
+}
+
+std::string ChatTemplate::assistant_end() const {
+  switch (format) {
+    case ChatFormat::chatml: return cat({kImEnd, "\n"});
+    case ChatFormat::gemma: return cat({kTurnEnd, "\n"});
+    case ChatFormat::raw: break;
+  }
+  return {};
+}
+
+}  // namespace llmsvc
