@@ -113,21 +113,19 @@ std::vector<int32_t> EngineImpl::prompt_tokens(const ContextState& ctx, std::str
   const ChatTemplate& chat = model_->chat_template();
   const std::string& sys = ctx.system_prompt;
   const bool first = ctx.turns == 0;
-  // Render the turn around a sentinel to find where the user's text goes.
-  constexpr std::string_view kMark = "\x1f";
-  std::string turn = (first ? chat.system_prefix(sys) : std::string()) + chat.user_turn(kMark, sys, first);
-  const size_t at = turn.find(kMark);
-  std::string before = turn.substr(0, at), after = at == std::string::npos ? std::string() : turn.substr(at + kMark.size());
+  auto [before, after] = chat.user_turn_parts(sys, first);
+  if (first) before = chat.system_prefix(sys) + before;
+  const std::string user = chat.user_content(prompt);
   // The user's text must never become special tokens. When it holds no special-token text,
   // the whole turn is tokenized at once (exactly as llama.cpp tokenizes a rendered
   // template); otherwise the template parts and the user text are tokenized apart.
-  if (tok.encode(prompt, false, true) == tok.encode(prompt, false, false)) {
-    return tok.encode(before + std::string(prompt) + after, at_start, /*parse_special=*/true);
+  if (tok.encode(user, false, true) == tok.encode(user, false, false)) {
+    return tok.encode(before + user + after, at_start, /*parse_special=*/true);
   }
   std::vector<int32_t> out = tok.encode(before, at_start, /*parse_special=*/true);
-  std::vector<int32_t> user = tok.encode(prompt, false, /*parse_special=*/false);
+  std::vector<int32_t> mid = tok.encode(user, false, /*parse_special=*/false);
   std::vector<int32_t> tail = tok.encode(after, false, /*parse_special=*/true);
-  out.insert(out.end(), user.begin(), user.end());
+  out.insert(out.end(), mid.begin(), mid.end());
   out.insert(out.end(), tail.begin(), tail.end());
   return out;
 }

@@ -154,19 +154,28 @@ std::string ChatTemplate::system_prefix(std::string_view system_prompt) const {
   return cat({kImStart, "system\n", sys, kImEnd, "\n"});
 }
 
-std::string ChatTemplate::user_turn(std::string_view user, std::string_view system_prompt, bool first) const {
+std::pair<std::string, std::string> ChatTemplate::user_turn_parts(std::string_view system_prompt, bool first) const {
   switch (format) {
     case ChatFormat::chatml:
-      return cat({kImStart, "user\n", user, kImEnd, "\n", kImStart, "assistant\n"});
+      return {cat({kImStart, "user\n"}), cat({kImEnd, "\n", kImStart, "assistant\n"})};
     case ChatFormat::gemma: {
       const bool with_system = first && !system_prompt.empty();
-      return cat({kTurnStart, "user\n", with_system ? system_prompt : "", with_system ? system_separator : "",
-                  py_strip(user), kTurnEnd, "\n", kTurnStart, "model\n"});
+      return {cat({kTurnStart, "user\n", with_system ? system_prompt : "", with_system ? system_separator : ""}),
+              cat({kTurnEnd, "\n", kTurnStart, "model\n"})};
     }
     case ChatFormat::raw:
       break;
   }
-  return std::string(user);
+  return {};
+}
+
+std::string ChatTemplate::user_content(std::string_view user) const {
+  return std::string(format == ChatFormat::gemma ? py_strip(user) : user);
+}
+
+std::string ChatTemplate::user_turn(std::string_view user, std::string_view system_prompt, bool first) const {
+  auto [before, after] = user_turn_parts(system_prompt, first);
+  return before + user_content(user) + after;
 }
 
 std::string ChatTemplate::assistant_end() const {

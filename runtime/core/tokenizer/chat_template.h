@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace llmsvc::gguf { class GgufFile; }
 
@@ -27,6 +28,11 @@ struct ChatTemplate {
   // A user turn followed by the assistant header, ready for generation. `first` marks the
   // conversation's first user turn (where gemma puts the system prompt; chatml ignores it).
   std::string user_turn(std::string_view user, std::string_view system_prompt, bool first) const;
+  // The same turn split around the user's text: {text before it, text after it}, so the
+  // engine can tokenize the template with special tokens and the user's text without.
+  std::pair<std::string, std::string> user_turn_parts(std::string_view system_prompt, bool first) const;
+  // The user's text as the template places it (gemma trims it).
+  std::string user_content(std::string_view user) const;
   // What closes the assistant's reply in the history (e.g. "<|im_end|>\n").
   std::string assistant_end() const;
   // The template's default system prompt (SmolLM2's ChatML default), may be empty.
