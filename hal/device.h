@@ -73,6 +73,12 @@ class Device {
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens. x: n_tokens x w.cols, y: n_tokens x w.rows.
   virtual void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) = 0;
+  // ys[i] = x * ws[i]^T for n weights that share the input x (Q/K/V, gate/up). A backend may
+  // fuse them (the CPU quantizes x once and synchronizes its threads once); by default it
+  // is n matmuls.
+  virtual void matmul_multi(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens) {
+    for (int i = 0; i < n; ++i) matmul(*ws[i], x, n_tokens, ys[i]);
+  }
   // Rows of a (possibly quantized) embedding table, dequantized: out[i] = w[ids[i]].
   virtual void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) = 0;
 
@@ -93,6 +99,10 @@ class Device {
   virtual void store_f16(const float* src, uint16_t* dst, size_t n) = 0;
   // y += x
   virtual void add(float* y, const float* x, size_t n) = 0;
+  // y[r] += bias for each of n_rows rows of dim floats (qwen2's q/k/v biases).
+  virtual void add_bias(float* y, const float* bias, int n_rows, int dim) = 0;
+  // x *= s over n elements (gemma's embedding scale).
+  virtual void scale(float* x, size_t n, float s) = 0;
 };
 
 }  // namespace llmsvc::hal

@@ -1,0 +1,112 @@
+// Attention over the chunked f16 KV cache with SmolLM2-135M shapes (9 heads, 3 kv heads,
+// head_dim 64, chunks of 16): decode at several context lengths, and a 256-token prefill.
+// Args: {context or prompt length, threads}. LLMSVC_BENCH_TARGET=AVX2 (or any Highway target
+// name) restricts the kernels to that instruction set, to compare the paths on one machine.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "hal/cpu/quant/hwy_targets.h"
+#include "hwy/targets.h"
+
+#include "hal/cpu/cpu_device.h"
+#include "hal/cpu/quant/fp16.h"
+
+namespace llmsvc::hal::cpu {
+namespace {
+
+constexpr int kHeads = 9, kKvHeads = 3, kHeadDim = 64, kChunk = 16;
+
+struct Setup {
+  std::vector<std::vector<uint16_t>> k, v;
+  std::vector<KvChunkView> chunks;
+  AttentionParams params{kHeads, kKvHeads, kHeadDim, 0.125f, 0};
+
+  explicit Setup(int n_keys) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const size_t row = static_cast<size_t>(kKvHeads) * kHeadDim;
+    for (int done = 0; done < n_keys; done += kChunk) {
+      const int n = std::min(kChunk, n_keys - done);
+      k.emplace_back(row * kChunk);
+      v.emplace_back(row * kChunk);
+      for (size_t i = 0; i < row * n; ++i) {
+        k.back()[i] = fp32_to_fp16(u(rng));
+        v.back()[i] = fp32_to_fp16(u(rng));
+      }
+    }
+    for (size_t i = 0; i < k.size(); ++i)
+      chunks.push_back({k[i].data(), v[i].data(), std::min(kChunk, n_keys - static_cast<int>(i) * kChunk),
+                        static_cast<int32_t>(i) * kChunk});
+  }
+};
+
+void run(benchmark::State& state, int n_keys, int n_tokens, int threads) {
+  Setup s(n_keys);
+  CpuDevice dev(threads);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> q(static_cast<size_t>(n_tokens) * kHeads * kHeadDim), out(q.size());
+  for (float& x : q) x = u(rng);
+  std::vector<int32_t> pos(n_tokens);
+  for (int t = 0; t < n_tokens; ++t) pos[t] = n_keys - n_tokens + t;
+  for (auto _ : state) {
+    dev.attention(q.data(), n_tokens, pos.data(), s.chunks.data(), static_cast<int>(s.chunks.size()), s.params,
+                  out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  // K and V bytes of the visible keys, per call.
+  state.SetBytesProcessed(state.iterations() * int64_t{2} * n_keys * kKvHeads * kHeadDim * 2);
+}
+
+void BM_AttentionDecode(benchmark::State& state) {
+  run(state, static_cast<int>(state.range(0)), 1, static_cast<int>(state.range(1)));
+}
+BENCHMARK(BM_AttentionDecode)->ArgsProduct({{128, 1024, 4096}, {1, 2, 4}})->UseRealTime();
+
+// Decode as the model runs it: 30 layers, each with its own KV, so the KV comes from
+// L3/DRAM instead of staying hot in L2 between calls. Time is for all 30; items/s = layers/s.
+void BM_AttentionDecode30Layers(benchmark::State& state) {
+  constexpr int kLayers = 30;
+  const int n_keys = static_cast<int>(state.range(0));
+  std::vector<Setup> layers;
+  layers.reserve(kLayers);
+  for (int l = 0; l < kLayers; ++l) layers.emplace_back(n_keys);
+  CpuDevice dev(static_cast<int>(state.range(1)));
+  std::vector<float> q(static_cast<size_t>(kHeads) * kHeadDim, 0.5f), out(q.size());
+  const int32_t pos = n_keys - 1;
+  for (auto _ : state)
+    for (const Setup& s : layers) {
+      dev.attention(q.data(), 1, &pos, s.chunks.data(), static_cast<int>(s.chunks.size()), s.params, out.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  state.SetItemsProcessed(state.iterations() * kLayers);  // items = layers
+}
+BENCHMARK(BM_AttentionDecode30Layers)->ArgsProduct({{1024, 4096}, {1, 2, 4}})->UseRealTime();
+
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  run(state, n, n, static_cast<int>(state.range(1)));
+}
+BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{256}, {1, 2, 4}})->UseRealTime();
+
+}  // namespace
+}  // namespace llmsvc::hal::cpu
+
+int main(int argc, char** argv) {
+  if (const char* want = std::getenv("LLMSVC_BENCH_TARGET")) {
+    for (const int64_t t : hwy::SupportedAndGeneratedTargets())
+      if (std::strcmp(hwy::TargetName(t), want) == 0) hwy::SetSupportedTargetsForTest(t);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("simd_target", std::getenv("LLMSVC_BENCH_TARGET") ? std::getenv("LLMSVC_BENCH_TARGET")
+                                                                                 : "best");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,17 @@
+// Rotary position embedding on the CPU, computed as ggml computes it so results track
+// llama.cpp: theta for pair i is pos * base^(-2i/rot_dims), built in f32 by repeated
+// multiplication, scaled by freq_scale, rotated with f32 cosf/sinf.
+#pragma once
+
+#include <cstdint>
+
+#include "hal/device.h"
+
+namespace llmsvc::hal::cpu {
+
+// In place on tokens [t_begin, t_end) of x (n_tokens x n_heads x head_dim); rotates the
+// first rot_dims (even) of each head and leaves the rest. Single-threaded.
+void rope_tokens(float* x, int t_begin, int t_end, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
+                 float freq_base, float freq_scale, RopeStyle style);
+
+}  // namespace llmsvc::hal::cpu
