@@ -2,6 +2,7 @@
 // and prepared on the device.
 #include "runtime/core/model/model.h"
 
+#include <cstdint>
 #include <string>
 
 #include "hal/weight_type.h"
@@ -16,6 +17,22 @@ std::string shape_str(const gguf::TensorInfo& t) {
   return s + "}";
 }
 
+Status unsupported_type(const std::string& name, const gguf::TensorInfo& t) {
+  const gguf::TypeTraits* tt = gguf::type_traits(static_cast<uint32_t>(t.type));
+  return Status(Code::unsupported, "model: tensor '" + name + "' has weight type " +
+                                       (tt ? std::string(tt->name) : std::to_string(static_cast<uint32_t>(t.type))) +
+                                       ", which is not supported");
+}
+
+// Kernels read elements and block scales (f16) in place, so the data must be aligned for
+// them; a file declaring general.alignment 1 or 2 can place a tensor anywhere.
+Status check_aligned(const std::string& name, const gguf::TensorInfo& t) {
+  const uintptr_t need = t.type == gguf::TensorType::F32 ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(t.data) % need == 0) return Status::Ok();
+  return Status(Code::model_invalid, "model: tensor '" + name + "' data (offset " + std::to_string(t.offset) +
+                                         ") is not " + std::to_string(need) + "-byte aligned");
+}
+
 // Finds tensor `name` and checks it is 2-D [rows][cols] (ggml ne = {cols, rows}) of a supported type.
 Result<hal::WeightRef> matrix(const gguf::GgufFile& f, const std::string& name, int64_t cols, int64_t rows) {
   const gguf::TensorInfo* t = f.find_tensor(name);
@@ -23,12 +40,8 @@ Result<hal::WeightRef> matrix(const gguf::GgufFile& f, const std::string& name, 
   if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != cols || static_cast<int64_t>(t->ne[1]) != rows)
     return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + shape_str(*t) + ", expected {" +
                                            std::to_string(cols) + ", " + std::to_string(rows) + "}");
-  if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) {
-    const gguf::TypeTraits* tt = gguf::type_traits(static_cast<uint32_t>(t->type));
-    return Status(Code::unsupported, "model: tensor '" + name + "' has weight type " +
-                                         (tt ? std::string(tt->name) : std::to_string(static_cast<uint32_t>(t->type))) +
-                                         ", which is not supported");
-  }
+  if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) return unsupported_type(name, *t);
+  LLMSVC_RETURN_IF_ERROR(check_aligned(name, *t));
   hal::WeightRef w;
   w.type = static_cast<hal::WeightType>(t->type);
   w.data = t->data;
@@ -45,12 +58,12 @@ Status vector_param(const gguf::GgufFile& f, const std::string& name, int64_t n,
   if (t->n_dims != 1 || static_cast<int64_t>(t->ne[0]) != n)
     return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + shape_str(*t) + ", expected {" +
                                            std::to_string(n) + "}");
+  if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) return unsupported_type(name, *t);
+  LLMSVC_RETURN_IF_ERROR(check_aligned(name, *t));
   if (t->type == gguf::TensorType::F32) {
     out->data = reinterpret_cast<const float*>(t->data);
     return Status::Ok();
   }
-  if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type)))
-    return Status(Code::unsupported, "model: tensor '" + name + "' has an unsupported type");
   hal::WeightRef ref{static_cast<hal::WeightType>(t->type), t->data, 1, n, hal::row_bytes(static_cast<hal::WeightType>(t->type), n)};
   out->owned.resize(n);
   int32_t zero = 0;
@@ -99,7 +112,7 @@ Status Model::load_weights(hal::Device& dev) {
     auto w = matrix(f, name, cols, rows);
     if (!w.ok()) return w.status();
     auto p = dev.prepare_weight(*w);
-    if (!p.ok()) return p.status();
+    if (!p.ok()) return Status(p.status().code(), "model: tensor '" + name + "': " + p.status().message());
     *out = std::move(p).value();
     weight_bytes_ += w->row_bytes * static_cast<uint64_t>(rows);
     return Status::Ok();
@@ -138,7 +151,7 @@ Status Model::load_weights(hal::Device& dev) {
   } else {
     // Tied embeddings: the output projection is the embedding table.
     auto p = dev.prepare_weight(tok_embd_);
-    if (!p.ok()) return p.status();
+    if (!p.ok()) return Status(p.status().code(), "model: tensor 'token_embd.weight': " + p.status().message());
     output_ = std::move(p).value();
   }
   weight_bytes_ += tok_embd_.row_bytes * static_cast<uint64_t>(c.n_vocab);

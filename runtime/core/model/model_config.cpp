@@ -47,7 +47,7 @@ Status read_float_opt(const gguf::GgufFile& f, const std::string& key, float* ou
 Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   ModelConfig c;
   auto arch = f.get_string("general.architecture");
-  if (!arch) return invalid("general.architecture", "is missing");
+  if (!arch) return invalid("general.architecture", "is missing or not a string");
   c.arch_name = std::string(*arch);
   if (c.arch_name == "llama") {
     c.arch = Arch::llama;
@@ -73,16 +73,22 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return invalid(a + "embedding_length", "is not a multiple of head_count");
   c.head_dim = c.n_embd / c.n_head;
   LLMSVC_RETURN_IF_ERROR(read_int_opt(f, a + "attention.key_length", 1, kMaxDim, &c.head_dim));
+  // Checked before value_length, which defaults to it: an odd key_length is named as such.
+  if (c.head_dim % 2 != 0) return invalid(a + "attention.key_length", "must be even");
   c.head_dim_v = c.head_dim;
   LLMSVC_RETURN_IF_ERROR(read_int_opt(f, a + "attention.value_length", 1, kMaxDim, &c.head_dim_v));
-  if (c.head_dim_v != c.head_dim) return Status(Code::unsupported, "model: value head size differs from key head size");
-  if (c.head_dim % 2 != 0) return invalid(a + "attention.key_length", "must be even");
+  if (c.head_dim_v != c.head_dim)
+    return Status(Code::unsupported, "model: metadata '" + a + "attention.value_length' = " + std::to_string(c.head_dim_v) +
+                                         " differs from the key head size " + std::to_string(c.head_dim) +
+                                         ", which is not supported");
   c.rope_dims = c.head_dim;
   LLMSVC_RETURN_IF_ERROR(read_int_opt(f, a + "rope.dimension_count", 2, kMaxDim, &c.rope_dims));
   if (c.rope_dims > c.head_dim || c.rope_dims % 2 != 0) return invalid(a + "rope.dimension_count", "must be even and <= the head size");
   LLMSVC_RETURN_IF_ERROR(read_float_opt(f, a + "rope.freq_base", &c.rope_freq_base));
   if (auto type = f.get_string(a + "rope.scaling.type"); type && *type != "none") {
-    if (*type != "linear") return Status(Code::unsupported, "model: rope scaling '" + std::string(*type) + "' is not supported");
+    if (*type != "linear")
+      return Status(Code::unsupported, "model: metadata '" + a + "rope.scaling.type' = '" + std::string(*type) +
+                                           "' is not supported (supported: none, linear)");
     float factor = 1.0f;
     LLMSVC_RETURN_IF_ERROR(read_float_opt(f, a + "rope.scaling.factor", &factor));
     c.rope_freq_scale = 1.0f / factor;
