@@ -35,10 +35,13 @@ TEST(GgufTypes, KnownTypesHaveGgmlGeometry) {
 }
 
 TEST(GgufTypes, UnknownTypesHaveNoTraits) {
-  // 4 and 5 were Q4_2/Q4_3 (removed); 16.. are i-quants and others we do not read.
-  for (uint32_t t : {4u, 5u, 16u, 20u, 29u, 31u, 39u, 1000u, 0xffffffffu}) {
+  // 4 and 5 were Q4_2/Q4_3, 31..33 the old repacked Q4_0 variants: all removed from ggml.
+  for (uint32_t t : {4u, 5u, 31u, 32u, 33u, 1000u, 0xffffffffu}) {
     EXPECT_EQ(type_traits(t), nullptr) << t;
   }
+  // i-quants parse (so the loader can name them) though nothing computes with them.
+  EXPECT_EQ(type_traits(static_cast<uint32_t>(TensorType::IQ4_NL))->block_bytes, 18u);
+  EXPECT_EQ(type_traits(static_cast<uint32_t>(TensorType::IQ4_XS))->block_bytes, 136u);
   EXPECT_EQ(type_traits(static_cast<uint32_t>(TensorType::Q6_K))->block_bytes, 210u);
 }
 

@@ -16,7 +16,7 @@ namespace llmsvc::test {
 namespace {
 
 constexpr uint32_t kF32 = 0, kQ8_0 = 8, kQ8_1 = 9, kQ2_K = 10, kQ3_K = 11, kQ8_K = 15;
-constexpr uint32_t kIQ2_XXS = 16, kIQ4_NL = 20;  // ggml types the reader does not know
+constexpr uint32_t kIQ2_XXS = 16, kIQ4_NL = 20;  // ggml types llmsvc does not compute with
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -125,10 +125,9 @@ TEST_F(BadModel, UnsupportedWeightType) {
        {"token_embd.weight", "Q2_K"}},
       {"Q8_K norm", [](ModelImage& m) { m.reshape("blk.0.ffn_norm.weight", kQ8_K, {256}); }, Code::unsupported,
        {"blk.0.ffn_norm.weight", "Q8_K"}},
-      // Type numbers the GGUF reader has no geometry for are refused there (it cannot bound
-      // the data); the message still names the tensor and the number.
-      {"IQ4_NL layer", layer_type(kIQ4_NL), Code::model_invalid, {"blk.1.attn_q.weight", "type 20"}},
-      {"IQ2_XXS layer", layer_type(kIQ2_XXS), Code::model_invalid, {"blk.1.attn_q.weight", "type 16"}},
+      // llama.cpp types llmsvc does not compute with parse, and are refused by name.
+      {"IQ4_NL layer", layer_type(kIQ4_NL), Code::unsupported, {"blk.1.attn_q.weight", "IQ4_NL"}},
+      {"IQ2_XXS layer", layer_type(kIQ2_XXS), Code::unsupported, {"blk.1.attn_q.weight", "IQ2_XXS"}},
   });
 }
 

@@ -261,7 +261,7 @@ TEST_F(BadTokenizer, SpecialIds) {
                       [](ModelImage& m) {
                         m.set_strings("tokenizer.ggml.tokens", std::vector<std::string>(bpe_tokens_->begin(), bpe_tokens_->begin() + 10));
                         m.erase("tokenizer.ggml.token_type");
-                        m.set_u32("tokenizer.ggml.bos_token_id", 99);
+                        m.erase("tokenizer.ggml.bos_token_id");
                         m.set_bool("tokenizer.ggml.add_bos_token", true);
                       },
                       Code::model_invalid, {"add_bos_token"}}});

@@ -33,6 +33,25 @@ constexpr Entry kTypes[] = {
     {TensorType::Q5_K, {"Q5_K", kQKK, 4 + 12 + kQKK / 8 + kQKK / 2}},  // + high bits
     {TensorType::Q6_K, {"Q6_K", kQKK, kQKK / 2 + kQKK / 4 + kQKK / 16 + 2}},  // ql, qh, scales, d
     {TensorType::Q8_K, {"Q8_K", kQKK, 4 + kQKK + kQKK / 16 * 2}},      // float d, quants, bsums
+    // Types llmsvc does not compute with; their geometry lets such files parse so the
+    // loader can name the unsupported type.
+    {TensorType::IQ2_XXS, {"IQ2_XXS", kQKK, 2 + kQKK / 4}},
+    {TensorType::IQ2_XS, {"IQ2_XS", kQKK, 2 + kQKK / 4 + kQKK / 32}},
+    {TensorType::IQ3_XXS, {"IQ3_XXS", kQKK, 2 + 3 * kQKK / 8}},
+    {TensorType::IQ1_S, {"IQ1_S", kQKK, 2 + kQKK / 8 + kQKK / 16}},
+    {TensorType::IQ4_NL, {"IQ4_NL", kQK, 2 + kQK / 2}},
+    {TensorType::IQ3_S, {"IQ3_S", kQKK, 2 + kQKK / 4 + kQKK / 32 + kQKK / 8 + kQKK / 64}},
+    {TensorType::IQ2_S, {"IQ2_S", kQKK, 2 + kQKK / 4 + kQKK / 32 + kQKK / 32}},
+    {TensorType::IQ4_XS, {"IQ4_XS", kQKK, 2 + 2 + kQKK / 64 + kQKK / 2}},
+    {TensorType::I8, {"I8", 1, 1}},
+    {TensorType::I16, {"I16", 1, 2}},
+    {TensorType::I32, {"I32", 1, 4}},
+    {TensorType::I64, {"I64", 1, 8}},
+    {TensorType::F64, {"F64", 1, 8}},
+    {TensorType::IQ1_M, {"IQ1_M", kQKK, kQKK / 8 + kQKK / 16 + kQKK / 32}},
+    {TensorType::TQ1_0, {"TQ1_0", kQKK, (kQKK - 4 * kQKK / 64) / 5 + kQKK / 64 + 2}},
+    {TensorType::TQ2_0, {"TQ2_0", kQKK, kQKK / 4 + 2}},
+    {TensorType::MXFP4, {"MXFP4", kQK, 1 + kQK / 2}},
 };
 
 static_assert(kTypes[8].traits.block_bytes == 36, "Q8_1 follows ggml's block_q8_1");

@@ -61,9 +61,12 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
 
   // Attention block.
   dev_.rms_norm(x_.data(), L.attn_norm.data, n, E, cfg_.rms_eps, h_.data());
-  dev_.matmul(*L.wq, h_.data(), n, q_.data());
-  dev_.matmul(*L.wk, h_.data(), n, k_.data());
-  dev_.matmul(*L.wv, h_.data(), n, v_.data());
+  {
+    // Q, K and V share their input: one fused call (activations quantized once).
+    const hal::PreparedWeight* ws[] = {L.wq.get(), L.wk.get(), L.wv.get()};
+    float* ys[] = {q_.data(), k_.data(), v_.data()};
+    dev_.matmul_multi(ws, ys, 3, h_.data(), n);
+  }
   if (cfg_.has_qkv_bias) {
     dev_.add_bias(q_.data(), L.bq.data, n, QD);
     dev_.add_bias(k_.data(), L.bk.data, n, KV);
@@ -100,8 +103,11 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
 
   // Feed-forward block.
   dev_.rms_norm(x_.data(), L.ffn_norm.data, n, E, cfg_.rms_eps, h_.data());
-  dev_.matmul(*L.w_gate, h_.data(), n, gate_.data());
-  dev_.matmul(*L.w_up, h_.data(), n, up_.data());
+  {
+    const hal::PreparedWeight* ws[] = {L.w_gate.get(), L.w_up.get()};
+    float* ys[] = {gate_.data(), up_.data()};
+    dev_.matmul_multi(ws, ys, 2, h_.data(), n);
+  }
   const size_t ff = size_t(n) * cfg_.n_ff;
   if (cfg_.gelu_ffn) {
     dev_.geglu(gate_.data(), up_.data(), ff);

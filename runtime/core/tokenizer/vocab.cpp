@@ -58,6 +58,12 @@ struct SpecialIds {
   int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
 };
 
+// Exactly "<0xHH>" with two hex digits: what a byte-fallback token must look like.
+bool is_byte_token_text(std::string_view t) {
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
+  return t.size() == 6 && t.substr(0, 3) == "<0x" && hex(t[3]) && hex(t[4]) && t[5] == '>';
+}
+
 }  // namespace
 
 Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
@@ -92,10 +98,10 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
   const std::vector<double>* fscores = file.get_float_array("tokenizer.ggml.scores");
   const std::vector<int64_t>* iscores = fscores ? nullptr : file.get_int_array("tokenizer.ggml.scores");
   if (file.find("tokenizer.ggml.scores") && !fscores && !iscores) return invalid("tokenizer.ggml.scores has a bad type");
-  if ((fscores && fscores->size() < n) || (iscores && iscores->size() < n)) return invalid("fewer scores than tokens");
+  if ((fscores && fscores->size() < n) || (iscores && iscores->size() < n)) return invalid("tokenizer.ggml.scores has fewer entries than tokenizer.ggml.tokens");
   const std::vector<int64_t>* types = file.get_int_array("tokenizer.ggml.token_type");
   if (file.find("tokenizer.ggml.token_type") && !types) return invalid("tokenizer.ggml.token_type has a bad type");
-  if (types && types->size() < n) return invalid("fewer token types than tokens");
+  if (types && types->size() < n) return invalid("tokenizer.ggml.token_type has fewer entries than tokenizer.ggml.tokens");
 
   v.text.resize(n);
   v.score.assign(n, 0.0f);
@@ -105,19 +111,30 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
     std::string word = (*tokens)[i];
     if (word.empty()) word = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp names them
     if (!v.to_id.emplace(word, static_cast<int32_t>(i)).second) {
-      return invalid("duplicate token at id " + std::to_string(i));
+      return invalid("tokenizer.ggml.tokens: duplicate token at id " + std::to_string(i));
     }
     v.text[i] = std::move(word);
     if (fscores) v.score[i] = static_cast<float>((*fscores)[i]);
     if (iscores) v.score[i] = static_cast<float>((*iscores)[i]);
     if (types) v.attr[i] = attr_of_type((*types)[i]);
+    if ((v.attr[i] & kAttrByte) && !is_byte_token_text(v.text[i]))
+      return invalid("tokenizer.ggml.token_type marks token " + std::to_string(i) +
+                     " as a byte token, but its text in tokenizer.ggml.tokens is not <0xHH>");
   }
 
   // Special ids: defaults outside the vocabulary are dropped; metadata ids are taken when in range.
   const auto in_range = [&](int64_t id) { return id >= 0 && static_cast<size_t>(id) < n; };
+  // A key that is present must be usable: a silently replaced BOS/EOS would corrupt every call.
+  Status bad_special;
   const auto special = [&](const char* key, int32_t& id) {
     if (!in_range(id)) id = -1;
-    if (auto u = file.get_uint(key); u && in_range(static_cast<int64_t>(*u))) id = static_cast<int32_t>(*u);
+    if (!file.find(key)) return;
+    auto u = file.get_uint(key);
+    if (u && in_range(static_cast<int64_t>(*u))) {
+      id = static_cast<int32_t>(*u);
+    } else if (bad_special.ok()) {
+      bad_special = invalid(std::string(key) + " is not a token id of the vocabulary");
+    }
   };
   special("tokenizer.ggml.bos_token_id", ids.bos);
   special("tokenizer.ggml.eos_token_id", ids.eos);
@@ -137,6 +154,9 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
   special("tokenizer.ggml.suffix_token_id", ids.fim_suf);
   special("tokenizer.ggml.middle_token_id", ids.fim_mid);
 
+  if (!bad_special.ok()) return bad_special;
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix"})
+    if (file.find(key) && !file.get_bool(key)) return invalid(std::string(key) + " is not a bool");
   if (auto b = file.get_bool("tokenizer.ggml.add_bos_token")) v.add_bos = *b;
   if (auto b = file.get_bool("tokenizer.ggml.add_eos_token")) v.add_eos = *b;
   if (v.add_bos && ids.bos < 0) return invalid("add_bos_token is true but there is no BOS token");
