@@ -1,4 +1,4 @@
-// ThreadPool implementation: generation counter + spin-then-sleep workers.
+// ThreadPool implementation: generation counter, spin-then-futex workers, spin barrier.
 #include "hal/cpu/thread_pool.h"
 
 #include <algorithm>
@@ -16,7 +16,19 @@
 namespace llmsvc::hal::cpu {
 namespace {
 // Spin this long for the next region before sleeping; about one decode step's gap.
-constexpr auto kSpinFor = std::chrono::microseconds(2000);
+constexpr auto kSpinFor = std::chrono::microseconds(1000);
+// Spins between yields of the core (a pause is ~10-150 cycles depending on the CPU).
+constexpr uint32_t kSpinsPerYield = 256;
+
+// Spins until pred() holds, yielding the core every kSpinsPerYield spins.
+template <class Pred>
+void spin_until(Pred pred) {
+  uint32_t spins = 0;
+  while (!pred()) {
+    LLMSVC_CPU_RELAX();
+    if (++spins % kSpinsPerYield == 0) std::this_thread::yield();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_(std::max(1, n_threads)) {
@@ -25,12 +37,9 @@ ThreadPool::ThreadPool(int n_threads) : n_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_.store(true, std::memory_order_release);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
-  }
-  cv_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  generation_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -49,48 +58,49 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   fn_ = &fn;
   pending_.store(n_ - 1, std::memory_order_relaxed);
-  {
-    // The lock orders the bump against a worker deciding to sleep.
-    std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
-  }
-  if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+  // seq_cst pairs with the worker's sleepers_ increment: either it sees the new
+  // generation before sleeping, or we see it sleeping and wake it.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   fn(0, n_);
-  while (pending_.load(std::memory_order_acquire) != 0) LLMSVC_CPU_RELAX();
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   fn_ = nullptr;
 }
 
 void ThreadPool::barrier() {
   if (n_ == 1) return;
-  const uint64_t phase = barrier_phase_.load(std::memory_order_acquire);
+  const uint32_t phase = barrier_phase_.load(std::memory_order_acquire);
   if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
     barrier_count_.store(0, std::memory_order_relaxed);
-    barrier_phase_.fetch_add(1, std::memory_order_acq_rel);
+    barrier_phase_.fetch_add(1, std::memory_order_release);
   } else {
-    while (barrier_phase_.load(std::memory_order_acquire) == phase) LLMSVC_CPU_RELAX();
+    spin_until([&] { return barrier_phase_.load(std::memory_order_acquire) != phase; });
   }
 }
 
 void ThreadPool::worker(int ith) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    // Spin for the next region, then sleep.
+    // Spin for the next region (yielding now and then), then sleep on the futex.
     auto start = std::chrono::steady_clock::now();
     uint32_t spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen) {
+    uint32_t g;
+    while ((g = generation_.load(std::memory_order_acquire)) == seen) {
       LLMSVC_CPU_RELAX();
-      if ((++spins & 1023) == 0 && std::chrono::steady_clock::now() - start > kSpinFor) {
-        std::unique_lock<std::mutex> lock(mu_);
-        sleepers_.fetch_add(1, std::memory_order_acq_rel);
-        cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-        break;
+      if (++spins % kSpinsPerYield != 0) continue;
+      if (std::chrono::steady_clock::now() - start < kSpinFor) {
+        std::this_thread::yield();
+        continue;
       }
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      if (generation_.load(std::memory_order_seq_cst) == seen) generation_.wait(seen, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      start = std::chrono::steady_clock::now();
     }
-    seen = generation_.load(std::memory_order_acquire);
+    seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
     (*fn_)(ith, n_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 

@@ -1,14 +1,16 @@
 // ThreadPool: a fixed team of workers that run one parallel region at a time.
 //
 // Workers spin briefly between regions (decode issues hundreds of small regions per
-// token) and then sleep on a futex-like wait, so an idle engine burns no CPU.
+// token) and then sleep on a futex (C++20 atomic wait), so an idle engine burns no CPU.
+// Every spin loop yields the core now and then, so a team larger than the cores it gets
+// (other apps, other helpers) degrades gracefully instead of spinning against itself.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace llmsvc::hal::cpu {
@@ -39,14 +41,13 @@ class ThreadPool {
   int n_;
   std::vector<std::thread> threads_;
   const std::function<void(int, int)>* fn_ = nullptr;
-  std::atomic<uint64_t> generation_{0};   // bumped per region
-  std::atomic<int> pending_{0};           // workers still inside the region
-  std::atomic<int> barrier_count_{0};
-  std::atomic<uint64_t> barrier_phase_{0};
-  std::atomic<bool> stop_{false};
+  // Separate cache lines: workers poll generation_ while members update the counters.
+  alignas(64) std::atomic<uint32_t> generation_{0};  // bumped per region (futex word)
   std::atomic<int> sleepers_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  std::atomic<bool> stop_{false};
+  alignas(64) std::atomic<int> pending_{0};  // workers still inside the region
+  alignas(64) std::atomic<int> barrier_count_{0};
+  std::atomic<uint32_t> barrier_phase_{0};
 };
 
 }  // namespace llmsvc::hal::cpu

@@ -1,0 +1,95 @@
+// Activation quantization: fp32 rows to int8 blocks, the input side of the integer dot products.
+//
+// Q8 (blocks of 32, for the legacy weight types) follows ggml's quantize_row_q8_0 / q8_1:
+// d = amax / 127 (kept fp16-rounded, as ggml stores it), q = round(x * 127 / amax) with ties
+// to even, s = fp16(d * sum(q)). Planes are kept separate so kernels can broadcast from them.
+// Q8K (superblocks of 256, for the K-quants) follows ggml's quantize_row_q8_K_ref.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace llmsvc::hal::cpu {
+
+// Tokens are stored in groups of kTokenGroup so that a kernel finds the same block of
+// consecutive tokens at consecutive addresses (and an AMX-style tile is one contiguous load).
+constexpr int kTokenGroup = 16;
+
+// n_tokens rows of `cols` activations (cols % 32 == 0), quantized in blocks of 32.
+// Layout: planes q / d / s / corr; inside a plane, group G (tokens 16G .. 16G+tg-1, tg <= 16)
+// starts after the full groups before it and is ordered [block][token in group].
+struct ActQ8 {
+  int8_t* q = nullptr;      // 32 quants per token and block
+  float* d = nullptr;       // block scale
+  float* s = nullptr;       // d * sum(q), for weights with a min (Q4_1, Q5_1)
+  int32_t* corr = nullptr;  // -zero_point * sum(q), see quantize_q8
+  int64_t cols = 0;
+  int n_tokens = 0;
+
+  int64_t nb() const { return cols / 32; }
+  int group_size(int g) const { return n_tokens - g * kTokenGroup < kTokenGroup ? n_tokens - g * kTokenGroup : kTokenGroup; }
+  // Index of (token, block) in the per-block planes d / s / corr; q is at 32 * that index.
+  int64_t index(int token, int64_t block) const {
+    const int g = token / kTokenGroup;
+    return static_cast<int64_t>(g) * kTokenGroup * nb() + block * group_size(g) + token % kTokenGroup;
+  }
+  // The inverse: token and block of storage index o.
+  void entry(int64_t o, int* token, int64_t* block) const {
+    const int g = static_cast<int>(o / (kTokenGroup * nb()));
+    const int64_t r = o - static_cast<int64_t>(g) * kTokenGroup * nb();
+    const int tg = group_size(g);
+    *token = g * kTokenGroup + static_cast<int>(r % tg);
+    *block = r / tg;
+  }
+
+  static size_t bytes(int64_t cols, int n_tokens) {
+    return static_cast<size_t>(n_tokens) * static_cast<size_t>(cols + 3 * (cols / 32) * 4) + 3 * 64;
+  }
+  // Lays the planes out in `mem` (>= bytes(cols, n_tokens), 64-aligned).
+  static ActQ8 in(void* mem, int64_t cols, int n_tokens);
+};
+
+// Quantizes entries [o_begin, o_end) of a's storage order (see ActQ8::index; entry o holds
+// one block of 32 of one token) from x ([n_tokens][cols], token-major). Threads that split
+// the storage order write disjoint, contiguous memory (no false sharing).
+// corr = -zero_point * sum(q): the term that turns a dot product with weights stored as
+// unsigned (q_w + zero_point) back into one with the signed weights.
+void quantize_q8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, int32_t zero_point);
+
+// Scalar reference of quantize_q8 for one row of n values (tests).
+void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* corr, int64_t n, int32_t zero_point);
+
+// n_tokens rows quantized in superblocks of 256 (ggml's Q8_K: one float scale per 256, the
+// signed extreme maps to -127). Same grouped storage as ActQ8 with 32-element entries for q
+// and s16, and 256-element entries for d.
+struct ActQ8K {
+  int8_t* q = nullptr;     // 32 quants per token and 32-block (ActQ8 order)
+  float* d = nullptr;      // per token and superblock
+  int32_t* s16 = nullptr;  // per token and 32-block: sums of its two halves of 16, as int16 (lo, hi)
+  int64_t cols = 0;
+  int n_tokens = 0;
+
+  int64_t nb() const { return cols / 32; }
+  int64_t nsb() const { return cols / 256; }
+  int group_size(int g) const { return n_tokens - g * kTokenGroup < kTokenGroup ? n_tokens - g * kTokenGroup : kTokenGroup; }
+  // Index of (token, 32-block) in q (times 32) and s16; of (token, superblock) in d.
+  int64_t index(int token, int64_t block) const {
+    const int g = token / kTokenGroup;
+    return static_cast<int64_t>(g) * kTokenGroup * nb() + block * group_size(g) + token % kTokenGroup;
+  }
+  int64_t index_sb(int token, int64_t sb) const {
+    const int g = token / kTokenGroup;
+    return static_cast<int64_t>(g) * kTokenGroup * nsb() + sb * group_size(g) + token % kTokenGroup;
+  }
+
+  static size_t bytes(int64_t cols, int n_tokens) {
+    return static_cast<size_t>(n_tokens) * static_cast<size_t>(cols + (cols / 256) * 4 + (cols / 32) * 4) + 3 * 64;
+  }
+  static ActQ8K in(void* mem, int64_t cols, int n_tokens);
+};
+
+// Quantizes tokens [t_begin, t_end) of x ([n_tokens][cols], cols % 256 == 0). Threads should
+// split at multiples of kTokenGroup (disjoint memory).
+void quantize_q8k(const float* x, const ActQ8K& a, int t_begin, int t_end);
+
+}  // namespace llmsvc::hal::cpu

@@ -1,0 +1,26 @@
+// Integer GEMM kernels over K-panel-packed weights (see kpanel.h), dispatched per CPU:
+// ggml's Q4_K / Q5_K / Q6_K x Q8_K dot products (integer sub-block scales, fp32 per superblock).
+#pragma once
+
+#include <cstdint>
+
+#include "hal/cpu/quant/act_quant.h"
+#include "hal/cpu/quant/kpanel.h"
+
+namespace llmsvc::hal::cpu {
+
+struct KPanelGemmArgs {
+  const KPanelFormat* fmt = nullptr;
+  const uint8_t* panels = nullptr;  // panel 0 of the weight
+  int64_t cols = 0;
+  int64_t rows = 0;                 // valid rows (outputs past it are not written)
+  int64_t p_begin = 0, p_end = 0;   // panels to compute
+  const ActQ8K* x = nullptr;
+  int t_begin = 0, t_end = 0;       // tokens to compute
+  float* y = nullptr;               // y[t * ldy + r]
+  int64_t ldy = 0;
+};
+
+void kpanel_gemm(const KPanelGemmArgs& a);
+
+}  // namespace llmsvc::hal::cpu

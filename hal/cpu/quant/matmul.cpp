@@ -1,0 +1,263 @@
+// Matmul orchestration: weight preparation, activation quantization and the split of the
+// work over the thread pool (one parallel region per call).
+#include "hal/cpu/quant/matmul.h"
+
+#include <algorithm>
+#include <string>
+
+#include "hal/cpu/quant/act_quant.h"
+#include "hal/cpu/quant/amx_kernels.h"
+#include "hal/cpu/quant/dequantize.h"
+#include "hal/cpu/quant/kpanel_kernels.h"
+#include "hal/cpu/quant/panel_kernels.h"
+#include "hal/cpu/quant/row_kernels.h"
+
+namespace llmsvc::hal::cpu {
+namespace {
+
+// Below this many activations per call every thread quantizes the input itself: cheaper
+// than the barrier that sharing the work would need (decode steps).
+constexpr int64_t kPrivateQuantLimit = 8192;
+
+enum class ActKind { none, q8, q8k };
+
+struct ActSpec {
+  ActKind kind = ActKind::none;
+  int32_t zero_point = 0;
+  bool operator==(const ActSpec&) const = default;
+};
+
+ActSpec act_spec(const CpuWeight& w) {
+  if (const PanelFormat* f = w.panel_format()) return {ActKind::q8, f->zero_point};
+  if (w.kpanel_format() != nullptr) return {ActKind::q8k, 0};
+  return {};
+}
+
+size_t act_bytes(const ActSpec& s, int64_t cols, int n_tokens) {
+  switch (s.kind) {
+    case ActKind::q8: return (ActQ8::bytes(cols, n_tokens) + 63) & ~size_t{63};
+    case ActKind::q8k: return (ActQ8K::bytes(cols, n_tokens) + 63) & ~size_t{63};
+    case ActKind::none: break;
+  }
+  return 0;
+}
+
+constexpr int kMaxSpecs = 6;
+
+// Everything a region needs, behind one pointer (so the std::function does not allocate).
+struct Job {
+  const CpuWeight* const* ws;
+  float* const* ys;
+  int n_weights;
+  const float* x;
+  int n_tokens;
+  int64_t cols;
+  ActSpec specs[kMaxSpecs];
+  size_t spec_offset[kMaxSpecs];
+  size_t spec_bytes[kMaxSpecs];
+  int n_specs;
+  bool private_quant;
+  bool use_amx;           // full token groups of panel weights go to the AMX kernel
+  size_t amx_offset;      // per-thread AMX scratch: amx_offset + ith * amx_bytes
+  size_t amx_bytes;
+  uint8_t* mem;
+  ThreadPool* pool;
+};
+
+int spec_index(const Job& j, const ActSpec& s) {
+  for (int i = 0; i < j.n_specs; ++i) {
+    if (j.specs[i] == s) return i;
+  }
+  return -1;
+}
+
+uint8_t* spec_mem(const Job& j, int si, int ith) {
+  return j.mem + j.spec_offset[si] + (j.private_quant ? static_cast<size_t>(ith) * j.spec_bytes[si] : 0);
+}
+
+void run_job(const Job& j, int ith, int nth) {
+  // 1. Quantize the input once per activation format.
+  for (int si = 0; si < j.n_specs; ++si) {
+    uint8_t* mem = spec_mem(j, si, ith);
+    if (j.specs[si].kind == ActKind::q8) {
+      const ActQ8 a = ActQ8::in(mem, j.cols, j.n_tokens);
+      const int64_t nblk = j.n_tokens * (j.cols / 32);
+      // Storage order, in whole blocks of a token group (16 tokens x 32 bytes).
+      const auto [b0, b1] =
+          j.private_quant ? std::pair<int64_t, int64_t>{0, nblk} : ThreadPool::split(nblk, ith, nth, kTokenGroup);
+      quantize_q8(j.x, a, b0, b1, j.specs[si].zero_point);
+    } else {
+      const ActQ8K a = ActQ8K::in(mem, j.cols, j.n_tokens);
+      const auto [t0, t1] =
+          j.private_quant ? std::pair<int64_t, int64_t>{0, j.n_tokens} : ThreadPool::split(j.n_tokens, ith, nth, kTokenGroup);
+      quantize_q8k(j.x, a, static_cast<int>(t0), static_cast<int>(t1));
+    }
+  }
+  if (j.n_specs > 0 && !j.private_quant) j.pool->barrier();
+
+  // 2. Each thread computes its share of the rows of every weight.
+  for (int i = 0; i < j.n_weights; ++i) {
+    const CpuWeight& w = *j.ws[i];
+    const WeightRef& ref = w.ref();
+    if (const PanelFormat* f = w.panel_format()) {
+      const ActQ8 a = ActQ8::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens);
+      const int64_t n_panels = (ref.rows + kPanelRows - 1) / kPanelRows;
+      const auto [p0, p1] = ThreadPool::split(n_panels, ith, nth);
+      PanelGemmArgs g;
+      g.fmt = f;
+      g.panels = w.panels();
+      g.cols = ref.cols;
+      g.rows = ref.rows;
+      g.p_begin = p0;
+      g.p_end = p1;
+      g.x = &a;
+      g.t_begin = 0;
+      g.t_end = j.n_tokens;
+      g.y = j.ys[i];
+      g.ldy = ref.rows;
+      if (p0 < p1) {
+        const int n_amx = j.use_amx ? j.n_tokens / kTokenGroup * kTokenGroup : 0;
+        if (n_amx > 0) {
+          g.t_end = n_amx;
+          amx_panel_gemm(g, j.mem + j.amx_offset + static_cast<size_t>(ith) * j.amx_bytes);
+        }
+        if (n_amx < j.n_tokens) {
+          g.t_begin = n_amx;
+          g.t_end = j.n_tokens;
+          panel_gemm(g);
+        }
+      }
+    } else if (const KPanelFormat* kf = w.kpanel_format()) {
+      const ActQ8K a = ActQ8K::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens);
+      const int64_t n_panels = (ref.rows + kPanelRows - 1) / kPanelRows;
+      const auto [p0, p1] = ThreadPool::split(n_panels, ith, nth);
+      KPanelGemmArgs g;
+      g.fmt = kf;
+      g.panels = w.panels();
+      g.cols = ref.cols;
+      g.rows = ref.rows;
+      g.p_begin = p0;
+      g.p_end = p1;
+      g.x = &a;
+      g.t_begin = 0;
+      g.t_end = j.n_tokens;
+      g.y = j.ys[i];
+      g.ldy = ref.rows;
+      if (p0 < p1) kpanel_gemm(g);
+    } else {
+      const auto [r0, r1] = ThreadPool::split(ref.rows, ith, nth);
+      RowGemmArgs g;
+      g.type = ref.type;
+      g.w = static_cast<const uint8_t*>(ref.data);
+      g.row_bytes = ref.row_bytes;
+      g.cols = ref.cols;
+      g.r_begin = r0;
+      g.r_end = r1;
+      g.x = j.x;
+      g.n_tokens = j.n_tokens;
+      g.y = j.ys[i];
+      g.ldy = ref.rows;
+      if (r0 < r1) row_gemm(g);
+    }
+  }
+}
+
+}  // namespace
+
+void* MatmulScratch::reserve(size_t bytes) {
+  if (buf_.size() < bytes && !buf_.allocate(bytes + bytes / 4)) return nullptr;
+  return buf_.data();
+}
+
+Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w) {
+  if (!is_supported_weight_type(static_cast<uint32_t>(w.type))) {
+    return Status(Code::unsupported, "weight type " + std::to_string(static_cast<uint32_t>(w.type)) + " not supported");
+  }
+  if (w.rows <= 0 || w.cols <= 0 || w.data == nullptr) return Status(Code::invalid_argument, "empty weight");
+  if (w.cols % block_elems(w.type) != 0) {
+    return Status(Code::invalid_argument, "weight cols " + std::to_string(w.cols) + " not a multiple of the block");
+  }
+  if (w.row_bytes < row_bytes(w.type, w.cols)) return Status(Code::invalid_argument, "weight row_bytes too small");
+  if (w.type != WeightType::F32 && (reinterpret_cast<uintptr_t>(w.data) % 2 != 0 || w.row_bytes % 2 != 0)) {
+    return Status(Code::invalid_argument, "weight data not 2-byte aligned");
+  }
+  std::unique_ptr<CpuWeight> cw(new CpuWeight());  // private constructor: make_unique cannot reach it
+  cw->ref_ = w;
+  if (const PanelFormat* f = panel_format(w.type)) {
+    const int64_t n_panels = (w.rows + kPanelRows - 1) / kPanelRows;
+    if (!cw->packed_.allocate(static_cast<size_t>(n_panels) * f->panel_bytes(w.cols / 32))) {
+      return Status(Code::out_of_memory, "cannot allocate repacked weight");
+    }
+    pack_panels(*f, w.type, w.data, w.row_bytes, w.rows, w.cols, cw->packed_.data(), 0, n_panels);
+    cw->fmt_ = f;
+  } else if (const KPanelFormat* kf = kpanel_format(w.type)) {
+    const int64_t n_panels = (w.rows + kPanelRows - 1) / kPanelRows;
+    if (!cw->packed_.allocate(static_cast<size_t>(n_panels) * kf->panel_bytes(w.cols / 256))) {
+      return Status(Code::out_of_memory, "cannot allocate repacked weight");
+    }
+    pack_kpanels(*kf, w.type, w.data, w.row_bytes, w.rows, w.cols, cw->packed_.data(), 0, n_panels);
+    cw->kfmt_ = kf;
+  }
+  return cw;
+}
+
+void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
+                  ThreadPool& pool, MatmulScratch& scratch) {
+  if (n_weights <= 0 || n_tokens <= 0) return;
+  Job j{};
+  j.ws = ws;
+  j.ys = ys;
+  j.n_weights = n_weights;
+  j.x = x;
+  j.n_tokens = n_tokens;
+  j.cols = ws[0]->ref().cols;
+  j.pool = &pool;
+  j.private_quant = pool.size() == 1 || static_cast<int64_t>(n_tokens) * j.cols <= kPrivateQuantLimit;
+  const int copies = j.private_quant ? pool.size() : 1;
+  size_t total = 0;
+  for (int i = 0; i < n_weights; ++i) {
+    const ActSpec s = act_spec(*ws[i]);
+    if (s.kind == ActKind::none || spec_index(j, s) >= 0 || j.n_specs == kMaxSpecs) continue;
+    j.specs[j.n_specs] = s;
+    j.spec_bytes[j.n_specs] = act_bytes(s, j.cols, n_tokens);
+    j.spec_offset[j.n_specs] = total;
+    total += j.spec_bytes[j.n_specs] * static_cast<size_t>(copies);
+    ++j.n_specs;
+  }
+  j.use_amx = n_tokens >= kTokenGroup && amx_enabled();
+  if (j.use_amx) {
+    j.amx_bytes = (amx_scratch_bytes(j.cols) + 63) & ~size_t{63};
+    j.amx_offset = total;
+    total += j.amx_bytes * static_cast<size_t>(pool.size());
+  }
+  j.mem = static_cast<uint8_t*>(scratch.reserve(total));
+  if (total > 0 && j.mem == nullptr) return;  // out of memory: nothing sensible to compute
+  const Job* jp = &j;
+  pool.run([jp](int ith, int nth) { run_job(*jp, ith, nth); });
+}
+
+void matmul(const CpuWeight& w, const float* x, int n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+  const CpuWeight* ws[1] = {&w};
+  float* ys[1] = {y};
+  matmul_multi(ws, ys, 1, x, n_tokens, pool, scratch);
+}
+
+void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) {
+  for (int i = 0; i < n; ++i) {
+    dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(ids[i]) * w.row_bytes,
+                   out + static_cast<int64_t>(i) * w.cols, w.cols);
+  }
+}
+
+void get_rows(const CpuWeight& w, const int32_t* ids, int n, float* out) {
+  const int64_t cols = w.ref().cols;
+  if (const PanelFormat* f = w.panel_format()) {
+    for (int i = 0; i < n; ++i) unpack_panel_row(*f, w.panels(), cols, ids[i], out + static_cast<int64_t>(i) * cols);
+  } else if (const KPanelFormat* kf = w.kpanel_format()) {
+    for (int i = 0; i < n; ++i) unpack_kpanel_row(*kf, w.panels(), cols, ids[i], out + static_cast<int64_t>(i) * cols);
+  } else {
+    get_rows(w.ref(), ids, n, out);
+  }
+}
+
+}  // namespace llmsvc::hal::cpu

@@ -1,0 +1,76 @@
+// The CPU matmul: y = x * W^T for GGUF weights of every supported type, on a ThreadPool.
+//
+// Quantized weights are repacked once (prepare_cpu_weight) into 16-row panels of about the
+// same size: Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 into panel.h's layout, computed with int8 dot
+// products against activations quantized per 32 like ggml's Q8_0 / Q8_1 (AMX tiles for
+// prefill where the CPU has them); Q4_K / Q5_K / Q6_K into kpanel.h's layout against Q8_K
+// activations. F32 / F16 / BF16 stay row-major and use float FMAs. Accumulation is fp32 as in ggml.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/status.h"
+#include "hal/cpu/quant/aligned_buffer.h"
+#include "hal/cpu/quant/kpanel.h"
+#include "hal/cpu/quant/panel.h"
+#include "hal/cpu/thread_pool.h"
+#include "hal/device.h"
+
+namespace llmsvc::hal::cpu {
+
+// Reusable buffers for quantized activations: grown on demand, so steady-state calls do not
+// allocate. One per thread that calls matmul (not shared between concurrent calls).
+class MatmulScratch {
+ public:
+  // At least `bytes` of 64-aligned memory, or nullptr when out of memory.
+  void* reserve(size_t bytes);
+
+ private:
+  AlignedBuffer buf_;
+};
+
+// A weight ready for the CPU kernels: a repacked copy (panel types) or a view of the GGUF bytes.
+class CpuWeight final : public PreparedWeight {
+ public:
+  const WeightRef& ref() const override { return ref_; }
+  // True when the kernels read a repacked copy; the GGUF bytes behind ref() are then no
+  // longer needed by matmul or get_rows(CpuWeight) and may be unmapped / dropped.
+  bool repacked() const { return fmt_ != nullptr || kfmt_ != nullptr; }
+  // Bytes this object owns (the repacked copy), for memory accounting.
+  size_t owned_bytes() const { return packed_.size(); }
+  // The (K-)panel format when repacked in that form (else nullptr), and the panels.
+  const PanelFormat* panel_format() const { return fmt_; }
+  const KPanelFormat* kpanel_format() const { return kfmt_; }
+  const uint8_t* panels() const { return packed_.data(); }
+
+ private:
+  friend Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
+  CpuWeight() = default;
+
+  WeightRef ref_;
+  const PanelFormat* fmt_ = nullptr;    // legacy block types
+  const KPanelFormat* kfmt_ = nullptr;  // K-quants; both null: row-major kernels on ref_.data
+  AlignedBuffer packed_;
+};
+
+// Validates the type and geometry (cols a multiple of the block, row_bytes consistent,
+// data non-null and 2-byte aligned) and repacks panel types.
+Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
+
+// y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens (x: n_tokens x cols, y: n_tokens x rows,
+// both row-major and contiguous). Runs one region on every thread of the pool.
+void matmul(const CpuWeight& w, const float* x, int n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
+
+// matmul of several weights with the same input in one parallel region (Q/K/V, gate/up):
+// ys[i] = x * ws[i]^T. All weights have x's cols; the activations are quantized once when
+// the weights share an activation format, and there is one thread synchronization in all.
+void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
+                  ThreadPool& pool, MatmulScratch& scratch);
+
+// Dequantizes rows ids[i] (0 <= ids[i] < rows) of w into out (n x cols floats): the embedding lookup.
+void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out);
+// The same from a prepared weight (reads the repacked copy when there is one).
+void get_rows(const CpuWeight& w, const int32_t* ids, int n, float* out);
+
+}  // namespace llmsvc::hal::cpu

@@ -1,0 +1,44 @@
+// WeightType facts: which GGUF types we compute with and their block geometry.
+#include "hal/weight_type.h"
+
+#include "hal/cpu/quant/blocks.h"
+
+namespace llmsvc::hal {
+
+bool is_supported_weight_type(uint32_t ggml_type) {
+  switch (static_cast<WeightType>(ggml_type)) {
+    case WeightType::F32: case WeightType::F16: case WeightType::BF16:
+    case WeightType::Q4_0: case WeightType::Q4_1: case WeightType::Q5_0: case WeightType::Q5_1:
+    case WeightType::Q8_0: case WeightType::Q4_K: case WeightType::Q5_K: case WeightType::Q6_K:
+      return true;
+  }
+  return false;
+}
+
+int64_t block_elems(WeightType t) {
+  switch (t) {
+    case WeightType::F32: case WeightType::F16: case WeightType::BF16: return 1;
+    case WeightType::Q4_0: case WeightType::Q4_1: case WeightType::Q5_0: case WeightType::Q5_1:
+    case WeightType::Q8_0: return cpu::kQK;
+    case WeightType::Q4_K: case WeightType::Q5_K: case WeightType::Q6_K: return cpu::kQK_K;
+  }
+  return 0;
+}
+
+size_t block_bytes(WeightType t) {
+  switch (t) {
+    case WeightType::F32: return 4;
+    case WeightType::F16: case WeightType::BF16: return 2;
+    case WeightType::Q4_0: return sizeof(cpu::BlockQ4_0);
+    case WeightType::Q4_1: return sizeof(cpu::BlockQ4_1);
+    case WeightType::Q5_0: return sizeof(cpu::BlockQ5_0);
+    case WeightType::Q5_1: return sizeof(cpu::BlockQ5_1);
+    case WeightType::Q8_0: return sizeof(cpu::BlockQ8_0);
+    case WeightType::Q4_K: return sizeof(cpu::BlockQ4_K);
+    case WeightType::Q5_K: return sizeof(cpu::BlockQ5_K);
+    case WeightType::Q6_K: return sizeof(cpu::BlockQ6_K);
+  }
+  return 0;
+}
+
+}  // namespace llmsvc::hal

@@ -1,0 +1,278 @@
+// matmul against scalar dequantization + a float dot product, for every weight type, SIMD
+// target, thread count and token count. The tolerance is derived from the int8 activation
+// quantization (half a step per element, plus ggml's fp16 rounding of the scales).
+#include "hal/cpu/quant/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "hal/cpu/quant/amx_kernels.h"
+#include "hal/cpu/quant/blocks.h"
+#include "hal/cpu/quant/dequantize.h"
+#include "hal/cpu/quant/fp16.h"
+#include "hwy_test_targets.h"
+
+namespace llmsvc::hal::cpu {
+namespace {
+
+// Random bytes of a rows x cols weight with plausible fp16 scales.
+std::vector<uint8_t> random_weight(WeightType t, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t rb = row_bytes(t, cols);
+  std::vector<uint8_t> w(rb * rows);
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  auto put = [&](uint8_t* p, float v) {
+    const uint16_t h = fp32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+  };
+  const int64_t nblk = rows * cols / block_elems(t);
+  const size_t bs = block_bytes(t);
+  for (int64_t i = 0; i < nblk; ++i) {
+    uint8_t* b = w.data() + i * bs;
+    switch (t) {
+      case WeightType::F32: {
+        const float v = nd(rng);
+        std::memcpy(b, &v, 4);
+        break;
+      }
+      case WeightType::F16: put(b, nd(rng)); break;
+      case WeightType::BF16: {
+        const uint16_t h = fp32_to_bf16(nd(rng));
+        std::memcpy(b, &h, 2);
+        break;
+      }
+      case WeightType::Q4_0: case WeightType::Q5_0: case WeightType::Q8_0: put(b, 0.01f * (1.f + std::fabs(nd(rng)))); break;
+      case WeightType::Q4_1: case WeightType::Q5_1: case WeightType::Q4_K: case WeightType::Q5_K:
+        put(b, 0.01f * (1.f + std::fabs(nd(rng))));
+        put(b + 2, 0.02f * nd(rng));
+        break;
+      case WeightType::Q6_K: put(b + 208, 0.002f * (1.f + std::fabs(nd(rng)))); break;
+    }
+  }
+  return w;
+}
+
+std::vector<float> random_acts(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = nd(rng);
+  for (int64_t i = 5; i < n; i += 131) x[i] *= 20.f;
+  return x;
+}
+
+bool is_legacy(WeightType t) { return block_elems(t) == 32; }
+bool is_kquant(WeightType t) { return block_elems(t) == 256; }
+
+// Reference y and per-output error bound.
+void reference(WeightType t, const std::vector<uint8_t>& w, int64_t rows, int64_t cols, const std::vector<float>& x,
+               int n_tokens, std::vector<double>& y, std::vector<double>& tol) {
+  const size_t rb = row_bytes(t, cols);
+  std::vector<float> wr(cols);
+  y.assign(n_tokens * rows, 0.0);
+  tol.assign(n_tokens * rows, 0.0);
+  const int64_t qk = is_kquant(t) ? 256 : 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(t, w.data() + r * rb, wr.data(), cols);
+    for (int tk = 0; tk < n_tokens; ++tk) {
+      const float* xt = x.data() + tk * cols;
+      double acc = 0, mag = 0, qerr = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        acc += static_cast<double>(wr[c]) * xt[c];
+        mag += std::fabs(static_cast<double>(wr[c]) * xt[c]);
+      }
+      if (is_legacy(t) || is_kquant(t)) {
+        for (int64_t b = 0; b < cols / qk; ++b) {
+          double amax = 0, wabs = 0;
+          for (int64_t k = b * qk; k < (b + 1) * qk; ++k) {
+            amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
+            wabs += std::fabs(wr[k]);
+          }
+          const double step = amax / 127.0;
+          // Half a step per element; legacy types also carry ggml's fp16-rounded d and s.
+          qerr += step * (is_legacy(t) ? 0.5 + 127.0 / 2048 : 0.5) * wabs;
+          if (t == WeightType::Q4_1 || t == WeightType::Q5_1) {
+            uint16_t mh;
+            std::memcpy(&mh, w.data() + r * rb + b * block_bytes(t) + 2, 2);
+            qerr += std::fabs(fp16_to_fp32(mh)) * 32 * amax / 2048;
+          }
+        }
+      }
+      y[tk * rows + r] = acc;
+      tol[tk * rows + r] = qerr + 5e-5 * mag + 1e-6;
+    }
+  }
+}
+
+struct Case {
+  WeightType type;
+  int64_t rows, cols;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0}) {
+    v.push_back({t, 37, 64});   // partial last panel
+    v.push_back({t, 16, 96});
+    v.push_back({t, 50, 576});
+  }
+  for (WeightType t : {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K}) {
+    v.push_back({t, 19, 256});
+    v.push_back({t, 8, 512});
+  }
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
+    v.push_back({t, 21, 37});
+    v.push_back({t, 9, 128});
+  }
+  return v;
+}
+
+TEST(Matmul, EveryTypeTargetThreadsAndTokenCount) {
+  uint32_t seed = 1;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols));
+    const auto w = random_weight(c.type, c.rows, c.cols, seed++);
+    const WeightRef ref{c.type, w.data(), c.rows, c.cols, row_bytes(c.type, c.cols)};
+    auto pw = prepare_cpu_weight(ref);
+    ASSERT_TRUE(pw.ok()) << pw.status().message();
+    for (int n_tokens : {1, 3, 8, 13, 37}) {  // 37: two full token groups (AMX) and a tail
+      const auto x = random_acts(n_tokens * c.cols, seed++);
+      std::vector<double> yref, tol;
+      reference(c.type, w, c.rows, c.cols, x, n_tokens, yref, tol);
+      test::for_each_simd_target([&](const std::string& target) {
+        for (bool amx : {false, true}) {
+          if (amx && !amx_available()) continue;
+          set_amx_enabled(amx);
+          for (int threads : {1, 3}) {
+            SCOPED_TRACE(target + (amx ? " +AMX" : "") + " threads " + std::to_string(threads) + " tokens " +
+                         std::to_string(n_tokens));
+            ThreadPool pool(threads);
+            MatmulScratch scratch;
+            std::vector<float> y(n_tokens * c.rows, std::nanf(""));
+            matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
+            for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], yref[i], tol[i]) << "output " << i;
+          }
+        }
+        set_amx_enabled(true);
+      });
+    }
+  }
+}
+
+// All SIMD paths compute the same integer sums: they must agree with the portable one to
+// float rounding, far tighter than the quantization tolerance above.
+TEST(Matmul, SimdTargetsAgreeWithPortable) {
+  for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0,
+                       WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K}) {
+    const int64_t rows = 40, cols = is_kquant(t) ? 512 : 320;
+    const int n_tokens = 35;
+    const auto w = random_weight(t, rows, cols, 77);
+    const auto x = random_acts(n_tokens * cols, 78);
+    auto pw = prepare_cpu_weight({t, w.data(), rows, cols, row_bytes(t, cols)});
+    ASSERT_TRUE(pw.ok());
+    std::vector<std::vector<float>> results;
+    std::vector<std::string> names;
+    test::for_each_simd_target([&](const std::string& target) {
+      for (bool amx : {true, false}) {
+        if (amx && !amx_available()) continue;
+        set_amx_enabled(amx);
+        ThreadPool pool(2);
+        MatmulScratch scratch;
+        std::vector<float> y(n_tokens * rows);
+        matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
+        results.push_back(y);
+        names.push_back(target + (amx ? " +AMX" : ""));
+      }
+      set_amx_enabled(true);
+    });
+    for (size_t k = 0; k + 1 < results.size(); ++k) {
+      for (size_t i = 0; i < results[k].size(); ++i) {
+        // K-quants add and subtract large per-superblock terms (scale and min), so FMA vs
+        // separate rounding shows more there.
+        const float rel = is_kquant(t) ? 1e-4f : 1e-5f;
+        ASSERT_NEAR(results[k][i], results.back()[i], rel * (1.f + std::fabs(results.back()[i])))
+            << names[k] << " vs " << names.back() << " type " << static_cast<int>(t) << " output " << i;
+      }
+    }
+  }
+}
+
+TEST(Matmul, ReportsAmx) {
+  // Not a check: records in the test log whether the AMX path was exercised on this CPU.
+  std::printf("AMX %s\n", amx_available() ? "available: AMX paths tested" : "not available on this CPU");
+}
+
+TEST(Matmul, MultiEqualsSeparateCalls) {
+  const int64_t cols = 256;
+  const int n_tokens = 5;
+  const WeightType types[3] = {WeightType::Q4_1, WeightType::Q8_0, WeightType::Q6_K};
+  const int64_t rows[3] = {48, 20, 33};
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<std::unique_ptr<CpuWeight>> ws;
+  for (int i = 0; i < 3; ++i) {
+    bytes.push_back(random_weight(types[i], rows[i], cols, 100 + i));
+    auto pw = prepare_cpu_weight({types[i], bytes.back().data(), rows[i], cols, row_bytes(types[i], cols)});
+    ASSERT_TRUE(pw.ok());
+    ws.push_back(std::move(pw).value());
+  }
+  const auto x = random_acts(20 * cols, 9);
+  for (int n : {1, n_tokens, 20}) {
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    std::vector<std::vector<float>> multi(3), single(3);
+    float* ys[3];
+    const CpuWeight* wp[3];
+    for (int i = 0; i < 3; ++i) {
+      multi[i].assign(n * rows[i], 0.f);
+      single[i].assign(n * rows[i], 0.f);
+      ys[i] = multi[i].data();
+      wp[i] = ws[i].get();
+      matmul(*ws[i], x.data(), n, single[i].data(), pool, scratch);
+    }
+    matmul_multi(wp, ys, 3, x.data(), n, pool, scratch);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(multi[i], single[i]) << i;
+  }
+}
+
+TEST(GetRows, MatchesDequantizeRowForEveryType) {
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q4_0, WeightType::Q4_1,
+                       WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0, WeightType::Q4_K, WeightType::Q5_K,
+                       WeightType::Q6_K}) {
+    const int64_t rows = 35, cols = 512;
+    const auto w = random_weight(t, rows, cols, 5);
+    const WeightRef ref{t, w.data(), rows, cols, row_bytes(t, cols)};
+    auto pw = prepare_cpu_weight(ref);
+    ASSERT_TRUE(pw.ok());
+    const int32_t ids[4] = {34, 0, 17, 34};
+    std::vector<float> a(4 * cols), b(4 * cols), expect(cols);
+    get_rows(ref, ids, 4, a.data());
+    get_rows(**pw, ids, 4, b.data());
+    for (int i = 0; i < 4; ++i) {
+      dequantize_row(t, w.data() + ids[i] * ref.row_bytes, expect.data(), cols);
+      for (int64_t c = 0; c < cols; ++c) {
+        ASSERT_EQ(a[i * cols + c], expect[c]) << static_cast<int>(t);
+        ASSERT_EQ(b[i * cols + c], expect[c]) << static_cast<int>(t);
+      }
+    }
+  }
+}
+
+TEST(PrepareCpuWeight, RejectsBadWeights) {
+  std::vector<uint8_t> w(1024);
+  EXPECT_EQ(prepare_cpu_weight({static_cast<WeightType>(10), w.data(), 2, 32, 64}).status().code(), Code::unsupported);
+  EXPECT_EQ(prepare_cpu_weight({WeightType::Q4_0, w.data(), 2, 48, 36}).status().code(), Code::invalid_argument);
+  EXPECT_EQ(prepare_cpu_weight({WeightType::Q4_0, nullptr, 2, 32, 18}).status().code(), Code::invalid_argument);
+  EXPECT_EQ(prepare_cpu_weight({WeightType::Q4_0, w.data(), 2, 32, 10}).status().code(), Code::invalid_argument);
+  EXPECT_EQ(prepare_cpu_weight({WeightType::Q4_0, w.data() + 1, 2, 32, 18}).status().code(), Code::invalid_argument);
+  EXPECT_EQ(prepare_cpu_weight({WeightType::Q4_K, w.data(), 1, 128, 72}).status().code(), Code::invalid_argument);
+  EXPECT_TRUE(prepare_cpu_weight({WeightType::Q4_0, w.data(), 2, 32, 18}).ok());
+}
+
+}  // namespace
+}  // namespace llmsvc::hal::cpu
