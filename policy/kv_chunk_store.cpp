@@ -30,7 +30,7 @@ void KvSequence::truncate(int n_tokens) {
 
 const uint16_t* KvSequence::chunk_base(int c, int layer, int kv) const {
   const size_t per_layer = size_t{2} * geo_.chunk_tokens * geo_.kv_dim;
-  return chunks_[c]->data() + layer * per_layer + kv * size_t{geo_.chunk_tokens} * geo_.kv_dim;
+  return chunks_[c]->data() + layer * per_layer + kv * static_cast<size_t>(geo_.chunk_tokens) * geo_.kv_dim;
 }
 
 uint16_t* KvSequence::slot(int layer, int pos, int kv) {

@@ -1,5 +1,5 @@
-// CPU attention: the work plan (target independent) and the per-item kernels (Highway,
-// compiled for every x86/Arm target and picked at run time).
+// CPU attention: the work plan and set bookkeeping (target independent), then the kernels
+// (Highway, compiled for every x86/Arm target and picked at run time).
 #include "hal/cpu/attention.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "hal/cpu/quant/fp16.h"
 #include "hal/cpu/quant/hwy_targets.h"  // same target list as the kernels; before any hwy header
 #include "hwy/base.h"
 
@@ -19,26 +20,22 @@ namespace llmsvc::hal::cpu {
 struct AttentionAccess {
   static std::vector<std::vector<float>>& per_thread(AttentionScratch& s) { return s.per_thread_; }
   static std::vector<std::vector<int32_t>>& per_thread_i(AttentionScratch& s) { return s.per_thread_i_; }
-  static std::vector<float>& partial(AttentionScratch& s) { return s.partial_; }
-  static std::atomic<int64_t>& next_item(AttentionScratch& s) { return s.next_item_; }
+  static std::vector<float>& shared(AttentionScratch& s) { return s.shared_; }
+  static std::vector<int32_t>& shared_i(AttentionScratch& s) { return s.shared_i_; }
+  static std::atomic<int64_t>& next_set(AttentionScratch& s) { return s.next_set_; }
 };
 
 namespace {
 
-// Keys per softmax block: one default chunk; bigger chunks are walked in blocks of this.
-constexpr int kKeyBlock = 16;
-// Scratch row stride of the score block: enough for the widest vectors of any target.
-constexpr int kScoreStrideMax = 64;
-// Query rows per item (tokens x query heads): bounds the per-thread scratch (about
-// 2 * 32 * head_dim floats) so an item's state stays in L1/L2.
+// Query rows per prefill set (tokens x query heads of one kv head): its score rows stay in
+// L1/L2 while the softmax and the V pass read them back.
 constexpr int kMaxTileRows = 32;
-// A slice of the chunk list is never shorter than this many chunks.
-constexpr int kMinChunksPerSlice = 2;
 // Below this many q.k multiply-adds a call runs on the calling thread alone.
 constexpr int64_t kMinParallelWork = 256 * 1024;
+// Largest score matrix (floats) the team shares; beyond it, per-thread sets.
+constexpr size_t kMaxSharedFloats = size_t{8} << 20;
 
-// Everything a worker needs, fixed for one call. An item is (tile of tokens, group of kv
-// heads, slice of the chunk list). Its rows are ordered [kv head][token][query head].
+// Everything a worker needs, fixed for one call.
 struct Plan {
   const float* q = nullptr;
   const int32_t* q_pos = nullptr;
@@ -51,59 +48,144 @@ struct Plan {
   int head_dim = 0;
   float scale = 1.0f;
   int window = 0;
+  float* out = nullptr;
+  // Prefill sets: (tile of tile_tokens tokens, kv head), the latest tiles first.
   int tile_tokens = 0;
   int n_tiles = 0;
-  // kv heads per item: 1 when tiles alone give enough items (prefill); all of them
-  // otherwise (decode), so an item reads each chunk's K and V rows contiguously.
-  int heads_per_item = 0;
-  int n_groups = 0;  // n_head_kv / heads_per_item
-  int n_slices = 0;
-  int max_rows = 0;  // tile_tokens * group * heads_per_item
-  int64_t n_items = 0;
-  float* out = nullptr;
-  float* partial = nullptr;  // n_slices > 1: per item m[max_rows], l[max_rows], acc[max_rows][head_dim]
-  size_t partial_stride = 0;
+  int64_t n_sets = 0;
+  int n_keys = 0;         // keys in the chunk list: bounds the key space of any set
+  size_t row_stride = 0;  // floats per score row
   std::atomic<int64_t>* next = nullptr;
 };
 
-// The per-thread working set of ProcessItem (see TileState).
-size_t per_thread_floats(const Plan& p) {
-  return static_cast<size_t>(p.max_rows) * (2 * p.head_dim + 3 * kScoreStrideMax + 2);
-}
-size_t per_thread_ints(const Plan& p) { return static_cast<size_t>(p.max_rows) * 8; }
-
-// Items are numbered so that the heaviest tiles (latest tokens see the most keys) go first.
-struct Item {
-  int tile, kv_group, slice;
-};
-inline Item decode_item(const Plan& p, int64_t item) {
-  const int slice = static_cast<int>(item % p.n_slices);
-  const int64_t rest = item / p.n_slices;
-  const int kv_group = static_cast<int>(rest % p.n_groups);
-  const int tile = p.n_tiles - 1 - static_cast<int>(rest / p.n_groups);
-  return {tile, kv_group, slice};
-}
-inline int64_t item_index(const Plan& p, int tile, int kv_group, int slice) {
-  return (static_cast<int64_t>(p.n_tiles - 1 - tile) * p.n_groups + kv_group) * p.n_slices + slice;
-}
-
-// Where the rows of one item live: row r is token t0 + (r % per_head) / group, query head
-// (kv0 + r / per_head) * group + r % group.
-struct Rows {
-  int t0 = 0, count = 0, per_head = 0, kv0 = 0, heads = 0;
-  Rows(const Plan& p, int tile, int kv_group) {
-    t0 = tile * p.tile_tokens;
-    per_head = (std::min(p.n_tokens, t0 + p.tile_tokens) - t0) * p.group;
-    kv0 = kv_group * p.heads_per_item;
-    heads = p.heads_per_item;
-    count = per_head * heads;
-  }
+// A set of query rows computed together: tokens [t0, t0 + n_tok) x the query heads of kv
+// heads [kv0, kv0 + n_kv). Row r belongs to kv head kv0 + r / per_head, token
+// t0 + (r % per_head) / group, query head (its kv head) * group + r % group.
+struct RowSet {
+  int t0 = 0, n_tok = 0, kv0 = 0, n_kv = 0, per_head = 0, count = 0;
+  RowSet(const Plan& p, int t0_, int n_tok_, int kv0_, int n_kv_)
+      : t0(t0_), n_tok(n_tok_), kv0(kv0_), n_kv(n_kv_), per_head(n_tok_ * p.group), count(per_head * n_kv_) {}
   int token(const Plan& p, int r) const { return t0 + (r % per_head) / p.group; }
-  int head(const Plan& p, int r) const { return (kv0 + r / per_head) * p.group + r % p.group; }
+  int kv_head(int r) const { return kv0 + r / per_head; }
   size_t offset(const Plan& p, int r) const {  // of the row's head_dim floats in q / out
-    return (static_cast<size_t>(token(p, r)) * p.n_head + head(p, r)) * p.head_dim;
+    const int head = kv_head(r) * p.group + r % p.group;
+    return (static_cast<size_t>(token(p, r)) * p.n_head + head) * p.head_dim;
   }
 };
+
+// Prefill set number i (the heaviest tiles, latest tokens, first).
+inline RowSet prefill_set(const Plan& p, int64_t i) {
+  const int tile = p.n_tiles - 1 - static_cast<int>(i / p.n_head_kv);
+  const int t0 = tile * p.tile_tokens;
+  return RowSet(p, t0, std::min(p.n_tokens, t0 + p.tile_tokens) - t0, static_cast<int>(i % p.n_head_kv), 1);
+}
+
+// Where a set's data lives. The set's key space numbers the keys of the chunks it may see
+// (chunk seg[s] holds keys [koff[s], koff[s + 1])); row r's score row is sc + r * row_stride,
+// indexed by key. Row r sees keys within [lo[r], hi[r]) only; its row block (the rows of one
+// micro-kernel) reads weights over [plo[r], phi[r]), the union of the block's spans, where
+// the row's own weights outside its span are zero.
+struct SetView {
+  float* qt = nullptr;  // count x head_dim: the queries rounded to f16
+  float* sc = nullptr;  // count x row_stride: scores, then weights
+  int32_t* seg = nullptr;
+  int32_t* koff = nullptr;
+  int32_t* lo = nullptr;
+  int32_t* hi = nullptr;
+  int32_t* plo = nullptr;
+  int32_t* phi = nullptr;
+  int n_seg = 0;
+};
+
+size_t set_floats(const Plan& p, int rows) { return static_cast<size_t>(rows) * (p.head_dim + p.row_stride); }
+size_t set_ints(const Plan& p, int rows) { return 2 * static_cast<size_t>(p.n_chunks) + 1 + 4 * static_cast<size_t>(rows); }
+
+SetView carve(const Plan& p, int rows, float* f, int32_t* i) {
+  SetView sv;
+  sv.qt = f;
+  sv.sc = f + static_cast<size_t>(rows) * p.head_dim;
+  sv.seg = i;
+  sv.koff = sv.seg + p.n_chunks;
+  sv.lo = sv.koff + p.n_chunks + 1;
+  sv.hi = sv.lo + rows;
+  sv.plo = sv.hi + rows;
+  sv.phi = sv.plo + rows;
+  return sv;
+}
+
+// Keys [b, h) of chunk ch visible to a query at position qp (none when b >= h).
+inline void visible(const Plan& p, const KvChunkView& ch, int64_t qp, int64_t& b, int64_t& h) {
+  h = std::clamp<int64_t>(qp - ch.first_pos + 1, 0, ch.n_tokens);
+  b = p.window > 0 ? std::clamp<int64_t>(qp - p.window + 1 - ch.first_pos, 0, ch.n_tokens) : 0;
+}
+
+// Calls f(r0, rb, kv_head) for every row block of the set: up to rb_max rows of one kv head.
+template <class F>
+inline void for_each_row_block(const RowSet& rs, int rb_max, const F& f) {
+  for (int hl = 0; hl < rs.n_kv; ++hl)
+    for (int r = 0; r < rs.per_head; r += rb_max)
+      f(hl * rs.per_head + r, std::min(rb_max, rs.per_head - r), rs.kv0 + hl);
+}
+
+// The set's key space (chunks that some row of it may see) and every row's spans.
+void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
+  int32_t qmin = std::numeric_limits<int32_t>::max(), qmax = std::numeric_limits<int32_t>::min();
+  for (int t = rs.t0; t < rs.t0 + rs.n_tok; ++t) {
+    qmin = std::min(qmin, p.q_pos[t]);
+    qmax = std::max(qmax, p.q_pos[t]);
+  }
+  int n = 0, k = 0;
+  for (int c = 0; c < p.n_chunks; ++c) {
+    const KvChunkView& ch = p.chunks[c];
+    if (ch.n_tokens <= 0 || ch.first_pos > qmax) continue;  // empty, or in every row's future
+    const int64_t last = static_cast<int64_t>(ch.first_pos) + ch.n_tokens - 1;
+    if (p.window > 0 && last <= static_cast<int64_t>(qmin) - p.window) continue;  // out of every window
+    sv.seg[n] = c;
+    sv.koff[n] = k;
+    k += ch.n_tokens;
+    ++n;
+  }
+  sv.koff[n] = k;
+  sv.n_seg = n;
+
+  // Rows of one token share its span: the first and the last key it sees.
+  for (int t = 0; t < rs.n_tok; ++t) {
+    const int64_t qp = p.q_pos[rs.t0 + t];
+    int32_t lo = 0, hi = 0;
+    int64_t b = 0, h = 0;
+    for (int s = 0; s < n; ++s) {
+      visible(p, p.chunks[sv.seg[s]], qp, b, h);
+      if (b < h) {
+        lo = sv.koff[s] + static_cast<int32_t>(b);
+        break;
+      }
+    }
+    for (int s = n - 1; s >= 0; --s) {
+      visible(p, p.chunks[sv.seg[s]], qp, b, h);
+      if (b < h) {
+        hi = sv.koff[s] + static_cast<int32_t>(h);
+        break;
+      }
+    }
+    for (int hl = 0; hl < rs.n_kv; ++hl)
+      for (int g = 0; g < p.group; ++g) {
+        const int r = hl * rs.per_head + t * p.group + g;
+        sv.lo[r] = lo;
+        sv.hi[r] = hi;
+      }
+  }
+  for_each_row_block(rs, rb_max, [&](int r0, int rb, int) {
+    int32_t ulo = std::numeric_limits<int32_t>::max(), uhi = 0;
+    for (int r = r0; r < r0 + rb; ++r)
+      if (sv.lo[r] < sv.hi[r]) {
+        ulo = std::min(ulo, sv.lo[r]);
+        uhi = std::max(uhi, sv.hi[r]);
+      }
+    if (ulo >= uhi) ulo = uhi = 0;
+    std::fill(sv.plo + r0, sv.plo + r0 + rb, ulo);
+    std::fill(sv.phi + r0, sv.phi + r0 + rb, uhi);
+  });
+}
 
 }  // namespace
 }  // namespace llmsvc::hal::cpu
@@ -122,7 +204,6 @@ struct Rows {
 #define HWY_TARGET_INCLUDE "hal/cpu/attention.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "hwy/contrib/math/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
@@ -130,78 +211,160 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Rows per micro-kernel: 4 where there are 32 vector registers, 2 where there are 16
-// (the q.k kernel keeps rows x 4 accumulators live).
+// (the q.k kernel keeps rows x 4 accumulators live, the V pass rows x 4).
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
 constexpr int kRowBlock = 2;
 #else
 constexpr int kRowBlock = 4;
 #endif
 
-// Row stride of the score block: a whole number of this target's vectors.
-constexpr int kScoreStride = std::max(kKeyBlock, HWY_MAX_BYTES / 4);
-static_assert(kScoreStride <= kScoreStrideMax);
+// Targets whose f32 -> f16 instruction rounds to nearest even (F16C, NEON); Highway 1.0
+// emulates it elsewhere by truncation, so those round with integer arithmetic instead.
+#undef LLMSVC_ATTN_NATIVE_F16
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_NEON
+#define LLMSVC_ATTN_NATIVE_F16 1
+#else
+#define LLMSVC_ATTN_NATIVE_F16 0
+#endif
 
 inline const hwy::float16_t* as_f16(const uint16_t* p) { return reinterpret_cast<const hwy::float16_t*>(p); }
 
-// out[0..3] = sums of the lanes of a, b, c, e.
-#if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
-template <class DF, class V>
-HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float* HWY_RESTRICT out) {
-  out[0] = hn::GetLane(hn::SumOfLanes(df, a));
-  out[1] = hn::GetLane(hn::SumOfLanes(df, b));
-  out[2] = hn::GetLane(hn::SumOfLanes(df, c));
-  out[3] = hn::GetLane(hn::SumOfLanes(df, e));
-}
+// v rounded to the nearest f16 (ties to even), kept as f32; like fp32_to_fp16 including
+// overflow to inf.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE V RoundF16(DF df, V v) {
+#if LLMSVC_ATTN_NATIVE_F16
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::DemoteTo(dh, v));
 #else
-// Adds the 128-bit blocks of v together and stores the 4 resulting lanes.
-template <class DF, class V>
-HWY_INLINE void FoldBlocksStore(DF df, V v, float* HWY_RESTRICT out) {
-  if constexpr (hn::MaxLanes(DF()) > 4) {
-    const hn::Half<DF> dh;
-    FoldBlocksStore(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
-  } else {
-    hn::StoreU(v, df, out);
-  }
+  // Adding and removing c = 2^(e + 13), e = max(exponent of v, -14), leaves 11 significant
+  // bits (fewer below 2^-14, as f16 subnormals), rounded by the FPU to nearest even.
+  const hn::RebindToSigned<DF> di;
+  const auto ebits = hn::And(hn::BitCast(di, v), hn::Set(di, 0x7f800000));
+  const auto cbits = hn::Add(hn::Min(hn::Max(ebits, hn::Set(di, 113 << 23)), hn::Set(di, 142 << 23)),
+                             hn::Set(di, 13 << 23));
+  const V c = hn::BitCast(df, cbits);
+  const V a = hn::Abs(v);
+  V r = hn::Sub(hn::Add(a, c), c);
+  r = hn::IfThenElse(r > hn::Set(df, 65504.0f), hn::Set(df, std::numeric_limits<float>::infinity()), r);
+  return hn::CopySignToAbs(r, v);
+#endif
 }
 
-// Adds pairs of vectors before the cross-lane part, so the four sums cost about one
-// full reduction.
-template <class DF, class V>
-HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float* HWY_RESTRICT out) {
-  if constexpr (hn::MaxLanes(DF()) >= 4) {
-    // Per 128-bit block: ab = [a0+a2, b0+b2, a1+a3, b1+b3], likewise ce.
-    const V ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
-    const V ce = hn::Add(hn::InterleaveLower(df, c, e), hn::InterleaveUpper(df, c, e));
-    // As 64-bit pairs: [ab.lo, ce.lo] + [ab.hi, ce.hi] = [a, b, c, e] per block.
-    const hn::Repartition<double, DF> dd;
-    const auto ab64 = hn::BitCast(dd, ab), ce64 = hn::BitCast(dd, ce);
-    const V s = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, ab64, ce64)),
-                        hn::BitCast(df, hn::InterleaveUpper(dd, ab64, ce64)));
-    FoldBlocksStore(df, s, out);
-  } else {
-    out[0] = hn::GetLane(hn::SumOfLanes(df, a));
-    out[1] = hn::GetLane(hn::SumOfLanes(df, b));
-    out[2] = hn::GetLane(hn::SumOfLanes(df, c));
-    out[3] = hn::GetLane(hn::SumOfLanes(df, e));
-  }
+inline float RoundF16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
+
+// ggml_v_expf (ggml-cpu/vec.h, the AVX-512 variant) for x <= 0 or -inf, operation for
+// operation, so e_j is bit-identical to llama.cpp's. Results below 2^-126 become 0 (ggml
+// keeps some as subnormals): they vanish anyway, next to the row's largest weight, 1, in the
+// double sum, and below f16's range in p.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE V ExpGgml(DF df, V x) {
+  const hn::RebindToSigned<DF> di;
+  const V r = hn::Set(df, 0x1.8p23f);
+  const V z = hn::MulAdd(x, hn::Set(df, 0x1.715476p+0f), r);
+  const V n = hn::Sub(z, r);
+  const V b = hn::NegMulAdd(n, hn::Set(df, 0x1.7f7d1cp-20f), hn::NegMulAdd(n, hn::Set(df, 0x1.62e4p-1f), x));
+  const V u = hn::Mul(b, b);
+  const V j = hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(df, 0x1.0e4020p-7f), b, hn::Set(df, 0x1.573e2ep-5f)), u,
+                                    hn::MulAdd(hn::Set(df, 0x1.555e66p-3f), b, hn::Set(df, 0x1.fffdb6p-2f))),
+                         u, hn::MulAdd(hn::Set(df, 0x1.ffffecp-1f), b, hn::Set(df, 1.0f)));
+  // 2^n from the integer n held in z's low mantissa bits (valid for n >= -126); times j
+  // rounds exactly like _mm512_scalef_ps(j, n).
+  const V k = hn::BitCast(df, hn::Add(hn::ShiftLeft<23>(hn::BitCast(di, z)), hn::Set(di, 0x3f800000)));
+  return hn::IfThenZeroElse(n < hn::Set(df, -126.0f), hn::Mul(j, k));
 }
-#endif
 
 #if !HWY_HAVE_SCALABLE
-// s[r][j] = qt[r] . k[j] for RB rows and keys j in [j0, j1). Each K vector is widened once
-// and used by all RB rows; keys go four at a time so the reductions are shared.
+#if HWY_TARGET == HWY_SCALAR
+template <class DF, class V>
+HWY_INLINE float Hsum(DF, V v) {
+  return hn::GetLane(v);
+}
+template <class DF, class V>
+HWY_INLINE void Sum4(DF, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
+  const float t[4] = {hn::GetLane(a), hn::GetLane(b), hn::GetLane(c), hn::GetLane(e)};
+  for (int i = 0; i < n; ++i) out[i] = t[i] * scale;
+}
+#else
+// Sum of the lanes of v in the order of _mm512_reduce_add_ps / ggml's AVX2 reduction /
+// llamafile's hsum: halves folded down to 4 lanes, then (l0 + l2) + (l1 + l3).
+template <class DF, class V>
+HWY_INLINE float Hsum(DF df, V v) {
+  if constexpr (hn::MaxLanes(DF()) > 4) {
+    const hn::Half<DF> dh;
+    return Hsum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  } else if constexpr (hn::MaxLanes(DF()) == 4) {
+    const V t = hn::Add(v, hn::Shuffle1032(v));
+    return hn::GetLane(hn::Add(t, hn::Shuffle2301(t)));
+  } else {
+    return hn::GetLane(hn::SumOfLanes(df, v));
+  }
+}
+
+// out[0..n) = scale * (the lane sums of a, b, c, e)[0..n), each sum reduced like Hsum (so a
+// key's score does not depend on the keys beside it).
+template <class DF, class V>
+HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
+  constexpr size_t kN = hn::MaxLanes(DF());
+  const hn::Full128<float> d4;
+  hn::Vec<decltype(d4)> s;
+  if constexpr (kN == 16) {
+    // [a.lo + a.hi | b.lo + b.hi], likewise c, e; then the 128-bit blocks of each half.
+    const V ab = hn::Add(hn::ConcatLowerLower(df, b, a), hn::ConcatUpperUpper(df, b, a));
+    const V ce = hn::Add(hn::ConcatLowerLower(df, e, c), hn::ConcatUpperUpper(df, e, c));
+    V w = hn::OddEvenBlocks(hn::Add(ce, hn::SwapAdjacentBlocks(ce)), hn::Add(ab, hn::SwapAdjacentBlocks(ab)));
+    w = hn::Add(w, hn::Shuffle1032(w));  // blocks a, c, b, e: lane 0 = (l0 + l2) + (l1 + l3)
+    w = hn::Add(w, hn::Shuffle2301(w));
+    alignas(64) static constexpr int32_t kIdx[16] = {0, 8, 4, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const hn::Half<DF> d8;
+    s = hn::LowerHalf(d4, hn::LowerHalf(d8, hn::TableLookupLanes(w, hn::SetTableIndices(df, kIdx))));
+  } else if constexpr (kN == 8) {
+    const V ab = hn::Add(hn::ConcatLowerLower(df, b, a), hn::ConcatUpperUpper(df, b, a));  // blocks a, b
+    const V ce = hn::Add(hn::ConcatLowerLower(df, e, c), hn::ConcatUpperUpper(df, e, c));  // blocks c, e
+    V t = hn::Add(hn::InterleaveLower(df, ab, ce), hn::InterleaveUpper(df, ab, ce));  // [x0+x2, y0+y2, x1+x3, y1+y3]
+    t = hn::Add(t, hn::Shuffle1032(t));                                                  // lanes 0, 1: x, y
+    s = hn::InterleaveLower(d4, hn::LowerHalf(d4, t), hn::UpperHalf(d4, t));             // a, b, c, e
+  } else if constexpr (kN == 4) {
+    const V ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));  // [a0+a2, b0+b2, a1+a3, b1+b3]
+    const V ce = hn::Add(hn::InterleaveLower(df, c, e), hn::InterleaveUpper(df, c, e));
+    const hn::Repartition<double, DF> dd;
+    const auto ab64 = hn::BitCast(dd, ab), ce64 = hn::BitCast(dd, ce);
+    s = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, ab64, ce64)),
+                hn::BitCast(df, hn::InterleaveUpper(dd, ab64, ce64)));
+  } else {
+    const float t[4] = {hn::GetLane(a), hn::GetLane(b), hn::GetLane(c), hn::GetLane(e)};
+    for (int i = 0; i < n; ++i) out[i] = t[i] * scale;
+    return;
+  }
+  s = hn::Mul(s, hn::Set(d4, scale));
+  if (n == 4) {
+    hn::StoreU(s, d4, out);
+  } else {
+    alignas(16) float t[4];
+    hn::Store(s, d4, t);
+    for (int i = 0; i < n; ++i) out[i] = t[i];
+  }
+}
+
+#endif  // HWY_TARGET == HWY_SCALAR
+
+// s[r][j] = scale * (qt[r] . k[j]) for RB rows and keys j in [j0, j1). Each K vector is
+// widened once and used by all RB rows; keys go four at a time so the reductions are
+// shared. A key's dot product accumulates lane-wise over head_dim in order, then Sum4: the
+// order of llamafile's f16 tinyBLAS (llama.cpp's prompt path).
 template <int RB, class DF>
 HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
-                       size_t kstride, int j0, int j1, float* HWY_RESTRICT s) {
+                       size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
   using V = hn::Vec<DF>;
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
-  int j = j0;
-  for (; j + 4 <= j1; j += 4) {
+  for (int j = j0; j < j1; j += 4) {
+    const int cnt = std::min(4, j1 - j);
+    // Past the end: repeat the last key (its lane sums are computed and dropped).
     const hwy::float16_t* k0 = as_f16(k + static_cast<size_t>(j) * kstride);
-    const hwy::float16_t* k1 = k0 + kstride;
-    const hwy::float16_t* k2 = k1 + kstride;
-    const hwy::float16_t* k3 = k2 + kstride;
+    const hwy::float16_t* k1 = cnt > 1 ? k0 + kstride : k0;
+    const hwy::float16_t* k2 = cnt > 2 ? k1 + kstride : k1;
+    const hwy::float16_t* k3 = cnt > 3 ? k2 + kstride : k2;
     V acc[RB][4];
     LLMSVC_UNROLL
     for (int r = 0; r < RB; ++r)
@@ -222,73 +385,58 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
       }
     }
     LLMSVC_UNROLL
-    for (int r = 0; r < RB; ++r) Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], s + r * kScoreStride + j);
-  }
-  for (; j < j1; ++j) {
-    const hwy::float16_t* k0 = as_f16(k + static_cast<size_t>(j) * kstride);
-    V acc[RB];
-    LLMSVC_UNROLL
-    for (int r = 0; r < RB; ++r) acc[r] = hn::Zero(df);
-    for (size_t d = 0; d < dim; d += n) {
-      const V kv = hn::PromoteTo(df, hn::LoadU(dh, k0 + d));
-      LLMSVC_UNROLL
-      for (int r = 0; r < RB; ++r) acc[r] = hn::MulAdd(hn::LoadU(df, qt + r * dim + d), kv, acc[r]);
-    }
-    LLMSVC_UNROLL
-    for (int r = 0; r < RB; ++r) s[r * kScoreStride + j] = hn::GetLane(hn::SumOfLanes(df, acc[r]));
+    for (int r = 0; r < RB; ++r) Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], scale, s + r * sstride + j, cnt);
   }
 }
 
-// Columns [d0, d0 + DU lanes-vectors) of PvRows. RB x DU independent accumulators hide
-// the FMA latency; each widened V vector serves all RB rows.
+// Columns [d0, d0 + DU vectors) of the V pass for RB rows over keys [klo, khi) of the set:
+// out_r = sum_j p_r[j] * V[j], accumulated lane-wise in key order. RB x DU accumulators stay
+// in registers across chunks; each widened V vector serves all RB rows.
 template <int RB, int DU, class DF>
-HWY_INLINE void PvCols(DF df, const float* HWY_RESTRICT p, const float* HWY_RESTRICT alpha,
-                       const uint16_t* HWY_RESTRICT v, size_t vstride, int j0, int j1, size_t dim, size_t d0,
-                       float* HWY_RESTRICT acc) {
+HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
+                       int kv_head, int klo, int khi, int s, size_t d0, float* const* out) {
   using V = hn::Vec<DF>;
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
+  const size_t dim = static_cast<size_t>(p.head_dim);
+  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
   V a[RB][DU];
   LLMSVC_UNROLL
-  for (int r = 0; r < RB; ++r) {
-    const V al = hn::Set(df, alpha[r]);
+  for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
-    for (int u = 0; u < DU; ++u) a[r][u] = hn::Mul(hn::LoadU(df, acc + r * dim + d0 + u * n), al);
-  }
-  const hwy::float16_t* vp = as_f16(v + static_cast<size_t>(j0) * vstride + d0);
-  for (int j = j0; j < j1; ++j, vp += vstride) {
-    V vv[DU];
-    LLMSVC_UNROLL
-    for (int u = 0; u < DU; ++u) vv[u] = hn::PromoteTo(df, hn::LoadU(dh, vp + u * n));
-    LLMSVC_UNROLL
-    for (int r = 0; r < RB; ++r) {
-      const V pr = hn::Set(df, p[r * kScoreStride + j]);
+    for (int u = 0; u < DU; ++u) a[r][u] = hn::Zero(df);
+  for (; s < sv.n_seg && sv.koff[s] < khi; ++s) {
+    const KvChunkView& ch = p.chunks[sv.seg[s]];
+    const int base = sv.koff[s];
+    const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
+    const float* pp = prow + base;
+    const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
+    for (int j = j0; j < j1; ++j, vp += kvstride) {
+      V vv[DU];
       LLMSVC_UNROLL
-      for (int u = 0; u < DU; ++u) a[r][u] = hn::MulAdd(pr, vv[u], a[r][u]);
+      for (int u = 0; u < DU; ++u) vv[u] = hn::PromoteTo(df, hn::LoadU(dh, vp + u * n));
+      LLMSVC_UNROLL
+      for (int r = 0; r < RB; ++r) {
+        const V pr = hn::Set(df, pp[r * pstride + j]);
+        LLMSVC_UNROLL
+        for (int u = 0; u < DU; ++u) a[r][u] = hn::MulAdd(pr, vv[u], a[r][u]);
+      }
     }
   }
   LLMSVC_UNROLL
   for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
-    for (int u = 0; u < DU; ++u) hn::StoreU(a[r][u], df, acc + r * dim + d0 + u * n);
-}
-
-// acc[r] = acc[r] * alpha[r] + sum_j p[r][j] * v[j] for RB rows and keys j in [j0, j1),
-// four vector columns at a time while they last.
-template <int RB, class DF>
-HWY_INLINE void PvRows(DF df, const float* HWY_RESTRICT p, const float* HWY_RESTRICT alpha,
-                       const uint16_t* HWY_RESTRICT v, size_t vstride, int j0, int j1, size_t dim,
-                       float* HWY_RESTRICT acc) {
-  const size_t n = hn::Lanes(df);
-  size_t d = 0;
-  for (; d + 4 * n <= dim; d += 4 * n) PvCols<RB, 4>(df, p, alpha, v, vstride, j0, j1, dim, d, acc);
-  for (; d < dim; d += n) PvCols<RB, 1>(df, p, alpha, v, vstride, j0, j1, dim, d, acc);
+    for (int u = 0; u < DU; ++u) hn::StoreU(a[r][u], df, out[r] + d0 + u * n);
 }
 #else
-// Scalable vectors cannot live in arrays: one row at a time.
+// Scalable vectors cannot live in arrays: one row and one key at a time.
+template <class DF, class V>
+HWY_INLINE float Hsum(DF df, V v) {
+  return hn::GetLane(hn::SumOfLanes(df, v));
+}
 template <int RB, class DF>
 HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
-                       size_t kstride, int j0, int j1, float* HWY_RESTRICT s) {
+                       size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
   for (int r = 0; r < RB; ++r)
@@ -297,257 +445,245 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
       auto acc = hn::Zero(df);
       for (size_t d = 0; d < dim; d += n)
         acc = hn::MulAdd(hn::LoadU(df, qt + r * dim + d), hn::PromoteTo(df, hn::LoadU(dh, kj + d)), acc);
-      s[r * kScoreStride + j] = hn::GetLane(hn::SumOfLanes(df, acc));
+      s[r * sstride + j] = Hsum(df, acc) * scale;
     }
 }
-template <int RB, class DF>
-HWY_INLINE void PvRows(DF df, const float* HWY_RESTRICT p, const float* HWY_RESTRICT alpha,
-                       const uint16_t* HWY_RESTRICT v, size_t vstride, int j0, int j1, size_t dim,
-                       float* HWY_RESTRICT acc) {
+template <int RB, int DU, class DF>
+HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
+                       int kv_head, int klo, int khi, int s0, size_t d0, float* const* out) {
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
+  const size_t dim = static_cast<size_t>(p.head_dim);
+  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
   for (int r = 0; r < RB; ++r)
-    for (size_t d = 0; d < dim; d += n) {
-      auto a = hn::Mul(hn::LoadU(df, acc + r * dim + d), hn::Set(df, alpha[r]));
-      for (int j = j0; j < j1; ++j)
-        a = hn::MulAdd(hn::Set(df, p[r * kScoreStride + j]),
-                       hn::PromoteTo(df, hn::LoadU(dh, as_f16(v + static_cast<size_t>(j) * vstride + d))), a);
-      hn::StoreU(a, df, acc + r * dim + d);
+    for (int u = 0; u < DU; ++u) {
+      auto a = hn::Zero(df);
+      for (int s = s0; s < sv.n_seg && sv.koff[s] < khi; ++s) {
+        const KvChunkView& ch = p.chunks[sv.seg[s]];
+        const int base = sv.koff[s];
+        const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
+        for (int j = j0; j < j1; ++j) {
+          const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
+          a = hn::MulAdd(hn::Set(df, prow[r * pstride + base + j]), hn::PromoteTo(df, hn::LoadU(dh, vp)), a);
+        }
+      }
+      hn::StoreU(a, df, out[r] + d0 + u * n);
     }
 }
 #endif
 
-// Online-softmax step for one row over one key block. s holds the scores of keys [lo, hi)
-// (block-relative); on return it holds their weights p_j = exp(s_j - m_new), zero elsewhere.
-// Updates the row's running max m and its denominator, kept as one vector of lane sums
-// (lv) so it is reduced once per item, not per block; returns the factor the row's
-// accumulator must be scaled by.
+// Calls f(std::integral_constant<int, n>) for a runtime n in [1, N].
+template <int N, class F>
+HWY_INLINE void WithCount(int n, const F& f) {
+  if constexpr (N > 1) {
+    if (n < N) return WithCount<N - 1>(n, f);
+  }
+  f(std::integral_constant<int, N>());
+}
+
+// Queries of rows [r0, r1), rounded to f16 (llama.cpp converts q to the K cache's type).
 template <class DF>
-HWY_INLINE float SoftmaxStep(DF df, float* HWY_RESTRICT s, int lo, int hi, float& m, float* HWY_RESTRICT lv) {
-  using V = hn::Vec<DF>;
-  const size_t n = hn::Lanes(df);
+void LoadQueries(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int r0, int r1) {
+  const size_t dim = static_cast<size_t>(p.head_dim), n = hn::Lanes(df);
+  for (int r = r0; r < r1; ++r) {
+    const float* src = p.q + rs.offset(p, r);
+    float* dst = sv.qt + r * dim;
+    for (size_t d = 0; d < dim; d += n) hn::StoreU(RoundF16(df, hn::LoadU(df, src + d)), df, dst + d);
+  }
+}
+
+// Score pass over segments [s0, s1) of the set, every row block. Within a row's span, keys
+// it does not see (possible only when chunks are out of position order) get -inf.
+template <class DF>
+void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0, int s1) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  if (lo >= hi) {
-    std::fill(s, s + kScoreStride, 0.0f);
-    return 1.0f;
-  }
-  for (int j = 0; j < lo; ++j) s[j] = kNegInf;
-  for (int j = hi; j < kScoreStride; ++j) s[j] = kNegInf;
-  V vmax = hn::Set(df, kNegInf);
-  for (size_t j = 0; j < static_cast<size_t>(kScoreStride); j += n) vmax = hn::Max(vmax, hn::LoadU(df, s + j));
-  const float m_new = std::max(m, hn::GetLane(hn::MaxOfLanes(df, vmax)));
-  // The running max rarely moves once a few blocks are in: skip the exp then. Otherwise
-  // 0 on the first visible block (m = -inf).
-  const float alpha = m_new == m ? 1.0f : hn::GetLane(hn::Exp(df, hn::Set(df, m - m_new)));
-  const V vm = hn::Set(df, m_new);
-  V vsum = hn::Mul(hn::LoadU(df, lv), hn::Set(df, alpha));
-  for (size_t j = 0; j < static_cast<size_t>(kScoreStride); j += n) {
-    const V e = hn::Exp(df, hn::Sub(hn::LoadU(df, s + j), vm));  // exp(-inf) = 0
-    hn::StoreU(e, df, s + j);
-    vsum = hn::Add(vsum, e);
-  }
-  hn::StoreU(vsum, df, lv);
-  m = m_new;
-  return alpha;
-}
-
-// Calls f(std::integral_constant<int, rb>) for a runtime rb in [1, RB].
-template <int RB, class F>
-HWY_INLINE void WithRows(int rb, const F& f) {
-  if constexpr (RB > 1) {
-    if (rb < RB) return WithRows<RB - 1>(rb, f);
-  }
-  f(std::integral_constant<int, RB>());
-}
-
-// Up to kKeyBlock consecutive keys of one chunk (all kv heads).
-struct KeyBlock {
-  const uint16_t* k;
-  const uint16_t* v;
-  int n;
-  int64_t first_pos;
-};
-
-// The working set of one item, carved from the thread's scratch. Scores and visible key
-// ranges are double-buffered so a block's q.k can be issued before the previous block's
-// softmax and V accumulation (independent work for the out-of-order core).
-struct TileState {
-  float* qt = nullptr;     // rows x head_dim, scaled queries
-  float* acc = nullptr;    // rows x head_dim, unnormalized outputs
-  float* lv = nullptr;     // rows x kScoreStrideMax, lanes of the softmax denominators
-  float* m = nullptr;      // rows, running maxima
-  float* alpha = nullptr;  // rows, rescale factors of the current block
-  float* sc[2] = {};       // rows x kScoreStrideMax, scores then weights
-  int32_t* lo[2] = {};     // rows, visible keys [lo, hi) of the block
-  int32_t* hi[2] = {};
-  int32_t* ulo[2] = {};    // per row block, union of its rows' ranges (empty: ulo >= uhi)
-  int32_t* uhi[2] = {};
-};
-
-// Calls f(r0, rb, kv_head, block_index) for every row block of the item: blocks of up
-// to kRowBlock rows that share one kv head.
-template <class F>
-HWY_INLINE void ForEachRowBlock(const Rows& rows, const F& f) {
-  int blk = 0;
-  for (int hl = 0; hl < rows.heads; ++hl)
-    for (int r = 0; r < rows.per_head; r += kRowBlock, ++blk)
-      f(hl * rows.per_head + r, std::min(kRowBlock, rows.per_head - r), rows.kv0 + hl, blk);
-}
-
-// Visible ranges of every row for block kb, then q.k for each row block that sees a key.
-template <class DF>
-HWY_INLINE void ScoreBlock(DF df, const Plan& p, const Rows& rows, TileState& ts, const KeyBlock& kb, int buf) {
   const size_t dim = static_cast<size_t>(p.head_dim);
   const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
-  int32_t* lo = ts.lo[buf];
-  int32_t* hi = ts.hi[buf];
-  ForEachRowBlock(rows, [&](int r0, int rb, int kv_head, int blk) {
-    int32_t ulo = kb.n, uhi = 0;
-    for (int r = r0; r < r0 + rb; ++r) {
-      // Visible keys of this row: key_pos <= q_pos, and key_pos > q_pos - window.
-      const int64_t qp = p.q_pos[rows.token(p, r)];
-      int64_t h = std::min<int64_t>(kb.n, qp - kb.first_pos + 1);
-      int64_t b = 0;
-      if (p.window > 0) b = std::max<int64_t>(0, qp - p.window + 1 - kb.first_pos);
-      if (h <= b) b = h = 0;
-      lo[r] = static_cast<int32_t>(b);
-      hi[r] = static_cast<int32_t>(h);
-      if (b < h) {
-        ulo = std::min(ulo, lo[r]);
-        uhi = std::max(uhi, hi[r]);
+  for (int s = s0; s < s1; ++s) {
+    const KvChunkView& ch = p.chunks[sv.seg[s]];
+    const int base = sv.koff[s];
+    for_each_row_block(rs, kRowBlock, [&](int r0, int rb, int kv_head) {
+      int64_t b[kRowBlock], h[kRowBlock];
+      int64_t ub = ch.n_tokens, uh = 0;
+      for (int i = 0; i < rb; ++i) {
+        visible(p, ch, p.q_pos[rs.token(p, r0 + i)], b[i], h[i]);
+        if (b[i] < h[i]) {
+          ub = std::min(ub, b[i]);
+          uh = std::max(uh, h[i]);
+        } else {
+          b[i] = h[i] = 0;
+        }
       }
-    }
-    ts.ulo[buf][blk] = ulo;
-    ts.uhi[buf][blk] = uhi;
-    if (ulo >= uhi) return;
-    WithRows<kRowBlock>(rb, [&](auto n_rows) {
-      QkRows<decltype(n_rows)::value>(df, ts.qt + r0 * dim, dim, kb.k + kv_head * dim, kvstride, ulo, uhi,
-                                      ts.sc[buf] + r0 * kScoreStride);
+      float* srow = sv.sc + r0 * p.row_stride + base;
+      if (ub < uh) {
+        WithCount<kRowBlock>(rb, [&](auto rows) {
+          QkRows<decltype(rows)::value>(df, sv.qt + r0 * dim, dim, ch.k + kv_head * dim, kvstride,
+                                        static_cast<int>(ub), static_cast<int>(uh), p.scale, srow, p.row_stride);
+        });
+      }
+      for (int i = 0; i < rb; ++i) {
+        const int64_t c0 = std::max<int64_t>(sv.lo[r0 + i] - base, 0);
+        const int64_t c1 = std::min<int64_t>(sv.hi[r0 + i] - base, ch.n_tokens);
+        if (c0 >= c1 || (b[i] <= c0 && h[i] >= c1)) continue;  // all of it seen (the usual case)
+        float* row = srow + i * p.row_stride;
+        std::fill(row + c0, row + std::clamp(b[i], c0, c1), kNegInf);
+        std::fill(row + std::clamp(h[i], c0, c1), row + c1, kNegInf);
+      }
     });
-  });
+  }
 }
 
-// Online-softmax update of every row for block kb, then V accumulation per row block.
+// Softmax of rows [r0, r1), in place: scores become f16-rounded weights over each row's
+// padded span. The sum runs over vectors of keys from the row's first key: f32 lane sums
+// (Hsum) added in double, as ggml_vec_soft_max_f32 does.
 template <class DF>
-HWY_INLINE void AccumulateBlock(DF df, const Plan& p, const Rows& rows, TileState& ts, const KeyBlock& kb,
-                                int buf) {
-  const size_t dim = static_cast<size_t>(p.head_dim);
-  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
-  ForEachRowBlock(rows, [&](int r0, int rb, int kv_head, int blk) {
-    const int32_t ulo = ts.ulo[buf][blk], uhi = ts.uhi[buf][blk];
-    if (ulo >= uhi) return;  // no row of this block sees a key: nothing changes
-    for (int r = r0; r < r0 + rb; ++r)
-      ts.alpha[r] = SoftmaxStep(df, ts.sc[buf] + r * kScoreStride, ts.lo[buf][r], ts.hi[buf][r], ts.m[r],
-                                ts.lv + r * kScoreStrideMax);
-    WithRows<kRowBlock>(rb, [&](auto n_rows) {
-      PvRows<decltype(n_rows)::value>(df, ts.sc[buf] + r0 * kScoreStride, ts.alpha + r0, kb.v + kv_head * dim,
-                                      kvstride, ulo, uhi, dim, ts.acc + r0 * dim);
-    });
-  });
-}
-
-template <class DF>
-void ProcessItem(DF df, const Plan& p, int64_t index, float* ws, int32_t* wi) {
-  const Item it = decode_item(p, index);
-  const Rows rows(p, it.tile, it.kv_group);
-  const int dim = p.head_dim;
-  TileState ts;
-  ts.qt = ws;
-  ts.acc = ts.qt + p.max_rows * dim;
-  ts.lv = ts.acc + p.max_rows * dim;
-  ts.sc[0] = ts.lv + p.max_rows * kScoreStrideMax;
-  ts.sc[1] = ts.sc[0] + p.max_rows * kScoreStrideMax;
-  ts.m = ts.sc[1] + p.max_rows * kScoreStrideMax;
-  ts.alpha = ts.m + p.max_rows;
-  for (int b = 0; b < 2; ++b) {
-    int32_t* base = wi + b * 4 * p.max_rows;
-    ts.lo[b] = base;
-    ts.hi[b] = base + p.max_rows;
-    ts.ulo[b] = base + 2 * p.max_rows;
-    ts.uhi[b] = base + 3 * p.max_rows;
-  }
-
-  const int t1 = std::min(p.n_tokens, rows.t0 + p.tile_tokens);
-  int32_t qmin = std::numeric_limits<int32_t>::max(), qmax = std::numeric_limits<int32_t>::min();
-  for (int t = rows.t0; t < t1; ++t) {
-    qmin = std::min(qmin, p.q_pos[t]);
-    qmax = std::max(qmax, p.q_pos[t]);
-  }
-  for (int r = 0; r < rows.count; ++r) {
-    const float* src = p.q + rows.offset(p, r);
-    float* dst = ts.qt + r * dim;
-    for (int d = 0; d < dim; ++d) dst[d] = src[d] * p.scale;  // fold the scale into q once
-    std::fill(ts.acc + r * dim, ts.acc + (r + 1) * dim, 0.0f);
-    ts.m[r] = -std::numeric_limits<float>::infinity();
-    std::fill(ts.lv + r * kScoreStrideMax, ts.lv + r * kScoreStrideMax + hn::Lanes(df), 0.0f);
-  }
-
-  const auto [c0, c1] = ThreadPool::split(p.n_chunks, it.slice, p.n_slices);
-  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
-  KeyBlock prev{};
-  int buf = 0;
-  bool pending = false;
-  for (int64_t c = c0; c < c1; ++c) {
-    const KvChunkView& ch = p.chunks[c];
-    if (ch.n_tokens <= 0) continue;
-    const int64_t last = static_cast<int64_t>(ch.first_pos) + ch.n_tokens - 1;
-    if (ch.first_pos > qmax) continue;                                             // in every row's future
-    if (p.window > 0 && last <= static_cast<int64_t>(qmin) - p.window) continue;  // out of every window
-    for (int jb = 0; jb < ch.n_tokens; jb += kKeyBlock) {
-      const KeyBlock kb{ch.k + jb * kvstride, ch.v + jb * kvstride, std::min(kKeyBlock, ch.n_tokens - jb),
-                        static_cast<int64_t>(ch.first_pos) + jb};
-      ScoreBlock(df, p, rows, ts, kb, buf);
-      if (pending) AccumulateBlock(df, p, rows, ts, prev, buf ^ 1);
-      prev = kb;
-      pending = true;
-      buf ^= 1;
+void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
+  using V = hn::Vec<DF>;
+  const int n = static_cast<int>(hn::Lanes(df));
+  for (int r = r0; r < r1; ++r) {
+    float* row = sv.sc + r * p.row_stride;
+    const int lo = sv.lo[r], hi = sv.hi[r];
+    if (lo >= hi) {  // sees no key: zero weights, zero output
+      std::fill(row + sv.plo[r], row + sv.phi[r], 0.0f);
+      continue;
     }
-  }
-  if (pending) AccumulateBlock(df, p, rows, ts, prev, buf ^ 1);
-
-  float* l = ts.alpha;  // reused: the denominators, reduced once
-  for (int r = 0; r < rows.count; ++r)
-    l[r] = hn::GetLane(hn::SumOfLanes(df, hn::LoadU(df, ts.lv + r * kScoreStrideMax)));
-  if (p.n_slices == 1) {
-    for (int r = 0; r < rows.count; ++r) {
-      float* dst = p.out + rows.offset(p, r);
-      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-      for (int d = 0; d < dim; ++d) dst[d] = ts.acc[r * dim + d] * inv;
+    std::fill(row + sv.plo[r], row + lo, 0.0f);
+    float m = -std::numeric_limits<float>::infinity();
+    int j = lo;
+    if (hi - lo >= n) {
+      V vm = hn::LoadU(df, row + j);
+      for (j += n; j + n <= hi; j += n) vm = hn::Max(vm, hn::LoadU(df, row + j));
+      m = hn::GetLane(hn::MaxOfLanes(df, vm));
     }
-  } else {
-    float* part = p.partial + static_cast<size_t>(index) * p.partial_stride;
-    std::copy(ts.m, ts.m + rows.count, part);
-    std::copy(l, l + rows.count, part + p.max_rows);
-    std::copy(ts.acc, ts.acc + static_cast<size_t>(rows.count) * dim, part + 2 * p.max_rows);
+    for (; j < hi; ++j) m = std::max(m, row[j]);
+
+    const V vm = hn::Set(df, m);
+    double sum = 0.0;
+    for (j = lo; j + n <= hi; j += n) {
+      const V e = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j), vm));
+      hn::StoreU(e, df, row + j);
+      sum += static_cast<double>(Hsum(df, e));
+    }
+    if (j < hi) {  // the last keys as one vector padded with zeros
+      HWY_ALIGN float t[hn::MaxLanes(DF())];
+      const int cnt = hi - j;
+      for (int i = 0; i < cnt; ++i) t[i] = row[j + i];
+      V e = ExpGgml(df, hn::Sub(hn::Load(df, t), vm));
+      e = hn::IfThenElseZero(hn::FirstN(df, cnt), e);
+      hn::Store(e, df, t);
+      for (int i = 0; i < cnt; ++i) row[j + i] = t[i];
+      sum += static_cast<double>(Hsum(df, e));
+    }
+
+    const float inv = static_cast<float>(1.0 / sum);
+    const V vinv = hn::Set(df, inv);
+    for (j = lo; j + n <= hi; j += n) hn::StoreU(RoundF16(df, hn::Mul(hn::LoadU(df, row + j), vinv)), df, row + j);
+    for (; j < hi; ++j) row[j] = RoundF16(row[j] * inv);
+    std::fill(row + hi, row + sv.phi[r], 0.0f);
   }
 }
 
+// V pass of work units [u0, u1): unit = (row block, output vector), row blocks numbered as
+// for_each_row_block visits them.
 template <class DF>
-void RunItemsD(DF df, const Plan& p, int ith, int nth, float* ws, int32_t* wi) {
-  if (p.n_slices > 1) {
-    // Equal slices: a fixed share per thread, so each thread reads the same part of the
-    // cache on every call (and no counter traffic).
-    const auto [b, e] = ThreadPool::split(p.n_items, ith, nth);
-    for (int64_t index = b; index < e; ++index) ProcessItem(df, p, index, ws, wi);
-    return;
-  }
-  for (;;) {  // tiles of unequal cost (causal prefill): first come, first served
-    const int64_t index = p.next->fetch_add(1, std::memory_order_relaxed);
-    if (index >= p.n_items) return;
-    ProcessItem(df, p, index, ws, wi);
+void PvUnits(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int64_t u0, int64_t u1) {
+  const int n = static_cast<int>(hn::Lanes(df));
+  const int n_vec = p.head_dim / n;
+  const int per_head_blocks = (rs.per_head + kRowBlock - 1) / kRowBlock;
+  for (int64_t u = u0; u < u1;) {
+    const int blk = static_cast<int>(u / n_vec);
+    const int v0 = static_cast<int>(u % n_vec);
+    const int v1 = static_cast<int>(std::min<int64_t>(n_vec, v0 + (u1 - u)));
+    const int hl = blk / per_head_blocks;
+    const int rr = (blk % per_head_blocks) * kRowBlock;
+    const int r0 = hl * rs.per_head + rr;
+    const int rb = std::min(kRowBlock, rs.per_head - rr);
+    const int klo = sv.plo[r0], khi = sv.phi[r0];
+    const int s = static_cast<int>(std::upper_bound(sv.koff, sv.koff + sv.n_seg, klo) - sv.koff) - 1;
+    float* outs[kRowBlock];
+    for (int i = 0; i < rb; ++i) outs[i] = p.out + rs.offset(p, r0 + i);
+    for (int v = v0; v < v1;) {
+      const int du = std::min(4, v1 - v);
+      WithCount<kRowBlock>(rb, [&](auto rows) {
+        WithCount<4>(du, [&](auto cols) {
+          PvCols<decltype(rows)::value, decltype(cols)::value>(df, p, sv, sv.sc + r0 * p.row_stride, p.row_stride,
+                                                               rs.kv0 + hl, klo, khi, std::max(s, 0),
+                                                               static_cast<size_t>(v) * n, outs);
+        });
+      });
+      v += du;
+    }
+    u += v1 - v0;
   }
 }
 
-// Member ith of nth runs its items. Uses the widest vector whose lane count divides head_dim.
-void RunItems(const Plan& p, int ith, int nth, float* ws, int32_t* wi) {
+
+// V-pass work units of a set.
+inline int64_t PvUnitCount(const Plan& p, const RowSet& rs, int lanes) {
+  return static_cast<int64_t>(rs.n_kv) * ((rs.per_head + kRowBlock - 1) / kRowBlock) * (p.head_dim / lanes);
+}
+
+// Prefill: the member takes sets first come, first served (tiles of unequal cost) and runs
+// each alone.
+template <class DF>
+void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi) {
+  SetView sv = carve(p, p.tile_tokens * p.group, ws, wi);
+  for (;;) {
+    const int64_t i = p.next->fetch_add(1, std::memory_order_relaxed);
+    if (i >= p.n_sets) return;
+    const RowSet rs = prefill_set(p, i);
+    build_set(p, rs, sv, kRowBlock);
+    LoadQueries(df, p, rs, sv, 0, rs.count);
+    ScoreSegs(df, p, rs, sv, 0, sv.n_seg);
+    SoftmaxRows(df, p, sv, 0, rs.count);
+    PvUnits(df, p, rs, sv, 0, PvUnitCount(p, rs, static_cast<int>(hn::Lanes(df))));
+  }
+}
+
+// The set of all rows, before the team starts on it (calling thread).
+template <class DF>
+void PrepareSharedD(DF df, const Plan& p, SetView& sv) {
+  const RowSet rs(p, 0, p.n_tokens, 0, p.n_head_kv);
+  build_set(p, rs, sv, kRowBlock);
+  LoadQueries(df, p, rs, sv, 0, rs.count);
+}
+
+// Member ith of nth on the shared set: scores of its share of the chunks, then the softmax
+// of its rows, then its output columns. Each phase reads what all members wrote before.
+template <class DF>
+void RunSharedD(DF df, const Plan& p, const SetView& sv, int ith, int nth, ThreadPool* pool) {
+  const RowSet rs(p, 0, p.n_tokens, 0, p.n_head_kv);
+  const auto [s0, s1] = ThreadPool::split(sv.n_seg, ith, nth);
+  ScoreSegs(df, p, rs, sv, static_cast<int>(s0), static_cast<int>(s1));
+  if (pool) pool->barrier();
+  const auto [r0, r1] = ThreadPool::split(rs.count, ith, nth);
+  SoftmaxRows(df, p, sv, static_cast<int>(r0), static_cast<int>(r1));
+  if (pool) pool->barrier();
+  const auto [u0, u1] = ThreadPool::split(PvUnitCount(p, rs, static_cast<int>(hn::Lanes(df))), ith, nth);
+  PvUnits(df, p, rs, sv, u0, u1);
+}
+
+// Calls f(df) with the widest vector whose lane count divides head_dim.
+template <class F>
+void WithTag(int head_dim, const F& f) {
+  const size_t dim = static_cast<size_t>(head_dim);
   const hn::ScalableTag<float> df;
-  const size_t dim = static_cast<size_t>(p.head_dim);
-  if (dim % hn::Lanes(df) == 0) return RunItemsD(df, p, ith, nth, ws, wi);
+  if (dim % hn::Lanes(df) == 0) return f(df);
   const hn::CappedTag<float, 8> d8;
-  if (dim % hn::Lanes(d8) == 0) return RunItemsD(d8, p, ith, nth, ws, wi);
+  if (dim % hn::Lanes(d8) == 0) return f(d8);
   const hn::CappedTag<float, 4> d4;
-  if (dim % hn::Lanes(d4) == 0) return RunItemsD(d4, p, ith, nth, ws, wi);
-  RunItemsD(hn::CappedTag<float, 1>(), p, ith, nth, ws, wi);
+  if (dim % hn::Lanes(d4) == 0) return f(d4);
+  f(hn::CappedTag<float, 1>());
+}
+
+void RunSets(const Plan& p, float* ws, int32_t* wi) {
+  WithTag(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi); });
+}
+void PrepareShared(const Plan& p, SetView& sv) {
+  WithTag(p.head_dim, [&](auto df) { PrepareSharedD(df, p, sv); });
+}
+void RunShared(const Plan& p, const SetView& sv, int ith, int nth, ThreadPool* pool) {
+  WithTag(p.head_dim, [&](auto df) { RunSharedD(df, p, sv, ith, nth, pool); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -556,37 +692,9 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace llmsvc::hal::cpu {
-HWY_EXPORT(RunItems);
-
-namespace {
-
-// Combines the slices' partial softmax states of one (tile, kv group) into the output.
-void merge_slices(const Plan& p, int tile, int kv_group) {
-  const int dim = p.head_dim;
-  const Rows rows(p, tile, kv_group);
-  const float* first = p.partial + static_cast<size_t>(item_index(p, tile, kv_group, 0)) * p.partial_stride;
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (int r = 0; r < rows.count; ++r) {
-    float* dst = p.out + rows.offset(p, r);
-    float m = kNegInf;
-    for (int s = 0; s < p.n_slices; ++s) m = std::max(m, first[s * p.partial_stride + r]);
-    std::fill(dst, dst + dim, 0.0f);
-    if (m == kNegInf) continue;  // saw no key at all
-    float l = 0.0f;
-    for (int s = 0; s < p.n_slices; ++s) {
-      const float* part = first + s * p.partial_stride;
-      if (part[r] == kNegInf) continue;
-      const float w = std::exp(part[r] - m);
-      l += part[p.max_rows + r] * w;
-      const float* a = part + 2 * p.max_rows + static_cast<size_t>(r) * dim;
-      for (int d = 0; d < dim; ++d) dst[d] += a[d] * w;
-    }
-    const float inv = 1.0f / l;
-    for (int d = 0; d < dim; ++d) dst[d] *= inv;
-  }
-}
-
-}  // namespace
+HWY_EXPORT(RunSets);
+HWY_EXPORT(PrepareShared);
+HWY_EXPORT(RunShared);
 
 void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
                const AttentionParams& params, float* out, ThreadPool& pool, AttentionScratch& scratch) {
@@ -606,65 +714,50 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   p.window = params.sliding_window;
   p.out = out;
 
-  // Small calls (short-context decode) run on the caller: waking the team costs more.
   int64_t n_keys = 0;
   for (int c = 0; c < n_chunks; ++c) n_keys += std::max(0, chunks[c].n_tokens);
+  p.n_keys = static_cast<int>(n_keys);
+  p.row_stride = static_cast<size_t>(std::max<int64_t>(16, (n_keys + 15) / 16 * 16));  // whole cache lines
+
+  // Small calls (short-context decode) run on the caller: waking the team costs more.
   const int64_t work = static_cast<int64_t>(n_tokens) * p.n_head * n_keys * p.head_dim;
   const int nth = work < kMinParallelWork ? 1 : pool.size();
 
-  // Tiles of one kv head's rows; if they give too few items, whole-head-set items.
-  const auto tiles = [&](int heads) {
-    p.heads_per_item = heads;
-    p.n_groups = p.n_head_kv / heads;
-    p.tile_tokens = std::min(n_tokens, std::max(1, kMaxTileRows / (p.group * heads)));
-    p.n_tiles = (n_tokens + p.tile_tokens - 1) / p.tile_tokens;
-  };
-  tiles(1);
-  if (static_cast<int64_t>(p.n_groups) * p.n_tiles < 4 * nth) tiles(p.n_head_kv);
-  p.max_rows = p.tile_tokens * p.group * p.heads_per_item;
+  p.tile_tokens = std::min(n_tokens, std::max(1, kMaxTileRows / p.group));
+  p.n_tiles = (n_tokens + p.tile_tokens - 1) / p.tile_tokens;
+  p.n_sets = static_cast<int64_t>(p.n_tiles) * p.n_head_kv;
+  p.next = &AttentionAccess::next_set(scratch);
+  p.next->store(0, std::memory_order_relaxed);
 
-  // Still too few items for the team (decode): slice the chunk list, in multiples of the
-  // team size so that equal slices divide evenly.
-  const int64_t base = static_cast<int64_t>(p.n_groups) * p.n_tiles;
-  int slices = 1;
-  if (nth > 1 && base < 4 * nth) {
-    slices = nth;
-    while (base * slices < 4 * nth) slices += nth;
-    slices = std::max(1, std::min(slices, n_chunks / kMinChunksPerSlice));
+  // Too few sets to keep the team busy (decode): the team shares one set of all rows.
+  const int all_rows = n_tokens * p.n_head;
+  if (nth > 1 && p.n_sets < 4 * nth && set_floats(p, all_rows) <= kMaxSharedFloats) {
+    auto& f = AttentionAccess::shared(scratch);
+    auto& i = AttentionAccess::shared_i(scratch);
+    if (f.size() < set_floats(p, all_rows)) f.resize(set_floats(p, all_rows));
+    if (i.size() < set_ints(p, all_rows)) i.resize(set_ints(p, all_rows));
+    SetView sv = carve(p, all_rows, f.data(), i.data());
+    HWY_DYNAMIC_DISPATCH(PrepareShared)(p, sv);
+    const auto run_shared = HWY_DYNAMIC_DISPATCH(RunShared);
+    pool.run([&](int ith, int n) { run_shared(p, sv, ith, n, &pool); });
+    return;
   }
-  p.n_slices = slices;
-  p.n_items = base * slices;
 
+  const int set_rows = p.tile_tokens * p.group;
   auto& per_thread = AttentionAccess::per_thread(scratch);
   auto& per_thread_i = AttentionAccess::per_thread_i(scratch);
   if (per_thread.size() < static_cast<size_t>(nth)) per_thread.resize(nth);
   if (per_thread_i.size() < static_cast<size_t>(nth)) per_thread_i.resize(nth);
-  for (int i = 0; i < nth; ++i) {
-    if (per_thread[i].size() < per_thread_floats(p)) per_thread[i].resize(per_thread_floats(p));
-    if (per_thread_i[i].size() < per_thread_ints(p)) per_thread_i[i].resize(per_thread_ints(p));
+  for (int t = 0; t < nth; ++t) {
+    if (per_thread[t].size() < set_floats(p, set_rows)) per_thread[t].resize(set_floats(p, set_rows));
+    if (per_thread_i[t].size() < set_ints(p, set_rows)) per_thread_i[t].resize(set_ints(p, set_rows));
   }
-  if (slices > 1) {
-    p.partial_stride = static_cast<size_t>(p.max_rows) * (2 + p.head_dim);
-    auto& partial = AttentionAccess::partial(scratch);
-    if (partial.size() < p.partial_stride * p.n_items) partial.resize(p.partial_stride * p.n_items);
-    p.partial = partial.data();
-  }
-  p.next = &AttentionAccess::next_item(scratch);
-  p.next->store(0, std::memory_order_relaxed);
-
-  const auto run_items = HWY_DYNAMIC_DISPATCH(RunItems);
+  const auto run_sets = HWY_DYNAMIC_DISPATCH(RunSets);
   if (nth == 1) {
-    run_items(p, 0, 1, per_thread[0].data(), per_thread_i[0].data());
+    run_sets(p, per_thread[0].data(), per_thread_i[0].data());
     return;
   }
-  pool.run([&](int ith, int n) {
-    run_items(p, ith, n, per_thread[ith].data(), per_thread_i[ith].data());
-    if (p.n_slices == 1) return;
-    pool.barrier();
-    const auto [g0, g1] = ThreadPool::split(base, ith, n);
-    for (int64_t g = g0; g < g1; ++g)
-      merge_slices(p, static_cast<int>(g / p.n_groups), static_cast<int>(g % p.n_groups));
-  });
+  pool.run([&](int ith, int) { run_sets(p, per_thread[ith].data(), per_thread_i[ith].data()); });
 }
 
 }  // namespace llmsvc::hal::cpu

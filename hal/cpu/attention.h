@@ -1,13 +1,18 @@
-// CPU attention over a chunked f16 KV cache (flash-attention style: one pass over the
-// chunks with an online softmax, no score matrix).
+// CPU attention over a chunked f16 KV cache, with the numerics of llama.cpp's CPU path
+// (f16 KV cache, flash attention off), so that logits match it token for token:
+//   q is rounded to f16; s_j = f16(q) . K_j in f32; s_j *= scale; m = max_j s_j;
+//   e_j = exp(s_j - m) (ggml's vector expf); sum = sum_j e_j in double (f32 partial sums of
+//   one vector of keys, like ggml); p_j = f16(e_j * (float)(1 / sum)); out = sum_j p_j V_j in f32.
 //
-// Work is cut into items of (tile of query tokens, kv heads, slice of the chunk list). A
-// tile holds every query head that shares a kv head, so each K/V row loaded serves all of
-// them (GQA) and, in prefill, several tokens at once. Prefill gives one kv head per item;
-// decode gives all kv heads per item (each chunk is then read front to back) and, to keep
-// the team busy, slices the chunk list and merges the slices' partial softmax states
-// afterwards (flash-decoding). K/V stay where they are: f16 lanes are widened to f32 in
-// registers.
+// Two passes per query row: the scores of its visible keys go to a row buffer, then the
+// softmax runs over the row, then the V pass. Work is cut into sets of rows. Prefill: a set
+// is (tile of query tokens, kv head) and holds every query head of that kv head, so each K/V
+// row loaded serves all of them (GQA) and several tokens; threads take sets first come, first
+// served. Decode (too few sets for the team): one set of all rows, shared by the team, which
+// splits the score pass by chunks, the softmax by rows and the V pass by output columns, with
+// a barrier between. Every output element is computed by the same operations in the same
+// order whatever the split, so results do not depend on the thread count (or the set
+// layout). K/V stay where they are: f16 lanes are widened to f32 in registers.
 #pragma once
 
 #include <atomic>
@@ -30,15 +35,18 @@ class AttentionScratch {
 
  private:
   friend struct AttentionAccess;
-  std::vector<std::vector<float>> per_thread_;      // queries, accumulators, scores, softmax state
-  std::vector<std::vector<int32_t>> per_thread_i_;  // visible key ranges
-  std::vector<float> partial_;                  // per item: m[rows], l[rows], acc[rows][head_dim]
-  std::atomic<int64_t> next_item_{0};
+  std::vector<std::vector<float>> per_thread_;      // queries and score rows of a set
+  std::vector<std::vector<int32_t>> per_thread_i_;  // its key space and row spans
+  std::vector<float> shared_;                       // the same for the team's shared set
+  std::vector<int32_t> shared_i_;
+  std::atomic<int64_t> next_set_{0};
 };
 
 // See Device::attention. q is n_tokens x n_head x head_dim, out likewise; q_pos[t] is the
 // position of query t. A query sees a key iff key_pos <= q_pos (and key_pos > q_pos - window
-// when p.sliding_window > 0); a query that sees no key gets zeros.
+// when p.sliding_window > 0); a query that sees no key gets zeros. Chunks are expected in
+// increasing position order (as a KV sequence holds them); other orders stay correct but
+// may cost more.
 void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
                const AttentionParams& p, float* out, ThreadPool& pool, AttentionScratch& scratch);
 

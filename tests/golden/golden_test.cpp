@@ -66,8 +66,9 @@ TEST_P(GoldenTest, LogitsMatchLlamaCpp) {
       const auto& top = at["top"];
       int best = 0;
       for (int i = 1; i < cfg.n_vocab; ++i) if (row[i] > row[best]) best = i;
-      if (top.size() >= 2 && top[0][1].get<double>() - top[1][1].get<double>() > kTieMargin)
+      if (top.size() >= 2 && top[0][1].get<double>() - top[1][1].get<double>() > kTieMargin) {
         EXPECT_EQ(best, top[0][0].get<int>()) << p["name"] << " pos " << pos;
+      }
     }
   }
   RecordProperty("max_abs_logit_diff", std::to_string(worst));
