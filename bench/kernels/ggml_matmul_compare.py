@@ -153,11 +153,12 @@ def time_ggml(g, rows, cols, wtype, n_tokens, threads, layers, plain, reps, rng)
     return float(np.median(times)) / layers, g.base.ggml_backend_buft_name(buft).decode()
 
 
-def run_ours(binary, threads, env_extra=None):
+def run_ours(binary, shapes, tokens, threads, env_extra=None):
     """Our bench_matmul results: {(shape, n_tokens, threads): seconds per matmul}."""
     env = dict(os.environ, **(env_extra or {}))
-    out = subprocess.run([binary, "--benchmark_format=json", "--benchmark_min_time=0.2",
-                          f"--benchmark_filter=/threads:({'|'.join(map(str, threads))})$"],
+    alt = lambda xs: "(" + "|".join(map(str, xs)) + ")"
+    filt = f"^BM_matmul/{alt(shapes)}/tokens:{alt(tokens)}/threads:{alt(threads)}$"
+    out = subprocess.run([binary, "--benchmark_format=json", "--benchmark_min_time=0.2", f"--benchmark_filter={filt}"],
                          check=True, capture_output=True, text=True, env=env).stdout
     res = {}
     for b in json.loads(out)["benchmarks"]:
@@ -193,10 +194,11 @@ def main():
             t, bufts[name] = time_ggml(g, rows, cols, wtype, nt, th, layers, args.plain, args.reps, rng)
             ggml[(name, nt, th)] = best(ggml.get((name, nt, th)), t)
         if args.ours:
-            for k, v in run_ours(args.ours, args.threads).items():
+            shapes = sorted({c[0] for c in configs})
+            for k, v in run_ours(args.ours, shapes, args.tokens, args.threads).items():
                 ours[k] = best(ours.get(k), v)
             if args.no_amx_too:
-                for k, v in run_ours(args.ours, args.threads, {"LLMSVC_NO_AMX": "1"}).items():
+                for k, v in run_ours(args.ours, shapes, args.tokens, args.threads, {"LLMSVC_NO_AMX": "1"}).items():
                     ours_vnni[k] = best(ours_vnni.get(k), v)
     rows_out = []
     for name, rows, cols, wtype, _, th, nt in configs:

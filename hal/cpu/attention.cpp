@@ -691,6 +691,39 @@ void RunShared(const Plan& p, const SetView& sv, int ith, int nth, ThreadPool* p
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+
+#include <cstdlib>
+namespace llmsvc::hal::cpu {
+static void naive_attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
+               const AttentionParams& p, float* out) {
+  const int g = p.n_head / p.n_head_kv, dim = p.head_dim;
+  const int mode = std::atoi(std::getenv("ATTN_NAIVE"));
+  for (int t = 0; t < n_tokens; ++t)
+    for (int h = 0; h < p.n_head; ++h) {
+      const size_t at = (size_t(t) * p.n_head + h) * dim;
+      std::vector<float> q16(dim);
+      for (int d = 0; d < dim; ++d) q16[d] = (mode & 1) ? q[at + d] : fp16_to_fp32(fp32_to_fp16(q[at + d]));
+      std::vector<float> sc; std::vector<const uint16_t*> vr;
+      for (int c = 0; c < n_chunks; ++c) { const auto& ch = chunks[c];
+        for (int j = 0; j < ch.n_tokens; ++j) {
+          const int kp = ch.first_pos + j;
+          if (kp > q_pos[t] || (p.sliding_window > 0 && kp <= q_pos[t] - p.sliding_window)) continue;
+          const uint16_t* kr = ch.k + (size_t(j) * p.n_head_kv + h / g) * dim;
+          float s = 0; for (int d = 0; d < dim; ++d) s += q16[d] * fp16_to_fp32(kr[d]);
+          sc.push_back(s * p.scale);
+          vr.push_back(ch.v + (size_t(j) * p.n_head_kv + h / g) * dim);
+        } }
+      float* o = out + at;
+      std::fill(o, o + dim, 0.0f);
+      if (sc.empty()) continue;
+      float m = -INFINITY; for (float s : sc) m = std::max(m, s);
+      double sum = 0; for (float& s : sc) { s = expf(s - m); sum += s; }
+      const float inv = float(1.0 / sum);
+      for (float& s : sc) { s *= inv; if (!(mode & 2)) s = fp16_to_fp32(fp32_to_fp16(s)); }
+      for (size_t j = 0; j < sc.size(); ++j) for (int d = 0; d < dim; ++d) o[d] += sc[j] * fp16_to_fp32(vr[j][d]);
+    }
+}
+}
 namespace llmsvc::hal::cpu {
 HWY_EXPORT(RunSets);
 HWY_EXPORT(PrepareShared);
@@ -700,6 +733,7 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
                const AttentionParams& params, float* out, ThreadPool& pool, AttentionScratch& scratch) {
   assert(params.n_head_kv > 0 && params.n_head % params.n_head_kv == 0 && params.head_dim > 0);
   if (n_tokens <= 0) return;
+  if (std::getenv("ATTN_NAIVE")) return naive_attention(q, n_tokens, q_pos, chunks, n_chunks, params, out);
   Plan p;
   p.q = q;
   p.q_pos = q_pos;

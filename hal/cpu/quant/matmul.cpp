@@ -224,7 +224,8 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
     total += j.spec_bytes[j.n_specs] * static_cast<size_t>(copies);
     ++j.n_specs;
   }
-  j.use_amx = n_tokens >= kTokenGroup && amx_enabled();
+  // AMX pays for its per-panel unpacking from two token groups on (one group: VNNI is as fast).
+  j.use_amx = n_tokens >= 2 * kTokenGroup && amx_enabled();
   if (j.use_amx) {
     j.amx_bytes = (amx_scratch_bytes(j.cols) + 63) & ~size_t{63};
     j.amx_offset = total;
