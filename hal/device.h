@@ -40,6 +40,9 @@ class PreparedWeight {
  public:
   virtual ~PreparedWeight() = default;
   virtual const WeightRef& ref() const = 0;
+  // True when the device keeps its own copy and never reads the bytes behind ref() again,
+  // so the loader may drop those file pages from memory.
+  virtual bool owns_copy() const { return false; }
 };
 
 // One chunk of one layer's KV cache: keys and values for n_tokens consecutive positions

@@ -37,6 +37,7 @@ class CpuWeight final : public PreparedWeight {
   // True when the kernels read a repacked copy; the GGUF bytes behind ref() are then no
   // longer needed by matmul or get_rows(CpuWeight) and may be unmapped / dropped.
   bool repacked() const { return fmt_ != nullptr || kfmt_ != nullptr; }
+  bool owns_copy() const override { return repacked(); }
   // Bytes this object owns (the repacked copy), for memory accounting.
   size_t owned_bytes() const { return packed_.size(); }
   // The (K-)panel format when repacked in that form (else nullptr), and the panels.

@@ -502,4 +502,13 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+void GgufFile::release_pages(const TensorInfo& t) const {
+  if (!mapped_ || t.data == nullptr || t.n_bytes == 0) return;
+  // Only whole pages inside the tensor: neighbours sharing a page stay resident.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(t.data) + t.n_bytes) / page * page;
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+}
+
 }  // namespace llmsvc::gguf

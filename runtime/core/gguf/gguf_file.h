@@ -95,6 +95,9 @@ class GgufFile {
   const std::vector<int64_t>* get_int_array(std::string_view key) const;  // any signed or unsigned ints
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // Drops the pages of a tensor's bytes from this process's memory (they are read back
+  // from the file if touched again). For tensors a device has copied; no-op unless mapped.
+  void release_pages(const TensorInfo& t) const;
   const TensorInfo* find_tensor(std::string_view name) const;
 
  private:

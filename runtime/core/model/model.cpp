@@ -114,6 +114,9 @@ Status Model::load_weights(hal::Device& dev) {
     auto p = dev.prepare_weight(*w);
     if (!p.ok()) return Status(p.status().code(), "model: tensor '" + name + "': " + p.status().message());
     *out = std::move(p).value();
+    // A device that copied the weight never reads the file bytes again: drop them so the
+    // process holds each weight once.
+    if ((*out)->owns_copy()) f.release_pages(*f.find_tensor(name));
     weight_bytes_ += w->row_bytes * static_cast<uint64_t>(rows);
     return Status::Ok();
   };
@@ -153,6 +156,8 @@ Status Model::load_weights(hal::Device& dev) {
     auto p = dev.prepare_weight(tok_embd_);
     if (!p.ok()) return Status(p.status().code(), "model: tensor 'token_embd.weight': " + p.status().message());
     output_ = std::move(p).value();
+    // Embedding lookups read only the rows they need from the file; the rest need not stay.
+    if (output_->owns_copy()) f.release_pages(*f.find_tensor("token_embd.weight"));
   }
   weight_bytes_ += tok_embd_.row_bytes * static_cast<uint64_t>(c.n_vocab);
   return Status::Ok();
