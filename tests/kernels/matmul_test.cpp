@@ -84,8 +84,12 @@ void reference(WeightType t, const std::vector<uint8_t>& w, int64_t rows, int64_
       const float* xt = x.data() + tk * cols;
       double acc = 0, mag = 0, qerr = 0;
       for (int64_t c = 0; c < cols; ++c) {
-        acc += static_cast<double>(wr[c]) * xt[c];
-        mag += std::fabs(static_cast<double>(wr[c]) * xt[c]);
+        // Float weight types see activations rounded to their own precision, as in ggml.
+        const float xv = t == WeightType::F16    ? fp16_to_fp32(fp32_to_fp16(xt[c]))
+                         : t == WeightType::BF16 ? bf16_to_fp32(fp32_to_bf16(xt[c]))
+                                                 : xt[c];
+        acc += static_cast<double>(wr[c]) * xv;
+        mag += std::fabs(static_cast<double>(wr[c]) * xv);
       }
       if (is_legacy(t) || is_kquant(t)) {
         for (int64_t b = 0; b < cols / qk; ++b) {

@@ -20,7 +20,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- float weights --------------------------------------------------------------------
 
+// Each loader also rounds the activations the way llama.cpp's CPU backend does before it
+// multiplies with that weight type (ggml converts them to the weight's vec_dot type), so
+// float-weight models give llama.cpp's logits, not merely close ones.
 struct LoadF32 {
+  template <class D>
+  HWY_INLINE hn::Vec<D> round_x(D, hn::Vec<D> x) const { return x; }
+  float round_x(float x) const { return x; }
   template <class D>
   HWY_INLINE hn::Vec<D> operator()(D df, const uint8_t* row, int64_t c) const {
     return hn::LoadU(df, reinterpret_cast<const float*>(row) + c);
@@ -33,6 +39,20 @@ struct LoadF32 {
 };
 struct LoadF16 {
   template <class D>
+  HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_SSE4
+    // Without F16C the f16 demotion truncates; round lane by lane instead.
+    HWY_ALIGN float lanes[hn::MaxLanes(df)];
+    hn::Store(x, df, lanes);
+    for (size_t i = 0; i < hn::Lanes(df); ++i) lanes[i] = fp16_to_fp32(fp32_to_fp16(lanes[i]));
+    return hn::Load(df, lanes);
+#else
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::PromoteTo(df, hn::DemoteTo(dh, x));
+#endif
+  }
+  float round_x(float x) const { return fp16_to_fp32(fp32_to_fp16(x)); }
+  template <class D>
   HWY_INLINE hn::Vec<D> operator()(D df, const uint8_t* row, int64_t c) const {
     const hn::Rebind<hwy::float16_t, D> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(row) + c));
@@ -44,6 +64,16 @@ struct LoadF16 {
   }
 };
 struct LoadBF16 {
+  // Round to nearest even in the upper 16 bits, as ggml's fp32 -> bf16.
+  template <class D>
+  HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
+    const hn::RebindToUnsigned<D> du;
+    auto u = hn::BitCast(du, x);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+    u = hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
+    return hn::BitCast(df, hn::And(u, hn::Set(du, 0xffff0000u)));
+  }
+  float round_x(float x) const { return bf16_to_fp32(fp32_to_bf16(x)); }
   template <class D>
   HWY_INLINE hn::Vec<D> operator()(D df, const uint8_t* row, int64_t c) const {
     const hn::RebindToUnsigned<D> du;
@@ -68,11 +98,11 @@ HWY_INLINE void FloatTile(const RowGemmArgs& a, int64_t r, int t0, const Load& l
   int64_t c = 0;
   for (; c + N <= cols; c += N) {
     const auto wv = load(df, row, c);
-    for (int t = 0; t < T; ++t) acc[t] = hn::MulAdd(wv, hn::LoadU(df, x + t * cols + c), acc[t]);
+    for (int t = 0; t < T; ++t) acc[t] = hn::MulAdd(wv, load.round_x(df, hn::LoadU(df, x + t * cols + c)), acc[t]);
   }
   for (int t = 0; t < T; ++t) {
     float s = hn::GetLane(hn::SumOfLanes(df, acc[t]));
-    for (int64_t cc = c; cc < cols; ++cc) s += load.scalar(row, cc) * x[t * cols + cc];
+    for (int64_t cc = c; cc < cols; ++cc) s += load.scalar(row, cc) * load.round_x(x[t * cols + cc]);
     a.y[(t0 + t) * a.ldy + r] = s;
   }
 }
