@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -88,6 +89,7 @@ inline RowSet prefill_set(const Plan& p, int64_t i) {
 struct SetView {
   float* qt = nullptr;  // count x head_dim: the queries rounded to f16
   float* sc = nullptr;  // count x row_stride: scores, then weights
+  float* m = nullptr;   // count: per row, the largest score, then 1 / sum
   int32_t* seg = nullptr;
   int32_t* koff = nullptr;
   int32_t* lo = nullptr;
@@ -97,13 +99,14 @@ struct SetView {
   int n_seg = 0;
 };
 
-size_t set_floats(const Plan& p, int rows) { return static_cast<size_t>(rows) * (p.head_dim + p.row_stride); }
+size_t set_floats(const Plan& p, int rows) { return static_cast<size_t>(rows) * (p.head_dim + p.row_stride + 1); }
 size_t set_ints(const Plan& p, int rows) { return 2 * static_cast<size_t>(p.n_chunks) + 1 + 4 * static_cast<size_t>(rows); }
 
 SetView carve(const Plan& p, int rows, float* f, int32_t* i) {
   SetView sv;
   sv.qt = f;
   sv.sc = f + static_cast<size_t>(rows) * p.head_dim;
+  sv.m = sv.sc + static_cast<size_t>(rows) * p.row_stride;
   sv.seg = i;
   sv.koff = sv.seg + p.n_chunks;
   sv.lo = sv.koff + p.n_chunks + 1;
@@ -405,11 +408,18 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
   for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
     for (int u = 0; u < DU; ++u) a[r][u] = hn::Zero(df);
+  static const int pfd = getenv("ATTN_PF") ? atoi(getenv("ATTN_PF")) : 0;
   for (; s < sv.n_seg && sv.koff[s] < khi; ++s) {
     const KvChunkView& ch = p.chunks[sv.seg[s]];
     const int base = sv.koff[s];
     const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
     const float* pp = prow + base;
+    if (pfd && s + pfd < sv.n_seg) {
+      const KvChunkView& nx = p.chunks[sv.seg[s + pfd]];
+      for (int j = 0; j < nx.n_tokens; ++j)
+        for (int u = 0; u < DU; u += 64 / (int)(n * 2) > 0 ? 64 / (int)(n * 2) : 1)
+          __builtin_prefetch(nx.v + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
+    }
     const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
     for (int j = j0; j < j1; ++j, vp += kvstride) {
       V vv[DU];
@@ -433,6 +443,11 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
 template <class DF, class V>
 HWY_INLINE float Hsum(DF df, V v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
+}
+template <class DF, class V>
+HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
+  const float t[4] = {Hsum(df, a), Hsum(df, b), Hsum(df, c), Hsum(df, e)};
+  for (int i = 0; i < n; ++i) out[i] = t[i] * scale;
 }
 template <int RB, class DF>
 HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
@@ -499,9 +514,16 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const size_t dim = static_cast<size_t>(p.head_dim);
   const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
+  static const int pfd = getenv("ATTN_PF") ? atoi(getenv("ATTN_PF")) : 0;
   for (int s = s0; s < s1; ++s) {
     const KvChunkView& ch = p.chunks[sv.seg[s]];
     const int base = sv.koff[s];
+    if (pfd && s + pfd < s1) {
+      const KvChunkView& nx = p.chunks[sv.seg[s + pfd]];
+      const char* b = reinterpret_cast<const char*>(nx.k);
+      const size_t bytes = static_cast<size_t>(nx.n_tokens) * kvstride * 2;
+      for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o);
+    }
     for_each_row_block(rs, kRowBlock, [&](int r0, int rb, int kv_head) {
       int64_t b[kRowBlock], h[kRowBlock];
       int64_t ub = ch.n_tokens, uh = 0;
@@ -535,19 +557,16 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
 
 // Softmax of rows [r0, r1), in place: scores become f16-rounded weights over each row's
 // padded span. The sum runs over vectors of keys from the row's first key: f32 lane sums
-// (Hsum) added in double, as ggml_vec_soft_max_f32 does.
+// (Hsum order) added in double, as ggml_vec_soft_max_f32 does. Three sweeps over the rows
+// (max, exp and sum, normalize) so that one row's sum -> 1 / sum -> weights latency overlaps
+// the next rows' work.
 template <class DF>
 void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
   using V = hn::Vec<DF>;
   const int n = static_cast<int>(hn::Lanes(df));
   for (int r = r0; r < r1; ++r) {
-    float* row = sv.sc + r * p.row_stride;
+    const float* row = sv.sc + r * p.row_stride;
     const int lo = sv.lo[r], hi = sv.hi[r];
-    if (lo >= hi) {  // sees no key: zero weights, zero output
-      std::fill(row + sv.plo[r], row + sv.phi[r], 0.0f);
-      continue;
-    }
-    std::fill(row + sv.plo[r], row + lo, 0.0f);
     float m = -std::numeric_limits<float>::infinity();
     int j = lo;
     if (hi - lo >= n) {
@@ -556,10 +575,30 @@ void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
       m = hn::GetLane(hn::MaxOfLanes(df, vm));
     }
     for (; j < hi; ++j) m = std::max(m, row[j]);
+    sv.m[r] = m;
+  }
 
-    const V vm = hn::Set(df, m);
+  for (int r = r0; r < r1; ++r) {
+    float* row = sv.sc + r * p.row_stride;
+    const int lo = sv.lo[r], hi = sv.hi[r];
+    if (lo >= hi) continue;
+    const V vm = hn::Set(df, sv.m[r]);
     double sum = 0.0;
-    for (j = lo; j + n <= hi; j += n) {
+    int j = lo;
+    for (; j + 4 * n <= hi; j += 4 * n) {  // four vectors share one reduction (same order as Hsum)
+      V e[4];
+      for (int i = 0; i < 4; ++i) {
+        e[i] = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j + i * n), vm));
+        hn::StoreU(e[i], df, row + j + i * n);
+      }
+      float t[4];
+      Sum4(df, e[0], e[1], e[2], e[3], 1.0f, t, 4);
+      sum += static_cast<double>(t[0]);
+      sum += static_cast<double>(t[1]);
+      sum += static_cast<double>(t[2]);
+      sum += static_cast<double>(t[3]);
+    }
+    for (; j + n <= hi; j += n) {
       const V e = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j), vm));
       hn::StoreU(e, df, row + j);
       sum += static_cast<double>(Hsum(df, e));
@@ -574,10 +613,21 @@ void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
       for (int i = 0; i < cnt; ++i) row[j + i] = t[i];
       sum += static_cast<double>(Hsum(df, e));
     }
+    sv.m[r] = static_cast<float>(1.0 / sum);  // now the row's 1 / sum
+  }
 
-    const float inv = static_cast<float>(1.0 / sum);
+  for (int r = r0; r < r1; ++r) {
+    float* row = sv.sc + r * p.row_stride;
+    const int lo = sv.lo[r], hi = sv.hi[r];
+    if (lo >= hi) {  // sees no key: zero weights, zero output
+      std::fill(row + sv.plo[r], row + sv.phi[r], 0.0f);
+      continue;
+    }
+    std::fill(row + sv.plo[r], row + lo, 0.0f);
+    const float inv = sv.m[r];
     const V vinv = hn::Set(df, inv);
-    for (j = lo; j + n <= hi; j += n) hn::StoreU(RoundF16(df, hn::Mul(hn::LoadU(df, row + j), vinv)), df, row + j);
+    int j = lo;
+    for (; j + n <= hi; j += n) hn::StoreU(RoundF16(df, hn::Mul(hn::LoadU(df, row + j), vinv)), df, row + j);
     for (; j < hi; ++j) row[j] = RoundF16(row[j] * inv);
     std::fill(row + hi, row + sv.phi[r], 0.0f);
   }
@@ -691,39 +741,6 @@ void RunShared(const Plan& p, const SetView& sv, int ith, int nth, ThreadPool* p
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-
-#include <cstdlib>
-namespace llmsvc::hal::cpu {
-static void naive_attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
-               const AttentionParams& p, float* out) {
-  const int g = p.n_head / p.n_head_kv, dim = p.head_dim;
-  const int mode = std::atoi(std::getenv("ATTN_NAIVE"));
-  for (int t = 0; t < n_tokens; ++t)
-    for (int h = 0; h < p.n_head; ++h) {
-      const size_t at = (size_t(t) * p.n_head + h) * dim;
-      std::vector<float> q16(dim);
-      for (int d = 0; d < dim; ++d) q16[d] = (mode & 1) ? q[at + d] : fp16_to_fp32(fp32_to_fp16(q[at + d]));
-      std::vector<float> sc; std::vector<const uint16_t*> vr;
-      for (int c = 0; c < n_chunks; ++c) { const auto& ch = chunks[c];
-        for (int j = 0; j < ch.n_tokens; ++j) {
-          const int kp = ch.first_pos + j;
-          if (kp > q_pos[t] || (p.sliding_window > 0 && kp <= q_pos[t] - p.sliding_window)) continue;
-          const uint16_t* kr = ch.k + (size_t(j) * p.n_head_kv + h / g) * dim;
-          float s = 0; for (int d = 0; d < dim; ++d) s += q16[d] * fp16_to_fp32(kr[d]);
-          sc.push_back(s * p.scale);
-          vr.push_back(ch.v + (size_t(j) * p.n_head_kv + h / g) * dim);
-        } }
-      float* o = out + at;
-      std::fill(o, o + dim, 0.0f);
-      if (sc.empty()) continue;
-      float m = -INFINITY; for (float s : sc) m = std::max(m, s);
-      double sum = 0; for (float& s : sc) { s = expf(s - m); sum += s; }
-      const float inv = float(1.0 / sum);
-      for (float& s : sc) { s *= inv; if (!(mode & 2)) s = fp16_to_fp32(fp32_to_fp16(s)); }
-      for (size_t j = 0; j < sc.size(); ++j) for (int d = 0; d < dim; ++d) o[d] += sc[j] * fp16_to_fp32(vr[j][d]);
-    }
-}
-}
 namespace llmsvc::hal::cpu {
 HWY_EXPORT(RunSets);
 HWY_EXPORT(PrepareShared);
@@ -733,7 +750,6 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
                const AttentionParams& params, float* out, ThreadPool& pool, AttentionScratch& scratch) {
   assert(params.n_head_kv > 0 && params.n_head % params.n_head_kv == 0 && params.head_dim > 0);
   if (n_tokens <= 0) return;
-  if (std::getenv("ATTN_NAIVE")) return naive_attention(q, n_tokens, q_pos, chunks, n_chunks, params, out);
   Plan p;
   p.q = q;
   p.q_pos = q_pos;
@@ -765,7 +781,7 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
 
   // Too few sets to keep the team busy (decode): the team shares one set of all rows.
   const int all_rows = n_tokens * p.n_head;
-  if (nth > 1 && p.n_sets < 4 * nth && set_floats(p, all_rows) <= kMaxSharedFloats) {
+  if (p.n_sets < 4 * nth && set_floats(p, all_rows) <= kMaxSharedFloats) {
     auto& f = AttentionAccess::shared(scratch);
     auto& i = AttentionAccess::shared_i(scratch);
     if (f.size() < set_floats(p, all_rows)) f.resize(set_floats(p, all_rows));
@@ -773,7 +789,11 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
     SetView sv = carve(p, all_rows, f.data(), i.data());
     HWY_DYNAMIC_DISPATCH(PrepareShared)(p, sv);
     const auto run_shared = HWY_DYNAMIC_DISPATCH(RunShared);
-    pool.run([&](int ith, int n) { run_shared(p, sv, ith, n, &pool); });
+    if (nth == 1) {
+      run_shared(p, sv, 0, 1, nullptr);
+    } else {
+      pool.run([&](int ith, int n) { run_shared(p, sv, ith, n, &pool); });
+    }
     return;
   }
 
