@@ -6,7 +6,6 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
-#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -408,18 +407,11 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
   for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
     for (int u = 0; u < DU; ++u) a[r][u] = hn::Zero(df);
-  static const int pfd = getenv("ATTN_PF") ? atoi(getenv("ATTN_PF")) : 0;
   for (; s < sv.n_seg && sv.koff[s] < khi; ++s) {
     const KvChunkView& ch = p.chunks[sv.seg[s]];
     const int base = sv.koff[s];
     const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
     const float* pp = prow + base;
-    if (pfd && s + pfd < sv.n_seg) {
-      const KvChunkView& nx = p.chunks[sv.seg[s + pfd]];
-      for (int j = 0; j < nx.n_tokens; ++j)
-        for (int u = 0; u < DU; u += 64 / (int)(n * 2) > 0 ? 64 / (int)(n * 2) : 1)
-          __builtin_prefetch(nx.v + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
-    }
     const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
     for (int j = j0; j < j1; ++j, vp += kvstride) {
       V vv[DU];
@@ -514,16 +506,9 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const size_t dim = static_cast<size_t>(p.head_dim);
   const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
-  static const int pfd = getenv("ATTN_PF") ? atoi(getenv("ATTN_PF")) : 0;
   for (int s = s0; s < s1; ++s) {
     const KvChunkView& ch = p.chunks[sv.seg[s]];
     const int base = sv.koff[s];
-    if (pfd && s + pfd < s1) {
-      const KvChunkView& nx = p.chunks[sv.seg[s + pfd]];
-      const char* b = reinterpret_cast<const char*>(nx.k);
-      const size_t bytes = static_cast<size_t>(nx.n_tokens) * kvstride * 2;
-      for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o);
-    }
     for_each_row_block(rs, kRowBlock, [&](int r0, int rb, int kv_head) {
       int64_t b[kRowBlock], h[kRowBlock];
       int64_t ub = ch.n_tokens, uh = 0;
@@ -557,11 +542,11 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
 
 // Softmax of rows [r0, r1), in place: scores become f16-rounded weights over each row's
 // padded span. The sum runs over vectors of keys from the row's first key: f32 lane sums
-// (Hsum order) added in double, as ggml_vec_soft_max_f32 does. Three sweeps over the rows
-// (max, exp and sum, normalize) so that one row's sum -> 1 / sum -> weights latency overlaps
-// the next rows' work.
+// (Hsum order) added in double, as ggml_vec_soft_max_f32 does. Rows go in groups that fit
+// in L1, three sweeps over each group (max, exp and sum, normalize), so that one row's
+// sum -> 1 / sum -> weights latency overlaps the next rows' work.
 template <class DF>
-void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
+void SoftmaxGroup(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
   using V = hn::Vec<DF>;
   const int n = static_cast<int>(hn::Lanes(df));
   for (int r = r0; r < r1; ++r) {
@@ -630,6 +615,17 @@ void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
     for (; j + n <= hi; j += n) hn::StoreU(RoundF16(df, hn::Mul(hn::LoadU(df, row + j), vinv)), df, row + j);
     for (; j < hi; ++j) row[j] = RoundF16(row[j] * inv);
     std::fill(row + hi, row + sv.phi[r], 0.0f);
+  }
+}
+
+template <class DF>
+void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
+  constexpr int kGroupFloats = 6 * 1024;  // 24 KiB of scores
+  for (int g0 = r0, g1; g0 < r1; g0 = g1) {
+    int floats = sv.phi[g0] - sv.plo[g0];
+    for (g1 = g0 + 1; g1 < r1 && floats + (sv.phi[g1] - sv.plo[g1]) <= kGroupFloats; ++g1)
+      floats += sv.phi[g1] - sv.plo[g1];
+    SoftmaxGroup(df, p, sv, g0, g1);
   }
 }
 

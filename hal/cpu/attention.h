@@ -1,8 +1,13 @@
 // CPU attention over a chunked f16 KV cache, with the numerics of llama.cpp's CPU path
 // (f16 KV cache, flash attention off), so that logits match it token for token:
 //   q is rounded to f16; s_j = f16(q) . K_j in f32; s_j *= scale; m = max_j s_j;
-//   e_j = exp(s_j - m) (ggml's vector expf); sum = sum_j e_j in double (f32 partial sums of
-//   one vector of keys, like ggml); p_j = f16(e_j * (float)(1 / sum)); out = sum_j p_j V_j in f32.
+//   e_j = exp(s_j - m) with ggml's vector expf; sum = sum_j e_j in double, one f32 lane sum
+//   per vector of keys at a time (ggml_vec_soft_max_f32); p_j = f16(e_j * (float)(1 / sum));
+//   out = sum_j p_j V_j in f32.
+// Summation orders: a score accumulates lane-wise over head_dim, then folds the lanes like
+// _mm512_reduce_add_ps, which is llamafile's f16 GEMM (llama.cpp's prompt path) bit for bit;
+// the V sum runs lane-wise over keys in order. llama.cpp's decode path (ggml_vec_dot_f16)
+// and its V GEMM sum in other orders: f32 rounding-level differences, rarely visible in p.
 //
 // Two passes per query row: the scores of its visible keys go to a row buffer, then the
 // softmax runs over the row, then the V pass. Work is cut into sets of rows. Prefill: a set
@@ -11,8 +16,9 @@
 // served. Decode (too few sets for the team): one set of all rows, shared by the team, which
 // splits the score pass by chunks, the softmax by rows and the V pass by output columns, with
 // a barrier between. Every output element is computed by the same operations in the same
-// order whatever the split, so results do not depend on the thread count (or the set
-// layout). K/V stay where they are: f16 lanes are widened to f32 in registers.
+// order whatever the split, so results do not depend on the thread count nor on how tokens
+// are batched (bit for bit). K/V stay where they are: f16 lanes are widened to f32 in
+// registers.
 #pragma once
 
 #include <atomic>
