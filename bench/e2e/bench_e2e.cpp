@@ -39,9 +39,11 @@ std::vector<int32_t> tokens_for(int n, int vocab) {
   return t;
 }
 
-// Sum a buffer far larger than the caches with `threads` threads; the best of a few runs.
-double memory_read_gbps(int threads) {
-  const size_t n = size_t{1} << 28;  // 1 GiB of floats... as 2^28 * 4 bytes
+// Read bandwidth summing `bytes` of floats with `threads` threads; the best of a few runs.
+// 1 GiB measures DRAM; a buffer the size of the weights measures what decode can get
+// when they fit in the last-level cache (some server CPUs hold a small model whole).
+double memory_read_gbps(int threads, size_t bytes) {
+  const size_t n = bytes / sizeof(float);
   std::vector<float> buf(n, 1.0f);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
@@ -139,7 +141,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (membw) {
-    nlohmann::json j = {{"test", "memory_read_bandwidth"}, {"threads", threads}, {"gb_per_s", memory_read_gbps(threads)}};
+    nlohmann::json j = {{"test", "memory_read_bandwidth"}, {"threads", threads},
+                        {"gb_per_s", memory_read_gbps(threads, size_t{1} << 30)},
+                        {"weights_sized_gb_per_s", memory_read_gbps(threads, (*model)->weight_bytes())}};
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;
