@@ -78,6 +78,7 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
   }
   dev_.rope(q_.data(), n, cfg_.n_head, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
   dev_.rope(k_.data(), n, cfg_.n_head_kv, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
+  if (cfg_.scale_q) dev_.scale(q_.data(), size_t(n) * QD, cfg_.attn_scale);
   // New K/V go straight into their chunk slots.
   for (int t = 0; t < n; ++t) {
     dev_.store_f16(k_.data() + size_t(t) * KV, seq.k(il, p0 + t), KV);
@@ -94,7 +95,7 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
   ap.n_head = cfg_.n_head;
   ap.n_head_kv = cfg_.n_head_kv;
   ap.head_dim = cfg_.head_dim;
-  ap.scale = cfg_.attn_scale;
+  ap.scale = cfg_.scale_q ? 1.0f : cfg_.attn_scale;
   ap.sliding_window = swa ? cfg_.sliding_window : 0;
   dev_.attention(q_.data(), n, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, attn_.data());
   dev_.matmul(*L.wo, attn_.data(), n, o_.data());

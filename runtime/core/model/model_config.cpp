@@ -117,6 +117,8 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
       c.rope_freq_base_swa = 10000.0f;
       // llama.cpp's gemma3 27B (62 layers) scales by n_embd / n_head instead of the head size.
       if (c.n_layer == 62) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head));
+      // llama.cpp scales q itself (then rounds it to f16 in attention) instead of the scores.
+      c.scale_q = true;
       break;
   }
   return c;

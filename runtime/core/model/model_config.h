@@ -33,6 +33,7 @@ struct ModelConfig {
   float rope_freq_base_swa = 10000.0f;  // sliding-window layers (gemma3)
   float rms_eps = 1e-5f;
   float attn_scale = 0.0f;   // applied to q.k
+  bool scale_q = false;      // apply attn_scale to q before attention (gemma3, as llama.cpp)
   float embd_scale = 1.0f;   // token embeddings are multiplied by this (gemma: sqrt(n_embd))
   int sliding_window = 0;    // 0: none
   std::vector<bool> layer_is_swa;  // per layer: uses the sliding window
