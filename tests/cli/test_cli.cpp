@@ -138,7 +138,7 @@ class CliModel : public Cli {
   void SetUp() override {
     Cli::SetUp();
     model_ = llmsvc::test::default_model_path();
-    if (!fs::exists(model_)) GTEST_SKIP() << "default model not at " << model_ << "; run tools/scripts/fetch_model.sh";
+    if (!fs::exists(model_)) FAIL() << "default model not at " << model_ << "; run tools/scripts/fetch_model.sh";
   }
   std::string model_;
 };
