@@ -25,6 +25,7 @@ enum class Code : int {
   unavailable = 13,
   quota_exceeded = 14,
   internal = 15,
+  model_mismatch = 16,
 };
 
 class [[nodiscard]] Status {

@@ -68,7 +68,8 @@ typedef enum llmsvc_status {
   LLMSVC_ERR_IO = 12,              /* storage error */
   LLMSVC_ERR_UNAVAILABLE = 13,     /* the service cannot be reached */
   LLMSVC_ERR_QUOTA_EXCEEDED = 14,  /* a per-app quota would be exceeded */
-  LLMSVC_ERR_INTERNAL = 15         /* a bug; the message says where */
+  LLMSVC_ERR_INTERNAL = 15,        /* a bug; the message says where */
+  LLMSVC_ERR_MODEL_MISMATCH = 16   /* the context was made with another model (its state cannot be used) */
 } llmsvc_status;
 
 typedef struct llmsvc_service llmsvc_service; /* a bound service (embedded or daemon) */
@@ -98,6 +99,12 @@ typedef struct llmsvc_bind_options {
   int32_t n_ctx;
   /** Embedded: tokens per KV chunk (0 = 16). */
   int32_t chunk_tokens;
+  /** Embedded: where persistent contexts live. NULL: $LLMSVC_STATE_DIR, else
+   *  $XDG_STATE_HOME/llmsvc, else ~/.local/state/llmsvc. */
+  const char* state_dir;
+  /** Embedded: non-zero reopens a context made with another model file (same vocabulary)
+   *  by recomputing its state; zero (default) refuses it with LLMSVC_ERR_MODEL_MISMATCH. */
+  int32_t recompute_on_model_change;
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);
@@ -131,6 +138,29 @@ LLMSVC_API const char* llmsvc_context_id(const llmsvc_context* context);
 LLMSVC_API void llmsvc_context_close(llmsvc_context* context);
 /** Delete a context and its state. Fails with LLMSVC_ERR_BUSY while a handle to it is open. */
 LLMSVC_API llmsvc_status llmsvc_context_delete(llmsvc_service* service, const char* id);
+/** What llmsvc_context_info() reports about a context. */
+typedef struct llmsvc_context_info {
+  size_t struct_size;
+  char id[65];                 /* NUL-terminated */
+  int32_t raw;                 /* non-zero: a raw (untemplated) context */
+  int32_t tokens;              /* tokens the context holds */
+  int32_t turns;               /* completed user turns */
+  /* KV chunks by state: resident (in memory, any format), swapped (only on storage),
+   * dropped (recomputed from the tokens when needed); they add up to chunks_total. */
+  int32_t chunks_total;
+  int32_t chunks_resident;
+  int32_t chunks_swapped;
+  int32_t chunks_dropped;
+  uint64_t kv_resident_bytes;
+} llmsvc_context_info;
+
+LLMSVC_API void llmsvc_context_info_init(llmsvc_context_info* info);
+/** Describe the context `id` (open or not). */
+LLMSVC_API llmsvc_status llmsvc_context_info_get(llmsvc_service* service, const char* id, llmsvc_context_info* out);
+/** Called once per context id, in order; return non-zero to stop early. */
+typedef int (*llmsvc_context_fn)(const char* id, void* user);
+/** List the contexts the service holds for this app. */
+LLMSVC_API llmsvc_status llmsvc_context_list(llmsvc_service* service, llmsvc_context_fn fn, void* user);
 /** Request cancellation of the running call on `context` (no-op when idle). Thread-safe. */
 LLMSVC_API llmsvc_status llmsvc_context_cancel(llmsvc_context* context);
 

@@ -164,4 +164,37 @@ llmsvc_status llmsvc_get_stats(llmsvc_service* service, llmsvc_stats* out) {
   });
 }
 
+void llmsvc_context_info_init(llmsvc_context_info* info) {
+  if (info) llmsvc::api::init(info);
+}
+
+llmsvc_status llmsvc_context_info_get(llmsvc_service* service, const char* id, llmsvc_context_info* out) {
+  return guarded([&] {
+    if (!service) return null_arg("service");
+    if (!out) return null_arg("out");
+    if (auto st = llmsvc::api::check_id(id); !st.ok()) return fail(st);
+    if (auto st = llmsvc::api::check_result_size(out->struct_size, llmsvc::api::kContextInfoV1, "llmsvc_context_info");
+        !st.ok()) {
+      return fail(st);
+    }
+    auto info = service->service->transport().context_info(id);
+    if (!info.ok()) return fail(info.status());
+    llmsvc::api::write_context_info(*info, out);
+    return LLMSVC_OK;
+  });
+}
+
+llmsvc_status llmsvc_context_list(llmsvc_service* service, llmsvc_context_fn fn, void* user) {
+  return guarded([&] {
+    if (!service) return null_arg("service");
+    if (!fn) return null_arg("fn");
+    auto ids = service->service->transport().list_contexts();
+    if (!ids.ok()) return fail(ids.status());
+    for (const std::string& id : *ids) {
+      if (fn(id.c_str(), user) != 0) break;
+    }
+    return LLMSVC_OK;
+  });
+}
+
 }  // extern "C"

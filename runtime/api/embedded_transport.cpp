@@ -13,7 +13,7 @@ class EmbeddedTransport final : public Transport {
   Result<std::string> create_context(const ContextOptions& options) override {
     return engine_->create_context(options);
   }
-  Status open_context(std::string_view id) override { return engine_->check_context(id); }
+  Status open_context(std::string_view id) override { return engine_->open_context(id); }
   Status delete_context(std::string_view id) override { return engine_->delete_context(id); }
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override {
@@ -22,6 +22,8 @@ class EmbeddedTransport final : public Transport {
   // The engine polls the handle's flag itself; nothing else to tell it.
   void cancel(std::string_view) override {}
   Result<EngineStats> stats() override { return engine_->stats(); }
+  Result<std::vector<std::string>> list_contexts() override { return engine_->list_contexts(); }
+  Result<ContextInfo> context_info(std::string_view id) override { return engine_->context_info(id); }
 
  private:
   std::unique_ptr<Engine> engine_;

@@ -12,6 +12,7 @@ thread_local std::string t_last_error;
 
 static_assert(LLMSVC_ERR_INTERNAL == static_cast<int>(Code::internal), "Code and llmsvc_status must match");
 static_assert(LLMSVC_ERR_QUOTA_EXCEEDED == static_cast<int>(Code::quota_exceeded));
+static_assert(LLMSVC_ERR_MODEL_MISMATCH == static_cast<int>(Code::model_mismatch));
 static_assert(LLMSVC_ERR_CANCELLED == static_cast<int>(Code::cancelled));
 
 }  // namespace
@@ -50,6 +51,8 @@ const char* status_name(llmsvc_status status) {
       return "LLMSVC_ERR_QUOTA_EXCEEDED";
     case LLMSVC_ERR_INTERNAL:
       return "LLMSVC_ERR_INTERNAL";
+    case LLMSVC_ERR_MODEL_MISMATCH:
+      return "LLMSVC_ERR_MODEL_MISMATCH";
   }
   return "LLMSVC_ERR_UNKNOWN";
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -40,7 +41,10 @@ static_assert(static_cast<int>(FinishReason::context_full) == LLMSVC_FINISH_CONT
 
 }  // namespace
 
-void init(llmsvc_bind_options* o) { *o = llmsvc_bind_options{sizeof(llmsvc_bind_options), nullptr, nullptr, 0, 0, 0}; }
+void init(llmsvc_bind_options* o) {
+  *o = llmsvc_bind_options{};
+  o->struct_size = sizeof(llmsvc_bind_options);
+}
 
 void init(llmsvc_context_options* o) {
   *o = llmsvc_context_options{sizeof(llmsvc_context_options), nullptr, nullptr, 0};
@@ -73,6 +77,11 @@ void init(llmsvc_stats* s) {
   s->struct_size = sizeof(llmsvc_stats);
 }
 
+void init(llmsvc_context_info* i) {
+  *i = llmsvc_context_info{};
+  i->struct_size = sizeof(llmsvc_context_info);
+}
+
 Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
   auto in = copy_in(options, kBindOptionsV1, "llmsvc_bind_options");
   if (!in.ok()) return in.status();
@@ -100,6 +109,12 @@ Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
   config.engine.n_threads = o.n_threads;
   config.engine.n_ctx = o.n_ctx;
   config.engine.chunk_tokens = o.chunk_tokens == 0 ? 16 : o.chunk_tokens;
+  if (o.state_dir != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.state_dir, "state_dir"));
+    if (o.state_dir[0] == '\0') return bad("state_dir is empty");
+    config.engine.state_dir = o.state_dir;
+  }
+  config.engine.recompute_on_model_change = o.recompute_on_model_change != 0;
 
   if (config.target == TargetKind::embedded) {
     std::string_view model;
@@ -209,6 +224,21 @@ void write_stats(const EngineStats& engine, int32_t open_contexts, llmsvc_stats*
   s.kv_bytes = engine.kv_bytes;
   s.weight_bytes = engine.weight_bytes;
   copy_out(s, out);
+}
+
+void write_context_info(const ContextInfo& info, llmsvc_context_info* out) {
+  llmsvc_context_info r;
+  init(&r);
+  std::snprintf(r.id, sizeof r.id, "%s", info.id.c_str());
+  r.raw = info.raw ? 1 : 0;
+  r.tokens = info.tokens;
+  r.turns = info.turns;
+  r.chunks_total = info.chunks_total;
+  r.chunks_resident = info.chunks_resident;
+  r.chunks_swapped = info.chunks_swapped;
+  r.chunks_dropped = info.chunks_dropped;
+  r.kv_resident_bytes = info.kv_resident_bytes;
+  copy_out(r, out);
 }
 
 }  // namespace llmsvc::api

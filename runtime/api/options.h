@@ -15,11 +15,12 @@ namespace llmsvc::api {
 // Bytes of the first published version of each struct (through its last v1 field).
 // These never change: later versions only add fields after them.
 #define LLMSVC_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(type::field))
-inline constexpr size_t kBindOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_bind_options, chunk_tokens);
+inline constexpr size_t kBindOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_bind_options, recompute_on_model_change);
 inline constexpr size_t kContextOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_context_options, raw);
 inline constexpr size_t kCallOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_call_options, slo_tpot_ratio);
 inline constexpr size_t kCallResultV1 = LLMSVC_SIZE_THROUGH(llmsvc_call_result, tpot_ms);
 inline constexpr size_t kStatsV1 = LLMSVC_SIZE_THROUGH(llmsvc_stats, weight_bytes);
+inline constexpr size_t kContextInfoV1 = LLMSVC_SIZE_THROUGH(llmsvc_context_info, kv_resident_bytes);
 #undef LLMSVC_SIZE_THROUGH
 
 // Limits on call options that cross process boundaries later (the daemon holds them).
@@ -39,6 +40,7 @@ void init(llmsvc_context_options* o);
 void init(llmsvc_call_options* o);
 void init(llmsvc_call_result* r);
 void init(llmsvc_stats* s);
+void init(llmsvc_context_info* i);
 
 // NULL options mean defaults. The target falls back to $LLMSVC_TARGET, the model to
 // the default model (model_not_found with the fetch hint when it is missing).
@@ -50,5 +52,6 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options);
 Status check_result_size(size_t struct_size, size_t v1_size, const char* what);
 void write_call_result(const CallStats& stats, llmsvc_call_result* out);
 void write_stats(const EngineStats& engine, int32_t open_contexts, llmsvc_stats* out);
+void write_context_info(const ContextInfo& info, llmsvc_context_info* out);
 
 }  // namespace llmsvc::api

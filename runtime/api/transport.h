@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "runtime/core/engine/engine.h"
@@ -29,6 +30,8 @@ class Transport {
   // side, since it cannot see our flag. Must be safe from any thread.
   virtual void cancel(std::string_view id) = 0;
   virtual Result<EngineStats> stats() = 0;
+  virtual Result<std::vector<std::string>> list_contexts() = 0;
+  virtual Result<ContextInfo> context_info(std::string_view id) = 0;
 };
 
 }  // namespace llmsvc::api

@@ -213,6 +213,13 @@ class SetTransport final : public Transport {
     s.known_contexts = static_cast<int32_t>(ids_.size());
     return s;
   }
+  Result<std::vector<std::string>> list_contexts() override { return std::vector<std::string>(ids_.begin(), ids_.end()); }
+  Result<ContextInfo> context_info(std::string_view id) override {
+    if (!ids_.count(std::string(id))) return Status(Code::not_found, "no such context");
+    ContextInfo i;
+    i.id = std::string(id);
+    return i;
+  }
 
  private:
   std::set<std::string> ids_;

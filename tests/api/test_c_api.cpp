@@ -63,6 +63,7 @@ TEST(CApi, StatusNameForEveryCode) {
       {LLMSVC_ERR_UNAVAILABLE, "LLMSVC_ERR_UNAVAILABLE"},
       {LLMSVC_ERR_QUOTA_EXCEEDED, "LLMSVC_ERR_QUOTA_EXCEEDED"},
       {LLMSVC_ERR_INTERNAL, "LLMSVC_ERR_INTERNAL"},
+      {LLMSVC_ERR_MODEL_MISMATCH, "LLMSVC_ERR_MODEL_MISMATCH"},
   };
   for (const auto& [code, name] : names) EXPECT_STREQ(llmsvc_status_name(code), name);
   ASSERT_NE(llmsvc_status_name(static_cast<llmsvc_status>(99)), nullptr);

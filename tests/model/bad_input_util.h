@@ -73,6 +73,7 @@ inline const char* code_name(Code c) {
     case Code::unavailable: return "unavailable";
     case Code::quota_exceeded: return "quota_exceeded";
     case Code::internal: return "internal";
+    case Code::model_mismatch: return "model_mismatch";
   }
   return "?";
 }

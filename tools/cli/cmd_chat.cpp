@@ -1,5 +1,6 @@
-// `llmsvc chat`: a multi-turn conversation on one context. On a terminal it prompts with
-// "> "; otherwise every input line is one turn. "/exit" or end of input quits.
+// `llmsvc chat`: a multi-turn conversation on one context (a persistent one with --context).
+// On a terminal it prompts with "> "; otherwise every input line is one turn. "/exit" or
+// end of input quits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "runtime/api/validate.h"
+#include "runtime/core/persist/state_dir.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -18,6 +20,7 @@ struct ChatArgs {
   ModelArgs model;
   SamplingArgs sampling;
   std::string system;
+  std::string context;  // persistent context to resume (created when new)
 };
 
 int chat(const ChatArgs& args) {
@@ -26,9 +29,19 @@ int chat(const ChatArgs& args) {
   if (!params.ok()) return report(params.status());
   auto engine = load_engine(args.model);
   if (!engine.ok()) return report(engine.status());
-  ContextOptions copts;
-  copts.system_prompt = args.system;
-  auto id = (*engine)->create_context(copts);
+  // A named context is resumed (or created) and kept; otherwise the conversation lives
+  // only as long as this session.
+  Result<std::string> id = args.context;
+  if (args.context.empty() || (*engine)->open_context(args.context).code() == Code::not_found) {
+    ContextOptions copts;
+    copts.id = args.context;
+    copts.system_prompt = args.system;
+    id = (*engine)->create_context(copts);
+  } else if (Status st = (*engine)->open_context(args.context); !st.ok()) {
+    return report(st);
+  } else if (!args.system.empty()) {
+    std::fprintf(stderr, "llmsvc: note: --system is ignored when resuming context '%s'\n", args.context.c_str());
+  }
   if (!id.ok()) return report(id.status());
 
   const bool interactive = isatty(STDIN_FILENO);
@@ -78,7 +91,7 @@ int chat(const ChatArgs& args) {
       if (!interactive) break;
     }
   }
-  (void)(*engine)->delete_context(*id);  // the conversation ends with the session
+  if (args.context.empty()) (void)(*engine)->delete_context(*id);  // the conversation ends with the session
   return exit_code;
 }
 
@@ -89,7 +102,9 @@ void add_chat_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("chat", "talk with the model, one line per turn (/exit quits)");
   add_model_options(*cmd, args->model);
   add_sampling_options(*cmd, args->sampling);
-  cmd->add_option("--system", args->system, "system prompt");
+  cmd->add_option("--system", args->system, "system prompt (of a new context)");
+  cmd->add_option("--context", args->context, "persistent context id: resumed if it exists, else created; kept after")
+      ->check([](const std::string& v) { return persist::valid_context_id(v) ? "" : "must be 1..64 of [A-Za-z0-9._-]"; });
   cmd->callback([args, &exit_code] { exit_code = chat(*args); });
 }
 

@@ -9,5 +9,6 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_chat_command(CLI::App& app, int& exit_code);
 void add_tokenize_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
+void add_ctx_command(CLI::App& app, int& exit_code);
 
 }  // namespace llmsvc::cli

@@ -19,6 +19,8 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("-t,--threads", args.threads, "worker threads (0: all CPUs)")->check(CLI::NonNegativeNumber);
   cmd.add_option("--ctx", args.n_ctx, "tokens per context (0: the model's length, at most 4096)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--state-dir", args.state_dir, "where persistent contexts live (default: $LLMSVC_STATE_DIR, "
+                                                "$XDG_STATE_HOME/llmsvc or ~/.local/state/llmsvc)");
 }
 
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
@@ -61,6 +63,7 @@ Result<std::unique_ptr<Engine>> load_engine(const ModelArgs& args) {
   o.model_path = args.model.empty() ? nullptr : args.model.c_str();
   o.n_threads = args.threads;
   o.n_ctx = args.n_ctx;
+  o.state_dir = args.state_dir.empty() ? nullptr : args.state_dir.c_str();
   auto config = api::read_bind_options(&o);
   if (!config.ok()) return config.status();
   LoadProgress progress("loading " + config->engine.model_path);

@@ -20,6 +20,7 @@ struct ModelArgs {
   std::string model;  // empty: the default model
   int threads = 0;
   int n_ctx = 0;
+  std::string state_dir;  // empty: $LLMSVC_STATE_DIR, $XDG_STATE_HOME/llmsvc, ~/.local/state/llmsvc
 };
 void add_model_options(CLI::App& cmd, ModelArgs& args);
 

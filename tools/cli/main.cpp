@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     llmsvc::cli::add_chat_command(app, exit_code);
     llmsvc::cli::add_tokenize_command(app, exit_code);
     llmsvc::cli::add_info_command(app, exit_code);
+    llmsvc::cli::add_ctx_command(app, exit_code);
     CLI11_PARSE(app, argc, argv);
     return exit_code;
   } catch (const std::bad_alloc&) {

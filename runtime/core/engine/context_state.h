@@ -1,5 +1,5 @@
-// ContextState: one context inside the engine — its token history (the source of truth)
-// and the KV sequence computed from it.
+// ContextState: one context inside the engine — its token history (the source of truth,
+// mirrored on storage by its HistoryLog) and the KV sequence computed from it.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policy/kv_chunk_store.h"
+#include "runtime/core/persist/history_log.h"
 
 namespace llmsvc {
 
@@ -21,6 +22,9 @@ struct ContextState {
   std::vector<int32_t> tokens;      // every token of the context, in order
   int n_evaluated = 0;              // tokens[0, n_evaluated) have K/V in `kv`
   int turns = 0;                    // completed user turns
+  std::unique_ptr<persist::HistoryLog> log;  // holds tokens[0, n_persisted) durably
+  size_t n_persisted = 0;
+  int persisted_turns = 0;
   policy::KvSequence kv;
 };
 

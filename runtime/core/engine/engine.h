@@ -24,6 +24,26 @@ struct EngineOptions {
   int n_threads = 0;        // 0: all online CPUs
   int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
   int chunk_tokens = 16;    // KV chunk size
+  std::string state_dir;    // persistent contexts; empty: persist::resolve_state_root's default
+  // A context made with another model file: refused with Code::model_mismatch, or (when
+  // set, and the vocabulary is the same) reopened with its KV recomputed from its tokens.
+  bool recompute_on_model_change = false;
+};
+
+// A context as the engine sees it (loaded or only on storage).
+struct ContextInfo {
+  std::string id;
+  bool raw = false;
+  bool loaded = false;        // in this engine's memory (else only on storage)
+  int32_t tokens = 0;         // tokens in the history
+  int32_t turns = 0;          // completed user turns
+  std::string system_prompt;
+  // KV chunks by state (a chunk holds chunk_tokens positions; the last may be partial).
+  int32_t chunks_total = 0;
+  int32_t chunks_resident = 0;   // in memory, any format
+  int32_t chunks_swapped = 0;    // only on storage
+  int32_t chunks_dropped = 0;    // nowhere: recomputed from the tokens when needed
+  uint64_t kv_resident_bytes = 0;
 };
 
 struct ContextOptions {
@@ -67,19 +87,26 @@ class Engine {
 
   // Creates a context; returns its id. Code::exists if the id is taken.
   virtual Result<std::string> create_context(const ContextOptions& options) = 0;
-  // Code::not_found for an unknown id.
-  virtual Status check_context(std::string_view id) const = 0;
-  // Code::busy while inside a call; not_found if unknown.
+  // Makes a context ready for calls, loading it from storage if needed. Code::not_found for
+  // an unknown id, busy if another process holds it, model_mismatch (see EngineOptions).
+  virtual Status open_context(std::string_view id) = 0;
+  // Deletes the context and its files. Code::busy while inside a call; not_found if unknown.
   virtual Status delete_context(std::string_view id) = 0;
+  // Every context on storage, by id.
+  virtual Result<std::vector<std::string>> list_contexts() const = 0;
+  virtual Result<ContextInfo> context_info(std::string_view id) const = 0;
   // Appends `prompt` (as a user turn unless raw) and generates. Code::busy if the context
   // is in another call; cancelled when the callback or the cancel flag stops it (what was
-  // generated stays in the context); context_overflow when the prompt cannot fit.
+  // generated stays in the context); context_overflow when the prompt cannot fit. Whatever
+  // the context holds when call() returns is on storage already; if it cannot be written
+  // (Code::io: disk full, ...) the call's tokens are taken back and the context is as it was.
   virtual Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                       CallStats* stats) = 0;
 
   virtual EngineStats stats() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
   virtual int n_ctx() const = 0;
+  virtual const std::string& state_root() const = 0;
 };
 
 }  // namespace llmsvc

@@ -5,8 +5,14 @@
 #include <chrono>
 #include <thread>
 
+#include <cerrno>
+#include <ctime>
+#include <unistd.h>
+
 #include "hal/cpu/cpu_device.h"
+#include "base/file_io.h"
 #include "runtime/core/engine/stop_matcher.h"
+#include "runtime/core/persist/context_meta.h"
 #include "runtime/core/sampler/sampler.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
@@ -17,13 +23,6 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 constexpr int kDefaultMaxCtx = 4096;
-
-bool valid_id(std::string_view id) {
-  if (id.empty() || id.size() > 64) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-  });
-}
 
 // Clears a context's busy flag when a call ends, however it ends.
 struct BusyGuard {
@@ -39,25 +38,34 @@ struct BusyGuard {
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   int threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int chunk = o.chunk_tokens > 0 ? o.chunk_tokens : 16;
+  if (chunk > 4096) return Status(Code::invalid_argument, "engine: chunk_tokens must be at most 4096");
+  auto root = persist::resolve_state_root(o.state_dir);
+  if (!root.ok()) return root.status();
+  persist::StateDir state(*root);
+  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(state.contexts_dir()));
   auto device = hal::cpu::make_cpu_device(threads);
   auto model = Model::load(o.model_path, *device);
   if (!model.ok()) return model.status();
   const int trained = (*model)->config().n_ctx_train;
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
-  const int chunk = o.chunk_tokens > 0 ? o.chunk_tokens : 16;
-  if (chunk > 4096) return Status(Code::invalid_argument, "engine: chunk_tokens must be at most 4096");
-  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), n_ctx, chunk));
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), n_ctx, chunk,
+                                                              std::move(state), o.recompute_on_model_change));
 }
 
-EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens)
+EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
+                       persist::StateDir state, bool recompute_on_model_change)
     : device_(std::move(device)),
       model_(std::move(model)),
       n_ctx_(n_ctx),
       store_(policy::KvGeometry{model_->config().n_layer, model_->config().kv_dim(), chunk_tokens}, 0),
+      state_(std::move(state)),
+      recompute_on_model_change_(recompute_on_model_change),
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
+  if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
 }
 
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
@@ -69,34 +77,136 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
       id = "ctx-";
       uint64_t r = id_rng_();
       for (int i = 0; i < 16; ++i, r >>= 4) id += kHex[r & 15];
-    } while (contexts_.count(id));
-  } else if (!valid_id(id)) {
-    return Status(Code::invalid_argument, "context id must be 1..64 characters of [A-Za-z0-9._-]");
-  } else if (contexts_.count(id)) {
+    } while (contexts_.count(id) || state_.has(id));
+  } else if (!persist::valid_context_id(id)) {
+    return Status(Code::invalid_argument, "context id must be 1..64 characters of [A-Za-z0-9._-], not '.' or '..'");
+  } else if (contexts_.count(id) || state_.has(id)) {
     return Status(Code::exists, "context '" + id + "' already exists");
+  }
+  // Files first, context.json last: the context exists once its metadata does. A directory
+  // without it is the remains of a creation that crashed, and is cleared.
+  const std::string dir = state_.context_dir(id);
+  LLMSVC_RETURN_IF_ERROR(fileio::remove_tree(dir));
+  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(state_.chunks_dir(id)));
+  auto log = persist::HistoryLog::create(state_.history_path(id));
+  persist::ContextMeta meta;
+  meta.id = id;
+  meta.model_hash = model_->content_hash();
+  meta.vocab_hash = model_->vocab_hash();
+  meta.model_name = std::string(model_->file().get_string("general.name").value_or(""));
+  meta.raw = o.raw;
+  meta.system_prompt = o.system_prompt;
+  meta.chunk_tokens = store_.geometry().chunk_tokens;
+  meta.created_unix = static_cast<int64_t>(::time(nullptr));
+  Status s = log.ok() ? persist::write_context_meta(state_.meta_path(id), meta) : log.status();
+  if (s.ok()) s = fileio::fsync_dir(state_.contexts_dir());
+  if (!s.ok()) {
+    (void)fileio::remove_tree(dir);
+    return s;
   }
   auto ctx = std::make_unique<ContextState>(id, store_);
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
+  ctx->log = std::move(log).value();
   contexts_.emplace(id, std::move(ctx));
-  stats_.known_contexts = static_cast<int32_t>(contexts_.size());
+  stats_.known_contexts++;
   return id;
 }
 
-Status EngineImpl::check_context(std::string_view id) const {
+Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
+  if (auto it = contexts_.find(id); it != contexts_.end()) return it->second.get();
+  if (!state_.has(id)) return Status(Code::not_found, "no context '" + std::string(id) + "'");
+  auto meta = persist::read_context_meta(state_.meta_path(id));
+  if (!meta.ok()) return meta.status();
+  if (meta->id != id) return Status(Code::io, state_.meta_path(id) + ": names context '" + meta->id + "'");
+  if (meta->model_hash != model_->content_hash()) {
+    const bool can_recompute = recompute_on_model_change_ && meta->vocab_hash == model_->vocab_hash();
+    if (!can_recompute)
+      return Status(Code::model_mismatch, "context '" + std::string(id) + "' was made with another model ('" +
+                                              meta->model_name + "'); its state cannot be used with this one");
+  }
+  persist::HistoryLog::Contents hist;
+  auto log = persist::HistoryLog::open(state_.history_path(id), model_->config().n_vocab, &hist);
+  if (!log.ok()) return log.status();
+  if (hist.tokens.size() > static_cast<size_t>(n_ctx_))
+    return Status(Code::context_overflow, "context '" + std::string(id) + "' holds " + std::to_string(hist.tokens.size()) +
+                                              " tokens, more than this engine's " + std::to_string(n_ctx_));
+  auto ctx = std::make_unique<ContextState>(std::string(id), store_);
+  ctx->raw = meta->raw;
+  ctx->system_prompt = meta->system_prompt;
+  ctx->tokens = std::move(hist.tokens);
+  ctx->turns = ctx->persisted_turns = hist.turns;
+  ctx->n_persisted = ctx->tokens.size();
+  ctx->log = std::move(log).value();
+  // The KV is recomputed from the tokens on the next call.
+  ContextState* raw = ctx.get();
+  contexts_.emplace(std::string(id), std::move(ctx));
+  return raw;
+}
+
+Status EngineImpl::open_context(std::string_view id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!contexts_.count(id)) return Status(Code::not_found, "no context '" + std::string(id) + "'");
-  return Status::Ok();
+  return load_locked(id).status();
 }
 
 Status EngineImpl::delete_context(std::string_view id) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!persist::valid_context_id(id) || (!contexts_.count(id) && !state_.has(id)))
+    return Status(Code::not_found, "no context '" + std::string(id) + "'");
   auto it = contexts_.find(id);
-  if (it == contexts_.end()) return Status(Code::not_found, "no context '" + std::string(id) + "'");
-  if (it->second->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside a call");
-  contexts_.erase(it);
-  stats_.known_contexts = static_cast<int32_t>(contexts_.size());
-  return Status::Ok();
+  if (it != contexts_.end() && it->second->busy)
+    return Status(Code::busy, "context '" + std::string(id) + "' is inside a call");
+  // Hold its history lock while removing, so no other process is using it.
+  std::unique_ptr<persist::HistoryLog> held;
+  if (it == contexts_.end()) {
+    auto log = persist::HistoryLog::open(state_.history_path(id), model_->config().n_vocab, nullptr);
+    if (!log.ok() && log.status().code() == Code::busy) return log.status();
+    if (log.ok()) held = std::move(log).value();
+  }
+  // context.json first: from then on the context no longer exists, even if removing the
+  // rest is interrupted.
+  if (::unlink(state_.meta_path(id).c_str()) != 0 && errno != ENOENT)
+    return Status(Code::io, "cannot delete context '" + std::string(id) + "': " + fileio::errno_text(errno));
+  if (it != contexts_.end()) contexts_.erase(it);
+  held.reset();
+  stats_.known_contexts = std::max(0, stats_.known_contexts - 1);
+  return fileio::remove_tree(state_.context_dir(id));
+}
+
+Result<std::vector<std::string>> EngineImpl::list_contexts() const { return state_.list(); }
+
+Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
+  ContextInfo info;
+  info.id = std::string(id);
+  const int C = store_.geometry().chunk_tokens;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = contexts_.find(id); it != contexts_.end()) {
+      const ContextState& c = *it->second;
+      info.loaded = true;
+      info.raw = c.raw;
+      info.system_prompt = c.system_prompt;
+      info.tokens = static_cast<int32_t>(c.tokens.size());
+      info.turns = c.turns;
+      info.chunks_total = (info.tokens + C - 1) / C;
+      info.chunks_resident = std::min(info.chunks_total, c.kv.n_chunks());
+      info.chunks_dropped = info.chunks_total - info.chunks_resident;
+      info.kv_resident_bytes = uint64_t(info.chunks_resident) * store_.geometry().chunk_bytes();
+      return info;
+    }
+  }
+  if (!state_.has(id)) return Status(Code::not_found, "no context '" + std::string(id) + "'");
+  auto meta = persist::read_context_meta(state_.meta_path(id));
+  if (!meta.ok()) return meta.status();
+  auto hist = persist::HistoryLog::peek(state_.history_path(id), model_->config().n_vocab);
+  if (!hist.ok()) return hist.status();
+  info.raw = meta->raw;
+  info.system_prompt = meta->system_prompt;
+  info.tokens = static_cast<int32_t>(hist->tokens.size());
+  info.turns = hist->turns;
+  info.chunks_total = (info.tokens + C - 1) / C;
+  info.chunks_dropped = info.chunks_total;
+  return info;
 }
 
 EngineStats EngineImpl::stats() const {
@@ -149,10 +259,10 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   ContextState* ctx = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = contexts_.find(id);
-    if (it == contexts_.end()) return Status(Code::not_found, "no context '" + std::string(id) + "'");
-    if (it->second->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside another call");
-    ctx = it->second.get();
+    auto loaded = load_locked(id);
+    if (!loaded.ok()) return loaded.status();
+    ctx = *loaded;
+    if (ctx->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside another call");
     ctx->busy = true;
   }
   BusyGuard guard{mu_, *ctx};
@@ -165,6 +275,11 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   Status s = generate(*ctx, ids, params, on_piece, st);
+  if (Status p = persist(*ctx); !p.ok()) {
+    s = p;
+    st.generated_ids.clear();
+    st.generated_tokens = 0;
+  }
   st.context_tokens = static_cast<int32_t>(ctx->tokens.size());
   st.ttft_ms = st.generated_tokens > 0 ? st.ttft_ms : ms_since(t0);
   {
@@ -175,6 +290,24 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   }
   if (out) *out = std::move(st);
   return s;
+}
+
+Status EngineImpl::persist(ContextState& ctx) {
+  if (ctx.tokens.size() < ctx.n_persisted) return Status(Code::internal, "engine: history shrank below what is persisted");
+  if (ctx.tokens.size() == ctx.n_persisted && ctx.turns == ctx.persisted_turns) return Status::Ok();
+  const std::span<const int32_t> fresh = std::span<const int32_t>(ctx.tokens).subspan(ctx.n_persisted);
+  Status s = ctx.log->append(fresh, ctx.turns);
+  if (!s.ok()) {
+    // Not durable, so not acknowledged: the context goes back to what storage holds.
+    ctx.tokens.resize(ctx.n_persisted);
+    ctx.turns = ctx.persisted_turns;
+    ctx.n_evaluated = std::min(ctx.n_evaluated, static_cast<int>(ctx.n_persisted));
+    ctx.kv.truncate(ctx.n_evaluated);
+    return Status(s.code(), "the turn could not be saved, so it was not kept: " + s.message());
+  }
+  ctx.n_persisted = ctx.tokens.size();
+  ctx.persisted_turns = ctx.turns;
+  return Status::Ok();
 }
 
 Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,

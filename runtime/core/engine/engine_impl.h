@@ -13,21 +13,26 @@
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
+#include "runtime/core/persist/state_dir.h"
 
 namespace llmsvc {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens);
+  EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
+             persist::StateDir state, bool recompute_on_model_change);
 
   Result<std::string> create_context(const ContextOptions& options) override;
-  Status check_context(std::string_view id) const override;
+  Status open_context(std::string_view id) override;
   Status delete_context(std::string_view id) override;
+  Result<std::vector<std::string>> list_contexts() const override;
+  Result<ContextInfo> context_info(std::string_view id) const override;
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override;
   EngineStats stats() const override;
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
   int n_ctx() const override { return n_ctx_; }
+  const std::string& state_root() const override { return state_.root(); }
 
  private:
   // Tokens that the prompt adds to `ctx` (template included; user text never parsed for specials).
@@ -35,11 +40,17 @@ class EngineImpl final : public Engine {
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
                   const PieceFn& on_piece, CallStats& st);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
+  // Loads a context from storage into contexts_ (mu_ held).
+  Result<ContextState*> load_locked(std::string_view id);
+  // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
+  Status persist(ContextState& ctx);
 
   std::unique_ptr<hal::Device> device_;
   std::unique_ptr<Model> model_;
   int n_ctx_;
   policy::KvChunkStore store_;
+  persist::StateDir state_;
+  bool recompute_on_model_change_;
 
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;

@@ -79,6 +79,8 @@ class GgufFile {
   uint64_t file_size() const { return size_; }
   uint32_t alignment() const { return alignment_; }
   const std::string& path() const { return path_; }
+  // The whole file image (mapped or in memory).
+  std::span<const uint8_t> bytes() const { return {base_, static_cast<size_t>(size_)}; }
 
   const std::map<std::string, Value, std::less<>>& metadata() const { return kv_; }
   const Value* find(std::string_view key) const;

@@ -2,6 +2,8 @@
 // and prepared on the device.
 #include "runtime/core/model/model.h"
 
+#include <xxhash.h>
+
 #include <cstdint>
 #include <string>
 
@@ -88,8 +90,26 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, hal::Device&
   if (!tok.ok()) return tok.status();
   m->tokenizer_ = std::move(tok).value();
   m->chat_ = make_chat_template(*m->file_);
+  m->hash_identity();  // before load_weights drops the pages it has copied
   LLMSVC_RETURN_IF_ERROR(m->load_weights(device));
   return m;
+}
+
+void Model::hash_identity() {
+  const auto bytes = file_->bytes();
+  content_hash_ = XXH3_64bits(bytes.data(), bytes.size());
+  XXH3_state_t* st = XXH3_createState();
+  if (!st) return;  // out of memory: the vocabulary stays unidentified (0)
+  XXH3_64bits_reset(st);
+  if (const auto* tokens = file_->get_string_array("tokenizer.ggml.tokens")) {
+    for (const std::string& t : *tokens) {
+      const uint64_t len = t.size();  // length-prefixed: no two lists hash alike by concatenation
+      XXH3_64bits_update(st, &len, sizeof len);
+      XXH3_64bits_update(st, t.data(), t.size());
+    }
+  }
+  vocab_hash_ = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
 }
 
 Status Model::load_weights(hal::Device& dev) {

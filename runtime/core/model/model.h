@@ -45,6 +45,12 @@ class Model {
   const hal::PreparedWeight& output() const { return *output_; }
   const FloatParam& output_norm() const { return output_norm_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Identity of the file's contents (XXH3-64 of every byte): KV computed with one model is
+  // never used with another.
+  uint64_t content_hash() const { return content_hash_; }
+  // Identity of the vocabulary (XXH3-64 over the token texts): token histories carry over
+  // between models that share it.
+  uint64_t vocab_hash() const { return vocab_hash_; }
 
  private:
   struct Key {};  // only load() constructs
@@ -53,6 +59,7 @@ class Model {
 
  private:
   Status load_weights(hal::Device& device);
+  void hash_identity();
 
   std::unique_ptr<gguf::GgufFile> file_;
   ModelConfig config_;
@@ -63,6 +70,8 @@ class Model {
   std::unique_ptr<hal::PreparedWeight> output_;
   FloatParam output_norm_;
   uint64_t weight_bytes_ = 0;
+  uint64_t content_hash_ = 0;
+  uint64_t vocab_hash_ = 0;
 };
 
 }  // namespace llmsvc

@@ -1,0 +1,62 @@
+// HistoryLog: a context's token history on storage — the source of truth every KV chunk
+// is recomputed from. Append-only records, each carrying its own checksum, made durable
+// (fdatasync) before append() returns, so an acknowledged call is never lost. A torn
+// record at the end (a crash mid-append) is an unacknowledged call: open() cuts it off.
+//
+// The file is locked (flock, exclusive) while open, so two processes never write one
+// context; the second gets Code::busy.
+//
+// Layout (little-endian): header "LLMSVCH\0", u32 version, u32 0; then records:
+//   u32 'TREC', u32 n_tokens, u32 turns (completed user turns after this record), u32 0,
+//   i32 tokens[n_tokens], u64 XXH3-64 of everything before it in the record.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace llmsvc::persist {
+
+class HistoryLog {
+ public:
+  struct Contents {
+    std::vector<int32_t> tokens;
+    int32_t turns = 0;
+    uint64_t dropped_tail_bytes = 0;  // bytes of a torn record cut off at open
+  };
+
+  // Creates a new, empty log (Code::exists if the file is there).
+  static Result<std::unique_ptr<HistoryLog>> create(const std::string& path);
+  // Opens an existing log, repairs a torn tail and returns what it holds. Token ids must
+  // be < n_vocab. Code::not_found when absent, busy when another process holds it.
+  static Result<std::unique_ptr<HistoryLog>> open(const std::string& path, int32_t n_vocab, Contents* out);
+  // Reads a log without locking or repairing it (for listing while another process may
+  // hold it); a torn tail is ignored.
+  static Result<Contents> peek(const std::string& path, int32_t n_vocab);
+  ~HistoryLog();
+  HistoryLog(const HistoryLog&) = delete;
+  HistoryLog& operator=(const HistoryLog&) = delete;
+
+  // Appends one record and makes it durable. On failure (disk full, ...) the file is cut
+  // back to what it held before and Code::io says why.
+  Status append(std::span<const int32_t> tokens, int32_t turns);
+
+  uint64_t size_bytes() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Key {};  // only create() and open() construct
+ public:
+  HistoryLog(Key, int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t size_ = 0;
+};
+
+}  // namespace llmsvc::persist

@@ -1,0 +1,42 @@
+// Where persistent contexts live, and the layout under it:
+//   <root>/contexts/<id>/context.json   what the context is (ContextMeta)
+//   <root>/contexts/<id>/history.log    its token history (HistoryLog)
+//   <root>/contexts/<id>/chunks/        its swapped KV chunks
+// Directories are created 0700: a context is private to the app that owns the root.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace llmsvc::persist {
+
+// The state root: `explicit_dir` if set, else $LLMSVC_STATE_DIR, else $XDG_STATE_HOME/llmsvc,
+// else $HOME/.local/state/llmsvc. Code::invalid_argument when none can be found.
+Result<std::string> resolve_state_root(std::string_view explicit_dir);
+
+// A context id is 1..64 bytes of [A-Za-z0-9._-], not "." or "..": safe as a file name.
+bool valid_context_id(std::string_view id);
+
+class StateDir {
+ public:
+  explicit StateDir(std::string root) : root_(std::move(root)) {}
+  const std::string& root() const { return root_; }
+
+  std::string contexts_dir() const { return root_ + "/contexts"; }
+  std::string context_dir(std::string_view id) const { return contexts_dir() + "/" + std::string(id); }
+  std::string meta_path(std::string_view id) const { return context_dir(id) + "/context.json"; }
+  std::string history_path(std::string_view id) const { return context_dir(id) + "/history.log"; }
+  std::string chunks_dir(std::string_view id) const { return context_dir(id) + "/chunks"; }
+
+  // Ids of the contexts on storage (directories with a context.json), sorted.
+  Result<std::vector<std::string>> list() const;
+  bool has(std::string_view id) const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace llmsvc::persist
