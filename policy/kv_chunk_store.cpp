@@ -1,41 +1,147 @@
-// KV chunk store: budgeted chunk allocation and chunk addressing.
+// KV chunk store: budgeted chunk memory, chunk addressing, LCTRU eviction.
 #include "policy/kv_chunk_store.h"
 
+#include <algorithm>
 #include <cstdlib>
-#include <new>
+#include <cstring>
+#include <limits>
 
 namespace llmsvc::policy {
 namespace {
+
 constexpr size_t kAlign = 64;  // cache line; SIMD loads of a row never straddle lines needlessly
-void free_chunk(uint16_t* p) { std::free(p); }
+void free_mem(uint8_t* p) { std::free(p); }
+
+// LCTRU level: the least compressed chunks leave memory first.
+int level(hal::KvFormat f) {
+  switch (f) {
+    case hal::KvFormat::f16: return 0;
+    case hal::KvFormat::q8: return 1;
+    case hal::KvFormat::q4: return 2;
+    case hal::KvFormat::q2: return 3;
+  }
+  return 0;
+}
+
 }  // namespace
 
-KvChunk::~KvChunk() { store_->release(store_->geometry().chunk_bytes()); }
+KvSequence::Chunk::Chunk(Chunk&& o) noexcept
+    : state(o.state),
+      format(o.format),
+      mem(std::move(o.mem)),
+      bytes(o.bytes),
+      mass(std::move(o.mass)),
+      seen(std::move(o.seen)),
+      version(o.version),
+      disk_version(o.disk_version.load()) {
+  o.bytes = 0;
+}
 
-KvSequence::KvSequence(KvChunkStore& store) : store_(store), geo_(store.geometry()) {}
+KvSequence::KvSequence(KvChunkStore& store) : store_(store), geo_(store.geometry()) { store_.add(this); }
+
+KvSequence::~KvSequence() {
+  store_.remove(this);  // no eviction can reach it any more
+  for (Chunk& ch : chunks_) free_chunk(ch);
+}
+
+void KvSequence::free_chunk(Chunk& ch) {
+  if (ch.mem) {
+    ch.mem.reset();
+    store_.release(ch.bytes);
+    ch.bytes = 0;
+  }
+}
 
 Status KvSequence::reserve(int n_tokens) {
   while (capacity() < n_tokens) {
-    auto chunk = store_.claim();
-    if (!chunk.ok()) return chunk.status();
-    chunks_.push_back(std::move(chunk).value());
+    chunks_.emplace_back();
+    Chunk& ch = chunks_.back();
+    ch.mass.assign(geo_.chunk_tokens, 0.0f);
+    ch.seen.assign(geo_.chunk_tokens, 0);
+    Status s = make_resident(n_chunks() - 1);
+    if (!s.ok()) {
+      chunks_.pop_back();
+      return s;
+    }
   }
   return Status::Ok();
 }
 
 void KvSequence::truncate(int n_tokens) {
-  const int keep = (n_tokens + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
-  if (keep < n_chunks()) chunks_.resize(keep);
+  const int keep = (std::max(0, n_tokens) + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
+  while (n_chunks() > keep) {
+    free_chunk(chunks_.back());
+    chunks_.pop_back();
+  }
 }
 
-const uint16_t* KvSequence::chunk_base(int c, int layer, int kv) const {
-  const size_t per_layer = size_t{2} * geo_.chunk_tokens * geo_.kv_dim;
-  return chunks_[c]->data() + layer * per_layer + kv * static_cast<size_t>(geo_.chunk_tokens) * geo_.kv_dim;
+Status KvSequence::make_resident(int c, hal::KvFormat format) {
+  Chunk& ch = chunks_[c];
+  const size_t bytes = geo_.chunk_bytes(format);
+  auto mem = store_.claim(bytes, this);
+  if (!mem.ok()) return mem.status();
+  free_chunk(ch);
+  ch.mem = std::move(mem).value();
+  ch.bytes = bytes;
+  ch.format = format;
+  ch.state = ChunkState::resident;
+  ch.version++;
+  return Status::Ok();
 }
 
-uint16_t* KvSequence::slot(int layer, int pos, int kv) {
+void KvSequence::drop(int c) {
+  Chunk& ch = chunks_[c];
+  free_chunk(ch);
+  ch.state = ChunkState::dropped;
+  ch.version++;
+}
+
+uint64_t KvSequence::resident_bytes() const {
+  uint64_t sum = 0;
+  for (const Chunk& ch : chunks_) sum += ch.bytes;
+  return sum;
+}
+
+int KvSequence::count(ChunkState s) const {
+  return static_cast<int>(std::count_if(chunks_.begin(), chunks_.end(), [s](const Chunk& ch) { return ch.state == s; }));
+}
+
+const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
+  const Chunk& ch = chunks_[c];
+  const hal::KvBlockShape shape = geo_.shape();
+  size_t off = size_t(layer) * geo_.layer_bytes(ch.format);
+  if (part == hal::KvPart::value) off += hal::kv_block_bytes(ch.format, hal::KvPart::key, shape);
+  return ch.mem.get() + off;
+}
+
+uint16_t* KvSequence::row(int layer, int pos, hal::KvPart part) {
   const int c = pos / geo_.chunk_tokens, t = pos % geo_.chunk_tokens;
-  return const_cast<uint16_t*>(chunk_base(c, layer, kv)) + size_t(t) * geo_.kv_dim;
+  Chunk& ch = chunks_[c];
+  ch.version++;  // the caller writes through the pointer
+  auto* base = static_cast<uint16_t*>(const_cast<void*>(block(c, layer, part)));
+  return base + size_t(t) * geo_.kv_dim();
+}
+
+void KvSequence::note_queries(int p0, int n) {
+  if (n <= 0) return;
+  const int C = geo_.chunk_tokens, end = p0 + n;
+  for (int c = 0; c < n_chunks() && c * C < end; ++c) {
+    for (int t = 0; t < C; ++t) {
+      const int pos = c * C + t;
+      if (pos >= end) break;
+      chunks_[c].seen[t] += static_cast<uint32_t>(end - std::max(pos, p0));  // queries at or after pos
+    }
+  }
+}
+
+double KvSequence::density(int c) const {
+  const Chunk& ch = chunks_[c];
+  double m = 0, s = 0;
+  for (size_t t = 0; t < ch.mass.size(); ++t) {
+    m += ch.mass[t];
+    s += ch.seen[t];
+  }
+  return s > 0 ? m / s : 0.0;
 }
 
 KvChunkStore::KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes) : geo_(geometry), budget_(budget_bytes) {}
@@ -45,27 +151,81 @@ uint64_t KvChunkStore::used_bytes() const {
   return used_;
 }
 
-Result<std::unique_ptr<KvChunk>> KvChunkStore::claim() {
-  const size_t bytes = geo_.chunk_bytes();
+uint64_t KvChunkStore::evictions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evictions_;
+}
+
+void KvChunkStore::add(KvSequence* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  seqs_.push_back(s);
+}
+
+void KvChunkStore::remove(KvSequence* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  seqs_.erase(std::remove(seqs_.begin(), seqs_.end(), s), seqs_.end());
+}
+
+void KvChunkStore::pin(KvSequence& seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  seq.pinned_ = true;
+  seq.last_use_ = ++clock_;
+}
+
+void KvChunkStore::unpin(KvSequence& seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  seq.pinned_ = false;
+}
+
+Result<KvChunkStore::Mem> KvChunkStore::claim(size_t bytes, const KvSequence* requester) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (budget_ != 0 && used_ + bytes > budget_)
-      return Status(Code::out_of_memory, "kv: budget of " + std::to_string(budget_) + " bytes exhausted (" +
-                                             std::to_string(used_) + " used)");
+    while (budget_ != 0 && used_ + bytes > budget_) {
+      if (!evict_one_locked(requester))
+        return Status(Code::out_of_memory, "kv: budget of " + std::to_string(budget_) + " bytes exhausted (" +
+                                               std::to_string(used_) + " held by contexts inside calls)");
+    }
     used_ += bytes;
   }
   const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  auto* mem = static_cast<uint16_t*>(std::aligned_alloc(kAlign, rounded));
+  auto* mem = static_cast<uint8_t*>(std::aligned_alloc(kAlign, rounded));
   if (!mem) {
     release(bytes);
     return Status(Code::out_of_memory, "kv: cannot allocate a chunk of " + std::to_string(bytes) + " bytes");
   }
-  return std::make_unique<KvChunk>(this, std::unique_ptr<uint16_t[], void (*)(uint16_t*)>(mem, free_chunk));
+  return Mem(mem, free_mem);
 }
 
 void KvChunkStore::release(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   used_ -= bytes;
+}
+
+bool KvChunkStore::evict_one_locked(const KvSequence* requester) {
+  KvSequence* victim_seq = nullptr;
+  int victim = -1;
+  std::pair<int, uint64_t> best{std::numeric_limits<int>::max(), 0};
+  for (KvSequence* s : seqs_) {
+    if (s->pinned_ || s == requester) continue;
+    for (int c = 0; c < s->n_chunks(); ++c) {
+      const KvSequence::Chunk& ch = s->chunks_[c];
+      if (ch.state != ChunkState::resident) continue;
+      const std::pair<int, uint64_t> key{level(ch.format), s->last_use_};
+      if (victim < 0 || key < best) {
+        best = key;
+        victim_seq = s;
+        victim = c;
+      }
+    }
+  }
+  if (victim < 0) return false;
+  KvSequence::Chunk& ch = victim_seq->chunks_[victim];
+  ch.state = ch.disk_version.load() == ch.version ? ChunkState::swapped : ChunkState::dropped;
+  ch.mem.reset();
+  used_ -= ch.bytes;  // mu_ is held: release() would lock it again
+  ch.bytes = 0;
+  evictions_++;
+  return true;
 }
 
 }  // namespace llmsvc::policy

@@ -1,10 +1,22 @@
-// KV chunk store: every context's KV cache as a list of fixed-size chunks under one
-// global memory budget (LLMS). A chunk holds C consecutive tokens' keys and values for
-// all layers, f16, laid out per layer as [token][kv_head][head_dim].
+// KV chunk store (LLMS): every context's KV cache as a list of chunks of C tokens under one
+// global memory budget, with exact accounting and LCTRU eviction.
 //
-// This is the resident state only; compression, swap and recompute build on it.
+// A chunk holds C consecutive positions of every layer. In memory it is one allocation:
+// for each layer, the K block then the V block, in the chunk's format (hal/kv_format.h)
+// for a block shape of C tokens. States:
+//   resident  in memory: f16 (being filled, or not compressed) or q8/q4/q2 (full chunks only)
+//   swapped   only in its swap file (brought back by loading it)
+//   dropped   nowhere; recomputed from its tokens when needed
+//
+// Working sets: a sequence inside a call is pinned; the store never takes its chunks.
+// When a claim would exceed the budget, the store evicts resident chunks of unpinned
+// sequences in LCTRU order: least compressed first (f16, then q8, q4, q2), least recently
+// used within a level. An evicted chunk whose swap file is current becomes swapped; any
+// other is dropped. Thread-safety: the store's mutex guards its accounting and every
+// unpinned sequence's chunks; a pinned sequence's chunks belong to its call's thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,69 +24,111 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hal/kv_format.h"
 
 namespace llmsvc::policy {
 
 struct KvGeometry {
   int n_layer = 0;
-  int kv_dim = 0;        // n_head_kv * head_dim, for K and for V
+  int n_head_kv = 0;
+  int head_dim = 0;
   int chunk_tokens = 16;
 
-  // Bytes of one chunk: K and V, all layers.
-  size_t chunk_bytes() const { return size_t{2} * n_layer * chunk_tokens * kv_dim * sizeof(uint16_t); }
+  int kv_dim() const { return n_head_kv * head_dim; }
+  hal::KvBlockShape shape() const { return {chunk_tokens, n_head_kv, head_dim}; }
+  // Bytes of one layer (K block + V block) and of a whole chunk, in format f.
+  size_t layer_bytes(hal::KvFormat f) const {
+    return hal::kv_block_bytes(f, hal::KvPart::key, shape()) + hal::kv_block_bytes(f, hal::KvPart::value, shape());
+  }
+  size_t chunk_bytes(hal::KvFormat f = hal::KvFormat::f16) const { return size_t(n_layer) * layer_bytes(f); }
 };
+
+enum class ChunkState : uint8_t { resident, swapped, dropped };
 
 class KvChunkStore;
-
-// One chunk's memory; freed (and returned to the budget) on destruction.
-class KvChunk {
- public:
-  KvChunk(KvChunkStore* store, std::unique_ptr<uint16_t[], void (*)(uint16_t*)> mem) : store_(store), mem_(std::move(mem)) {}
-  ~KvChunk();
-  KvChunk(const KvChunk&) = delete;
-  KvChunk& operator=(const KvChunk&) = delete;
-  uint16_t* data() { return mem_.get(); }
-  const uint16_t* data() const { return mem_.get(); }
-
- private:
-  KvChunkStore* store_;
-  std::unique_ptr<uint16_t[], void (*)(uint16_t*)> mem_;
-};
 
 // A context's KV cache: chunk i holds positions [i*C, (i+1)*C).
 class KvSequence {
  public:
   explicit KvSequence(KvChunkStore& store);
+  ~KvSequence();
   KvSequence(const KvSequence&) = delete;
   KvSequence& operator=(const KvSequence&) = delete;
 
-  // Makes room for positions [0, n_tokens): claims chunks from the store's budget.
-  // Code::out_of_memory when the budget (or the allocator) cannot give them.
-  Status reserve(int n_tokens);
-  // Forgets positions >= n_tokens (their chunks return to the budget).
-  void truncate(int n_tokens);
-
+  const KvGeometry& geometry() const { return geo_; }
   int n_chunks() const { return static_cast<int>(chunks_.size()); }
   int capacity() const { return n_chunks() * geo_.chunk_tokens; }
-  const KvGeometry& geometry() const { return geo_; }
 
-  // Key / value rows of `layer` at position `pos` (kv_dim halves each); pos < capacity().
-  uint16_t* k(int layer, int pos) { return slot(layer, pos, 0); }
-  uint16_t* v(int layer, int pos) { return slot(layer, pos, 1); }
-  // First key / value row of chunk `c` for `layer`.
-  const uint16_t* chunk_k(int c, int layer) const { return chunk_base(c, layer, 0); }
-  const uint16_t* chunk_v(int c, int layer) const { return chunk_base(c, layer, 1); }
+  // Makes positions [0, n_tokens) addressable: appends f16 resident chunks as needed (claimed
+  // from the budget, evicting other sequences' chunks). Code::out_of_memory when the budget
+  // cannot hold them even after eviction.
+  Status reserve(int n_tokens);
+  // Forgets positions >= n_tokens: chunks wholly past it are freed.
+  void truncate(int n_tokens);
+
+  ChunkState state(int c) const { return chunks_[c].state; }
+  hal::KvFormat format(int c) const { return chunks_[c].format; }
+  // Bytes this sequence holds in memory.
+  uint64_t resident_bytes() const;
+  int count(ChunkState s) const;
+
+  // Brings a swapped or dropped chunk back as claimed, uninitialized f16 memory, to be
+  // recomputed (or filled from its swap file) by the caller.
+  Status make_resident(int c, hal::KvFormat format = hal::KvFormat::f16);
+  // Frees chunk c's memory and marks it dropped (recomputed when needed).
+  void drop(int c);
+  // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes).
+  uint8_t* chunk_data(int c) { return chunks_[c].mem.get(); }
+  const uint8_t* chunk_data(int c) const { return chunks_[c].mem.get(); }
+
+  // Block of `part` for `layer` of resident chunk c, in format(c).
+  const void* block(int c, int layer, hal::KvPart part) const;
+  // Key / value row (kv_dim halves) of `layer` at `pos`; its chunk must be resident f16.
+  uint16_t* k(int layer, int pos) { return row(layer, pos, hal::KvPart::key); }
+  uint16_t* v(int layer, int pos) { return row(layer, pos, hal::KvPart::value); }
+
+  // Attention mass received per token of chunk c (C floats), and how many query rows have
+  // seen each token; their ratio is the token's information density.
+  float* mass(int c) { return chunks_[c].mass.data(); }
+  // Records that queries at positions [p0, p0 + n) attended (with mass tracking) to every
+  // key at or before their position.
+  void note_queries(int p0, int n);
+  // Mean density of chunk c's tokens (0 when never seen).
+  double density(int c) const;
+
+  // Re-encodes resident chunk c into `to` (a q format no wider than its current one; the
+  // chunk must be full). Memory is claimed for the new form before the old is freed.
+  Status compress(int c, hal::KvFormat to);
+
+  // LRU clock: the store stamps a sequence when it is pinned.
+  bool pinned() const { return pinned_; }
 
  private:
-  uint16_t* slot(int layer, int pos, int kv);
-  const uint16_t* chunk_base(int c, int layer, int kv) const;
+  friend class KvChunkStore;
+  using Mem = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
+  struct Chunk {
+    ChunkState state = ChunkState::dropped;
+    hal::KvFormat format = hal::KvFormat::f16;
+    Mem mem{nullptr, nullptr};
+    size_t bytes = 0;
+    std::vector<float> mass;     // per token
+    std::vector<uint32_t> seen;  // query rows that saw each token
+    uint64_t version = 0;                    // bumps when the content changes
+    std::atomic<uint64_t> disk_version{~0ull};  // version the swap file holds
+    Chunk() = default;
+    Chunk(Chunk&& o) noexcept;
+  };
+  uint16_t* row(int layer, int pos, hal::KvPart part);
+  void free_chunk(Chunk& ch);  // store mutex held or sequence pinned
 
   KvChunkStore& store_;
   KvGeometry geo_;
-  std::vector<std::unique_ptr<KvChunk>> chunks_;
+  std::vector<Chunk> chunks_;
+  bool pinned_ = false;
+  uint64_t last_use_ = 0;
 };
 
-// Owns the budget and accounting shared by every sequence. Thread-safe.
+// Owns the budget and accounting shared by every sequence.
 class KvChunkStore {
  public:
   // budget_bytes == 0: no limit beyond the allocator.
@@ -83,18 +137,30 @@ class KvChunkStore {
   const KvGeometry& geometry() const { return geo_; }
   uint64_t budget_bytes() const { return budget_; }
   uint64_t used_bytes() const;
+  uint64_t evictions() const;
 
-  // Claims one chunk; Code::out_of_memory if over budget.
-  Result<std::unique_ptr<KvChunk>> claim();
+  // Working-set locks: chunks of a pinned sequence are never evicted.
+  void pin(KvSequence& seq);
+  void unpin(KvSequence& seq);
 
  private:
-  friend class KvChunk;
+  friend class KvSequence;
+  using Mem = KvSequence::Mem;
+  // Claims `bytes` for `requester`, evicting others' chunks as needed.
+  Result<Mem> claim(size_t bytes, const KvSequence* requester);
   void release(size_t bytes);
+  void add(KvSequence* s);
+  void remove(KvSequence* s);
+  // Evicts one chunk (mu_ held); false when nothing is evictable.
+  bool evict_one_locked(const KvSequence* requester);
 
   KvGeometry geo_;
   uint64_t budget_;
   mutable std::mutex mu_;
   uint64_t used_ = 0;
+  uint64_t evictions_ = 0;
+  uint64_t clock_ = 0;
+  std::vector<KvSequence*> seqs_;
 };
 
 }  // namespace llmsvc::policy

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const ModelConfig& cfg = (*model)->config();
-  policy::KvChunkStore store({cfg.n_layer, cfg.kv_dim(), 16}, 0);
+  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0);
   Forward fwd(**model, *dev, 256);
   std::vector<float> logits;
 

@@ -412,7 +412,7 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
     const int base = sv.koff[s];
     const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
     const float* pp = prow + base;
-    const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
+    const hwy::float16_t* vp = as_f16(static_cast<const uint16_t*>(ch.v) + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
     for (int j = j0; j < j1; ++j, vp += kvstride) {
       V vv[DU];
       LLMSVC_UNROLL
@@ -470,7 +470,7 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
         const int base = sv.koff[s];
         const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
         for (int j = j0; j < j1; ++j) {
-          const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
+          const hwy::float16_t* vp = as_f16(static_cast<const uint16_t*>(ch.v) + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
           a = hn::MulAdd(hn::Set(df, prow[r * pstride + base + j]), hn::PromoteTo(df, hn::LoadU(dh, vp)), a);
         }
       }
@@ -524,7 +524,7 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
       float* srow = sv.sc + r0 * p.row_stride + base;
       if (ub < uh) {
         WithCount<kRowBlock>(rb, [&](auto rows) {
-          QkRows<decltype(rows)::value>(df, sv.qt + r0 * dim, dim, ch.k + kv_head * dim, kvstride,
+          QkRows<decltype(rows)::value>(df, sv.qt + r0 * dim, dim, static_cast<const uint16_t*>(ch.k) + kv_head * dim, kvstride,
                                         static_cast<int>(ub), static_cast<int>(uh), p.scale, srow, p.row_stride);
         });
       }

@@ -105,6 +105,9 @@ typedef struct llmsvc_bind_options {
   /** Embedded: non-zero reopens a context made with another model file (same vocabulary)
    *  by recomputing its state; zero (default) refuses it with LLMSVC_ERR_MODEL_MISMATCH. */
   int32_t recompute_on_model_change;
+  /** Embedded: memory budget in bytes for every context's KV cache together (0: no limit).
+   *  Contexts outside a call give up chunks when others need room; they come back on use. */
+  uint64_t kv_budget_bytes;
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);

@@ -115,6 +115,7 @@ Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
     config.engine.state_dir = o.state_dir;
   }
   config.engine.recompute_on_model_change = o.recompute_on_model_change != 0;
+  config.engine.kv_budget_bytes = o.kv_budget_bytes;
 
   if (config.target == TargetKind::embedded) {
     std::string_view model;

@@ -60,7 +60,7 @@ TEST_P(GoldenTest, TokenizerMatchesLlamaCpp) {
 
 TEST_P(GoldenTest, LogitsMatchLlamaCpp) {
   const ModelConfig& cfg = m_.model->config();
-  policy::KvChunkStore store({cfg.n_layer, cfg.kv_dim(), 16}, 0);
+  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0);
   Forward fwd(*m_.model, *m_.device, 64);
   const Tolerance tol = tolerance_for(g_.name);
   double worst = 0;
@@ -95,7 +95,7 @@ TEST_P(GoldenTest, LogitsMatchLlamaCpp) {
 
 TEST_P(GoldenTest, GreedyMatchesLlamaCpp) {
   const ModelConfig& cfg = m_.model->config();
-  policy::KvChunkStore store({cfg.n_layer, cfg.kv_dim(), 16}, 0);
+  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0);
   Forward fwd(*m_.model, *m_.device, 256);
   const Tolerance tol = tolerance_for(g_.name);
   int total = 0, matched = 0;

@@ -29,7 +29,7 @@ TEST(Perplexity, SmolLM2WithinHalfPercentOfLlamaCpp) {
   const int n_ctx = ref["n_ctx"], n_chunks = static_cast<int>(tokens.size()) / n_ctx;
   ASSERT_EQ(n_chunks, ref["n_chunks"].get<int>());
   const ModelConfig& cfg = m.model->config();
-  policy::KvChunkStore store({cfg.n_layer, cfg.kv_dim(), 16}, 0);
+  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0);
   Forward fwd(*m.model, *m.device, n_ctx);
   double nll = 0;
   int scored = 0;

@@ -24,6 +24,7 @@ struct EngineOptions {
   int n_threads = 0;        // 0: all online CPUs
   int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
   int chunk_tokens = 16;    // KV chunk size
+  uint64_t kv_budget_bytes = 0;  // all contexts' resident KV; 0: no limit
   std::string state_dir;    // persistent contexts; empty: persist::resolve_state_root's default
   // A context made with another model file: refused with Code::model_mismatch, or (when
   // set, and the vocabulary is the same) reopened with its KV recomputed from its tokens.

@@ -24,11 +24,13 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 constexpr int kDefaultMaxCtx = 4096;
 
-// Clears a context's busy flag when a call ends, however it ends.
+// Clears a context's busy flag and unpins its KV when a call ends, however it ends.
 struct BusyGuard {
   std::mutex& mu;
   ContextState& ctx;
+  policy::KvChunkStore& store;
   ~BusyGuard() {
+    store.unpin(ctx.kv);
     std::lock_guard<std::mutex> lock(mu);
     ctx.busy = false;
   }
@@ -51,15 +53,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), n_ctx, chunk,
-                                                              std::move(state), o.recompute_on_model_change));
+                                                              o.kv_budget_bytes, std::move(state), o.recompute_on_model_change));
 }
 
 EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-                       persist::StateDir state, bool recompute_on_model_change)
+                       uint64_t kv_budget, persist::StateDir state, bool recompute_on_model_change)
     : device_(std::move(device)),
       model_(std::move(model)),
       n_ctx_(n_ctx),
-      store_(policy::KvGeometry{model_->config().n_layer, model_->config().kv_dim(), chunk_tokens}, 0),
+      store_(policy::KvGeometry{model_->config().n_layer, model_->config().n_head_kv, model_->config().head_dim, chunk_tokens}, kv_budget),
       state_(std::move(state)),
       recompute_on_model_change_(recompute_on_model_change),
       id_rng_(std::random_device{}()),
@@ -189,9 +191,12 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
       info.tokens = static_cast<int32_t>(c.tokens.size());
       info.turns = c.turns;
       info.chunks_total = (info.tokens + C - 1) / C;
-      info.chunks_resident = std::min(info.chunks_total, c.kv.n_chunks());
-      info.chunks_dropped = info.chunks_total - info.chunks_resident;
-      info.kv_resident_bytes = uint64_t(info.chunks_resident) * store_.geometry().chunk_bytes();
+      info.chunks_resident = c.kv.count(policy::ChunkState::resident);
+      info.chunks_swapped = c.kv.count(policy::ChunkState::swapped);
+      // Chunks never computed (tokens appended unevaluated) count as dropped: they are
+      // computed from their tokens when needed.
+      info.chunks_dropped = info.chunks_total - info.chunks_resident - info.chunks_swapped;
+      info.kv_resident_bytes = c.kv.resident_bytes();
       return info;
     }
   }
@@ -253,6 +258,32 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   return s;
 }
 
+Status EngineImpl::switch_in(ContextState& ctx) {
+  const int C = store_.geometry().chunk_tokens;
+  std::vector<int32_t> toks, pos;
+  std::vector<int> brought;
+  for (int c = 0; c < ctx.kv.n_chunks() && c * C < ctx.n_evaluated; ++c) {
+    if (ctx.kv.state(c) == policy::ChunkState::resident) continue;
+    Status s = ctx.kv.make_resident(c);
+    if (!s.ok()) {
+      for (int b : brought) ctx.kv.drop(b);
+      return s;
+    }
+    brought.push_back(c);
+    for (int p = c * C; p < std::min((c + 1) * C, ctx.n_evaluated); ++p) {
+      toks.push_back(ctx.tokens[p]);
+      pos.push_back(p);
+    }
+  }
+  if (toks.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(compute_mu_);
+  Status s = forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated);
+  if (!s.ok()) {
+    for (int b : brought) ctx.kv.drop(b);
+  }
+  return s;
+}
+
 Status EngineImpl::call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                         CallStats* out) {
   const auto t0 = Clock::now();
@@ -265,7 +296,8 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     if (ctx->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside another call");
     ctx->busy = true;
   }
-  BusyGuard guard{mu_, *ctx};
+  store_.pin(ctx->kv);  // its chunks are the working set: never evicted during the call
+  BusyGuard guard{mu_, *ctx, store_};
   CallStats st;
   std::vector<int32_t> ids = prompt_tokens(*ctx, prompt);
   if (ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(n_ctx_)) {
@@ -318,8 +350,9 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   const int old_evaluated = ctx.n_evaluated;
   ctx.tokens.insert(ctx.tokens.end(), prompt.begin(), prompt.end());
 
-  // Switch-in: make the context's KV ready (all resident for now: reserve the chunks).
-  Status s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));
+  // Switch-in: bring the context's KV back into memory, then room for the new tokens.
+  Status s = switch_in(ctx);
+  if (s.ok()) s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));
   st.switch_in_ms = ms_since(t0);
   std::vector<float> logits;
   const auto t_prefill = Clock::now();

@@ -20,7 +20,7 @@ namespace llmsvc {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-             persist::StateDir state, bool recompute_on_model_change);
+             uint64_t kv_budget, persist::StateDir state, bool recompute_on_model_change);
 
   Result<std::string> create_context(const ContextOptions& options) override;
   Status open_context(std::string_view id) override;
@@ -40,6 +40,8 @@ class EngineImpl final : public Engine {
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
                   const PieceFn& on_piece, CallStats& st);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
+  // Brings back the chunks of evaluated positions that left memory (recomputing them).
+  Status switch_in(ContextState& ctx);
   // Loads a context from storage into contexts_ (mu_ held).
   Result<ContextState*> load_locked(std::string_view id);
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).

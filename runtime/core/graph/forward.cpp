@@ -35,8 +35,8 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     const int p0 = pos0 + b0;
     for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
-    if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
-    for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, p0);
+    layers(seq, n, p0 + n, /*track_mass=*/true);
+    seq.note_queries(p0, n);
 
     // Final norm and output projection, only for the rows whose logits are wanted.
     const bool last_batch = b0 + n == n_total;
@@ -51,7 +51,35 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
   return Status::Ok();
 }
 
-void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
+Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                          int n_valid) {
+  const int n_total = static_cast<int>(tokens.size());
+  if (positions.size() != tokens.size()) return Status(Code::internal, "forward: tokens and positions differ in length");
+  const int C = seq.geometry().chunk_tokens;
+  for (int i = 0; i < n_total; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= cfg_.n_vocab) return Status(Code::invalid_argument, "forward: token id out of range");
+    const int p = positions[i];
+    if (p < 0 || p >= n_valid || (i > 0 && p <= positions[i - 1]) || p >= seq.capacity() ||
+        seq.state(p / C) != policy::ChunkState::resident || seq.format(p / C) != hal::KvFormat::f16)
+      return Status(Code::internal, "forward: recompute position " + std::to_string(p) + " is not a writable slot");
+  }
+  for (int b0 = 0; b0 < n_total; b0 += max_batch_) {
+    const int n = std::min(max_batch_, n_total - b0);
+    for (int i = 0; i < n; ++i) pos_[i] = positions[b0 + i];
+    dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
+    // Keys up to the batch's last position are visible (causally masked per query); later
+    // batches' chunks are not needed by this one.
+    layers(seq, n, std::min(n_valid, pos_[n - 1] + 1), /*track_mass=*/false);
+  }
+  return Status::Ok();
+}
+
+void Forward::layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass) {
+  if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
+  for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, n_valid, track_mass);
+}
+
+void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass) {
   const LayerWeights& L = model_.layers()[il];
   const int E = cfg_.n_embd, KV = cfg_.kv_dim(), QD = cfg_.n_head * cfg_.head_dim;
   const bool swa = cfg_.layer_is_swa[il];
@@ -81,15 +109,23 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
   if (cfg_.scale_q) dev_.scale(q_.data(), size_t(n) * QD, cfg_.attn_scale);
   // New K/V go straight into their chunk slots.
   for (int t = 0; t < n; ++t) {
-    dev_.store_f16(k_.data() + size_t(t) * KV, seq.k(il, p0 + t), KV);
-    dev_.store_f16(v_.data() + size_t(t) * KV, seq.v(il, p0 + t), KV);
+    dev_.store_f16(k_.data() + size_t(t) * KV, seq.k(il, pos_[t]), KV);
+    dev_.store_f16(v_.data() + size_t(t) * KV, seq.v(il, pos_[t]), KV);
   }
-  // The chunks this batch can see (sliding layers skip chunks wholly outside the window).
-  const int C = seq.geometry().chunk_tokens, end = p0 + n;
-  const int lo = swa && cfg_.sliding_window > 0 ? std::max(0, p0 - cfg_.sliding_window + 1) : 0;
+  // The chunks this batch can see (sliding layers skip chunks wholly outside the window of
+  // the batch's first query).
+  const int C = seq.geometry().chunk_tokens, end = n_valid;
+  const int lo = swa && cfg_.sliding_window > 0 ? std::max(0, pos_[0] - cfg_.sliding_window + 1) : 0;
   views_.clear();
   for (int c = lo / C; c * C < end; ++c) {
-    views_.push_back({seq.chunk_k(c, il), seq.chunk_v(c, il), std::min(C, end - c * C), c * C});
+    hal::KvChunkView view;
+    view.format = seq.format(c);
+    view.k = seq.block(c, il, hal::KvPart::key);
+    view.v = seq.block(c, il, hal::KvPart::value);
+    view.n_tokens = view.format == hal::KvFormat::f16 ? std::min(C, end - c * C) : C;
+    view.first_pos = c * C;
+    view.mass = track_mass ? seq.mass(c) : nullptr;
+    views_.push_back(view);
   }
   hal::AttentionParams ap;
   ap.n_head = cfg_.n_head;

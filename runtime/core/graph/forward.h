@@ -22,14 +22,24 @@ class Forward {
 
   // Evaluates `tokens` at positions [pos0, pos0 + n) of `seq`, which must already hold
   // positions [0, pos0). Logits: of the last token only (n_vocab floats), or of every
-  // token (n * n_vocab) when all_logits. Code::out_of_memory if the KV budget is exhausted.
+  // token (n * n_vocab) when all_logits. Attention mass is tracked (KvSequence::mass).
+  // Code::out_of_memory if the KV budget is exhausted.
   Status eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
               std::vector<float>& logits);
+
+  // Recomputes the K/V of tokens at arbitrary increasing `positions` (the chunks of a
+  // context that were dropped), attending causally to every position < n_valid that the
+  // sequence holds or that this call computes. Their chunks must be resident f16. No
+  // logits, no attention mass.
+  Status recompute(policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                   int n_valid);
 
   int max_batch() const { return max_batch_; }
 
  private:
-  void layer(int il, policy::KvSequence& seq, int n, int pos0);
+  // One micro-batch of n tokens at pos_[0..n) through every layer; keys visible up to n_valid.
+  void layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass);
+  void layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass);
 
   const Model& model_;
   hal::Device& dev_;
