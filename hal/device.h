@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "hal/kv_format.h"
 #include "hal/weight_type.h"
 
 namespace llmsvc::hal {
@@ -46,12 +47,20 @@ class PreparedWeight {
 };
 
 // One chunk of one layer's KV cache: keys and values for n_tokens consecutive positions
-// starting at first_pos, f16, laid out [token][kv_head][head_dim].
+// starting at first_pos, as blocks in `format` (hal/kv_format.h; f16 is [token][kv_head][head_dim]).
+// For the q formats n_tokens is the token count the blocks were encoded with (it fixes their
+// layout); f16 blocks may hold more rows than n_tokens (a chunk being filled).
+// mass, when not null, points to n_tokens floats to which attention ADDS, for each key, the
+// softmax weight it received summed over every query row and query head of the call (the
+// weights as applied to V: f16-rounded probabilities); the policy derives each token's
+// information density from these column sums.
 struct KvChunkView {
-  const uint16_t* k = nullptr;
-  const uint16_t* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   int n_tokens = 0;
   int32_t first_pos = 0;
+  KvFormat format = KvFormat::f16;
+  float* mass = nullptr;
 };
 
 struct AttentionParams {

@@ -96,7 +96,7 @@ Reference reference(const std::vector<float>& q, const std::vector<int32_t>& q_p
         for (int j = 0; j < ch.n_tokens; ++j) {
           const int kp = ch.first_pos + j;
           if (kp > q_pos[t] || (p.sliding_window > 0 && kp <= q_pos[t] - p.sliding_window)) continue;
-          const uint16_t* kr = ch.k + (static_cast<size_t>(j) * p.n_head_kv + h / g) * dim;
+          const uint16_t* kr = static_cast<const uint16_t*>(ch.k) + (static_cast<size_t>(j) * p.n_head_kv + h / g) * dim;
           double s = 0, mag = 0;
           for (int d = 0; d < dim; ++d) {
             s += static_cast<double>(q16[d]) * fp16_to_fp32(kr[d]);
@@ -104,7 +104,7 @@ Reference reference(const std::vector<float>& q, const std::vector<int32_t>& q_p
           }
           score.push_back(static_cast<float>(s) * p.scale);
           max_err = std::max(max_err, (gamma * mag + std::fabs(s) * 0x1p-24) * p.scale);
-          vrow.push_back(ch.v + (static_cast<size_t>(j) * p.n_head_kv + h / g) * dim);
+          vrow.push_back(static_cast<const uint16_t*>(ch.v) + (static_cast<size_t>(j) * p.n_head_kv + h / g) * dim);
         }
       if (score.empty()) continue;
       const float m = *std::max_element(score.begin(), score.end());

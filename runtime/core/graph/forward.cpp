@@ -89,7 +89,14 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
   const int lo = swa && cfg_.sliding_window > 0 ? std::max(0, p0 - cfg_.sliding_window + 1) : 0;
   views_.clear();
   for (int c = lo / C; c * C < end; ++c) {
-    views_.push_back({seq.chunk_k(c, il), seq.chunk_v(c, il), std::min(C, end - c * C), c * C});
+    hal::KvChunkView view;
+    view.k = seq.chunk_k(c, il);
+    view.v = seq.chunk_v(c, il);
+    view.n_tokens = std::min(C, end - c * C);
+    view.first_pos = c * C;
+    view.format = hal::KvFormat::f16;  // the store holds f16 chunks only (for now)
+    view.mass = nullptr;
+    views_.push_back(view);
   }
   hal::AttentionParams ap;
   ap.n_head = cfg_.n_head;
