@@ -6,14 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <vector>
 
-#include "hal/cpu/quant/hwy_targets.h"
-#include "hwy/targets.h"
-
+#include "bench/bench_target.h"
 #include "hal/cpu/cpu_device.h"
 #include "hal/cpu/quant/fp16.h"
 
@@ -100,16 +96,4 @@ BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{256, 1024}, {1, 2, 4}})->UseRealTi
 }  // namespace
 }  // namespace llmsvc::hal::cpu
 
-int main(int argc, char** argv) {
-  if (const char* want = std::getenv("LLMSVC_BENCH_TARGET")) {
-    for (const int64_t t : hwy::SupportedAndGeneratedTargets())
-      if (std::strcmp(hwy::TargetName(t), want) == 0) hwy::SetSupportedTargetsForTest(t);
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("simd_target", std::getenv("LLMSVC_BENCH_TARGET") ? std::getenv("LLMSVC_BENCH_TARGET")
-                                                                                 : "best");
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+LLMSVC_BENCHMARK_MAIN()

@@ -23,6 +23,9 @@ struct AttentionAccess {
   static std::vector<float>& shared(AttentionScratch& s) { return s.shared_; }
   static std::vector<int32_t>& shared_i(AttentionScratch& s) { return s.shared_i_; }
   static std::atomic<int64_t>& next_set(AttentionScratch& s) { return s.next_set_; }
+  static std::vector<std::vector<int64_t>>& mass(AttentionScratch& s) { return s.mass_; }
+  static std::vector<int64_t*>& mass_ptrs(AttentionScratch& s) { return s.mass_ptrs_; }
+  static std::vector<int32_t>& gkoff(AttentionScratch& s) { return s.gkoff_; }
 };
 
 namespace {
@@ -56,7 +59,30 @@ struct Plan {
   int n_keys = 0;         // keys in the chunk list: bounds the key space of any set
   size_t row_stride = 0;  // floats per score row
   std::atomic<int64_t>* next = nullptr;
+  // Key mass (when some chunk asks for it): chunk c's keys are [gkoff[c], gkoff[c + 1]) of
+  // every member's mass_acc row, exact sums of weights in units of 2^-24.
+  const int32_t* gkoff = nullptr;
+  int64_t* const* mass_acc = nullptr;
 };
+
+// The sections of a q block (hal/kv_format.h) of one view: (min, scale) pairs, then code rows.
+struct QBlock {
+  const uint16_t* min = nullptr;
+  const uint16_t* scale = nullptr;
+  const uint8_t* codes = nullptr;
+  size_t row_bytes = 0;
+};
+
+inline QBlock q_block(const Plan& p, const KvChunkView& ch, KvPart part) {
+  const KvBlockShape shape{ch.n_tokens, p.n_head_kv, p.head_dim};
+  const size_t pairs = kv_block_param_bytes(ch.format, part, shape) / (2 * sizeof(uint16_t));
+  QBlock b;
+  b.min = static_cast<const uint16_t*>(part == KvPart::key ? ch.k : ch.v);
+  b.scale = b.min + pairs;
+  b.codes = reinterpret_cast<const uint8_t*>(b.scale + pairs);
+  b.row_bytes = kv_block_row_bytes(ch.format, shape);
+  return b;
+}
 
 // A set of query rows computed together: tokens [t0, t0 + n_tok) x the query heads of kv
 // heads [kv0, kv0 + n_kv). Row r belongs to kv head kv0 + r / per_head, token
@@ -207,6 +233,8 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#include "hal/cpu/kv_codes-inl.h"  // RoundF16, LoadCodes, WithTagDividing
+
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
@@ -220,38 +248,7 @@ constexpr int kRowBlock = 2;
 constexpr int kRowBlock = 4;
 #endif
 
-// Targets whose f32 -> f16 instruction rounds to nearest even (F16C, NEON); Highway 1.0
-// emulates it elsewhere by truncation, so those round with integer arithmetic instead.
-#undef LLMSVC_ATTN_NATIVE_F16
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_NEON
-#define LLMSVC_ATTN_NATIVE_F16 1
-#else
-#define LLMSVC_ATTN_NATIVE_F16 0
-#endif
-
-inline const hwy::float16_t* as_f16(const uint16_t* p) { return reinterpret_cast<const hwy::float16_t*>(p); }
-
-// v rounded to the nearest f16 (ties to even), kept as f32; like fp32_to_fp16 including
-// overflow to inf.
-template <class DF, class V = hn::Vec<DF>>
-HWY_INLINE V RoundF16(DF df, V v) {
-#if LLMSVC_ATTN_NATIVE_F16
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  return hn::PromoteTo(df, hn::DemoteTo(dh, v));
-#else
-  // Adding and removing c = 2^(e + 13), e = max(exponent of v, -14), leaves 11 significant
-  // bits (fewer below 2^-14, as f16 subnormals), rounded by the FPU to nearest even.
-  const hn::RebindToSigned<DF> di;
-  const auto ebits = hn::And(hn::BitCast(di, v), hn::Set(di, 0x7f800000));
-  const auto cbits = hn::Add(hn::Min(hn::Max(ebits, hn::Set(di, 113 << 23)), hn::Set(di, 142 << 23)),
-                             hn::Set(di, 13 << 23));
-  const V c = hn::BitCast(df, cbits);
-  const V a = hn::Abs(v);
-  V r = hn::Sub(hn::Add(a, c), c);
-  r = hn::IfThenElse(r > hn::Set(df, 65504.0f), hn::Set(df, std::numeric_limits<float>::infinity()), r);
-  return hn::CopySignToAbs(r, v);
-#endif
-}
+inline const hwy::float16_t* as_f16(const void* p) { return static_cast<const hwy::float16_t*>(p); }
 
 inline float RoundF16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 
@@ -350,33 +347,55 @@ HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT
 
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// s[r][j] = scale * (qt[r] . k[j]) for RB rows and keys j in [j0, j1). Each K vector is
-// widened once and used by all RB rows; keys go four at a time so the reductions are
-// shared. A key's dot product accumulates lane-wise over head_dim in order, then Sum4: the
-// order of llamafile's f16 tinyBLAS (llama.cpp's prompt path).
-template <int RB, class DF>
-HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
-                       size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
+// Key rows of one kv head, widened to f32 one vector at a time: f16 halves, or the B-bit
+// codes of a q block (channels c0 + d of each row).
+struct F16Keys {
+  const uint16_t* k;  // the head's first channel in row 0
+  size_t stride;      // halves per row
+  const hwy::float16_t* row(int j) const { return as_f16(k + static_cast<size_t>(j) * stride); }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> load(DF df, const hwy::float16_t* HWY_RESTRICT r, size_t d) const {
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), r + d));
+  }
+};
+template <int B>
+struct CodeKeys {
+  const uint8_t* codes;
+  size_t row_bytes;
+  size_t c0;  // the head's first channel
+  const uint8_t* row(int j) const { return codes + static_cast<size_t>(j) * row_bytes; }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> load(DF df, const uint8_t* HWY_RESTRICT r, size_t d) const {
+    return hn::ConvertTo(df, LoadCodes<B>(df, r, c0 + d));
+  }
+};
+
+// Dot products of RB query rows with keys j in [j0, j1): each K vector is widened once and
+// used by all RB rows; keys go four at a time so the reductions are shared. A key's dot
+// product accumulates lane-wise over head_dim in order; finish(r, acc[4], j, cnt) reduces
+// row r's four accumulators for keys j .. j + cnt.
+template <int RB, class DF, class Keys, class Finish>
+HWY_INLINE void QkCore(DF df, const float* HWY_RESTRICT qt, size_t dim, const Keys& keys, int j0, int j1,
+                       const Finish& finish) {
   using V = hn::Vec<DF>;
-  const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
   for (int j = j0; j < j1; j += 4) {
     const int cnt = std::min(4, j1 - j);
     // Past the end: repeat the last key (its lane sums are computed and dropped).
-    const hwy::float16_t* k0 = as_f16(k + static_cast<size_t>(j) * kstride);
-    const hwy::float16_t* k1 = cnt > 1 ? k0 + kstride : k0;
-    const hwy::float16_t* k2 = cnt > 2 ? k1 + kstride : k1;
-    const hwy::float16_t* k3 = cnt > 3 ? k2 + kstride : k2;
+    const auto k0 = keys.row(j);
+    const auto k1 = keys.row(j + std::min(1, cnt - 1));
+    const auto k2 = keys.row(j + std::min(2, cnt - 1));
+    const auto k3 = keys.row(j + std::min(3, cnt - 1));
     V acc[RB][4];
     LLMSVC_UNROLL
     for (int r = 0; r < RB; ++r)
       LLMSVC_UNROLL
       for (int i = 0; i < 4; ++i) acc[r][i] = hn::Zero(df);
     for (size_t d = 0; d < dim; d += n) {
-      const V kv0 = hn::PromoteTo(df, hn::LoadU(dh, k0 + d));
-      const V kv1 = hn::PromoteTo(df, hn::LoadU(dh, k1 + d));
-      const V kv2 = hn::PromoteTo(df, hn::LoadU(dh, k2 + d));
-      const V kv3 = hn::PromoteTo(df, hn::LoadU(dh, k3 + d));
+      const V kv0 = keys.load(df, k0, d);
+      const V kv1 = keys.load(df, k1, d);
+      const V kv2 = keys.load(df, k2, d);
+      const V kv3 = keys.load(df, k3, d);
       LLMSVC_UNROLL
       for (int r = 0; r < RB; ++r) {
         const V qv = hn::LoadU(df, qt + r * dim + d);
@@ -387,7 +406,66 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
       }
     }
     LLMSVC_UNROLL
-    for (int r = 0; r < RB; ++r) Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], scale, s + r * sstride + j, cnt);
+    for (int r = 0; r < RB; ++r) finish(r, acc[r], j, cnt);
+  }
+}
+
+// s[r][j] = scale * (qt[r] . k[j]) over f16 keys, reduced by Sum4: the order of llamafile's
+// f16 tinyBLAS (llama.cpp's prompt path).
+template <int RB, class DF>
+HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
+                       size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
+  using V = hn::Vec<DF>;
+  QkCore<RB>(df, qt, dim, F16Keys{k, kstride}, j0, j1, [&](int r, const V(&a)[4], int j, int cnt) {
+    Sum4(df, a[0], a[1], a[2], a[3], scale, s + r * sstride + j, cnt);
+  });
+}
+
+// The same over a q key block (channel-wise): with k_j = min + scale * c_j per channel,
+// q . k_j = q . min + (q * scale) . c_j, so each row's q * scale and q . min are formed once
+// per chunk and the codes are widened to f32 in registers. qs: RB x dim floats of scratch.
+template <int B, int RB, class DF>
+HWY_INLINE void QkRowsQ(DF df, const float* HWY_RESTRICT qt, size_t dim, const QBlock& kb, size_t c0, int j0,
+                        int j1, float scale, float* HWY_RESTRICT s, size_t sstride, float* HWY_RESTRICT qs) {
+  using V = hn::Vec<DF>;
+  const size_t n = hn::Lanes(df);
+  float qm[RB];
+  LLMSVC_UNROLL
+  for (int r = 0; r < RB; ++r) {
+    V acc = hn::Zero(df);
+    for (size_t d = 0; d < dim; d += n) {
+      const V qv = hn::LoadU(df, qt + r * dim + d);
+      hn::StoreU(hn::Mul(qv, LoadF16(df, kb.scale + c0 + d)), df, qs + r * dim + d);
+      acc = hn::MulAdd(qv, LoadF16(df, kb.min + c0 + d), acc);
+    }
+    qm[r] = Hsum(df, acc);
+  }
+  QkCore<RB>(df, qs, dim, CodeKeys<B>{kb.codes, kb.row_bytes, c0}, j0, j1, [&](int r, const V(&a)[4], int j, int cnt) {
+    float t[4];
+    Sum4(df, a[0], a[1], a[2], a[3], 1.0f, t, cnt);
+    for (int i = 0; i < cnt; ++i) s[r * sstride + j + i] = (qm[r] + t[i]) * scale;
+  });
+}
+
+// Keys [j0, j1) of a q value block into the V accumulators: v_j = min_j + scale_j * c_j (one
+// pair per token and head), decoded in registers, then the same products as for f16.
+template <int B, int RB, int DU, class DF, class V = hn::Vec<DF>>
+HWY_INLINE void PvSegQ(DF df, const QBlock& vb, int n_head_kv, int kv_head, size_t c0, int j0, int j1,
+                       const float* HWY_RESTRICT pp, size_t pstride, V (&a)[RB][DU]) {
+  const size_t n = hn::Lanes(df);
+  for (int j = j0; j < j1; ++j) {
+    const size_t i = static_cast<size_t>(j) * n_head_kv + kv_head;
+    const V mn = hn::Set(df, fp16_to_fp32(vb.min[i])), sc = hn::Set(df, fp16_to_fp32(vb.scale[i]));
+    const uint8_t* row = vb.codes + static_cast<size_t>(j) * vb.row_bytes;
+    V vv[DU];
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) vv[u] = hn::MulAdd(sc, hn::ConvertTo(df, LoadCodes<B>(df, row, c0 + u * n)), mn);
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      const V pr = hn::Set(df, pp[r * pstride + j]);
+      LLMSVC_UNROLL
+      for (int u = 0; u < DU; ++u) a[r][u] = hn::MulAdd(pr, vv[u], a[r][u]);
+    }
   }
 }
 
@@ -412,6 +490,16 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
     const int base = sv.koff[s];
     const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
     const float* pp = prow + base;
+    if (ch.format != KvFormat::f16) {
+      const QBlock vb = q_block(p, ch, KvPart::value);
+      const size_t c0 = kv_head * dim + d0;
+      switch (ch.format) {
+        case KvFormat::q8: PvSegQ<8>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
+        case KvFormat::q4: PvSegQ<4>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
+        default: PvSegQ<2>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
+      }
+      continue;
+    }
     const hwy::float16_t* vp = as_f16(static_cast<const uint16_t*>(ch.v) + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
     for (int j = j0; j < j1; ++j, vp += kvstride) {
       V vv[DU];
@@ -455,13 +543,46 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
       s[r * sstride + j] = Hsum(df, acc) * scale;
     }
 }
+template <int B, int RB, class DF>
+HWY_INLINE void QkRowsQ(DF df, const float* HWY_RESTRICT qt, size_t dim, const QBlock& kb, size_t c0, int j0,
+                        int j1, float scale, float* HWY_RESTRICT s, size_t sstride, float* HWY_RESTRICT) {
+  const size_t n = hn::Lanes(df);
+  for (int r = 0; r < RB; ++r)
+    for (int j = j0; j < j1; ++j) {
+      const uint8_t* row = kb.codes + static_cast<size_t>(j) * kb.row_bytes;
+      auto acc = hn::Zero(df);
+      for (size_t d = 0; d < dim; d += n) {
+        const auto kv = hn::MulAdd(LoadF16(df, kb.scale + c0 + d), hn::ConvertTo(df, LoadCodes<B>(df, row, c0 + d)),
+                                   LoadF16(df, kb.min + c0 + d));
+        acc = hn::MulAdd(hn::LoadU(df, qt + r * dim + d), kv, acc);
+      }
+      s[r * sstride + j] = Hsum(df, acc) * scale;
+    }
+}
+// One lane vector of v_j (columns [c, c + lanes) of its head's row) in f32.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadValue(DF df, const Plan& p, const KvChunkView& ch, int j, int kv_head, size_t c) {
+  const size_t dim = static_cast<size_t>(p.head_dim), kvstride = static_cast<size_t>(p.n_head_kv) * dim;
+  if (ch.format == KvFormat::f16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, as_f16(static_cast<const uint16_t*>(ch.v) + j * kvstride + c)));
+  }
+  const QBlock vb = q_block(p, ch, KvPart::value);
+  const size_t i = static_cast<size_t>(j) * p.n_head_kv + kv_head;
+  const uint8_t* row = vb.codes + static_cast<size_t>(j) * vb.row_bytes;
+  hn::Vec<hn::Rebind<int32_t, DF>> codes;
+  switch (ch.format) {
+    case KvFormat::q8: codes = LoadCodes<8>(df, row, c); break;
+    case KvFormat::q4: codes = LoadCodes<4>(df, row, c); break;
+    default: codes = LoadCodes<2>(df, row, c); break;
+  }
+  return hn::MulAdd(hn::Set(df, fp16_to_fp32(vb.scale[i])), hn::ConvertTo(df, codes), hn::Set(df, fp16_to_fp32(vb.min[i])));
+}
 template <int RB, int DU, class DF>
 HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
                        int kv_head, int klo, int khi, int s0, size_t d0, float* const* out) {
-  const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
   const size_t dim = static_cast<size_t>(p.head_dim);
-  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
   for (int r = 0; r < RB; ++r)
     for (int u = 0; u < DU; ++u) {
       auto a = hn::Zero(df);
@@ -469,10 +590,9 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
         const KvChunkView& ch = p.chunks[sv.seg[s]];
         const int base = sv.koff[s];
         const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
-        for (int j = j0; j < j1; ++j) {
-          const hwy::float16_t* vp = as_f16(static_cast<const uint16_t*>(ch.v) + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
-          a = hn::MulAdd(hn::Set(df, prow[r * pstride + base + j]), hn::PromoteTo(df, hn::LoadU(dh, vp)), a);
-        }
+        for (int j = j0; j < j1; ++j)
+          a = hn::MulAdd(hn::Set(df, prow[r * pstride + base + j]),
+                         LoadValue(df, p, ch, j, kv_head, kv_head * dim + d0 + u * n), a);
       }
       hn::StoreU(a, df, out[r] + d0 + u * n);
     }
@@ -499,6 +619,13 @@ void LoadQueries(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int 
   }
 }
 
+// Per-thread scratch of QkRowsQ (team members share the set, not this).
+inline float* QueryScratch(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
 // Score pass over segments [s0, s1) of the set, every row block. Within a row's span, keys
 // it does not see (possible only when chunks are out of position order) get -inf.
 template <class DF>
@@ -506,6 +633,7 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const size_t dim = static_cast<size_t>(p.head_dim);
   const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
+  float* qs = QueryScratch(kRowBlock * dim);  // per member: q * scale of a row block (q chunks)
   for (int s = s0; s < s1; ++s) {
     const KvChunkView& ch = p.chunks[sv.seg[s]];
     const int base = sv.koff[s];
@@ -523,9 +651,22 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
       }
       float* srow = sv.sc + r0 * p.row_stride + base;
       if (ub < uh) {
+        const int j0 = static_cast<int>(ub), j1 = static_cast<int>(uh);
+        const float* qt = sv.qt + r0 * dim;
         WithCount<kRowBlock>(rb, [&](auto rows) {
-          QkRows<decltype(rows)::value>(df, sv.qt + r0 * dim, dim, static_cast<const uint16_t*>(ch.k) + kv_head * dim, kvstride,
-                                        static_cast<int>(ub), static_cast<int>(uh), p.scale, srow, p.row_stride);
+          constexpr int R = decltype(rows)::value;
+          if (ch.format == KvFormat::f16) {
+            QkRows<R>(df, qt, dim, static_cast<const uint16_t*>(ch.k) + kv_head * dim, kvstride, j0, j1, p.scale, srow,
+                      p.row_stride);
+            return;
+          }
+          const QBlock kb = q_block(p, ch, KvPart::key);
+          const size_t c0 = kv_head * dim;
+          switch (ch.format) {
+            case KvFormat::q8: QkRowsQ<8, R>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs); break;
+            case KvFormat::q4: QkRowsQ<4, R>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs); break;
+            default: QkRowsQ<2, R>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs); break;
+          }
         });
       }
       for (int i = 0; i < rb; ++i) {
@@ -629,6 +770,23 @@ void SoftmaxRows(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
   }
 }
 
+// Adds the weights of rows [r0, r1) (after the softmax) to this member's key mass: weights are
+// f16 values in [0, 1], so w * 2^24 is an integer and the sums are exact; members' sums then
+// add up to the same total whatever the split (results do not depend on the thread count).
+inline void AccumulateMass(const Plan& p, const SetView& sv, int r0, int r1, int64_t* HWY_RESTRICT acc) {
+  for (int r = r0; r < r1; ++r) {
+    const int lo = sv.lo[r], hi = sv.hi[r];
+    if (lo >= hi) continue;
+    const float* row = sv.sc + r * p.row_stride;
+    int s = static_cast<int>(std::upper_bound(sv.koff, sv.koff + sv.n_seg, lo) - sv.koff) - 1;
+    for (; s < sv.n_seg && sv.koff[s] < hi; ++s) {
+      const int k0 = std::max(lo, sv.koff[s]), k1 = std::min(hi, sv.koff[s + 1]);
+      int64_t* a = acc + (p.gkoff[sv.seg[s]] - sv.koff[s]);
+      for (int k = k0; k < k1; ++k) a[k] += static_cast<int32_t>(row[k] * 16777216.0f);
+    }
+  }
+}
+
 // V pass of work units [u0, u1): unit = (row block, output vector), row blocks numbered as
 // for_each_row_block visits them.
 template <class DF>
@@ -672,7 +830,7 @@ inline int64_t PvUnitCount(const Plan& p, const RowSet& rs, int lanes) {
 // Prefill: the member takes sets first come, first served (tiles of unequal cost) and runs
 // each alone.
 template <class DF>
-void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi) {
+void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi, int64_t* macc) {
   SetView sv = carve(p, p.tile_tokens * p.group, ws, wi);
   for (;;) {
     const int64_t i = p.next->fetch_add(1, std::memory_order_relaxed);
@@ -682,6 +840,7 @@ void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi) {
     LoadQueries(df, p, rs, sv, 0, rs.count);
     ScoreSegs(df, p, rs, sv, 0, sv.n_seg);
     SoftmaxRows(df, p, sv, 0, rs.count);
+    if (macc) AccumulateMass(p, sv, 0, rs.count, macc);
     PvUnits(df, p, rs, sv, 0, PvUnitCount(p, rs, static_cast<int>(hn::Lanes(df))));
   }
 }
@@ -704,32 +863,20 @@ void RunSharedD(DF df, const Plan& p, const SetView& sv, int ith, int nth, Threa
   if (pool) pool->barrier();
   const auto [r0, r1] = ThreadPool::split(rs.count, ith, nth);
   SoftmaxRows(df, p, sv, static_cast<int>(r0), static_cast<int>(r1));
+  if (p.mass_acc) AccumulateMass(p, sv, static_cast<int>(r0), static_cast<int>(r1), p.mass_acc[ith]);
   if (pool) pool->barrier();
   const auto [u0, u1] = ThreadPool::split(PvUnitCount(p, rs, static_cast<int>(hn::Lanes(df))), ith, nth);
   PvUnits(df, p, rs, sv, u0, u1);
 }
 
-// Calls f(df) with the widest vector whose lane count divides head_dim.
-template <class F>
-void WithTag(int head_dim, const F& f) {
-  const size_t dim = static_cast<size_t>(head_dim);
-  const hn::ScalableTag<float> df;
-  if (dim % hn::Lanes(df) == 0) return f(df);
-  const hn::CappedTag<float, 8> d8;
-  if (dim % hn::Lanes(d8) == 0) return f(d8);
-  const hn::CappedTag<float, 4> d4;
-  if (dim % hn::Lanes(d4) == 0) return f(d4);
-  f(hn::CappedTag<float, 1>());
-}
-
-void RunSets(const Plan& p, float* ws, int32_t* wi) {
-  WithTag(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi); });
+void RunSets(const Plan& p, float* ws, int32_t* wi, int64_t* macc) {
+  WithTagDividing(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi, macc); });
 }
 void PrepareShared(const Plan& p, SetView& sv) {
-  WithTag(p.head_dim, [&](auto df) { PrepareSharedD(df, p, sv); });
+  WithTagDividing(p.head_dim, [&](auto df) { PrepareSharedD(df, p, sv); });
 }
 void RunShared(const Plan& p, const SetView& sv, int ith, int nth, ThreadPool* pool) {
-  WithTag(p.head_dim, [&](auto df) { RunSharedD(df, p, sv, ith, nth, pool); });
+  WithTagDividing(p.head_dim, [&](auto df) { RunSharedD(df, p, sv, ith, nth, pool); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -775,6 +922,26 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   p.next = &AttentionAccess::next_set(scratch);
   p.next->store(0, std::memory_order_relaxed);
 
+  // Key mass: every member sums into its own row, zeroed here, reduced below.
+  bool want_mass = false;
+  for (int c = 0; c < n_chunks; ++c) want_mass |= chunks[c].mass != nullptr && chunks[c].n_tokens > 0;
+  if (want_mass) {
+    auto& gk = AttentionAccess::gkoff(scratch);
+    gk.resize(static_cast<size_t>(n_chunks) + 1);
+    gk[0] = 0;
+    for (int c = 0; c < n_chunks; ++c) gk[c + 1] = gk[c] + std::max(0, chunks[c].n_tokens);
+    auto& rows = AttentionAccess::mass(scratch);
+    auto& ptrs = AttentionAccess::mass_ptrs(scratch);
+    if (rows.size() < static_cast<size_t>(nth)) rows.resize(nth);
+    ptrs.resize(nth);
+    for (int t = 0; t < nth; ++t) {
+      rows[t].assign(static_cast<size_t>(n_keys), 0);
+      ptrs[t] = rows[t].data();
+    }
+    p.gkoff = gk.data();
+    p.mass_acc = ptrs.data();
+  }
+
   // Too few sets to keep the team busy (decode): the team shares one set of all rows.
   const int all_rows = n_tokens * p.n_head;
   if (p.n_sets < 4 * nth && set_floats(p, all_rows) <= kMaxSharedFloats) {
@@ -790,24 +957,35 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
     } else {
       pool.run([&](int ith, int n) { run_shared(p, sv, ith, n, &pool); });
     }
-    return;
+  } else {
+    const int set_rows = p.tile_tokens * p.group;
+    auto& per_thread = AttentionAccess::per_thread(scratch);
+    auto& per_thread_i = AttentionAccess::per_thread_i(scratch);
+    if (per_thread.size() < static_cast<size_t>(nth)) per_thread.resize(nth);
+    if (per_thread_i.size() < static_cast<size_t>(nth)) per_thread_i.resize(nth);
+    for (int t = 0; t < nth; ++t) {
+      if (per_thread[t].size() < set_floats(p, set_rows)) per_thread[t].resize(set_floats(p, set_rows));
+      if (per_thread_i[t].size() < set_ints(p, set_rows)) per_thread_i[t].resize(set_ints(p, set_rows));
+    }
+    const auto run_sets = HWY_DYNAMIC_DISPATCH(RunSets);
+    auto macc = [&](int t) { return p.mass_acc ? p.mass_acc[t] : nullptr; };
+    if (nth == 1) {
+      run_sets(p, per_thread[0].data(), per_thread_i[0].data(), macc(0));
+    } else {
+      pool.run([&](int ith, int) { run_sets(p, per_thread[ith].data(), per_thread_i[ith].data(), macc(ith)); });
+    }
   }
 
-  const int set_rows = p.tile_tokens * p.group;
-  auto& per_thread = AttentionAccess::per_thread(scratch);
-  auto& per_thread_i = AttentionAccess::per_thread_i(scratch);
-  if (per_thread.size() < static_cast<size_t>(nth)) per_thread.resize(nth);
-  if (per_thread_i.size() < static_cast<size_t>(nth)) per_thread_i.resize(nth);
-  for (int t = 0; t < nth; ++t) {
-    if (per_thread[t].size() < set_floats(p, set_rows)) per_thread[t].resize(set_floats(p, set_rows));
-    if (per_thread_i[t].size() < set_ints(p, set_rows)) per_thread_i[t].resize(set_ints(p, set_rows));
+  if (!want_mass) return;
+  for (int c = 0; c < n_chunks; ++c) {
+    float* mass = chunks[c].mass;
+    if (!mass) continue;
+    for (int j = 0; j < chunks[c].n_tokens; ++j) {
+      int64_t sum = 0;  // exact: integer units of 2^-24
+      for (int t = 0; t < nth; ++t) sum += p.mass_acc[t][p.gkoff[c] + j];
+      mass[j] = static_cast<float>(static_cast<double>(mass[j]) + static_cast<double>(sum) * 0x1p-24);
+    }
   }
-  const auto run_sets = HWY_DYNAMIC_DISPATCH(RunSets);
-  if (nth == 1) {
-    run_sets(p, per_thread[0].data(), per_thread_i[0].data());
-    return;
-  }
-  pool.run([&](int ith, int) { run_sets(p, per_thread[ith].data(), per_thread_i[ith].data()); });
 }
 
 }  // namespace llmsvc::hal::cpu

@@ -19,6 +19,18 @@
 // order whatever the split, so results do not depend on the thread count nor on how tokens
 // are batched (bit for bit). K/V stay where they are: f16 lanes are widened to f32 in
 // registers.
+//
+// Compressed chunks (q8/q4/q2, hal/kv_format.h) are read in place too, their codes widened
+// in registers (hal/cpu/kv_codes-inl.h): the result is the same computation over the f32
+// decoded values min + scale * code, q still rounded to f16 and weights to f16 as above.
+// Keys (channel-wise): s_j = (f16(q) . min + (f16(q) * scale) . c_j) * scale_attn, the two
+// q terms formed once per (chunk, row). Values (token-wise): v_j = min_j + scale_j * c_j
+// decoded per vector, then the same products and order as f16. Any mix of formats works.
+//
+// Key mass (KvChunkView::mass): after the softmax every member adds its rows' weights, which
+// are f16 values in [0, 1] and so exact integers in units of 2^-24, into its own int64 row;
+// the rows are summed once at the end. Integer sums do not depend on the order, so the mass
+// is the same bit for bit whatever the thread count or split.
 #pragma once
 
 #include <atomic>
@@ -46,6 +58,9 @@ class AttentionScratch {
   std::vector<float> shared_;                       // the same for the team's shared set
   std::vector<int32_t> shared_i_;
   std::atomic<int64_t> next_set_{0};
+  std::vector<std::vector<int64_t>> mass_;  // per member: key mass in units of 2^-24
+  std::vector<int64_t*> mass_ptrs_;
+  std::vector<int32_t> gkoff_;              // first key of each chunk in mass_ rows
 };
 
 // See Device::attention. q is n_tokens x n_head x head_dim, out likewise; q_pos[t] is the

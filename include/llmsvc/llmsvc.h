@@ -108,6 +108,10 @@ typedef struct llmsvc_bind_options {
   /** Embedded: memory budget in bytes for every context's KV cache together (0: no limit).
    *  Contexts outside a call give up chunks when others need room; they come back on use. */
   uint64_t kv_budget_bytes;
+  /** Embedded: KV compression after each call, as the average bits of a context's chunks over
+   *  8 (chunks ranked by the attention they receive get 8, 4 or 2 bits). 0: the default, 0.5;
+   *  negative: no compression (f16); at most 1. */
+  float kv_ratio;
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);

@@ -116,6 +116,8 @@ Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
   }
   config.engine.recompute_on_model_change = o.recompute_on_model_change != 0;
   config.engine.kv_budget_bytes = o.kv_budget_bytes;
+  if (!std::isfinite(o.kv_ratio) || o.kv_ratio > 1.0f) return bad("kv_ratio must be at most 1 (negative: no compression)");
+  config.engine.kv_ratio = o.kv_ratio == 0.0f ? 0.5 : o.kv_ratio < 0.0f ? 0.0 : o.kv_ratio;
 
   if (config.target == TargetKind::embedded) {
     std::string_view model;

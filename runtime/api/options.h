@@ -15,7 +15,7 @@ namespace llmsvc::api {
 // Bytes of the first published version of each struct (through its last v1 field).
 // These never change: later versions only add fields after them.
 #define LLMSVC_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(type::field))
-inline constexpr size_t kBindOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_bind_options, kv_budget_bytes);
+inline constexpr size_t kBindOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_bind_options, kv_ratio);
 inline constexpr size_t kContextOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_context_options, raw);
 inline constexpr size_t kCallOptionsV1 = LLMSVC_SIZE_THROUGH(llmsvc_call_options, slo_tpot_ratio);
 inline constexpr size_t kCallResultV1 = LLMSVC_SIZE_THROUGH(llmsvc_call_result, tpot_ms);

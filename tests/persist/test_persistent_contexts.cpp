@@ -28,6 +28,7 @@ llmsvc_service* bind(const std::string& model = llmsvc::test::default_model_path
   o.n_threads = 2;
   o.n_ctx = 1024;
   o.recompute_on_model_change = recompute;
+  o.kv_ratio = -1;  // f16 KV: a reopened (recomputed) context equals one that never closed, bit for bit
   llmsvc_service* svc = nullptr;
   EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
   return svc;

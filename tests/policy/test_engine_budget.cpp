@@ -14,7 +14,7 @@ namespace {
 
 std::string last_error() { return llmsvc_last_error(); }
 
-llmsvc_service* bind(uint64_t budget, const std::string& state) {
+llmsvc_service* bind(uint64_t budget, const std::string& state, float kv_ratio = -1) {
   llmsvc_bind_options o;
   llmsvc_bind_options_init(&o);
   o.target = "embedded";
@@ -24,6 +24,7 @@ llmsvc_service* bind(uint64_t budget, const std::string& state) {
   o.n_ctx = 1024;
   o.kv_budget_bytes = budget;
   o.state_dir = state.c_str();
+  o.kv_ratio = kv_ratio;
   llmsvc_service* svc = nullptr;
   EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
   return svc;
@@ -87,6 +88,27 @@ TEST(EngineBudget, EvictedChunksAreRecomputedAndAnswersUnchanged) {
   EXPECT_GT(info.chunks_dropped, 0) << "the budget never pressed: the test proves nothing";
   llmsvc_unbind(svc);
   EXPECT_EQ(pressed, reference);
+}
+
+// With compression at the default ratio (4 bits on average), the same conversation holds a
+// quarter of the f16 bytes or less once its chunks are full, and keeps answering.
+TEST(EngineBudget, CompressionShrinksIdleContexts) {
+  ASSERT_TRUE(std::filesystem::exists(llmsvc::test::default_model_path())) << "run tools/scripts/fetch_model.sh";
+  const std::string root = std::getenv("LLMSVC_STATE_DIR");
+  llmsvc_service* svc = bind(0, root + "/compressed", 0.5f);
+  const auto answers = run_rounds(svc, "c");
+  for (const std::string& a : answers) EXPECT_FALSE(a.empty());
+  const uint64_t chunk = 30ull * 2 * 16 * 192 * 2;
+  for (const char* id : {"c0", "c1", "c2"}) {
+    llmsvc_context_info info;
+    llmsvc_context_info_init(&info);
+    ASSERT_EQ(llmsvc_context_info_get(svc, id, &info), LLMSVC_OK);
+    ASSERT_GE(info.chunks_resident, 4) << id;
+    // Two chunks stay f16 (the partial one and the last full one); the rest average 4 bits
+    // (plus their min/scale parameters), a quarter of f16.
+    EXPECT_LT(info.kv_resident_bytes, 2 * chunk + (info.chunks_resident - 2) * chunk * 3 / 10) << id;
+  }
+  llmsvc_unbind(svc);
 }
 
 }  // namespace

@@ -12,18 +12,11 @@ namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Targets whose fp16 conversion instructions round exactly like fp32_to_fp16 (F16C, NEON);
-// elsewhere Highway emulates it and we use the scalar code instead.
-#undef LLMSVC_NATIVE_F16
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_NEON
-#define LLMSVC_NATIVE_F16 1
-#else
-#define LLMSVC_NATIVE_F16 0
-#endif
-
+// Where the fp16 instructions round exactly like fp32_to_fp16 (LLMSVC_HWY_NATIVE_F16) they
+// convert whole vectors; elsewhere Highway emulates them and we use the scalar code instead.
 void Fp16ToFp32(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
-#if LLMSVC_NATIVE_F16
+#if LLMSVC_HWY_NATIVE_F16
   const hn::ScalableTag<float> df;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
@@ -36,7 +29,7 @@ void Fp16ToFp32(const uint16_t* src, float* dst, int64_t n) {
 
 void Fp32ToFp16(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;
-#if LLMSVC_NATIVE_F16
+#if LLMSVC_HWY_NATIVE_F16
   const hn::ScalableTag<float> df;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));

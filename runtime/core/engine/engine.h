@@ -25,6 +25,9 @@ struct EngineOptions {
   int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
   int chunk_tokens = 16;    // KV chunk size
   uint64_t kv_budget_bytes = 0;  // all contexts' resident KV; 0: no limit
+  // Tolerance-aware compression after each call: the context's full chunks get 8/4/2 bits
+  // so that their average is kv_ratio * 8 bits (LLMS's global ratio); <= 0 keeps them f16.
+  double kv_ratio = 0.5;
   std::string state_dir;    // persistent contexts; empty: persist::resolve_state_root's default
   // A context made with another model file: refused with Code::model_mismatch, or (when
   // set, and the vocabulary is the same) reopened with its KV recomputed from its tokens.

@@ -11,6 +11,7 @@
 
 #include "hal/cpu/cpu_device.h"
 #include "base/file_io.h"
+#include "policy/bit_allocation.h"
 #include "runtime/core/engine/stop_matcher.h"
 #include "runtime/core/persist/context_meta.h"
 #include "runtime/core/sampler/sampler.h"
@@ -53,17 +54,18 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), n_ctx, chunk,
-                                                              o.kv_budget_bytes, std::move(state), o.recompute_on_model_change));
+                                                              o.kv_budget_bytes, o.kv_ratio, std::move(state), o.recompute_on_model_change));
 }
 
 EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-                       uint64_t kv_budget, persist::StateDir state, bool recompute_on_model_change)
+                       uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change)
     : device_(std::move(device)),
       model_(std::move(model)),
       n_ctx_(n_ctx),
       store_(policy::KvGeometry{model_->config().n_layer, model_->config().n_head_kv, model_->config().head_dim, chunk_tokens}, kv_budget),
       state_(std::move(state)),
       recompute_on_model_change_(recompute_on_model_change),
+      kv_ratio_(kv_ratio),
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
@@ -284,6 +286,26 @@ Status EngineImpl::switch_in(ContextState& ctx) {
   return s;
 }
 
+Status EngineImpl::compress(ContextState& ctx) {
+  if (kv_ratio_ <= 0) return Status::Ok();
+  const int C = store_.geometry().chunk_tokens;
+  // Full chunks only, and not the one holding the last evaluated position: it may be
+  // rewritten (an empty prompt re-evaluates it), so it stays f16.
+  const int n = std::min(ctx.kv.n_chunks(), std::max(0, (ctx.n_evaluated - 1) / C));
+  if (n == 0) return Status::Ok();
+  std::vector<double> density(n);
+  for (int c = 0; c < n; ++c) density[c] = ctx.kv.density(c);
+  const std::vector<uint8_t> bits = policy::allocate_bits(density, kv_ratio_);
+  for (int c = 0; c < n; ++c) {
+    if (ctx.kv.state(c) != policy::ChunkState::resident) continue;
+    const auto to = static_cast<hal::KvFormat>(bits[c]);
+    // A chunk only ever narrows: bits lost to an earlier, lower density are not regained.
+    if (hal::kv_format_bits(to) >= hal::kv_format_bits(ctx.kv.format(c))) continue;
+    LLMSVC_RETURN_IF_ERROR(ctx.kv.compress(c, to));
+  }
+  return Status::Ok();
+}
+
 Status EngineImpl::call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                         CallStats* out) {
   const auto t0 = Clock::now();
@@ -307,6 +329,9 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   Status s = generate(*ctx, ids, params, on_piece, st);
+  // Compression failing (out of budget for the new form) leaves chunks as they were: the
+  // call's answer stands.
+  (void)compress(*ctx);
   if (Status p = persist(*ctx); !p.ok()) {
     s = p;
     st.generated_ids.clear();

@@ -20,7 +20,7 @@ namespace llmsvc {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-             uint64_t kv_budget, persist::StateDir state, bool recompute_on_model_change);
+             uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change);
 
   Result<std::string> create_context(const ContextOptions& options) override;
   Status open_context(std::string_view id) override;
@@ -42,6 +42,8 @@ class EngineImpl final : public Engine {
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
   // Brings back the chunks of evaluated positions that left memory (recomputing them).
   Status switch_in(ContextState& ctx);
+  // After a call: compresses the context's full chunks by density (kv_ratio).
+  Status compress(ContextState& ctx);
   // Loads a context from storage into contexts_ (mu_ held).
   Result<ContextState*> load_locked(std::string_view id);
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
@@ -53,6 +55,7 @@ class EngineImpl final : public Engine {
   policy::KvChunkStore store_;
   persist::StateDir state_;
   bool recompute_on_model_change_;
+  double kv_ratio_;
 
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;

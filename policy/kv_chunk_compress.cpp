@@ -1,0 +1,42 @@
+// KvSequence::compress: re-encodes a resident chunk into a narrower format, layer by layer.
+#include "policy/kv_chunk_store.h"
+#include "policy/kv_codec.h"
+
+namespace llmsvc::policy {
+
+Status KvSequence::compress(int c, hal::KvFormat to) {
+  Chunk& ch = chunks_[c];
+  if (ch.state != ChunkState::resident) return Status(Code::internal, "kv: compressing a chunk that is not resident");
+  if (to == hal::KvFormat::f16 || hal::kv_format_bits(to) > hal::kv_format_bits(ch.format))
+    return Status(Code::internal, "kv: compression can only narrow a chunk");
+  if (to == ch.format) return Status::Ok();
+  const size_t bytes = geo_.chunk_bytes(to);
+  auto mem = store_.claim(bytes, this);
+  if (!mem.ok()) return mem.status();
+  const hal::KvBlockShape shape = geo_.shape();
+  const size_t from_layer = geo_.layer_bytes(ch.format), to_layer = geo_.layer_bytes(to);
+  const size_t from_k = hal::kv_block_bytes(ch.format, hal::KvPart::key, shape);
+  const size_t to_k = hal::kv_block_bytes(to, hal::KvPart::key, shape);
+  for (int l = 0; l < geo_.n_layer; ++l) {
+    const uint8_t* src = ch.mem.get() + l * from_layer;
+    uint8_t* dst = mem->get() + l * to_layer;
+    for (hal::KvPart part : {hal::KvPart::key, hal::KvPart::value}) {
+      const uint8_t* s = part == hal::KvPart::key ? src : src + from_k;
+      uint8_t* d = part == hal::KvPart::key ? dst : dst + to_k;
+      if (ch.format == hal::KvFormat::f16) {
+        kv_quantize(part, shape, reinterpret_cast<const uint16_t*>(s), to, d);
+      } else {
+        kv_requantize(part, shape, ch.format, s, to, d);
+      }
+    }
+  }
+  free_chunk(ch);
+  ch.mem = std::move(mem).value();
+  ch.bytes = bytes;
+  ch.format = to;
+  ch.state = ChunkState::resident;
+  ch.version++;
+  return Status::Ok();
+}
+
+}  // namespace llmsvc::policy
