@@ -34,7 +34,7 @@ struct KvBlockShape {
   int n_tokens = 0;
   int n_head_kv = 0;
   int head_dim = 0;
-  int kv_dim() const { return n_head_kv * head_dim; }
+  constexpr int kv_dim() const { return n_head_kv * head_dim; }
 };
 
 // Bytes of the parameter section (0 for f16).
