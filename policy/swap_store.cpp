@@ -1,8 +1,6 @@
 // Chunk-level swap: encode + write, and batched, checked reads.
 #include "policy/swap_store.h"
 
-#include <algorithm>
-#include <future>
 
 #include "policy/swap_dir.h"
 
@@ -71,6 +69,12 @@ std::string SwapStore::path(uint32_t chunk_index) const { return dir_ + "/" + ch
 
 Status SwapStore::for_chunk(uint32_t chunk_index, const Status& s) const {
   return Status(s.code(), "chunk " + std::to_string(chunk_index) + " (" + path(chunk_index) + "): " + s.message());
+}
+
+Status SwapStore::check_expected(const ChunkIndex& index, const ChunkMeta& expected) const {
+  const std::string diff = chunk_meta_difference(index.meta, expected);
+  if (diff.empty()) return Status::Ok();
+  return for_chunk(expected.chunk_index, Status(Code::io, "stale chunk file: " + diff + " differs"));
 }
 
 Result<std::vector<uint8_t>> SwapStore::encode(const ChunkMeta& meta, std::span<const uint8_t> payload,
@@ -143,9 +147,8 @@ std::vector<Result<ChunkIndex>> SwapStore::read_indices(std::span<const ChunkMet
       out.push_back(for_chunk(c, idx.status()));
       continue;
     }
-    const std::string diff = chunk_meta_difference(idx->meta, expected[i]);
-    if (!diff.empty()) {
-      out.push_back(for_chunk(c, Status(Code::io, "stale chunk file: " + diff + " differs")));
+    if (Status s = check_expected(*idx, expected[i]); !s.ok()) {
+      out.push_back(std::move(s));
       continue;
     }
     out.push_back(std::move(idx));
@@ -205,24 +208,24 @@ std::vector<Status> SwapStore::read_layer(int layer, std::span<const LayerTarget
 Result<ChunkIndex> SwapStore::read_chunk(const ChunkMeta& expected, std::span<uint8_t> out) {
   if (out.size() != chunk_payload_bytes(expected))
     return Status(Code::invalid_argument, "read_chunk: output is not the chunk's payload size");
-  auto idx = read_index(expected);
-  if (!idx.ok()) return idx.status();
-  const uint64_t frames_begin = idx->frames.front().offset;
-  const bool all_raw = std::all_of(idx->frames.begin(), idx->frames.end(),
-                                   [](const FrameEntry& f) { return f.stored_size == f.raw_size; });
-  // Uncompressed frames are the payload's layout already: read them in place.
-  std::vector<uint8_t> scratch(all_raw ? 0 : idx->file_size - frames_begin);
-  const std::span<uint8_t> frames = all_raw ? out : std::span<uint8_t>(scratch);
+  // One read of the whole file (no file of this shape is larger), rather than the index and
+  // then the frames: a round trip to the device saved.
+  std::vector<uint8_t> file(max_encoded_chunk_bytes(expected) + 1);
   std::vector<ReadRequest> reqs;
-  reqs.push_back({path(expected.chunk_index), frames_begin, frames, false});
+  reqs.push_back({path(expected.chunk_index), 0, file, true});
   std::vector<ReadResult> res = io_.read(std::move(reqs));
-  if (!res[0].status.ok()) return for_chunk(expected.chunk_index, res[0].status);
+  const uint32_t c = expected.chunk_index;
+  if (!res[0].status.ok()) return for_chunk(c, res[0].status);
+  if (res[0].bytes == file.size())
+    return for_chunk(c, Status(Code::io, "chunk file: larger than any file of the expected shape"));
+  file.resize(res[0].bytes);
+  auto idx = parse_chunk_file(file);
+  if (!idx.ok()) return for_chunk(c, idx.status());
+  LLMSVC_RETURN_IF_ERROR(check_expected(*idx, expected));
   const size_t layer = idx->layer_bytes();
   for (size_t l = 0; l < idx->frames.size(); ++l) {
-    const FrameEntry& f = idx->frames[l];
-    Status s = decode_layer(*idx, static_cast<int>(l), frames.subspan(f.offset - frames_begin, f.stored_size),
-                            out.subspan(l * layer, layer));
-    if (!s.ok()) return for_chunk(expected.chunk_index, s);
+    Status s = decode_layer_from_file(*idx, static_cast<int>(l), file, out.subspan(l * layer, layer));
+    if (!s.ok()) return for_chunk(c, s);
   }
   return idx;
 }

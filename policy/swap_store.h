@@ -83,7 +83,8 @@ class SwapStore {
   LayerRead read_layer_async(int layer, std::span<const LayerTarget> targets);
   std::vector<Status> read_layer(int layer, std::span<const LayerTarget> targets);
 
-  // Reads a whole chunk into `out` (chunk_payload_bytes(expected) bytes); returns its index.
+  // Reads a whole chunk (one read of the whole file) into `out` (chunk_payload_bytes(expected)
+  // bytes); returns its index.
   Result<ChunkIndex> read_chunk(const ChunkMeta& expected, std::span<uint8_t> out);
 
   // Removes a chunk's file, after the writes queued before; missing: Code::not_found.
@@ -103,6 +104,8 @@ class SwapStore {
   Result<std::vector<uint8_t>> encode(const ChunkMeta& meta, std::span<const uint8_t> payload, ChunkIndex* index) const;
   // "chunk <i> (<path>): " + status's message, same code.
   Status for_chunk(uint32_t chunk_index, const Status& s) const;
+  // Code::io ("stale chunk file") unless the file's meta is the expected one.
+  Status check_expected(const ChunkIndex& index, const ChunkMeta& expected) const;
 
   SwapIo& io_;
   std::string dir_;

@@ -189,7 +189,15 @@ TEST_P(SwapStoreTest, BadFilesAreReportedPerChunk) {
   }
   std::vector<uint8_t> out(chunks[1].payload.size());
   has(store_->read_chunk(chunks[1].meta, out).status(), Code::io, "layer 2: frame checksum mismatch");
+  has(store_->read_chunk(chunks[2].meta, out).status(), Code::io, "(truncated)");
+  has(store_->read_chunk(chunks[3].meta, out).status(), Code::io, "bad magic");
+  has(store_->read_chunk(chunks[4].meta, out).status(), Code::not_found, "chunk 4");
+  has(store_->read_chunk(chunks[5].meta, out).status(), Code::io, "stale chunk file: tokens_hash differs");
+  EXPECT_TRUE(store_->read_chunk(chunks[6].meta, out).ok());  // the replacement is a valid file
   EXPECT_TRUE(store_->read_chunk(chunks[7].meta, out).ok());
+  EXPECT_EQ(out, chunks[7].payload);
+  test::write_file(store_->path(3), test::pattern_bytes(max_encoded_chunk_bytes(chunks[3].meta) + 1, 3));
+  has(store_->read_chunk(chunks[3].meta, out).status(), Code::io, "larger than any file of the expected shape");
 }
 
 TEST_P(SwapStoreTest, WrongTargetsAreRefusedAlone) {
