@@ -24,12 +24,14 @@ inline void put_f16(std::vector<uint8_t>& out, float v) {
   out.push_back(static_cast<uint8_t>(h >> 8));
 }
 
+}  // namespace kv_synth_detail
+
 // Appends one block of x[token][channel] (n_tokens x kv_dim) in format f as `part`.
-inline void append_block(std::vector<uint8_t>& out, const std::vector<float>& x, hal::KvFormat f, hal::KvPart part,
+inline void append_kv_block(std::vector<uint8_t>& out, const std::vector<float>& x, hal::KvFormat f, hal::KvPart part,
                          const hal::KvBlockShape& s) {
   const int T = s.n_tokens, C = s.kv_dim(), H = s.n_head_kv, D = s.head_dim;
   if (f == hal::KvFormat::f16) {
-    for (float v : x) put_f16(out, v);
+    for (float v : x) kv_synth_detail::put_f16(out, v);
     return;
   }
   const int bits = hal::kv_format_bits(f), levels = (1 << bits) - 1;
@@ -48,8 +50,8 @@ inline void append_block(std::vector<uint8_t>& out, const std::vector<float>& x,
     mn[g] = hal::cpu::fp16_to_fp32(hal::cpu::fp32_to_fp16(mn[g]));
     scale[g] = hal::cpu::fp16_to_fp32(hal::cpu::fp32_to_fp16((mx[g] - mn[g]) / levels));
   }
-  for (int g = 0; g < groups; ++g) put_f16(out, mn[g]);
-  for (int g = 0; g < groups; ++g) put_f16(out, scale[g]);
+  for (int g = 0; g < groups; ++g) kv_synth_detail::put_f16(out, mn[g]);
+  for (int g = 0; g < groups; ++g) kv_synth_detail::put_f16(out, scale[g]);
   const size_t row = hal::kv_block_row_bytes(f, s), per_byte = 8 / bits;
   for (int t = 0; t < T; ++t) {
     std::vector<uint8_t> codes(row, 0);
@@ -63,11 +65,8 @@ inline void append_block(std::vector<uint8_t>& out, const std::vector<float>& x,
   }
 }
 
-}  // namespace kv_synth_detail
-
 // The payload of chunk `m` (every layer: K block, V block).
 inline std::vector<uint8_t> synth_chunk_payload(const policy::ChunkMeta& m, uint32_t seed) {
-  using namespace kv_synth_detail;
   const hal::KvBlockShape s{m.n_tokens, m.n_head_kv, m.head_dim};
   const int T = s.n_tokens, C = s.kv_dim();
   std::mt19937 rng(seed);
@@ -85,8 +84,8 @@ inline std::vector<uint8_t> synth_chunk_payload(const policy::ChunkMeta& m, uint
         k[size_t(t) * C + c] = base + amp * std::sin(freq * float(m.first_pos + t) + phase) + 0.05f * noise(rng);
     }
     for (float& x : v) x = 0.6f * noise(rng);
-    append_block(out, k, m.format, hal::KvPart::key, s);
-    append_block(out, v, m.format, hal::KvPart::value, s);
+    append_kv_block(out, k, m.format, hal::KvPart::key, s);
+    append_kv_block(out, v, m.format, hal::KvPart::value, s);
   }
   return out;
 }
