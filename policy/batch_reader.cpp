@@ -1,0 +1,107 @@
+// Batch bookkeeping shared by the read engines, and engine selection.
+#include "policy/batch_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <limits>
+
+#include "policy/io_errors.h"
+#include "policy/pread_reader.h"
+#include "policy/uring_reader.h"
+
+namespace llmsvc::policy {
+
+const char* reader_kind_name(ReaderKind k) {
+  switch (k) {
+    case ReaderKind::automatic: return "automatic";
+    case ReaderKind::io_uring: return "io_uring";
+    case ReaderKind::threads: return "threads";
+  }
+  return "unknown";
+}
+
+ReadBatch& ReadBatch::operator=(ReadBatch&& o) noexcept {
+  if (this != &o) {
+    if (state_) wait();
+    reader_ = std::move(o.reader_);
+    state_ = std::move(o.state_);
+  }
+  return *this;
+}
+
+ReadBatch::~ReadBatch() {
+  if (state_) wait();
+}
+
+std::vector<ReadResult> ReadBatch::wait() {
+  if (!state_) return {};
+  reader_->wait(*state_);
+  std::vector<ReadResult> results = std::move(state_->results);
+  state_.reset();
+  reader_.reset();
+  return results;
+}
+
+std::shared_ptr<BatchState> BatchReader::open_batch(std::vector<ReadRequest> requests) {
+  auto state = std::make_shared<BatchState>();
+  state->requests = std::move(requests);
+  const size_t n = state->requests.size();
+  state->results.resize(n);
+  state->fds.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ReadRequest& r = state->requests[i];
+    ReadResult& res = state->results[i];
+    if (r.offset > uint64_t(std::numeric_limits<off_t>::max()) - r.dest.size()) {
+      res.status = Status(Code::invalid_argument, "swap read " + r.path + ": range out of bounds");
+      continue;
+    }
+    UniqueFd fd(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
+      res.status = errno == ENOENT ? Status(Code::not_found, "swap read " + r.path + ": no such file")
+                                   : io_status(errno, "swap read " + r.path);
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+      res.status = io_status(errno, "swap read " + r.path + ": fstat");
+      continue;
+    }
+    res.file_size = static_cast<uint64_t>(st.st_size);
+    if (r.dest.empty()) continue;
+    state->fds[i] = std::move(fd);
+    ++state->pending;
+  }
+  return state;
+}
+
+void BatchReader::finish_request(BatchState& state, size_t i, int err, bool eof) {
+  const ReadRequest& r = state.requests[i];
+  ReadResult& res = state.results[i];
+  if (err != 0) {
+    res.status = io_status(err, "swap read " + r.path);
+  } else if (eof && res.bytes < r.dest.size() && !r.to_eof) {
+    res.status = Status(Code::io, "swap read " + r.path + ": unexpected end of file (" + std::to_string(res.bytes) +
+                                      " of " + std::to_string(r.dest.size()) + " bytes at offset " +
+                                      std::to_string(r.offset) + ")");
+  }
+  // The bytes now live in the caller's buffer; a second copy in the page cache would only
+  // take memory from the budget swap is freeing.
+  if (res.bytes > 0)
+    ::posix_fadvise(state.fds[i].get(), static_cast<off_t>(r.offset), static_cast<off_t>(res.bytes),
+                    POSIX_FADV_DONTNEED);
+  state.fds[i].reset();
+}
+
+Result<std::shared_ptr<BatchReader>> make_batch_reader(ReaderKind kind, unsigned queue_depth, unsigned threads) {
+  if (kind != ReaderKind::threads) {
+    auto uring = UringReader::create(queue_depth);
+    if (uring.ok()) return std::shared_ptr<BatchReader>(std::move(uring).value());
+    if (kind == ReaderKind::io_uring) return uring.status();
+  }
+  return std::shared_ptr<BatchReader>(std::make_shared<PreadReader>(threads));
+}
+
+}  // namespace llmsvc::policy

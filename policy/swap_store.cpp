@@ -1,0 +1,241 @@
+// Chunk-level swap: encode + write, and batched, checked reads.
+#include "policy/swap_store.h"
+
+
+#include "policy/swap_dir.h"
+
+namespace llmsvc::policy {
+namespace {
+
+// Enough for the index of a chunk of up to 125 layers in the first read; more takes a second.
+constexpr size_t kHeadRead = 4096;
+
+}  // namespace
+
+std::string chunk_meta_difference(const ChunkMeta& a, const ChunkMeta& b) {
+  if (a.model_hash != b.model_hash) return "model_hash";
+  if (a.tokens_hash != b.tokens_hash) return "tokens_hash";
+  if (a.chunk_index != b.chunk_index) return "chunk_index";
+  if (a.first_pos != b.first_pos) return "first_pos";
+  if (a.n_tokens != b.n_tokens) return "n_tokens";
+  if (a.format != b.format) return "format";
+  if (a.n_layer != b.n_layer) return "n_layer";
+  if (a.n_head_kv != b.n_head_kv) return "n_head_kv";
+  if (a.head_dim != b.head_dim) return "head_dim";
+  return "";
+}
+
+LayerRead& LayerRead::operator=(LayerRead&& o) noexcept {
+  if (this != &o) {
+    batch_ = ReadBatch();  // our reads end before our buffers go
+    layer_ = o.layer_;
+    dir_ = std::move(o.dir_);
+    items_ = std::move(o.items_);
+    scratch_ = std::move(o.scratch_);
+    batch_ = std::move(o.batch_);
+  }
+  return *this;
+}
+
+std::vector<Status> LayerRead::wait() {
+  std::vector<ReadResult> results = batch_.wait();
+  std::vector<Status> out;
+  out.reserve(items_.size());
+  size_t r = 0;
+  for (Item& it : items_) {
+    if (!it.submitted) {
+      out.push_back(std::move(it.status));
+      continue;
+    }
+    const ReadResult& res = results.at(r++);
+    Status s = res.status.ok() ? decode_frame(it.codec, it.entry, layer_, it.frame, it.out) : res.status;
+    if (!s.ok())
+      s = Status(s.code(), "chunk " + std::to_string(it.chunk_index) + " (" + dir_ + "/" +
+                               chunk_file_name(it.chunk_index) + "): " + s.message());
+    out.push_back(std::move(s));
+  }
+  items_.clear();
+  return out;
+}
+
+Result<std::unique_ptr<SwapStore>> SwapStore::open(SwapIo& io, std::string dir, const ChunkEncoding& encoding) {
+  LLMSVC_RETURN_IF_ERROR(ensure_directory(dir));
+  auto removed = remove_temp_files(dir);
+  if (!removed.ok()) return removed.status();
+  return std::make_unique<SwapStore>(Private{}, io, std::move(dir), encoding);
+}
+
+std::string SwapStore::path(uint32_t chunk_index) const { return dir_ + "/" + chunk_file_name(chunk_index); }
+
+Status SwapStore::for_chunk(uint32_t chunk_index, const Status& s) const {
+  return Status(s.code(), "chunk " + std::to_string(chunk_index) + " (" + path(chunk_index) + "): " + s.message());
+}
+
+Status SwapStore::check_expected(const ChunkIndex& index, const ChunkMeta& expected) const {
+  const std::string diff = chunk_meta_difference(index.meta, expected);
+  if (diff.empty()) return Status::Ok();
+  return for_chunk(expected.chunk_index, Status(Code::io, "stale chunk file: " + diff + " differs"));
+}
+
+Result<std::vector<uint8_t>> SwapStore::encode(const ChunkMeta& meta, std::span<const uint8_t> payload,
+                                               ChunkIndex* index) const {
+  auto bytes = encode_chunk(meta, payload, encoding_);
+  if (!bytes.ok()) return bytes.status();
+  // The queued buffer stays in memory until written: keep only what the file needs.
+  bytes->shrink_to_fit();
+  auto parsed = parse_chunk_file(*bytes);
+  if (!parsed.ok()) return Status(Code::internal, "encoded chunk does not parse: " + parsed.status().message());
+  *index = std::move(parsed).value();
+  return bytes;
+}
+
+Status SwapStore::store_async(const ChunkMeta& meta, std::span<const uint8_t> payload, StoreDone done) {
+  ChunkIndex index;
+  auto bytes = encode(meta, payload, &index);
+  if (!bytes.ok()) return bytes.status();
+  io_.write_async(path(meta.chunk_index), std::move(bytes).value(),
+                  [index = std::move(index), done = std::move(done)](Status s) mutable {
+                    if (s.ok()) done(std::move(index));
+                    else done(std::move(s));
+                  });
+  return Status::Ok();
+}
+
+Result<ChunkIndex> SwapStore::store(const ChunkMeta& meta, std::span<const uint8_t> payload) {
+  ChunkIndex index;
+  auto bytes = encode(meta, payload, &index);
+  if (!bytes.ok()) return bytes.status();
+  LLMSVC_RETURN_IF_ERROR(io_.write(path(meta.chunk_index), *bytes));
+  return index;
+}
+
+std::vector<Result<ChunkIndex>> SwapStore::read_indices(std::span<const ChunkMeta> expected) {
+  const size_t n = expected.size();
+  std::vector<std::vector<uint8_t>> heads(n, std::vector<uint8_t>(kHeadRead));
+  std::vector<ReadRequest> reqs;
+  reqs.reserve(n);
+  for (size_t i = 0; i < n; ++i) reqs.push_back({path(expected[i].chunk_index), 0, heads[i], true});
+  std::vector<ReadResult> first = io_.read(std::move(reqs));
+
+  // Indices longer than the first read (many layers) take a second batch.
+  std::vector<size_t> more;
+  std::vector<ReadRequest> reqs2;
+  for (size_t i = 0; i < n; ++i) {
+    if (!first[i].status.ok()) continue;
+    heads[i].resize(first[i].bytes);
+    auto need = chunk_index_size(heads[i]);
+    if (!need.ok() || *need <= heads[i].size() || first[i].file_size < *need) continue;
+    const size_t have = heads[i].size();
+    heads[i].resize(*need);
+    more.push_back(i);
+    reqs2.push_back({path(expected[i].chunk_index), have, std::span<uint8_t>(heads[i]).subspan(have), false});
+  }
+  std::vector<ReadResult> second = io_.read(std::move(reqs2));
+  for (size_t k = 0; k < more.size(); ++k)
+    if (!second[k].status.ok()) first[more[k]].status = second[k].status;
+
+  std::vector<Result<ChunkIndex>> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t c = expected[i].chunk_index;
+    if (!first[i].status.ok()) {
+      out.push_back(for_chunk(c, first[i].status));
+      continue;
+    }
+    auto idx = parse_chunk_index(heads[i], first[i].file_size);
+    if (!idx.ok()) {
+      out.push_back(for_chunk(c, idx.status()));
+      continue;
+    }
+    if (Status s = check_expected(*idx, expected[i]); !s.ok()) {
+      out.push_back(std::move(s));
+      continue;
+    }
+    out.push_back(std::move(idx));
+  }
+  return out;
+}
+
+Result<ChunkIndex> SwapStore::read_index(const ChunkMeta& expected) {
+  return std::move(read_indices(std::span<const ChunkMeta>(&expected, 1)).front());
+}
+
+LayerRead SwapStore::read_layer_async(int layer, std::span<const LayerTarget> targets) {
+  LayerRead lr;
+  lr.layer_ = layer;
+  lr.dir_ = dir_;
+  lr.items_.resize(targets.size());
+  size_t scratch = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const LayerTarget& t = targets[i];
+    LayerRead::Item& it = lr.items_[i];
+    if (t.chunk == nullptr || layer < 0 || static_cast<size_t>(layer) >= t.chunk->frames.size() ||
+        t.out.size() != t.chunk->frames[layer].raw_size) {
+      it.status = Status(Code::invalid_argument, "read_layer: target " + std::to_string(i) +
+                                                     " has no such layer or a wrong output size");
+      continue;
+    }
+    it.codec = t.chunk->codec;
+    it.entry = t.chunk->frames[layer];
+    it.chunk_index = t.chunk->meta.chunk_index;
+    it.out = t.out;
+    it.submitted = true;
+    if (it.entry.stored_size < it.entry.raw_size) scratch += it.entry.stored_size;
+  }
+  lr.scratch_.resize(scratch);
+  std::vector<ReadRequest> reqs;
+  reqs.reserve(targets.size());
+  size_t pos = 0;
+  for (LayerRead::Item& it : lr.items_) {
+    if (!it.submitted) continue;
+    // An uncompressed frame goes straight into the output; a compressed one to scratch.
+    if (it.entry.stored_size == it.entry.raw_size) {
+      it.frame = it.out;
+    } else {
+      it.frame = std::span<uint8_t>(lr.scratch_).subspan(pos, it.entry.stored_size);
+      pos += it.entry.stored_size;
+    }
+    reqs.push_back({path(it.chunk_index), it.entry.offset, it.frame, false});
+  }
+  lr.batch_ = io_.submit_reads(std::move(reqs));
+  return lr;
+}
+
+std::vector<Status> SwapStore::read_layer(int layer, std::span<const LayerTarget> targets) {
+  return read_layer_async(layer, targets).wait();
+}
+
+Result<ChunkIndex> SwapStore::read_chunk(const ChunkMeta& expected, std::span<uint8_t> out) {
+  if (out.size() != chunk_payload_bytes(expected))
+    return Status(Code::invalid_argument, "read_chunk: output is not the chunk's payload size");
+  // One read of the whole file (no file of this shape is larger), rather than the index and
+  // then the frames: a round trip to the device saved.
+  std::vector<uint8_t> file(max_encoded_chunk_bytes(expected) + 1);
+  std::vector<ReadRequest> reqs;
+  reqs.push_back({path(expected.chunk_index), 0, file, true});
+  std::vector<ReadResult> res = io_.read(std::move(reqs));
+  const uint32_t c = expected.chunk_index;
+  if (!res[0].status.ok()) return for_chunk(c, res[0].status);
+  if (res[0].bytes == file.size())
+    return for_chunk(c, Status(Code::io, "chunk file: larger than any file of the expected shape"));
+  file.resize(res[0].bytes);
+  auto idx = parse_chunk_file(file);
+  if (!idx.ok()) return for_chunk(c, idx.status());
+  LLMSVC_RETURN_IF_ERROR(check_expected(*idx, expected));
+  const size_t layer = idx->layer_bytes();
+  for (size_t l = 0; l < idx->frames.size(); ++l) {
+    Status s = decode_layer_from_file(*idx, static_cast<int>(l), file, out.subspan(l * layer, layer));
+    if (!s.ok()) return for_chunk(c, s);
+  }
+  return idx;
+}
+
+Status SwapStore::remove(uint32_t chunk_index) { return io_.remove(path(chunk_index)); }
+
+void SwapStore::remove_async(uint32_t chunk_index, SwapWriter::Done done) {
+  io_.remove_async(path(chunk_index), std::move(done));
+}
+
+Result<std::vector<uint32_t>> SwapStore::list() const { return list_chunk_files(dir_); }
+
+}  // namespace llmsvc::policy

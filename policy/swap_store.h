@@ -1,0 +1,118 @@
+// SwapStore: one swap directory of chunk files, "<dir>/<chunk_index>.kvc" (chunk_file.h),
+// over the shared SwapIo. Chunks are stored asynchronously; the swap-in pipeline reads a
+// layer of many chunks as one batch (submit for layer l+1, compute layer l, wait).
+//
+// Every read checks what it reads: a missing file is Code::not_found; a damaged, truncated
+// or forged file, or one written for another model or token history, is Code::io with a
+// message naming the chunk and the fault. Results are per chunk: the caller recomputes
+// the chunks that failed. Thread-safe; a directory belongs to one store at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "policy/batch_reader.h"
+#include "policy/chunk_file.h"
+#include "policy/swap_io.h"
+
+namespace llmsvc::policy {
+
+// One chunk of a layer read: its index (from store or read_index) and where the layer goes
+// (index->layer_bytes() bytes).
+struct LayerTarget {
+  const ChunkIndex* chunk = nullptr;
+  std::span<uint8_t> out;
+};
+
+// A layer read in flight. wait() decodes on the calling thread and returns one Status per
+// target; the destructor waits for the reads (never leaves the kernel writing).
+class LayerRead {
+ public:
+  LayerRead() = default;
+  LayerRead(LayerRead&&) noexcept = default;
+  // Waits for this read's own batch before taking the other's buffers.
+  LayerRead& operator=(LayerRead&& o) noexcept;
+
+  std::vector<Status> wait();
+
+ private:
+  friend class SwapStore;
+  struct Item {
+    ChunkCodec codec = ChunkCodec::none;
+    FrameEntry entry;
+    uint32_t chunk_index = 0;
+    std::span<uint8_t> frame, out;  // frame == out for an uncompressed frame
+    Status status;                  // set when the target was refused before reading
+    bool submitted = false;
+  };
+  int layer_ = 0;
+  std::string dir_;
+  std::vector<Item> items_;
+  std::vector<uint8_t> scratch_;  // compressed frames
+  ReadBatch batch_;               // last: destroyed (waited for) before the buffers
+};
+
+class SwapStore {
+ public:
+  // Creates `dir` if needed (its parent must exist) and removes temporary files an
+  // interrupted write left there. `io` must outlive the store.
+  static Result<std::unique_ptr<SwapStore>> open(SwapIo& io, std::string dir, const ChunkEncoding& encoding = {});
+
+  const std::string& dir() const { return dir_; }
+  std::string path(uint32_t chunk_index) const;
+
+  // Encodes on the calling thread (so `payload` may be freed on return) and queues the
+  // write; `done` gets the file's index once it is durable, or the write's error, on the
+  // writer thread. A bad meta / payload is returned at once and `done` is not called.
+  using StoreDone = std::function<void(Result<ChunkIndex>)>;
+  Status store_async(const ChunkMeta& meta, std::span<const uint8_t> payload, StoreDone done);
+  Result<ChunkIndex> store(const ChunkMeta& meta, std::span<const uint8_t> payload);
+
+  // Reads and validates the headers of the chunks described by `expected` (one batch).
+  // A file whose meta differs from its expected meta is Code::io ("stale").
+  std::vector<Result<ChunkIndex>> read_indices(std::span<const ChunkMeta> expected);
+  Result<ChunkIndex> read_index(const ChunkMeta& expected);
+
+  // Starts reading layer `layer` of each target's chunk into its `out` (which must stay valid
+  // until wait()); the frame entries are copied, so the indices need not outlive the call.
+  LayerRead read_layer_async(int layer, std::span<const LayerTarget> targets);
+  std::vector<Status> read_layer(int layer, std::span<const LayerTarget> targets);
+
+  // Reads a whole chunk (one read of the whole file) into `out` (chunk_payload_bytes(expected)
+  // bytes); returns its index.
+  Result<ChunkIndex> read_chunk(const ChunkMeta& expected, std::span<uint8_t> out);
+
+  // Removes a chunk's file, after the writes queued before; missing: Code::not_found.
+  Status remove(uint32_t chunk_index);
+  void remove_async(uint32_t chunk_index, SwapWriter::Done done);
+  // The chunk indices present, ascending.
+  Result<std::vector<uint32_t>> list() const;
+  // Waits for the writes and removals queued so far (of every store sharing the SwapIo).
+  void flush() { io_.flush(); }
+
+  struct Private {};
+  SwapStore(Private, SwapIo& io, std::string dir, const ChunkEncoding& encoding)
+      : io_(io), dir_(std::move(dir)), encoding_(encoding) {}
+
+ private:
+  // The file bytes of a chunk, and their index.
+  Result<std::vector<uint8_t>> encode(const ChunkMeta& meta, std::span<const uint8_t> payload, ChunkIndex* index) const;
+  // "chunk <i> (<path>): " + status's message, same code.
+  Status for_chunk(uint32_t chunk_index, const Status& s) const;
+  // Code::io ("stale chunk file") unless the file's meta is the expected one.
+  Status check_expected(const ChunkIndex& index, const ChunkMeta& expected) const;
+
+  SwapIo& io_;
+  std::string dir_;
+  ChunkEncoding encoding_;
+};
+
+// The first field in which two metas differ ("tokens_hash", ...), or "" if equal.
+std::string chunk_meta_difference(const ChunkMeta& a, const ChunkMeta& b);
+
+}  // namespace llmsvc::policy

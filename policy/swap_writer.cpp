@@ -1,0 +1,137 @@
+// The swap writer thread: ordered batches of atomic writes and removals.
+#include "policy/swap_writer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <future>
+#include <utility>
+
+#include "policy/atomic_file.h"
+#include "policy/io_errors.h"
+
+namespace llmsvc::policy {
+
+SwapWriter::SwapWriter(const SwapWriterOptions& options)
+    : options_(options), thread_([this] { loop(); }) {}
+
+SwapWriter::~SwapWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void SwapWriter::enqueue(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(job));
+    ++submitted_;
+  }
+  cv_.notify_one();
+}
+
+void SwapWriter::write_async(std::string path, std::vector<uint8_t> bytes, Done done) {
+  Job job{Op::write, std::move(path), std::move(bytes), {}, std::move(done)};
+  job.bytes = job.owned;  // the vector's buffer does not move with the job
+  enqueue(std::move(job));
+}
+
+void SwapWriter::remove_async(std::string path, Done done) {
+  enqueue(Job{Op::remove, std::move(path), {}, {}, std::move(done)});
+}
+
+Status SwapWriter::run_blocking(Job job) {
+  if (on_writer_thread()) return Status(Code::internal, "swap writer: blocking call from its own callback");
+  std::promise<Status> result;
+  auto future = result.get_future();
+  job.done = [&result](Status s) { result.set_value(std::move(s)); };
+  enqueue(std::move(job));
+  return future.get();
+}
+
+Status SwapWriter::write(std::string path, std::span<const uint8_t> bytes) {
+  return run_blocking(Job{Op::write, std::move(path), {}, bytes, {}});
+}
+
+Status SwapWriter::remove(std::string path) { return run_blocking(Job{Op::remove, std::move(path), {}, {}, {}}); }
+
+void SwapWriter::flush() {
+  if (on_writer_thread()) return;  // cannot wait for itself; the callers' jobs run after this one
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = submitted_;
+  idle_cv_.wait(lock, [&] { return completed_ >= target; });
+}
+
+size_t SwapWriter::cancel_pending() {
+  std::deque<Job> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled.swap(queue_);
+  }
+  for (Job& job : cancelled)
+    if (job.done) job.done(Status(Code::cancelled, "swap " + std::string(job.op == Op::write ? "write " : "remove ") +
+                                                       job.path + ": cancelled"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    completed_ += cancelled.size();
+  }
+  idle_cv_.notify_all();
+  return cancelled.size();
+}
+
+void SwapWriter::loop() {
+  std::vector<Job> batch;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and drained
+      while (!queue_.empty() && batch.size() < options_.max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    run_batch(batch);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      completed_ += batch.size();
+    }
+    idle_cv_.notify_all();
+    batch.clear();
+  }
+}
+
+void SwapWriter::run_batch(std::vector<Job>& batch) {
+  std::vector<Status> status(batch.size());
+  std::vector<std::string> dirs;  // touched by successful writes, each fsynced once
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Job& job = batch[i];
+    if (job.op == Op::write) {
+      status[i] = write_file_atomic(job.path, job.bytes, options_.drop_cache);
+      if (status[i].ok()) {
+        std::string dir = parent_directory(job.path);
+        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
+      }
+    } else if (::unlink(job.path.c_str()) != 0) {
+      status[i] = errno == ENOENT ? Status(Code::not_found, "swap remove " + job.path + ": no such file")
+                                  : io_status(errno, "swap remove " + job.path);
+    }
+  }
+  for (const std::string& dir : dirs) {
+    Status s = sync_directory(dir);
+    if (s.ok()) continue;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i].op == Op::write && status[i].ok() && parent_directory(batch[i].path) == dir)
+        status[i] = Status(Code::io, "swap write " + batch[i].path + ": " + s.message());
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].done) batch[i].done(std::move(status[i]));
+    batch[i].owned = {};  // free the bytes now, not when the next batch reuses the vector
+  }
+}
+
+}  // namespace llmsvc::policy

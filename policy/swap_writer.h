@@ -1,0 +1,79 @@
+// SwapWriter: the swap directory's mutations (atomic file writes, removals) run in order on
+// one thread, so that swap-out never blocks inference on storage.
+//
+// Jobs run in submission order, a batch at a time: each write is atomic (atomic_file.h),
+// then each directory touched by the batch is fsynced once, then the batch's callbacks run
+// in order. A write's `done` therefore means "durable". A removal queued after a write of
+// the same path runs after it, so a removed file never comes back.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+
+namespace llmsvc::policy {
+
+struct SwapWriterOptions {
+  bool drop_cache = true;  // posix_fadvise(DONTNEED) each written file
+  size_t max_batch = 64;   // jobs sharing one round of directory fsyncs
+};
+
+class SwapWriter {
+ public:
+  // Runs on the writer thread; must be quick and must not throw. It may queue more jobs,
+  // but not call the blocking members (write, remove, flush).
+  using Done = std::function<void(Status)>;
+
+  explicit SwapWriter(const SwapWriterOptions& options = {});
+  // Drains: every queued job runs and every callback is called before the thread ends.
+  ~SwapWriter();
+  SwapWriter(const SwapWriter&) = delete;
+  SwapWriter& operator=(const SwapWriter&) = delete;
+
+  // Queues an atomic write of `bytes` to `path`. Errors reach `done` as Code::io.
+  void write_async(std::string path, std::vector<uint8_t> bytes, Done done);
+  // Writes synchronously (after the jobs already queued); `bytes` is not copied.
+  Status write(std::string path, std::span<const uint8_t> bytes);
+  // Queues removing `path`; a missing file is Code::not_found.
+  void remove_async(std::string path, Done done);
+  Status remove(std::string path);
+  // Waits until every job queued before the call has completed.
+  void flush();
+  // Completes the jobs not yet started with Code::cancelled; returns how many.
+  size_t cancel_pending();
+
+ private:
+  enum class Op { write, remove };
+  struct Job {
+    Op op;
+    std::string path;
+    std::vector<uint8_t> owned;       // write_async's bytes
+    std::span<const uint8_t> bytes;   // what to write (owned, or the caller's for write())
+    Done done;
+  };
+
+  void enqueue(Job job);
+  Status run_blocking(Job job);
+  bool on_writer_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  void loop();
+  void run_batch(std::vector<Job>& batch);
+
+  const SwapWriterOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;       // work queued, or stopping
+  std::condition_variable idle_cv_;  // completed_ advanced
+  std::deque<Job> queue_;
+  uint64_t submitted_ = 0, completed_ = 0;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+}  // namespace llmsvc::policy
