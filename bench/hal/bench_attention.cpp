@@ -1,17 +1,20 @@
-// Attention over the chunked f16 KV cache with SmolLM2-135M shapes (9 heads, 3 kv heads,
-// head_dim 64, chunks of 16): decode at several context lengths, and prefill micro-batches.
+// Attention over the chunked KV cache with SmolLM2-135M shapes (9 heads, 3 kv heads,
+// head_dim 64, chunks of 16): decode at several context lengths (f16 chunks, and chunks
+// compressed to q8/q4/q2), and prefill micro-batches.
 // Args: {context or prompt length, threads}. LLMSVC_BENCH_TARGET=AVX2 (or any Highway target
 // name) restricts the kernels to that instruction set, to compare the paths on one machine.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "bench/bench_target.h"
 #include "hal/cpu/cpu_device.h"
 #include "hal/cpu/quant/fp16.h"
+#include "policy/kv_codec.h"
 
 namespace llmsvc::hal::cpu {
 namespace {
@@ -84,6 +87,71 @@ void BM_AttentionDecode30Layers(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kLayers);  // items = layers
 }
 BENCHMARK(BM_AttentionDecode30Layers)->ArgsProduct({{1024, 4096}, {1, 2, 4}})->UseRealTime();
+
+// The same decode over chunks compressed to q8/q4/q2 (policy/kv_codec; range(1) = bits, 16 =
+// f16 as above): one layer (its KV stays in cache between calls) and 30 layers (KV streamed
+// from L3/DRAM as in the model). Bytes processed: the K and V bytes the call reads.
+struct FormatSetup {
+  std::vector<std::vector<uint8_t>> k, v;
+  std::vector<KvChunkView> chunks;
+  AttentionParams params{kHeads, kKvHeads, kHeadDim, 0.125f, 0};
+  size_t bytes = 0;
+
+  FormatSetup(int n_keys, KvFormat f) {
+    const Setup src(n_keys);
+    for (size_t i = 0; i < src.chunks.size(); ++i) {
+      KvChunkView view = src.chunks[i];
+      const KvBlockShape shape{view.n_tokens, kKvHeads, kHeadDim};
+      k.emplace_back(kv_block_bytes(f, KvPart::key, shape));
+      v.emplace_back(kv_block_bytes(f, KvPart::value, shape));
+      if (f == KvFormat::f16) {
+        std::memcpy(k.back().data(), src.k[i].data(), k.back().size());
+        std::memcpy(v.back().data(), src.v[i].data(), v.back().size());
+      } else {
+        policy::kv_quantize(KvPart::key, shape, src.k[i].data(), f, k.back().data());
+        policy::kv_quantize(KvPart::value, shape, src.v[i].data(), f, v.back().data());
+      }
+      bytes += k.back().size() + v.back().size();
+      view.k = k.back().data();
+      view.v = v.back().data();
+      view.format = f;
+      chunks.push_back(view);
+    }
+  }
+};
+
+void BM_AttentionDecodeFormat(benchmark::State& state) {
+  const int n_keys = static_cast<int>(state.range(0));
+  const FormatSetup s(n_keys, static_cast<KvFormat>(state.range(1)));
+  CpuDevice dev(static_cast<int>(state.range(2)));
+  std::vector<float> q(static_cast<size_t>(kHeads) * kHeadDim, 0.5f), out(q.size());
+  const int32_t pos = n_keys - 1;
+  for (auto _ : state) {
+    dev.attention(q.data(), 1, &pos, s.chunks.data(), static_cast<int>(s.chunks.size()), s.params, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(s.bytes));
+}
+BENCHMARK(BM_AttentionDecodeFormat)->ArgsProduct({{1024, 4096}, {16, 8, 4, 2}, {1}})->UseRealTime();
+
+void BM_AttentionDecode30LayersFormat(benchmark::State& state) {
+  constexpr int kLayers = 30;
+  const int n_keys = static_cast<int>(state.range(0));
+  std::vector<FormatSetup> layers;
+  layers.reserve(kLayers);
+  for (int l = 0; l < kLayers; ++l) layers.emplace_back(n_keys, static_cast<KvFormat>(state.range(1)));
+  CpuDevice dev(static_cast<int>(state.range(2)));
+  std::vector<float> q(static_cast<size_t>(kHeads) * kHeadDim, 0.5f), out(q.size());
+  const int32_t pos = n_keys - 1;
+  for (auto _ : state)
+    for (const FormatSetup& s : layers) {
+      dev.attention(q.data(), 1, &pos, s.chunks.data(), static_cast<int>(s.chunks.size()), s.params, out.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  state.SetItemsProcessed(state.iterations() * kLayers);  // items = layers
+  state.SetBytesProcessed(state.iterations() * kLayers * static_cast<int64_t>(layers[0].bytes));
+}
+BENCHMARK(BM_AttentionDecode30LayersFormat)->ArgsProduct({{1024, 4096}, {16, 8, 4, 2}, {1}})->UseRealTime();
 
 // The last micro-batch (up to 256 tokens) of a prompt of range(0) tokens: 256 is a whole
 // prompt; 1024 sees the 768 cached keys before it too.

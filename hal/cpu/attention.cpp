@@ -349,26 +349,82 @@ HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT
 
 // Key rows of one kv head, widened to f32 one vector at a time: f16 halves, or the B-bit
 // codes of a q block (channels c0 + d of each row).
+// load(df, row, d, sub) gives sub-vector sub of the kSubs vectors at channel offset d.
 struct F16Keys {
+  static constexpr int kSubs = 1;
   const uint16_t* k;  // the head's first channel in row 0
   size_t stride;      // halves per row
   const hwy::float16_t* row(int j) const { return as_f16(k + static_cast<size_t>(j) * stride); }
   template <class DF>
-  HWY_INLINE hn::Vec<DF> load(DF df, const hwy::float16_t* HWY_RESTRICT r, size_t d) const {
+  HWY_INLINE hn::Vec<DF> load(DF df, const hwy::float16_t* HWY_RESTRICT r, size_t d, int) const {
     return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), r + d));
   }
 };
+// Codes in channel order (any head_dim).
 template <int B>
 struct CodeKeys {
+  static constexpr int kSubs = 1;
   const uint8_t* codes;
   size_t row_bytes;
   size_t c0;  // the head's first channel
   const uint8_t* row(int j) const { return codes + static_cast<size_t>(j) * row_bytes; }
   template <class DF>
-  HWY_INLINE hn::Vec<DF> load(DF df, const uint8_t* HWY_RESTRICT r, size_t d) const {
+  HWY_INLINE hn::Vec<DF> load(DF df, const uint8_t* HWY_RESTRICT r, size_t d, int) const {
     return hn::ConvertTo(df, LoadCodes<B>(df, r, c0 + d));
   }
 };
+// Codes a byte vector at a time (B < 8): n bytes hold kSubs = 8 / B vectors, sub-vector sub
+// being channels d + i * kSubs + sub (lane i), each one shift and mask away. The query side
+// is permuted to match (GroupLanes): the same products, summed in another order.
+template <int B>
+struct GroupedCodeKeys {
+  static constexpr int kSubs = 8 / B;
+  const uint8_t* codes;
+  size_t row_bytes;
+  size_t c0;
+  const uint8_t* row(int j) const { return codes + static_cast<size_t>(j) * row_bytes; }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> load(DF df, const uint8_t* HWY_RESTRICT r, size_t d, int sub) const {
+    const hn::Rebind<uint32_t, DF> du;
+    const auto w = hn::PromoteTo(du, hn::LoadU(hn::Rebind<uint8_t, DF>(), r + (c0 + d) / kSubs));
+    const auto c = hn::And(hn::ShiftRightSame(w, sub * B), hn::Set(du, (1u << B) - 1));
+    return hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<decltype(du)>(), c));
+  }
+};
+
+// Whether GroupedCodeKeys<B> serves head_dim with vectors of DF (whole byte groups per head).
+#if HWY_TARGET == HWY_SCALAR
+template <int B, class DF>
+constexpr bool kCanGroup = false;  // one lane: nothing to group (and no ConcatEven)
+template <int B, class DF>
+void GroupLanes(DF df, float* x, size_t dim);  // never instantiated here
+#else
+template <int B, class DF>
+constexpr bool kCanGroup = B < 8 && hn::MaxLanes(DF()) >= 4;
+
+// In place, each group of K = 8 / B vectors at x: lane i of vector sub becomes element
+// i * K + sub of the group (the order GroupedCodeKeys reads channels in).
+template <int B, class DF>
+HWY_INLINE void GroupLanes(DF df, float* HWY_RESTRICT x, size_t dim) {
+  const size_t n = hn::Lanes(df);
+  for (size_t d = 0; d < dim; d += n * (8 / B)) {
+    float* g = x + d;
+    const auto a = hn::LoadU(df, g), b = hn::LoadU(df, g + n);
+    if constexpr (B == 4) {
+      hn::StoreU(hn::ConcatEven(df, b, a), df, g);
+      hn::StoreU(hn::ConcatOdd(df, b, a), df, g + n);
+    } else {
+      const auto c = hn::LoadU(df, g + 2 * n), e = hn::LoadU(df, g + 3 * n);
+      const auto e1 = hn::ConcatEven(df, b, a), o1 = hn::ConcatOdd(df, b, a);
+      const auto e2 = hn::ConcatEven(df, e, c), o2 = hn::ConcatOdd(df, e, c);
+      hn::StoreU(hn::ConcatEven(df, e2, e1), df, g);
+      hn::StoreU(hn::ConcatEven(df, o2, o1), df, g + n);
+      hn::StoreU(hn::ConcatOdd(df, e2, e1), df, g + 2 * n);
+      hn::StoreU(hn::ConcatOdd(df, o2, o1), df, g + 3 * n);
+    }
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
 
 // Dot products of RB query rows with keys j in [j0, j1): each K vector is widened once and
 // used by all RB rows; keys go four at a time so the reductions are shared. A key's dot
@@ -391,18 +447,21 @@ HWY_INLINE void QkCore(DF df, const float* HWY_RESTRICT qt, size_t dim, const Ke
     for (int r = 0; r < RB; ++r)
       LLMSVC_UNROLL
       for (int i = 0; i < 4; ++i) acc[r][i] = hn::Zero(df);
-    for (size_t d = 0; d < dim; d += n) {
-      const V kv0 = keys.load(df, k0, d);
-      const V kv1 = keys.load(df, k1, d);
-      const V kv2 = keys.load(df, k2, d);
-      const V kv3 = keys.load(df, k3, d);
+    for (size_t d = 0; d < dim; d += n * Keys::kSubs) {
       LLMSVC_UNROLL
-      for (int r = 0; r < RB; ++r) {
-        const V qv = hn::LoadU(df, qt + r * dim + d);
-        acc[r][0] = hn::MulAdd(qv, kv0, acc[r][0]);
-        acc[r][1] = hn::MulAdd(qv, kv1, acc[r][1]);
-        acc[r][2] = hn::MulAdd(qv, kv2, acc[r][2]);
-        acc[r][3] = hn::MulAdd(qv, kv3, acc[r][3]);
+      for (int sub = 0; sub < Keys::kSubs; ++sub) {
+        const V kv0 = keys.load(df, k0, d, sub);
+        const V kv1 = keys.load(df, k1, d, sub);
+        const V kv2 = keys.load(df, k2, d, sub);
+        const V kv3 = keys.load(df, k3, d, sub);
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) {
+          const V qv = hn::LoadU(df, qt + r * dim + d + sub * n);
+          acc[r][0] = hn::MulAdd(qv, kv0, acc[r][0]);
+          acc[r][1] = hn::MulAdd(qv, kv1, acc[r][1]);
+          acc[r][2] = hn::MulAdd(qv, kv2, acc[r][2]);
+          acc[r][3] = hn::MulAdd(qv, kv3, acc[r][3]);
+        }
       }
     }
     LLMSVC_UNROLL
@@ -424,7 +483,8 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
 // The same over a q key block (channel-wise): with k_j = min + scale * c_j per channel,
 // q . k_j = q . min + (q * scale) . c_j, so each row's q * scale and q . min are formed once
 // per chunk and the codes are widened to f32 in registers. qs: RB x dim floats of scratch.
-template <int B, int RB, class DF>
+// Grouped: codes read a byte vector at a time (GroupedCodeKeys), q * scale permuted to match.
+template <int B, int RB, bool kGrouped, class DF>
 HWY_INLINE void QkRowsQ(DF df, const float* HWY_RESTRICT qt, size_t dim, const QBlock& kb, size_t c0, int j0,
                         int j1, float scale, float* HWY_RESTRICT s, size_t sstride, float* HWY_RESTRICT qs) {
   using V = hn::Vec<DF>;
@@ -439,12 +499,18 @@ HWY_INLINE void QkRowsQ(DF df, const float* HWY_RESTRICT qt, size_t dim, const Q
       acc = hn::MulAdd(qv, LoadF16(df, kb.min + c0 + d), acc);
     }
     qm[r] = Hsum(df, acc);
+    if constexpr (kGrouped) GroupLanes<B>(df, qs + r * dim, dim);
   }
-  QkCore<RB>(df, qs, dim, CodeKeys<B>{kb.codes, kb.row_bytes, c0}, j0, j1, [&](int r, const V(&a)[4], int j, int cnt) {
+  const auto finish = [&](int r, const V(&a)[4], int j, int cnt) {
     float t[4];
     Sum4(df, a[0], a[1], a[2], a[3], 1.0f, t, cnt);
     for (int i = 0; i < cnt; ++i) s[r * sstride + j + i] = (qm[r] + t[i]) * scale;
-  });
+  };
+  if constexpr (kGrouped) {
+    QkCore<RB>(df, qs, dim, GroupedCodeKeys<B>{kb.codes, kb.row_bytes, c0}, j0, j1, finish);
+  } else {
+    QkCore<RB>(df, qs, dim, CodeKeys<B>{kb.codes, kb.row_bytes, c0}, j0, j1, finish);
+  }
 }
 
 // Keys [j0, j1) of a q value block into the V accumulators: v_j = min_j + scale_j * c_j (one
@@ -543,7 +609,9 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
       s[r * sstride + j] = Hsum(df, acc) * scale;
     }
 }
-template <int B, int RB, class DF>
+template <int B, class DF>
+constexpr bool kCanGroup = false;  // the grouped reader keeps vectors in arrays
+template <int B, int RB, bool, class DF>
 HWY_INLINE void QkRowsQ(DF df, const float* HWY_RESTRICT qt, size_t dim, const QBlock& kb, size_t c0, int j0,
                         int j1, float scale, float* HWY_RESTRICT s, size_t sstride, float* HWY_RESTRICT) {
   const size_t n = hn::Lanes(df);
@@ -662,10 +730,18 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
           }
           const QBlock kb = q_block(p, ch, KvPart::key);
           const size_t c0 = kv_head * dim;
+          const auto run = [&](auto bits) {
+            constexpr int B = decltype(bits)::value;
+            if constexpr (kCanGroup<B, DF>) {
+              if (dim % (hn::Lanes(df) * (8 / B)) == 0)
+                return QkRowsQ<B, R, true>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs);
+            }
+            QkRowsQ<B, R, false>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs);
+          };
           switch (ch.format) {
-            case KvFormat::q8: QkRowsQ<8, R>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs); break;
-            case KvFormat::q4: QkRowsQ<4, R>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs); break;
-            default: QkRowsQ<2, R>(df, qt, dim, kb, c0, j0, j1, p.scale, srow, p.row_stride, qs); break;
+            case KvFormat::q8: run(std::integral_constant<int, 8>()); break;
+            case KvFormat::q4: run(std::integral_constant<int, 4>()); break;
+            default: run(std::integral_constant<int, 2>()); break;
           }
         });
       }
