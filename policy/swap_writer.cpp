@@ -90,7 +90,7 @@ void SwapWriter::loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and drained
-      while (!queue_.empty() && batch.size() < options_.max_batch) {
+      while (!queue_.empty() && (batch.empty() || batch.size() < options_.max_batch)) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }

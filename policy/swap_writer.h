@@ -23,7 +23,7 @@ namespace llmsvc::policy {
 
 struct SwapWriterOptions {
   bool drop_cache = true;  // posix_fadvise(DONTNEED) each written file
-  size_t max_batch = 64;   // jobs sharing one round of directory fsyncs
+  size_t max_batch = 64;   // jobs sharing one round of directory fsyncs (0 counts as 1)
 };
 
 class SwapWriter {

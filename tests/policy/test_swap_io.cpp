@@ -165,6 +165,14 @@ TEST(SwapWriter, DestructionDrainsTheQueue) {
   EXPECT_EQ(dir.entries().size(), 100u);
 }
 
+TEST(SwapWriter, BatchSizeZeroMeansOne) {
+  ScratchDir dir;
+  SwapWriter w(SwapWriterOptions{true, 0});
+  for (int i = 0; i < 3; ++i) w.write_async(dir.file(std::to_string(i) + ".kvc"), pattern_bytes(10, i), nullptr);
+  EXPECT_TRUE(w.write(dir.file("3.kvc"), pattern_bytes(10, 3)).ok());
+  EXPECT_EQ(dir.entries().size(), 4u);
+}
+
 TEST(SwapWriter, CancelPendingCompletesQueuedJobsAsCancelled) {
   ScratchDir dir;
   SwapWriter w(SwapWriterOptions{true, 1});
