@@ -6,44 +6,47 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <random>
+#include <type_traits>
+
+#include "base/unique_fd.h"
 
 namespace llmsvc::fileio {
 namespace {
 
-// Closes a descriptor on scope exit.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
+std::atomic<uint64_t> g_temp_counter{0};
 
-Status io_error(const std::string& what, const std::string& path, int err) {
-  return Status(Code::io, what + " '" + path + "': " + errno_text(err));
+std::string temp_path_for(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return dir + "." + name + "." + std::to_string(::getpid()) + "." + std::to_string(g_temp_counter++) + ".tmp";
 }
 
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-Status write_all(int fd, const uint8_t* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
+Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
       if (errno == EINTR) continue;
-      return io_error("cannot write", path, errno);
+      return io_status(errno, what);
     }
-    p += w;
-    n -= static_cast<size_t>(w);
+    // A short write is followed by another call, which reports the cause (ENOSPC, ...).
+    bytes = bytes.subspan(static_cast<size_t>(n));
   }
+  return Status::Ok();
+}
+
+Status write_temp(const std::string& tmp, std::span<const uint8_t> bytes, bool drop_cache, const std::string& what) {
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) return io_status(errno, what + ": create temporary file");
+  LLMSVC_RETURN_IF_ERROR(write_all(fd.get(), bytes, what));
+  // Delayed allocation can surface ENOSPC / EDQUOT only here.
+  if (::fdatasync(fd.get()) != 0) return io_status(errno, what + ": fdatasync");
+  // The pages are clean after fdatasync, so DONTNEED really evicts them.
+  if (drop_cache) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  if (const int err = fd.close(); err != 0) return io_status(err, what + ": close");
   return Status::Ok();
 }
 
@@ -55,49 +58,72 @@ std::string errno_text(int err) {
     case EDQUOT: return "disk quota exceeded (EDQUOT)";
     case EROFS: return "read-only file system (EROFS)";
     case EACCES: return "permission denied (EACCES)";
-    default: return std::strerror(err);
+    default: break;
+  }
+  char buf[128];
+  // GNU strerror_r returns the message (maybe not in buf); the XSI form fills buf.
+  const auto r = strerror_r(err, buf, sizeof buf);
+  if constexpr (std::is_same_v<decltype(r), char*>) {
+    return r;
+  } else {
+    return r == 0 ? buf : "errno " + std::to_string(err);
   }
 }
 
-Status write_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const std::string tmp = path + ".tmp." + std::to_string(rng() & 0xffffffffffull);
-  Status s;
-  {
-    Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
-    if (f.fd < 0) return io_error("cannot create", tmp, errno);
-    s = write_all(f.fd, bytes.data(), bytes.size(), tmp);
-    if (s.ok() && ::fsync(f.fd) != 0) s = io_error("cannot sync", tmp, errno);
-  }
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = io_error("cannot rename into", path, errno);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return fsync_dir(dir_of(path));
+Status io_status(int err, const std::string& what) { return Status(Code::io, what + ": " + errno_text(err)); }
+
+Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, bool drop_cache) {
+  const std::string what = "write " + path;
+  const std::string tmp = temp_path_for(path);
+  Status s = write_temp(tmp, bytes, drop_cache, what);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = io_status(errno, what + ": rename");
+  if (!s.ok()) ::unlink(tmp.c_str());  // may not exist (create failed): nothing else to do
+  return s;
 }
 
-Status write_atomic(const std::string& path, const std::string& text, mode_t mode) {
-  return write_atomic(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()), mode);
+Status write_atomic(const std::string& path, std::span<const uint8_t> bytes) {
+  LLMSVC_RETURN_IF_ERROR(write_file_atomic(path, bytes, /*drop_cache=*/false));
+  return sync_directory(parent_directory(path));
+}
+
+Status write_atomic(const std::string& path, const std::string& text) {
+  return write_atomic(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+Status sync_directory(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return io_status(errno, "open directory " + dir);
+  if (::fsync(fd.get()) != 0) return io_status(errno, "fsync directory " + dir);
+  return Status::Ok();
+}
+
+std::string parent_directory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool is_temp_file_name(const std::string& name) {
+  return name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (f.fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status(Code::not_found, "no file '" + path + "'");
-    return io_error("cannot open", path, errno);
+    return io_status(errno, "open " + path);
   }
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) return io_error("cannot stat", path, errno);
+  if (::fstat(fd.get(), &st) != 0) return io_status(errno, "stat " + path);
   if (!S_ISREG(st.st_mode)) return Status(Code::io, "'" + path + "' is not a regular file");
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
     return Status(Code::io, "'" + path + "' is larger than " + std::to_string(max_bytes) + " bytes");
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < out.size()) {
-    const ssize_t r = ::read(f.fd, out.data() + got, out.size() - got);
+    const ssize_t r = ::read(fd.get(), out.data() + got, out.size() - got);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return io_error("cannot read", path, errno);
+    if (r < 0) return io_status(errno, "read " + path);
     if (r == 0) break;  // shrank meanwhile
     got += static_cast<size_t>(r);
   }
@@ -105,14 +131,14 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Status make_dirs(const std::string& path, mode_t mode) {
+Status make_dirs(const std::string& path) {
   if (path.empty()) return Status(Code::invalid_argument, "empty directory path");
   size_t pos = 0;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
     const std::string part = path.substr(0, pos);
     if (part.empty()) continue;
-    if (::mkdir(part.c_str(), mode) != 0 && errno != EEXIST) return io_error("cannot create directory", part, errno);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return io_status(errno, "create directory " + part);
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return Status(Code::io, "'" + path + "' is not a directory");
@@ -121,10 +147,10 @@ Status make_dirs(const std::string& path, mode_t mode) {
 
 Status remove_tree(const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Status::Ok() : io_error("cannot stat", path, errno);
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Status::Ok() : io_status(errno, "stat " + path);
   if (S_ISDIR(st.st_mode)) {
     DIR* d = ::opendir(path.c_str());
-    if (!d) return io_error("cannot open directory", path, errno);
+    if (!d) return io_status(errno, "open directory " + path);
     Status s;
     while (dirent* e = ::readdir(d)) {
       if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
@@ -133,17 +159,10 @@ Status remove_tree(const std::string& path) {
     }
     ::closedir(d);
     if (!s.ok()) return s;
-    if (::rmdir(path.c_str()) != 0) return io_error("cannot remove directory", path, errno);
+    if (::rmdir(path.c_str()) != 0) return io_status(errno, "remove directory " + path);
   } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return io_error("cannot remove", path, errno);
+    return io_status(errno, "remove " + path);
   }
-  return Status::Ok();
-}
-
-Status fsync_dir(const std::string& dir) {
-  Fd f(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (f.fd < 0) return io_error("cannot open directory", dir, errno);
-  if (::fsync(f.fd) != 0) return io_error("cannot sync directory", dir, errno);
   return Status::Ok();
 }
 

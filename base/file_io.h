@@ -1,8 +1,7 @@
-// Small POSIX file helpers with Status errors: atomic replace, bounded whole-file reads,
-// directory creation and removal. Every error message names the path and the cause.
+// POSIX file helpers with Status errors, the one place for them: atomic replacement
+// (temp file, fdatasync, rename, directory fsync), bounded whole-file reads, directory
+// creation and removal. Every error message names the path and the cause.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,23 +12,34 @@
 
 namespace llmsvc::fileio {
 
-// strerror-like text, with the causes users act on spelled out ("disk full", ...).
+// strerror, with the causes users act on spelled out: "disk full (ENOSPC)", ...
 std::string errno_text(int err);
+// Code::io: "<what>: <errno_text(err)>".
+Status io_status(int err, const std::string& what);
 
-// Replaces `path` with `bytes` atomically: a temporary file in the same directory is
-// written and fsynced, renamed over `path`, and the directory is fsynced. On failure the
-// temporary file is removed and any previous `path` is untouched.
-Status write_atomic(const std::string& path, std::span<const uint8_t> bytes, mode_t mode = 0600);
-Status write_atomic(const std::string& path, const std::string& text, mode_t mode = 0600);
+// Writes `bytes` to a temporary file in the target's directory, fdatasyncs it, drops its
+// pages from the page cache if `drop_cache` (swapped-out data must really leave RAM),
+// and renames it over `path` (mode 0600). The directory entry is not synced: call
+// sync_directory (once for many files). Any failure removes the temporary file and leaves
+// `path` untouched.
+Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, bool drop_cache);
+// write_file_atomic, then sync_directory of its directory: durable when it returns.
+Status write_atomic(const std::string& path, std::span<const uint8_t> bytes);
+Status write_atomic(const std::string& path, const std::string& text);
+// fsyncs a directory so that renames and creations in it are durable.
+Status sync_directory(const std::string& dir);
+// The directory part of `path` ("." when it has none).
+std::string parent_directory(const std::string& path);
+// Temporary files are named ".<target name>.<pid>.<n>.tmp": hidden, and recognizable for cleanup.
+bool is_temp_file_name(const std::string& name);
 
 // The whole file; Code::not_found if it does not exist, Code::io if larger than max_bytes.
 Result<std::string> read_file(const std::string& path, size_t max_bytes);
 
-// mkdir -p with `mode` for the directories it creates.
-Status make_dirs(const std::string& path, mode_t mode = 0700);
+// mkdir -p, 0700 for the directories it creates.
+Status make_dirs(const std::string& path);
 // rm -r (no-op when absent). Symlinks are removed, never followed.
 Status remove_tree(const std::string& path);
-Status fsync_dir(const std::string& dir);
 bool exists(const std::string& path);
 
 }  // namespace llmsvc::fileio

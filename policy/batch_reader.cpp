@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "policy/io_errors.h"
+#include "base/file_io.h"
 #include "policy/pread_reader.h"
 #include "policy/uring_reader.h"
 
@@ -58,15 +58,15 @@ std::shared_ptr<BatchState> BatchReader::open_batch(std::vector<ReadRequest> req
       res.status = Status(Code::invalid_argument, "swap read " + r.path + ": range out of bounds");
       continue;
     }
-    UniqueFd fd(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
+    fileio::UniqueFd fd(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) {
       res.status = errno == ENOENT ? Status(Code::not_found, "swap read " + r.path + ": no such file")
-                                   : io_status(errno, "swap read " + r.path);
+                                   : fileio::io_status(errno, "swap read " + r.path);
       continue;
     }
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
-      res.status = io_status(errno, "swap read " + r.path + ": fstat");
+      res.status = fileio::io_status(errno, "swap read " + r.path + ": fstat");
       continue;
     }
     res.file_size = static_cast<uint64_t>(st.st_size);
@@ -81,7 +81,7 @@ void BatchReader::finish_request(BatchState& state, size_t i, int err, bool eof)
   const ReadRequest& r = state.requests[i];
   ReadResult& res = state.results[i];
   if (err != 0) {
-    res.status = io_status(err, "swap read " + r.path);
+    res.status = fileio::io_status(err, "swap read " + r.path);
   } else if (eof && res.bytes < r.dest.size() && !r.to_eof) {
     res.status = Status(Code::io, "swap read " + r.path + ": unexpected end of file (" + std::to_string(res.bytes) +
                                       " of " + std::to_string(r.dest.size()) + " bytes at offset " +

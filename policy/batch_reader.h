@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "policy/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace llmsvc::policy {
 
@@ -37,7 +37,7 @@ const char* reader_kind_name(ReaderKind k);
 struct BatchState {
   std::vector<ReadRequest> requests;
   std::vector<ReadResult> results;
-  std::vector<UniqueFd> fds;  // one per request, closed as soon as its read ends
+  std::vector<fileio::UniqueFd> fds;  // one per request, closed as soon as its read ends
   size_t pending = 0;         // requests still reading; guarded by the engine's mutex
 };
 

@@ -30,12 +30,7 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
       }
     }
   }
-  free_chunk(ch);
-  ch.mem = std::move(mem).value();
-  ch.bytes = bytes;
-  ch.format = to;
-  ch.state = ChunkState::resident;
-  ch.version++;
+  install(c, std::move(mem).value(), bytes, to, ChunkState::resident);
   return Status::Ok();
 }
 

@@ -41,26 +41,37 @@ KvSequence::KvSequence(KvChunkStore& store) : store_(store), geo_(store.geometry
 
 KvSequence::~KvSequence() {
   store_.remove(this);  // no eviction can reach it any more
-  for (Chunk& ch : chunks_) free_chunk(ch);
+  for (int c = 0; c < n_chunks(); ++c) install(c, Mem(nullptr, nullptr), 0, chunks_[c].format, ChunkState::dropped);
 }
 
-void KvSequence::free_chunk(Chunk& ch) {
-  if (ch.mem) {
-    ch.mem.reset();
-    store_.release(ch.bytes);
-    ch.bytes = 0;
+void KvSequence::install(int c, Mem mem, size_t bytes, hal::KvFormat format, ChunkState state) {
+  Mem old(nullptr, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    Chunk& ch = chunks_[c];
+    store_.used_ -= ch.bytes;
+    old = std::move(ch.mem);
+    ch.mem = std::move(mem);
+    ch.bytes = bytes;
+    ch.format = format;
+    ch.state = state;
+    ch.version++;
   }
 }
 
 Status KvSequence::reserve(int n_tokens) {
   while (capacity() < n_tokens) {
-    chunks_.emplace_back();
-    Chunk& ch = chunks_.back();
-    ch.mass.assign(geo_.chunk_tokens, 0.0f);
-    ch.seen.assign(geo_.chunk_tokens, 0);
+    Chunk fresh;
+    fresh.mass.assign(geo_.chunk_tokens, 0.0f);
+    fresh.seen.assign(geo_.chunk_tokens, 0);
+    {
+      std::lock_guard<std::mutex> lock(store_.mu_);
+      chunks_.push_back(std::move(fresh));
+    }
     Status s = make_resident(n_chunks() - 1);
     if (!s.ok()) {
-      chunks_.pop_back();
+      std::lock_guard<std::mutex> lock(store_.mu_);
+      chunks_.pop_back();  // holds no memory: the claim failed
       return s;
     }
   }
@@ -70,39 +81,31 @@ Status KvSequence::reserve(int n_tokens) {
 void KvSequence::truncate(int n_tokens) {
   const int keep = (std::max(0, n_tokens) + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
   while (n_chunks() > keep) {
-    free_chunk(chunks_.back());
+    install(n_chunks() - 1, Mem(nullptr, nullptr), 0, chunks_.back().format, ChunkState::dropped);
+    std::lock_guard<std::mutex> lock(store_.mu_);
     chunks_.pop_back();
   }
 }
 
 Status KvSequence::make_resident(int c, hal::KvFormat format) {
-  Chunk& ch = chunks_[c];
   const size_t bytes = geo_.chunk_bytes(format);
   auto mem = store_.claim(bytes, this);
   if (!mem.ok()) return mem.status();
-  free_chunk(ch);
-  ch.mem = std::move(mem).value();
-  ch.bytes = bytes;
-  ch.format = format;
-  ch.state = ChunkState::resident;
-  ch.version++;
+  install(c, std::move(mem).value(), bytes, format, ChunkState::resident);
   return Status::Ok();
 }
 
-void KvSequence::drop(int c) {
-  Chunk& ch = chunks_[c];
-  free_chunk(ch);
-  ch.state = ChunkState::dropped;
-  ch.version++;
-}
+void KvSequence::drop(int c) { install(c, Mem(nullptr, nullptr), 0, chunks_[c].format, ChunkState::dropped); }
 
 uint64_t KvSequence::resident_bytes() const {
+  std::lock_guard<std::mutex> lock(store_.mu_);
   uint64_t sum = 0;
   for (const Chunk& ch : chunks_) sum += ch.bytes;
   return sum;
 }
 
 int KvSequence::count(ChunkState s) const {
+  std::lock_guard<std::mutex> lock(store_.mu_);
   return static_cast<int>(std::count_if(chunks_.begin(), chunks_.end(), [s](const Chunk& ch) { return ch.state == s; }));
 }
 

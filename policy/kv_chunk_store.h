@@ -68,7 +68,8 @@ class KvSequence {
 
   ChunkState state(int c) const { return chunks_[c].state; }
   hal::KvFormat format(int c) const { return chunks_[c].format; }
-  // Bytes this sequence holds in memory.
+  // Bytes this sequence holds in memory, and its chunks in a state. Safe from any thread
+  // (they take the store's lock): what a context's description reads while it is in a call.
   uint64_t resident_bytes() const;
   int count(ChunkState s) const;
 
@@ -119,7 +120,9 @@ class KvSequence {
     Chunk(Chunk&& o) noexcept;
   };
   uint16_t* row(int layer, int pos, hal::KvPart part);
-  void free_chunk(Chunk& ch);  // store mutex held or sequence pinned
+  // Gives chunk c new memory (already claimed; may be null), format and state under the
+  // store's lock, returning its old bytes to the budget; the old memory is freed after.
+  void install(int c, Mem mem, size_t bytes, hal::KvFormat format, ChunkState state);
 
   KvChunkStore& store_;
   KvGeometry geo_;

@@ -9,8 +9,7 @@
 #include <cerrno>
 #include <memory>
 
-#include "policy/atomic_file.h"
-#include "policy/io_errors.h"
+#include "base/file_io.h"
 
 namespace llmsvc::policy {
 namespace {
@@ -24,7 +23,7 @@ Result<DirPtr> open_dir(const std::string& dir) {
   DirPtr d(::opendir(dir.c_str()));
   if (!d) {
     if (errno == ENOENT) return Status(Code::not_found, "swap directory " + dir + ": no such directory");
-    return io_status(errno, "open swap directory " + dir);
+    return fileio::io_status(errno, "open swap directory " + dir);
   }
   return d;
 }
@@ -41,7 +40,7 @@ Status for_each_entry(const std::string& dir, F&& f) {
     const std::string name = e->d_name;
     if (name != "." && name != "..") LLMSVC_RETURN_IF_ERROR(f(name));
   }
-  if (errno != 0) return io_status(errno, "read swap directory " + dir);
+  if (errno != 0) return fileio::io_status(errno, "read swap directory " + dir);
   return Status::Ok();
 }
 
@@ -75,9 +74,9 @@ Result<std::vector<uint32_t>> list_chunk_files(const std::string& dir) {
 Result<size_t> remove_temp_files(const std::string& dir) {
   size_t n = 0;
   Status s = for_each_entry(dir, [&](const std::string& name) {
-    if (!is_temp_file_name(name)) return Status::Ok();
+    if (!fileio::is_temp_file_name(name)) return Status::Ok();
     const std::string path = dir + "/" + name;
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_status(errno, "remove " + path);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fileio::io_status(errno, "remove " + path);
     ++n;
     return Status::Ok();
   });
@@ -87,9 +86,9 @@ Result<size_t> remove_temp_files(const std::string& dir) {
 
 Status ensure_directory(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) == 0) return Status::Ok();
-  if (errno != EEXIST) return io_status(errno, "create swap directory " + dir);
+  if (errno != EEXIST) return fileio::io_status(errno, "create swap directory " + dir);
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return io_status(errno, "stat " + dir);
+  if (::stat(dir.c_str(), &st) != 0) return fileio::io_status(errno, "stat " + dir);
   if (!S_ISDIR(st.st_mode)) return Status(Code::io, "swap directory " + dir + ": exists and is not a directory");
   return Status::Ok();
 }

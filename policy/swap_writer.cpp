@@ -8,8 +8,7 @@
 #include <future>
 #include <utility>
 
-#include "policy/atomic_file.h"
-#include "policy/io_errors.h"
+#include "base/file_io.h"
 
 namespace llmsvc::policy {
 
@@ -111,21 +110,21 @@ void SwapWriter::run_batch(std::vector<Job>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     Job& job = batch[i];
     if (job.op == Op::write) {
-      status[i] = write_file_atomic(job.path, job.bytes, options_.drop_cache);
+      status[i] = fileio::write_file_atomic(job.path, job.bytes, options_.drop_cache);
       if (status[i].ok()) {
-        std::string dir = parent_directory(job.path);
+        std::string dir = fileio::parent_directory(job.path);
         if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
       }
     } else if (::unlink(job.path.c_str()) != 0) {
       status[i] = errno == ENOENT ? Status(Code::not_found, "swap remove " + job.path + ": no such file")
-                                  : io_status(errno, "swap remove " + job.path);
+                                  : fileio::io_status(errno, "swap remove " + job.path);
     }
   }
   for (const std::string& dir : dirs) {
-    Status s = sync_directory(dir);
+    Status s = fileio::sync_directory(dir);
     if (s.ok()) continue;
     for (size_t i = 0; i < batch.size(); ++i)
-      if (batch[i].op == Op::write && status[i].ok() && parent_directory(batch[i].path) == dir)
+      if (batch[i].op == Op::write && status[i].ok() && fileio::parent_directory(batch[i].path) == dir)
         status[i] = Status(Code::io, "swap write " + batch[i].path + ": " + s.message());
   }
   for (size_t i = 0; i < batch.size(); ++i) {

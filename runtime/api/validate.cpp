@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/core/persist/state_dir.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
 namespace llmsvc::api {
@@ -32,9 +33,7 @@ Status check_id(const char* id) {
   if (len > kMaxIdBytes) return {Code::invalid_argument, "context id is longer than 64 bytes"};
   if (!is_valid_utf8(v)) return {Code::invalid_utf8, "context id is not valid UTF-8"};
   for (char c : v) {
-    bool ok =
-        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok)
+    if (!persist::is_context_id_char(c))
       return {Code::invalid_argument, "context id '" + std::string(v) + "' has a character outside [A-Za-z0-9._-]"};
   }
   // Ids name files in the service's state directory; these two would name directories.

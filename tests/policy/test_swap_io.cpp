@@ -24,8 +24,8 @@
 #include <future>
 #include <thread>
 
-#include "policy/atomic_file.h"
-#include "policy/unique_fd.h"
+#include "base/file_io.h"
+#include "base/unique_fd.h"
 #include "tests/policy/swap_test_util.h"
 
 namespace llmsvc::policy {
@@ -37,7 +37,7 @@ using test::ScratchDir;
 
 // Resident pages of a file in the page cache (mincore over a mapping).
 size_t resident_pages(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  fileio::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_size == 0) return 0;
   const size_t len = static_cast<size_t>(st.st_size), page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -57,19 +57,19 @@ TEST(AtomicFile, WritesReplacesAndLeavesNoTemporaryFile) {
   ScratchDir dir;
   const std::string path = dir.file("5.kvc");
   const auto a = pattern_bytes(10000, 1), b = pattern_bytes(300, 2);
-  ASSERT_TRUE(write_file_atomic(path, a, true).ok());
+  ASSERT_TRUE(fileio::write_file_atomic(path, a, true).ok());
   EXPECT_EQ(read_file(path), a);
-  ASSERT_TRUE(write_file_atomic(path, b, true).ok());
+  ASSERT_TRUE(fileio::write_file_atomic(path, b, true).ok());
   EXPECT_EQ(read_file(path), b);
-  ASSERT_TRUE(sync_directory(dir.path()).ok());
+  ASSERT_TRUE(fileio::sync_directory(dir.path()).ok());
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"5.kvc"});
 }
 
 TEST(AtomicFile, DropsTheWrittenPagesFromThePageCache) {
   ScratchDir dir;
   const auto bytes = pattern_bytes(4 << 20, 3);
-  ASSERT_TRUE(write_file_atomic(dir.file("kept"), bytes, false).ok());
-  ASSERT_TRUE(write_file_atomic(dir.file("dropped"), bytes, true).ok());
+  ASSERT_TRUE(fileio::write_file_atomic(dir.file("kept"), bytes, false).ok());
+  ASSERT_TRUE(fileio::write_file_atomic(dir.file("dropped"), bytes, true).ok());
   // Without the advice the freshly written pages stay cached; with it none remain.
   EXPECT_GT(resident_pages(dir.file("kept")), 0u) << "mincore does not see this file system's cache";
   EXPECT_EQ(resident_pages(dir.file("dropped")), 0u);
@@ -80,7 +80,7 @@ TEST(AtomicFile, FailedRenameRemovesTheTemporaryFileAndKeepsTheTarget) {
   // The target is a non-empty directory: rename fails after the data was written.
   ASSERT_EQ(::mkdir(dir.file("3.kvc").c_str(), 0700), 0);
   test::write_file(dir.file("3.kvc/inside"), pattern_bytes(10, 1));
-  Status s = write_file_atomic(dir.file("3.kvc"), pattern_bytes(5000, 4), true);
+  Status s = fileio::write_file_atomic(dir.file("3.kvc"), pattern_bytes(5000, 4), true);
   EXPECT_EQ(s.code(), Code::io);
   EXPECT_NE(s.message().find("rename"), std::string::npos) << s.message();
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"3.kvc"});
@@ -89,18 +89,18 @@ TEST(AtomicFile, FailedRenameRemovesTheTemporaryFileAndKeepsTheTarget) {
 
 TEST(AtomicFile, MissingDirectoryIsAnIoError) {
   ScratchDir dir;
-  Status s = write_file_atomic(dir.file("nope/1.kvc"), pattern_bytes(10, 1), true);
+  Status s = fileio::write_file_atomic(dir.file("nope/1.kvc"), pattern_bytes(10, 1), true);
   EXPECT_EQ(s.code(), Code::io);
   EXPECT_NE(s.message().find("create temporary file"), std::string::npos) << s.message();
 }
 
 TEST(AtomicFile, Names) {
-  EXPECT_EQ(parent_directory("/a/b/c.kvc"), "/a/b");
-  EXPECT_EQ(parent_directory("c.kvc"), ".");
-  EXPECT_EQ(parent_directory("/c.kvc"), "/");
-  EXPECT_TRUE(is_temp_file_name(".3.kvc.123.0.tmp"));
-  EXPECT_FALSE(is_temp_file_name("3.kvc"));
-  EXPECT_FALSE(is_temp_file_name(".tmp"));
+  EXPECT_EQ(fileio::parent_directory("/a/b/c.kvc"), "/a/b");
+  EXPECT_EQ(fileio::parent_directory("c.kvc"), ".");
+  EXPECT_EQ(fileio::parent_directory("/c.kvc"), "/");
+  EXPECT_TRUE(fileio::is_temp_file_name(".3.kvc.123.0.tmp"));
+  EXPECT_FALSE(fileio::is_temp_file_name("3.kvc"));
+  EXPECT_FALSE(fileio::is_temp_file_name(".tmp"));
   EXPECT_EQ(parse_chunk_file_name("17.kvc"), 17u);
   EXPECT_EQ(parse_chunk_file_name("4294967295.kvc"), 4294967295u);
   EXPECT_EQ(parse_chunk_file_name("4294967296.kvc"), std::nullopt);
@@ -431,7 +431,7 @@ std::string disk_full_check(ReaderKind kind, const std::string& mnt) {
   if (Status s = (*io)->write(target, old_bytes); !s.ok()) return "first write failed: " + s.message();
   // Fill the file system.
   {
-    UniqueFd fd(::open((mnt + "/filler").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    fileio::UniqueFd fd(::open((mnt + "/filler").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
     const auto chunk = pattern_bytes(4096, 2);
     size_t total = 0;
     for (;;) {

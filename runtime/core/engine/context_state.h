@@ -2,6 +2,7 @@
 // mirrored on storage by its HistoryLog) and the KV sequence computed from it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,8 +24,9 @@ struct ContextState {
   int n_evaluated = 0;              // tokens[0, n_evaluated) have K/V in `kv`
   int turns = 0;                    // completed user turns
   std::unique_ptr<persist::HistoryLog> log;  // holds tokens[0, n_persisted) durably
-  size_t n_persisted = 0;
-  int persisted_turns = 0;
+  // Atomic: a context's description reads them while a call on it runs.
+  std::atomic<size_t> n_persisted{0};
+  std::atomic<int> persisted_turns{0};
   policy::KvSequence kv;
 };
 

@@ -103,7 +103,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   meta.chunk_tokens = store_.geometry().chunk_tokens;
   meta.created_unix = static_cast<int64_t>(::time(nullptr));
   Status s = log.ok() ? persist::write_context_meta(state_.meta_path(id), meta) : log.status();
-  if (s.ok()) s = fileio::fsync_dir(state_.contexts_dir());
+  if (s.ok()) s = fileio::sync_directory(state_.contexts_dir());
   if (!s.ok()) {
     (void)fileio::remove_tree(dir);
     return s;
@@ -190,11 +190,13 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
       info.loaded = true;
       info.raw = c.raw;
       info.system_prompt = c.system_prompt;
-      info.tokens = static_cast<int32_t>(c.tokens.size());
-      info.turns = c.turns;
-      info.chunks_total = (info.tokens + C - 1) / C;
+      // What storage holds: a call in flight may be appending to the tokens.
+      info.tokens = static_cast<int32_t>(c.n_persisted.load());
+      info.turns = c.persisted_turns.load();
       info.chunks_resident = c.kv.count(policy::ChunkState::resident);
       info.chunks_swapped = c.kv.count(policy::ChunkState::swapped);
+      // A call in flight may already hold chunks for tokens not yet on storage.
+      info.chunks_total = std::max((info.tokens + C - 1) / C, info.chunks_resident + info.chunks_swapped);
       // Chunks never computed (tokens appended unevaluated) count as dropped: they are
       // computed from their tokens when needed.
       info.chunks_dropped = info.chunks_total - info.chunks_resident - info.chunks_swapped;

@@ -25,9 +25,7 @@ Result<std::string> resolve_state_root(std::string_view explicit_dir) {
 
 bool valid_context_id(std::string_view id) {
   if (id.empty() || id.size() > 64 || id == "." || id == "..") return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-  });
+  return std::all_of(id.begin(), id.end(), is_context_id_char);
 }
 
 Result<std::vector<std::string>> StateDir::list() const {

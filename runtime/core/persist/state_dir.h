@@ -19,6 +19,9 @@ Result<std::string> resolve_state_root(std::string_view explicit_dir);
 
 // A context id is 1..64 bytes of [A-Za-z0-9._-], not "." or "..": safe as a file name.
 bool valid_context_id(std::string_view id);
+inline bool is_context_id_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
 
 class StateDir {
  public:

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-namespace llmsvc::policy {
+namespace llmsvc::fileio {
 
 class UniqueFd {
  public:
@@ -39,4 +39,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace llmsvc::policy
+}  // namespace llmsvc::fileio
