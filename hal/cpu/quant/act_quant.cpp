@@ -39,12 +39,16 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
     // |x * id| <= 127, so the conversion (round to nearest even) never saturates.
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.q + o * 32), _mm512_cvtsepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.q + o * 32 + 16), _mm512_cvtsepi32_epi8(q1));
+    const __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(q0)),
+                                               _mm512_cvtsepi32_epi8(q1), 1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.q + o * 32), q8);
     const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     a.d[o] = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
     a.s[o] = _cvtsh_ss(_cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
-    a.corr[o] = -zero_point * sum;
+    // Sums of the 8 groups of 4: pairs of bytes, then pairs of pairs.
+    const __m256i g4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.bias + o * 8),
+                        _mm256_sub_epi32(_mm256_set1_epi32(kGroupBias), _mm256_mullo_epi32(g4, _mm256_set1_epi32(zero_point))));
   }
 }
 #else
@@ -73,7 +77,9 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
     const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));
     a.d[o] = fp16_to_fp32(fp32_to_fp16(d));
     a.s[o] = fp16_to_fp32(fp32_to_fp16(d * static_cast<float>(sum)));
-    a.corr[o] = -zero_point * sum;
+    for (int g = 0; g < 8; ++g) {
+      a.bias[o * 8 + g] = kGroupBias - zero_point * (qb[4 * g] + qb[4 * g + 1] + qb[4 * g + 2] + qb[4 * g + 3]);
+    }
   }
 }
 #endif
@@ -182,7 +188,7 @@ ActQ8 ActQ8::in(void* mem, int64_t cols, int n_tokens) {
   p = align64(p + nblk * 4);
   a.s = reinterpret_cast<float*>(p);
   p = align64(p + nblk * 4);
-  a.corr = reinterpret_cast<int32_t*>(p);
+  a.bias = reinterpret_cast<int32_t*>(p);
   a.cols = cols;
   a.n_tokens = n_tokens;
   return a;
@@ -192,7 +198,7 @@ void quantize_q8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end,
   HWY_DYNAMIC_DISPATCH(QuantizeQ8)(x, a, o_begin, o_end, zero_point);
 }
 
-void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* corr, int64_t n, int32_t zero_point) {
+void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* bias, int64_t n, int32_t zero_point) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32, q += 32) {
     float amax = 0.f;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
@@ -205,7 +211,7 @@ void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* cor
     }
     d[b] = fp16_to_fp32(fp32_to_fp16(db));
     s[b] = fp16_to_fp32(fp32_to_fp16(db * static_cast<float>(sum)));
-    corr[b] = -zero_point * sum;
+    for (int g = 0; g < 8; ++g) bias[8 * b + g] = kGroupBias - zero_point * (q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3]);
   }
 }
 

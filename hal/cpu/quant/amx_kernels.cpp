@@ -192,7 +192,7 @@ LLMSVC_AMX_ATTR void gemm(const PanelGemmArgs& g, uint8_t* scratch) {
         const uint8_t* bt = Kd::kQ8 ? panel : bbuf + static_cast<size_t>(p - p0) * nb * 512;
         tile_group<K>(bt, reinterpret_cast<const uint16_t*>(panel + f.d_offset(nb)),
                       reinterpret_cast<const uint16_t*>(panel + f.m_offset(nb)), nb, x.q + 32 * xi, x.d + xi,
-                      x.s + xi, x.corr + xi, cbuf, g.y + static_cast<int64_t>(t0) * g.ldy + p * kPanelRows, g.ldy,
+                      x.s + xi, x.bias + xi, cbuf, g.y + static_cast<int64_t>(t0) * g.ldy + p * kPanelRows, g.ldy,
                       static_cast<int>(std::min<int64_t>(kPanelRows, g.rows - p * kPanelRows)));
       }
     }

@@ -58,8 +58,8 @@ struct Job {
   int n_specs;
   bool private_quant;
   bool use_amx;           // full token groups of panel weights go to the AMX kernel
-  size_t amx_offset;      // per-thread AMX scratch: amx_offset + ith * amx_bytes
-  size_t amx_bytes;
+  size_t kernel_offset;   // per-thread kernel scratch: kernel_offset + ith * kernel_bytes
+  size_t kernel_bytes;
   uint8_t* mem;
   ThreadPool* pool;
 };
@@ -115,11 +115,13 @@ void run_job(const Job& j, int ith, int nth) {
       g.t_end = j.n_tokens;
       g.y = j.ys[i];
       g.ldy = ref.rows;
+      uint8_t* scratch = j.kernel_bytes ? j.mem + j.kernel_offset + static_cast<size_t>(ith) * j.kernel_bytes : nullptr;
+      g.unpacked = scratch;
       if (p0 < p1) {
         const int n_amx = j.use_amx ? j.n_tokens / kTokenGroup * kTokenGroup : 0;
         if (n_amx > 0) {
           g.t_end = n_amx;
-          amx_panel_gemm(g, j.mem + j.amx_offset + static_cast<size_t>(ith) * j.amx_bytes);
+          amx_panel_gemm(g, scratch);
         }
         if (n_amx < j.n_tokens) {
           g.t_begin = n_amx;
@@ -225,11 +227,16 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
     ++j.n_specs;
   }
   // AMX pays for its per-panel unpacking from two token groups on (one group: VNNI is as fast).
-  j.use_amx = n_tokens >= 2 * kTokenGroup && amx_enabled();
-  if (j.use_amx) {
-    j.amx_bytes = (amx_scratch_bytes(j.cols) + 63) & ~size_t{63};
-    j.amx_offset = total;
-    total += j.amx_bytes * static_cast<size_t>(pool.size());
+  // The AMX kernel sums a block's 32 products at once, where ggml keeps 8 lane sums per
+  // block (see panel_kernels.h): it stays off until it follows ggml's order.
+  j.use_amx = false;
+  // Per-thread kernel scratch: the AMX tiles, or several tokens' panel unpacking.
+  size_t kb = n_tokens > 1 ? panel_unpack_bytes(j.cols) : 0;
+  if (j.use_amx) kb = std::max(kb, amx_scratch_bytes(j.cols));
+  if (kb > 0) {
+    j.kernel_bytes = (kb + 63) & ~size_t{63};
+    j.kernel_offset = total;
+    total += j.kernel_bytes * static_cast<size_t>(pool.size());
   }
   j.mem = static_cast<uint8_t*>(scratch.reserve(total));
   if (total > 0 && j.mem == nullptr) return;  // out of memory: nothing sensible to compute
