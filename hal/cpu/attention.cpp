@@ -22,6 +22,8 @@ struct AttentionAccess {
   static std::vector<std::vector<int32_t>>& per_thread_i(AttentionScratch& s) { return s.per_thread_i_; }
   static std::vector<float>& shared(AttentionScratch& s) { return s.shared_; }
   static std::vector<int32_t>& shared_i(AttentionScratch& s) { return s.shared_i_; }
+  static std::vector<std::vector<const uint16_t*>>& per_thread_v(AttentionScratch& s) { return s.per_thread_v_; }
+  static std::vector<const uint16_t*>& shared_v(AttentionScratch& s) { return s.shared_v_; }
   static std::atomic<int64_t>& next_set(AttentionScratch& s) { return s.next_set_; }
 };
 
@@ -56,7 +58,19 @@ struct Plan {
   int n_keys = 0;         // keys in the chunk list: bounds the key space of any set
   size_t row_stride = 0;  // floats per score row
   std::atomic<int64_t>* next = nullptr;
+  // llama.cpp's summation orders: its f16 GEMM (llamafile) for several query tokens where
+  // that GEMM takes the shapes, else ggml_vec_dot_f16, for the V sums over the KV length
+  // padded to kv_pad cells (the cells up to the call's last position).
+  bool qk_gemm = false;
+  bool pv_gemm = false;
+  int64_t kv_pad = 0;
 };
+
+// llama.cpp sums in 16 lanes (AVX-512 f32); its single-token dot products in 4 of them (64
+// elements per step); its KV cache is padded to multiples of 32 cells.
+constexpr int kGgmlLanes = 16;
+constexpr int kGgmlStep = 64;
+constexpr int kGgmlKvPad = 32;
 
 // A set of query rows computed together: tokens [t0, t0 + n_tok) x the query heads of kv
 // heads [kv0, kv0 + n_kv). Row r belongs to kv head kv0 + r / per_head, token
@@ -96,13 +110,16 @@ struct SetView {
   int32_t* plo = nullptr;
   int32_t* phi = nullptr;
   int n_seg = 0;
+  int64_t base_pos = 0;  // position of key 0 (chunks of a sequence hold consecutive positions)
+  const uint16_t** vrow = nullptr;  // per key: its V row (kv head 0)
 };
 
 size_t set_floats(const Plan& p, int rows) { return static_cast<size_t>(rows) * (p.head_dim + p.row_stride + 1); }
 size_t set_ints(const Plan& p, int rows) { return 2 * static_cast<size_t>(p.n_chunks) + 1 + 4 * static_cast<size_t>(rows); }
 
-SetView carve(const Plan& p, int rows, float* f, int32_t* i) {
+SetView carve(const Plan& p, int rows, float* f, int32_t* i, const uint16_t** v) {
   SetView sv;
+  sv.vrow = v;
   sv.qt = f;
   sv.sc = f + static_cast<size_t>(rows) * p.head_dim;
   sv.m = sv.sc + static_cast<size_t>(rows) * p.row_stride;
@@ -149,6 +166,12 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
   }
   sv.koff[n] = k;
   sv.n_seg = n;
+  sv.base_pos = n > 0 ? p.chunks[sv.seg[0]].first_pos : 0;
+  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * p.head_dim;
+  for (int s = 0; s < n; ++s) {
+    const KvChunkView& ch = p.chunks[sv.seg[s]];
+    for (int j = 0; j < ch.n_tokens; ++j) sv.vrow[sv.koff[s] + j] = ch.v + static_cast<size_t>(j) * kvstride;
+  }
 
   // Rows of one token share its span: the first and the last key it sees.
   for (int t = 0; t < rs.n_tok; ++t) {
@@ -206,6 +229,7 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
 #define HWY_TARGET_INCLUDE "hal/cpu/attention.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hal/cpu/ggml_expf-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
@@ -254,27 +278,6 @@ HWY_INLINE V RoundF16(DF df, V v) {
 }
 
 inline float RoundF16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
-
-// ggml_v_expf (ggml-cpu/vec.h, the AVX-512 variant) for x <= 0 or -inf, operation for
-// operation, so e_j is bit-identical to llama.cpp's. Results below 2^-126 become 0 (ggml
-// keeps some as subnormals): they vanish anyway, next to the row's largest weight, 1, in the
-// double sum, and below f16's range in p.
-template <class DF, class V = hn::Vec<DF>>
-HWY_INLINE V ExpGgml(DF df, V x) {
-  const hn::RebindToSigned<DF> di;
-  const V r = hn::Set(df, 0x1.8p23f);
-  const V z = hn::MulAdd(x, hn::Set(df, 0x1.715476p+0f), r);
-  const V n = hn::Sub(z, r);
-  const V b = hn::NegMulAdd(n, hn::Set(df, 0x1.7f7d1cp-20f), hn::NegMulAdd(n, hn::Set(df, 0x1.62e4p-1f), x));
-  const V u = hn::Mul(b, b);
-  const V j = hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(df, 0x1.0e4020p-7f), b, hn::Set(df, 0x1.573e2ep-5f)), u,
-                                    hn::MulAdd(hn::Set(df, 0x1.555e66p-3f), b, hn::Set(df, 0x1.fffdb6p-2f))),
-                         u, hn::MulAdd(hn::Set(df, 0x1.ffffecp-1f), b, hn::Set(df, 1.0f)));
-  // 2^n from the integer n held in z's low mantissa bits (valid for n >= -126); times j
-  // rounds exactly like _mm512_scalef_ps(j, n).
-  const V k = hn::BitCast(df, hn::Add(hn::ShiftLeft<23>(hn::BitCast(di, z)), hn::Set(di, 0x3f800000)));
-  return hn::IfThenZeroElse(n < hn::Set(df, -126.0f), hn::Mul(j, k));
-}
 
 #if !HWY_HAVE_SCALABLE
 #if HWY_TARGET == HWY_SCALAR
@@ -350,85 +353,197 @@ HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT
 
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// s[r][j] = scale * (qt[r] . k[j]) for RB rows and keys j in [j0, j1). Each K vector is
-// widened once and used by all RB rows; keys go four at a time so the reductions are
-// shared. A key's dot product accumulates lane-wise over head_dim in order, then Sum4: the
-// order of llamafile's f16 tinyBLAS (llama.cpp's prompt path).
+// The sum of one of llama.cpp's 16-lane registers held as 16 / n vectors of n lanes (piece
+// i = lanes [i n, i n + n)), in _mm512_reduce_add_ps order: the upper half added onto the
+// lower half until one lane is left.
+template <class DF, class V>
+HWY_INLINE float Reduce16(DF df, V* pieces) {
+  constexpr int kPieces = kGgmlLanes / static_cast<int>(hn::MaxLanes(DF()));
+  static_assert(kPieces >= 1, "at most 16 lanes");
+  LLMSVC_UNROLL
+  for (int c = kPieces / 2; c >= 1; c /= 2) {
+    LLMSVC_UNROLL
+    for (int i = 0; i < c; ++i) pieces[i] = hn::Add(pieces[i + c], pieces[i]);
+  }
+  return Hsum(df, pieces[0]);
+}
+
+// Single-token scores: ggml_vec_dot_f16 over head_dim, for RB rows and keys [j0, j1). Four
+// 16-lane partial sums per step of 64 elements (each fed by its own FMA chain), combined
+// (s0 + s2) + (s1 + s3), reduced; elements past the last whole step added in double.
+template <int RB, class DF>
+HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
+                             size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
+  using V = hn::Vec<DF>;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+  constexpr int kPer = kGgmlStep / kN;  // vectors per step
+  constexpr int kG = kPer / 4;          // vectors per 16-lane partial sum
+  const size_t np = dim / kGgmlStep * kGgmlStep;
+  for (int j = j0; j < j1; ++j) {
+    const uint16_t* kraw = k + static_cast<size_t>(j) * kstride;
+    const hwy::float16_t* kj = as_f16(kraw);
+    V acc[RB][kPer];
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r)
+      LLMSVC_UNROLL
+      for (int v = 0; v < kPer; ++v) acc[r][v] = hn::Zero(df);
+    for (size_t i = 0; i < np; i += kGgmlStep) {
+      LLMSVC_UNROLL
+      for (int v = 0; v < kPer; ++v) {
+        const V kv = hn::PromoteTo(df, hn::LoadU(dh, kj + i + v * kN));
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) acc[r][v] = hn::MulAdd(hn::LoadU(df, qt + r * dim + i + v * kN), kv, acc[r][v]);
+      }
+    }
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      V t[kG];
+      LLMSVC_UNROLL
+      for (int h = 0; h < kG; ++h) {
+        t[h] = hn::Add(hn::Add(acc[r][h], acc[r][2 * kG + h]), hn::Add(acc[r][kG + h], acc[r][3 * kG + h]));
+      }
+      double sum = Reduce16(df, t);
+      for (size_t d = np; d < dim; ++d) sum += static_cast<double>(qt[r * dim + d] * fp16_to_fp32(kraw[d]));
+      s[r * sstride + j] = static_cast<float>(sum) * scale;
+    }
+  }
+}
+
+// s[r][j] = scale * (qt[r] . k[j]) for RB rows and keys j in [j0, j1) in the order of
+// llamafile's f16 GEMM (llama.cpp's prompt path): 16 lanes over head_dim, lane l one FMA chain
+// over the elements l, l + 16, ..., then folded as _mm512_reduce_add_ps. With fewer lanes a
+// 16-lane chain is kP vectors (dim % 16 == 0). Each K vector is widened once and used by all
+// RB rows; with 16 lanes keys go four at a time so the reductions are shared (Sum4).
 template <int RB, class DF>
 HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
                        size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
   using V = hn::Vec<DF>;
   const hn::Rebind<hwy::float16_t, DF> dh;
-  const size_t n = hn::Lanes(df);
-  for (int j = j0; j < j1; j += 4) {
-    const int cnt = std::min(4, j1 - j);
+  constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+  constexpr int kP = kN >= kGgmlLanes ? 1 : kGgmlLanes / kN;  // vectors per 16-lane chain
+  constexpr int kK = kP >= 4 ? 1 : 4 / kP;                    // keys per pass
+  for (int j = j0; j < j1; j += kK) {
+    const int cnt = std::min(kK, j1 - j);
     // Past the end: repeat the last key (its lane sums are computed and dropped).
-    const hwy::float16_t* k0 = as_f16(k + static_cast<size_t>(j) * kstride);
-    const hwy::float16_t* k1 = cnt > 1 ? k0 + kstride : k0;
-    const hwy::float16_t* k2 = cnt > 2 ? k1 + kstride : k1;
-    const hwy::float16_t* k3 = cnt > 3 ? k2 + kstride : k2;
-    V acc[RB][4];
+    const hwy::float16_t* kp[kK];
+    kp[0] = as_f16(k + static_cast<size_t>(j) * kstride);
+    for (int i = 1; i < kK; ++i) kp[i] = i < cnt ? kp[i - 1] + kstride : kp[i - 1];
+    V acc[RB][kK][kP];
     LLMSVC_UNROLL
     for (int r = 0; r < RB; ++r)
       LLMSVC_UNROLL
-      for (int i = 0; i < 4; ++i) acc[r][i] = hn::Zero(df);
-    for (size_t d = 0; d < dim; d += n) {
-      const V kv0 = hn::PromoteTo(df, hn::LoadU(dh, k0 + d));
-      const V kv1 = hn::PromoteTo(df, hn::LoadU(dh, k1 + d));
-      const V kv2 = hn::PromoteTo(df, hn::LoadU(dh, k2 + d));
-      const V kv3 = hn::PromoteTo(df, hn::LoadU(dh, k3 + d));
+      for (int i = 0; i < kK; ++i)
+        LLMSVC_UNROLL
+        for (int c = 0; c < kP; ++c) acc[r][i][c] = hn::Zero(df);
+    for (size_t d = 0; d < dim; d += kN * kP) {
       LLMSVC_UNROLL
-      for (int r = 0; r < RB; ++r) {
-        const V qv = hn::LoadU(df, qt + r * dim + d);
-        acc[r][0] = hn::MulAdd(qv, kv0, acc[r][0]);
-        acc[r][1] = hn::MulAdd(qv, kv1, acc[r][1]);
-        acc[r][2] = hn::MulAdd(qv, kv2, acc[r][2]);
-        acc[r][3] = hn::MulAdd(qv, kv3, acc[r][3]);
+      for (int c = 0; c < kP; ++c) {
+        V kv[kK];
+        LLMSVC_UNROLL
+        for (int i = 0; i < kK; ++i) kv[i] = hn::PromoteTo(df, hn::LoadU(dh, kp[i] + d + c * kN));
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) {
+          const V qv = hn::LoadU(df, qt + r * dim + d + c * kN);
+          LLMSVC_UNROLL
+          for (int i = 0; i < kK; ++i) acc[r][i][c] = hn::MulAdd(qv, kv[i], acc[r][i][c]);
+        }
       }
     }
     LLMSVC_UNROLL
-    for (int r = 0; r < RB; ++r) Sum4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], scale, s + r * sstride + j, cnt);
+    for (int r = 0; r < RB; ++r) {
+      if constexpr (kK == 4) {
+        Sum4(df, acc[r][0][0], acc[r][1][0], acc[r][2][0], acc[r][3][0], scale, s + r * sstride + j, cnt);
+      } else {
+        for (int i = 0; i < cnt; ++i) s[r * sstride + j + i] = Reduce16(df, acc[r][i]) * scale;
+      }
+    }
   }
 }
 
-// Columns [d0, d0 + DU vectors) of the V pass for RB rows over keys [klo, khi) of the set:
-// out_r = sum_j p_r[j] * V[j], accumulated lane-wise in key order. RB x DU accumulators stay
-// in registers across chunks; each widened V vector serves all RB rows.
-template <int RB, int DU, class DF>
-HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
-                       int kv_head, int klo, int khi, int s, size_t d0, float* const* out) {
-  using V = hn::Vec<DF>;
+// One of llama.cpp's lane chains of the V pass, for RB rows and DU vectors of columns at kvoff
+// (in a V row): dst[r][u] = the FMA chain p_r[k] * V_k over the keys k in [klo, min(khi, key
+// of position pos_end)) whose position is congruent to res modulo m, in key order.
+template <int RB, int DU, class DF, class V = hn::Vec<DF>>
+HWY_INLINE void PvChain(DF df, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride, size_t kvoff,
+                        int klo, int khi, int64_t pos_end, int m, int res, V (&dst)[RB][DU]) {
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
-  const size_t dim = static_cast<size_t>(p.head_dim);
-  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
   V a[RB][DU];
   LLMSVC_UNROLL
   for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
     for (int u = 0; u < DU; ++u) a[r][u] = hn::Zero(df);
-  for (; s < sv.n_seg && sv.koff[s] < khi; ++s) {
-    const KvChunkView& ch = p.chunks[sv.seg[s]];
-    const int base = sv.koff[s];
-    const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
-    const float* pp = prow + base;
-    const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j0) * kvstride + kv_head * dim + d0);
-    for (int j = j0; j < j1; ++j, vp += kvstride) {
-      V vv[DU];
+  const int64_t kend = std::min<int64_t>(khi, pos_end - sv.base_pos);
+  int64_t k = klo + ((res - (sv.base_pos + klo)) % m + m) % m;
+  for (; k < kend; k += m) {
+    const hwy::float16_t* vp = as_f16(sv.vrow[k] + kvoff);
+    V vv[DU];
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) vv[u] = hn::PromoteTo(df, hn::LoadU(dh, vp + u * n));
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      const V pr = hn::Set(df, prow[r * pstride + k]);
       LLMSVC_UNROLL
-      for (int u = 0; u < DU; ++u) vv[u] = hn::PromoteTo(df, hn::LoadU(dh, vp + u * n));
-      LLMSVC_UNROLL
-      for (int r = 0; r < RB; ++r) {
-        const V pr = hn::Set(df, pp[r * pstride + j]);
-        LLMSVC_UNROLL
-        for (int u = 0; u < DU; ++u) a[r][u] = hn::MulAdd(pr, vv[u], a[r][u]);
-      }
+      for (int u = 0; u < DU; ++u) a[r][u] = hn::MulAdd(pr, vv[u], a[r][u]);
     }
   }
   LLMSVC_UNROLL
   for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
-    for (int u = 0; u < DU; ++u) hn::StoreU(a[r][u], df, out[r] + d0 + u * n);
+    for (int u = 0; u < DU; ++u) dst[r][u] = a[r][u];
+}
+
+// Columns [d0, d0 + DU vectors) of the V pass for RB rows over keys [klo, khi) of the set:
+// out_r = sum_k p_r[k] * V_k in llama.cpp's order. Batch (llamafile's f16 GEMM): 16 lane
+// chains, the key at position P in chain P % 16, the chains then summed as
+// _mm512_reduce_add_ps. Single token (ggml_vec_dot_f16 over the kv_pad cells): 64 chains over
+// the positions below the last whole step of 64, chain c with c + 16, c + 32, c + 48 combined
+// (c + c+32) + (c+16 + c+48), the 16 results summed as _mm512_reduce_add_ps, then the keys of
+// the last partial step added one by one in double. Keys outside a row's span weigh 0 and
+// leave every chain unchanged.
+template <int RB, int DU, class DF>
+HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
+                       int kv_head, int klo, int khi, size_t d0, float* const* out) {
+  using V = hn::Vec<DF>;
+  const size_t n = hn::Lanes(df);
+  const size_t dim = static_cast<size_t>(p.head_dim);
+  const size_t kvoff = static_cast<size_t>(kv_head) * dim + d0;
+  V lane[kGgmlLanes][RB][DU];
+  const int64_t np = p.pv_gemm ? std::numeric_limits<int64_t>::max() : p.kv_pad / kGgmlStep * kGgmlStep;
+  for (int l = 0; l < kGgmlLanes; ++l) {
+    if (p.pv_gemm) {
+      PvChain<RB, DU>(df, sv, prow, pstride, kvoff, klo, khi, np, kGgmlLanes, l, lane[l]);
+      continue;
+    }
+    V c[4][RB][DU];
+    for (int g = 0; g < 4; ++g) PvChain<RB, DU>(df, sv, prow, pstride, kvoff, klo, khi, np, kGgmlStep, g * kGgmlLanes + l, c[g]);
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r)
+      LLMSVC_UNROLL
+      for (int u = 0; u < DU; ++u) lane[l][r][u] = hn::Add(hn::Add(c[0][r][u], c[2][r][u]), hn::Add(c[1][r][u], c[3][r][u]));
+  }
+  for (int h = kGgmlLanes / 2; h >= 1; h /= 2)
+    for (int l = 0; l < h; ++l)
+      LLMSVC_UNROLL
+      for (int r = 0; r < RB; ++r)
+        LLMSVC_UNROLL
+        for (int u = 0; u < DU; ++u) lane[l][r][u] = hn::Add(lane[l + h][r][u], lane[l][r][u]);
+  LLMSVC_UNROLL
+  for (int r = 0; r < RB; ++r)
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) hn::StoreU(lane[0][r][u], df, out[r] + d0 + u * n);
+  // Single token: keys at positions [np, kv_pad), in double.
+  const int64_t k0 = std::max<int64_t>(klo, np - sv.base_pos);
+  if (p.pv_gemm || k0 >= khi) return;
+  for (int r = 0; r < RB; ++r)
+    for (size_t d = 0; d < DU * n; ++d) {
+      double sum = out[r][d0 + d];
+      for (int64_t k = k0; k < khi; ++k) {
+        sum += static_cast<double>(prow[r * pstride + k] * fp16_to_fp32(sv.vrow[k][kvoff + d]));
+      }
+      out[r][d0 + d] = static_cast<float>(sum);
+    }
 }
 #else
 // Scalable vectors cannot live in arrays: one row and one key at a time.
@@ -457,25 +572,25 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
 }
 template <int RB, int DU, class DF>
 HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
-                       int kv_head, int klo, int khi, int s0, size_t d0, float* const* out) {
+                       int kv_head, int klo, int khi, size_t d0, float* const* out) {
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
-  const size_t dim = static_cast<size_t>(p.head_dim);
-  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * dim;
+  const size_t kvoff = static_cast<size_t>(kv_head) * p.head_dim + d0;
   for (int r = 0; r < RB; ++r)
     for (int u = 0; u < DU; ++u) {
       auto a = hn::Zero(df);
-      for (int s = s0; s < sv.n_seg && sv.koff[s] < khi; ++s) {
-        const KvChunkView& ch = p.chunks[sv.seg[s]];
-        const int base = sv.koff[s];
-        const int j0 = std::max(klo - base, 0), j1 = std::min(khi - base, ch.n_tokens);
-        for (int j = j0; j < j1; ++j) {
-          const hwy::float16_t* vp = as_f16(ch.v + static_cast<size_t>(j) * kvstride + kv_head * dim + d0 + u * n);
-          a = hn::MulAdd(hn::Set(df, prow[r * pstride + base + j]), hn::PromoteTo(df, hn::LoadU(dh, vp)), a);
-        }
+      for (int k = klo; k < khi; ++k) {
+        const hwy::float16_t* vp = as_f16(sv.vrow[k] + kvoff + u * n);
+        a = hn::MulAdd(hn::Set(df, prow[r * pstride + k]), hn::PromoteTo(df, hn::LoadU(dh, vp)), a);
       }
       hn::StoreU(a, df, out[r] + d0 + u * n);
     }
+}
+// Scalable vectors: llama.cpp's single-token order is not reproduced (approximate).
+template <int RB, class DF>
+HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
+                             size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
+  QkRows<RB>(df, qt, dim, k, kstride, j0, j1, scale, s, sstride);
 }
 #endif
 
@@ -524,8 +639,10 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
       float* srow = sv.sc + r0 * p.row_stride + base;
       if (ub < uh) {
         WithCount<kRowBlock>(rb, [&](auto rows) {
-          QkRows<decltype(rows)::value>(df, sv.qt + r0 * dim, dim, ch.k + kv_head * dim, kvstride,
-                                        static_cast<int>(ub), static_cast<int>(uh), p.scale, srow, p.row_stride);
+          constexpr int kRows = decltype(rows)::value;
+          (p.qk_gemm ? QkRows<kRows, DF> : QkRowsSingle<kRows, DF>)(df, sv.qt + r0 * dim, dim, ch.k + kv_head * dim,
+                                                                    kvstride, static_cast<int>(ub), static_cast<int>(uh),
+                                                                    p.scale, srow, p.row_stride);
         });
       }
       for (int i = 0; i < rb; ++i) {
@@ -569,20 +686,44 @@ void SoftmaxGroup(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
     if (lo >= hi) continue;
     const V vm = hn::Set(df, sv.m[r]);
     double sum = 0.0;
-    int j = lo;
-    for (; j + 4 * n <= hi; j += 4 * n) {  // four vectors share one reduction (same order as Hsum)
-      V e[4];
-      for (int i = 0; i < 4; ++i) {
-        e[i] = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j + i * n), vm));
-        hn::StoreU(e[i], df, row + j + i * n);
+#if !HWY_HAVE_SCALABLE
+    // ggml adds the exponentials of 16 cells at a time from cell 0: groups of 16 positions,
+    // where keys outside [lo, hi) count as exp(-inf) = 0.
+    constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+    int j = lo - static_cast<int>((sv.base_pos + lo) % kGgmlLanes);
+    while (j < hi) {
+      if (kN == kGgmlLanes && j >= lo && j + 4 * kN <= hi) {  // four groups share one reduction
+        V e[4];
+        for (int i = 0; i < 4; ++i) {
+          e[i] = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j + i * kN), vm));
+          hn::StoreU(e[i], df, row + j + i * kN);
+        }
+        float t[4];
+        Sum4(df, e[0], e[1], e[2], e[3], 1.0f, t, 4);
+        for (int i = 0; i < 4; ++i) sum += static_cast<double>(t[i]);
+        j += 4 * kN;
+        continue;
       }
-      float t[4];
-      Sum4(df, e[0], e[1], e[2], e[3], 1.0f, t, 4);
-      sum += static_cast<double>(t[0]);
-      sum += static_cast<double>(t[1]);
-      sum += static_cast<double>(t[2]);
-      sum += static_cast<double>(t[3]);
+      HWY_ALIGN float t[kGgmlLanes];
+      const bool whole = j >= lo && j + kGgmlLanes <= hi;
+      for (int i = 0; i < kGgmlLanes; ++i) {
+        t[i] = j + i >= lo && j + i < hi ? row[j + i] : -std::numeric_limits<float>::infinity();
+      }
+      V e[kGgmlLanes / kN];
+      for (int v = 0; v < kGgmlLanes / kN; ++v) {
+        e[v] = ExpGgml(df, hn::Sub(hn::Load(df, t + v * kN), vm));
+        hn::Store(e[v], df, t + v * kN);
+      }
+      if (whole) {
+        std::copy(t, t + kGgmlLanes, row + j);
+      } else {
+        for (int i = std::max(lo - j, 0); i < std::min(hi - j, kGgmlLanes); ++i) row[j + i] = t[i];
+      }
+      sum += static_cast<double>(Reduce16(df, e));
+      j += kGgmlLanes;
     }
+#else
+    int j = lo;
     for (; j + n <= hi; j += n) {
       const V e = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j), vm));
       hn::StoreU(e, df, row + j);
@@ -598,6 +739,7 @@ void SoftmaxGroup(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
       for (int i = 0; i < cnt; ++i) row[j + i] = t[i];
       sum += static_cast<double>(Hsum(df, e));
     }
+#endif
     sv.m[r] = static_cast<float>(1.0 / sum);  // now the row's 1 / sum
   }
 
@@ -645,7 +787,6 @@ void PvUnits(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int64_t 
     const int r0 = hl * rs.per_head + rr;
     const int rb = std::min(kRowBlock, rs.per_head - rr);
     const int klo = sv.plo[r0], khi = sv.phi[r0];
-    const int s = static_cast<int>(std::upper_bound(sv.koff, sv.koff + sv.n_seg, klo) - sv.koff) - 1;
     float* outs[kRowBlock];
     for (int i = 0; i < rb; ++i) outs[i] = p.out + rs.offset(p, r0 + i);
     for (int v = v0; v < v1;) {
@@ -653,8 +794,7 @@ void PvUnits(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int64_t 
       WithCount<kRowBlock>(rb, [&](auto rows) {
         WithCount<4>(du, [&](auto cols) {
           PvCols<decltype(rows)::value, decltype(cols)::value>(df, p, sv, sv.sc + r0 * p.row_stride, p.row_stride,
-                                                               rs.kv0 + hl, klo, khi, std::max(s, 0),
-                                                               static_cast<size_t>(v) * n, outs);
+                                                               rs.kv0 + hl, klo, khi, static_cast<size_t>(v) * n, outs);
         });
       });
       v += du;
@@ -672,8 +812,8 @@ inline int64_t PvUnitCount(const Plan& p, const RowSet& rs, int lanes) {
 // Prefill: the member takes sets first come, first served (tiles of unequal cost) and runs
 // each alone.
 template <class DF>
-void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi) {
-  SetView sv = carve(p, p.tile_tokens * p.group, ws, wi);
+void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi, const uint16_t** wv) {
+  SetView sv = carve(p, p.tile_tokens * p.group, ws, wi, wv);
   for (;;) {
     const int64_t i = p.next->fetch_add(1, std::memory_order_relaxed);
     if (i >= p.n_sets) return;
@@ -722,8 +862,8 @@ void WithTag(int head_dim, const F& f) {
   f(hn::CappedTag<float, 1>());
 }
 
-void RunSets(const Plan& p, float* ws, int32_t* wi) {
-  WithTag(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi); });
+void RunSets(const Plan& p, float* ws, int32_t* wi, const uint16_t** wv) {
+  WithTag(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi, wv); });
 }
 void PrepareShared(const Plan& p, SetView& sv) {
   WithTag(p.head_dim, [&](auto df) { PrepareSharedD(df, p, sv); });
@@ -764,6 +904,11 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   for (int c = 0; c < n_chunks; ++c) n_keys += std::max(0, chunks[c].n_tokens);
   p.n_keys = static_cast<int>(n_keys);
   p.row_stride = static_cast<size_t>(std::max<int64_t>(16, (n_keys + 15) / 16 * 16));  // whole cache lines
+  // llamafile's GEMM needs k % 16 == 0 and m % 4 == 0 (KQ: k = head_dim; V: m = head_dim).
+  p.qk_gemm = n_tokens > 1 && params.head_dim % 16 == 0;
+  p.pv_gemm = n_tokens > 1 && params.head_dim % 4 == 0;
+  const int32_t last = *std::max_element(q_pos, q_pos + n_tokens);
+  p.kv_pad = (static_cast<int64_t>(last) + kGgmlKvPad) / kGgmlKvPad * kGgmlKvPad;  // cells 0 .. last used
 
   // Small calls (short-context decode) run on the caller: waking the team costs more.
   const int64_t work = static_cast<int64_t>(n_tokens) * p.n_head * n_keys * p.head_dim;
@@ -780,9 +925,11 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   if (p.n_sets < 4 * nth && set_floats(p, all_rows) <= kMaxSharedFloats) {
     auto& f = AttentionAccess::shared(scratch);
     auto& i = AttentionAccess::shared_i(scratch);
+    auto& v = AttentionAccess::shared_v(scratch);
     if (f.size() < set_floats(p, all_rows)) f.resize(set_floats(p, all_rows));
     if (i.size() < set_ints(p, all_rows)) i.resize(set_ints(p, all_rows));
-    SetView sv = carve(p, all_rows, f.data(), i.data());
+    if (v.size() < static_cast<size_t>(p.n_keys)) v.resize(p.n_keys);
+    SetView sv = carve(p, all_rows, f.data(), i.data(), v.data());
     HWY_DYNAMIC_DISPATCH(PrepareShared)(p, sv);
     const auto run_shared = HWY_DYNAMIC_DISPATCH(RunShared);
     if (nth == 1) {
@@ -796,18 +943,21 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   const int set_rows = p.tile_tokens * p.group;
   auto& per_thread = AttentionAccess::per_thread(scratch);
   auto& per_thread_i = AttentionAccess::per_thread_i(scratch);
+  auto& per_thread_v = AttentionAccess::per_thread_v(scratch);
   if (per_thread.size() < static_cast<size_t>(nth)) per_thread.resize(nth);
   if (per_thread_i.size() < static_cast<size_t>(nth)) per_thread_i.resize(nth);
+  if (per_thread_v.size() < static_cast<size_t>(nth)) per_thread_v.resize(nth);
   for (int t = 0; t < nth; ++t) {
     if (per_thread[t].size() < set_floats(p, set_rows)) per_thread[t].resize(set_floats(p, set_rows));
     if (per_thread_i[t].size() < set_ints(p, set_rows)) per_thread_i[t].resize(set_ints(p, set_rows));
+    if (per_thread_v[t].size() < static_cast<size_t>(p.n_keys)) per_thread_v[t].resize(p.n_keys);
   }
   const auto run_sets = HWY_DYNAMIC_DISPATCH(RunSets);
   if (nth == 1) {
-    run_sets(p, per_thread[0].data(), per_thread_i[0].data());
+    run_sets(p, per_thread[0].data(), per_thread_i[0].data(), per_thread_v[0].data());
     return;
   }
-  pool.run([&](int ith, int) { run_sets(p, per_thread[ith].data(), per_thread_i[ith].data()); });
+  pool.run([&](int ith, int) { run_sets(p, per_thread[ith].data(), per_thread_i[ith].data(), per_thread_v[ith].data()); });
 }
 
 }  // namespace llmsvc::hal::cpu

@@ -24,21 +24,23 @@ void rope_tokens(float* x, int t_begin, int t_end, int n_heads, int head_dim, in
     float* row = x + static_cast<size_t>(t) * n_heads * head_dim;
     for (int h = 0; h < n_heads; ++h) {
       float* v = row + static_cast<size_t>(h) * head_dim;
+      // ggml writes x0*c - x1*s and x0*s + x1*c; its build (gcc, GNU C: fp-contract=fast)
+      // fuses the products with x0 into FMAs (checked against its outputs). We do the same.
       if (style == RopeStyle::normal) {
         // Adjacent pairs (x[2i], x[2i+1]).
         for (int i = 0; i < half; ++i) {
           const float c = cs[2 * i], s = cs[2 * i + 1];
           const float x0 = v[2 * i], x1 = v[2 * i + 1];
-          v[2 * i] = x0 * c - x1 * s;
-          v[2 * i + 1] = x0 * s + x1 * c;
+          v[2 * i] = std::fma(x0, c, -(x1 * s));
+          v[2 * i + 1] = std::fma(x0, s, x1 * c);
         }
       } else {
         // Split halves (x[i], x[i + rot_dims/2]).
         for (int i = 0; i < half; ++i) {
           const float c = cs[2 * i], s = cs[2 * i + 1];
           const float x0 = v[i], x1 = v[i + half];
-          v[i] = x0 * c - x1 * s;
-          v[i + half] = x0 * s + x1 * c;
+          v[i] = std::fma(x0, c, -(x1 * s));
+          v[i + half] = std::fma(x0, s, x1 * c);
         }
       }
     }

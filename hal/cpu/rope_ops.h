@@ -1,6 +1,7 @@
-// Rotary position embedding on the CPU, computed as ggml computes it so results track
-// llama.cpp: theta for pair i is pos * base^(-2i/rot_dims), built in f32 by repeated
-// multiplication, scaled by freq_scale, rotated with f32 cosf/sinf.
+// Rotary position embedding on the CPU, computed as ggml computes it so results are
+// llama.cpp's bit for bit: theta for pair i is pos * base^(-2i/rot_dims), built in f32 by
+// repeated multiplication, scaled by freq_scale, rotated with f32 cosf/sinf as
+// (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)).
 #pragma once
 
 #include <cstdint>

@@ -30,8 +30,11 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
   const size_t V = cfg_.n_vocab;
   logits.resize(all_logits ? V * n_total : V);
 
-  for (int b0 = 0; b0 < n_total; b0 += max_batch_) {
-    const int n = std::min(max_batch_, n_total - b0);
+  for (int b0 = 0, n = 0; b0 < n_total; b0 += n) {
+    // A lone token takes llama.cpp's single-token summation orders (see hal::Device::attention):
+    // a prompt is never split so that one token is left alone.
+    n = std::min(max_batch_, n_total - b0);
+    if (n_total - b0 - n == 1 && n > 2) --n;
     const int p0 = pos0 + b0;
     for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
