@@ -66,10 +66,7 @@ struct Plan {
   int64_t kv_pad = 0;
 };
 
-// llama.cpp sums in 16 lanes (AVX-512 f32); its single-token dot products in 4 of them (64
-// elements per step); its KV cache is padded to multiples of 32 cells.
-constexpr int kGgmlLanes = 16;
-constexpr int kGgmlStep = 64;
+// llama.cpp's KV cache is padded to multiples of 32 cells.
 constexpr int kGgmlKvPad = 32;
 
 // A set of query rows computed together: tokens [t0, t0 + n_tok) x the query heads of kv
@@ -230,6 +227,7 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hal/cpu/ggml_expf-inl.h"
+#include "hal/cpu/ggml_sum-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
@@ -282,30 +280,11 @@ inline float RoundF16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 #if !HWY_HAVE_SCALABLE
 #if HWY_TARGET == HWY_SCALAR
 template <class DF, class V>
-HWY_INLINE float Hsum(DF, V v) {
-  return hn::GetLane(v);
-}
-template <class DF, class V>
 HWY_INLINE void Sum4(DF, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
   const float t[4] = {hn::GetLane(a), hn::GetLane(b), hn::GetLane(c), hn::GetLane(e)};
   for (int i = 0; i < n; ++i) out[i] = t[i] * scale;
 }
 #else
-// Sum of the lanes of v in the order of _mm512_reduce_add_ps / ggml's AVX2 reduction /
-// llamafile's hsum: halves folded down to 4 lanes, then (l0 + l2) + (l1 + l3).
-template <class DF, class V>
-HWY_INLINE float Hsum(DF df, V v) {
-  if constexpr (hn::MaxLanes(DF()) > 4) {
-    const hn::Half<DF> dh;
-    return Hsum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
-  } else if constexpr (hn::MaxLanes(DF()) == 4) {
-    const V t = hn::Add(v, hn::Shuffle1032(v));
-    return hn::GetLane(hn::Add(t, hn::Shuffle2301(t)));
-  } else {
-    return hn::GetLane(hn::SumOfLanes(df, v));
-  }
-}
-
 // out[0..n) = scale * (the lane sums of a, b, c, e)[0..n), each sum reduced like Hsum (so a
 // key's score does not depend on the keys beside it).
 template <class DF, class V>
@@ -353,21 +332,6 @@ HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT
 
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// The sum of one of llama.cpp's 16-lane registers held as 16 / n vectors of n lanes (piece
-// i = lanes [i n, i n + n)), in _mm512_reduce_add_ps order: the upper half added onto the
-// lower half until one lane is left.
-template <class DF, class V>
-HWY_INLINE float Reduce16(DF df, V* pieces) {
-  constexpr int kPieces = kGgmlLanes / static_cast<int>(hn::MaxLanes(DF()));
-  static_assert(kPieces >= 1, "at most 16 lanes");
-  LLMSVC_UNROLL
-  for (int c = kPieces / 2; c >= 1; c /= 2) {
-    LLMSVC_UNROLL
-    for (int i = 0; i < c; ++i) pieces[i] = hn::Add(pieces[i + c], pieces[i]);
-  }
-  return Hsum(df, pieces[0]);
-}
-
 // Single-token scores: ggml_vec_dot_f16 over head_dim, for RB rows and keys [j0, j1). Four
 // 16-lane partial sums per step of 64 elements (each fed by its own FMA chain), combined
 // (s0 + s2) + (s1 + s3), reduced; elements past the last whole step added in double.
@@ -378,7 +342,6 @@ HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, co
   const hn::Rebind<hwy::float16_t, DF> dh;
   constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
   constexpr int kPer = kGgmlStep / kN;  // vectors per step
-  constexpr int kG = kPer / 4;          // vectors per 16-lane partial sum
   const size_t np = dim / kGgmlStep * kGgmlStep;
   for (int j = j0; j < j1; ++j) {
     const uint16_t* kraw = k + static_cast<size_t>(j) * kstride;
@@ -398,12 +361,7 @@ HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, co
     }
     LLMSVC_UNROLL
     for (int r = 0; r < RB; ++r) {
-      V t[kG];
-      LLMSVC_UNROLL
-      for (int h = 0; h < kG; ++h) {
-        t[h] = hn::Add(hn::Add(acc[r][h], acc[r][2 * kG + h]), hn::Add(acc[r][kG + h], acc[r][3 * kG + h]));
-      }
-      double sum = Reduce16(df, t);
+      double sum = VecDotSum(df, acc[r]);
       for (size_t d = np; d < dim; ++d) sum += static_cast<double>(qt[r * dim + d] * fp16_to_fp32(kraw[d]));
       s[r * sstride + j] = static_cast<float>(sum) * scale;
     }
@@ -421,7 +379,7 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
   using V = hn::Vec<DF>;
   const hn::Rebind<hwy::float16_t, DF> dh;
   constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
-  constexpr int kP = kN >= kGgmlLanes ? 1 : kGgmlLanes / kN;  // vectors per 16-lane chain
+  constexpr int kP = PiecesPer16<DF>();  // vectors per 16-lane chain
   constexpr int kK = kP >= 4 ? 1 : 4 / kP;                    // keys per pass
   for (int j = j0; j < j1; j += kK) {
     const int cnt = std::min(kK, j1 - j);
@@ -547,10 +505,6 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
 }
 #else
 // Scalable vectors cannot live in arrays: one row and one key at a time.
-template <class DF, class V>
-HWY_INLINE float Hsum(DF df, V v) {
-  return hn::GetLane(hn::SumOfLanes(df, v));
-}
 template <class DF, class V>
 HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
   const float t[4] = {Hsum(df, a), Hsum(df, b), Hsum(df, c), Hsum(df, e)};

@@ -121,12 +121,19 @@ struct Case {
   int64_t rows, cols;
 };
 
-// check(y) for the matmul of w with x computed on every SIMD target, with and without AMX
-// (where the CPU has it), on 1 and 3 threads.
+// Targets whose vector FMA is fused (x86 from AVX2, Arm): where float kernels give llama.cpp's bits.
+bool fused_fma(const std::string& target) {
+  return target.rfind("AVX", 0) == 0 || target.rfind("NEON", 0) == 0 || target.rfind("SVE", 0) == 0;
+}
+
+// check(y) for the matmul of w with x computed on every SIMD target (all, or those with a
+// fused FMA), with and without AMX (where the CPU has it), on 1 and 3 threads.
 template <class Check>
-void for_each_config(const CpuWeight& w, const std::vector<float>& x, int n_tokens, const Check& check) {
+void for_each_config(const CpuWeight& w, const std::vector<float>& x, int n_tokens, const Check& check,
+                     bool fma_only = false) {
   const int64_t rows = w.ref().rows;
   test::for_each_simd_target([&](const std::string& target) {
+    if (fma_only && !fused_fma(target)) return;
     for (bool amx : {false, true}) {
       if (amx && !amx_available()) continue;
       set_amx_enabled(amx);
@@ -247,6 +254,85 @@ TEST(Matmul, LegacyTypesMatchGgmlBitForBit) {
         for_each_config(**pw, x, n_tokens, [&](const std::vector<float>& y) {
           for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
         });
+      }
+    }
+  }
+}
+
+// llama.cpp's float-weight products, written plainly (its AVX-512 build). Activations are first
+// rounded to the weight's type. Several tokens on shapes llamafile's GEMM takes (cols % 16, or
+// 32 for BF16, rows % 4): 16 lanes over the columns, each an FMA chain, folded as
+// _mm512_reduce_add_ps; BF16 lanes take element pairs (vdpbf16ps: the odd one first). Else
+// ggml_vec_dot_f32 / _f16 / _bf16: 64 chains per step of 64 columns (BF16: two registers of
+// pairs), combined and folded, then the last columns one by one.
+float fold16(float* a) {
+  for (int c = 8; c >= 1; c /= 2)
+    for (int i = 0; i < c; ++i) a[i] = a[i + c] + a[i];
+  return a[0];
+}
+float ggml_float_dot(WeightType t, const float* w, const float* xin, int64_t cols, bool gemm) {
+  std::vector<float> x(xin, xin + cols);
+  for (float& v : x) {
+    v = t == WeightType::F16 ? fp16_to_fp32(fp32_to_fp16(v)) : t == WeightType::BF16 ? bf16_to_fp32(fp32_to_bf16(v)) : v;
+  }
+  if (t == WeightType::BF16) {
+    const int64_t step = gemm ? 32 : 64;
+    float c[2][16] = {};
+    const int64_t np = cols / step * step;
+    for (int64_t i = 0; i < np; i += 2) {
+      float& lane = c[gemm ? 0 : (i % 64) / 32][(i % 32) / 2];
+      lane = std::fma(w[i], x[i], std::fma(w[i + 1], x[i + 1], lane));
+    }
+    if (gemm) return fold16(c[0]);
+    double sum = fold16(c[0]);
+    sum += fold16(c[1]);
+    for (int64_t i = np; i < cols; ++i) sum += static_cast<double>(w[i] * x[i]);
+    return static_cast<float>(sum);
+  }
+  if (gemm) {
+    float c[16] = {};
+    for (int64_t i = 0; i < cols; ++i) c[i % 16] = std::fma(w[i], x[i], c[i % 16]);
+    return fold16(c);
+  }
+  const int64_t np = cols / 64 * 64;
+  float c[64] = {}, l[16];
+  for (int64_t i = 0; i < np; ++i) c[i % 64] = std::fma(w[i], x[i], c[i % 64]);
+  for (int i = 0; i < 16; ++i) l[i] = (c[i] + c[32 + i]) + (c[16 + i] + c[48 + i]);
+  float s = fold16(l);
+  if (t == WeightType::F32) {
+    for (int64_t i = np; i < cols; ++i) s = std::fma(w[i], x[i], s);
+    return s;
+  }
+  double sum = s;
+  for (int64_t i = np; i < cols; ++i) sum += static_cast<double>(w[i] * x[i]);
+  return static_cast<float>(sum);
+}
+
+TEST(Matmul, FloatTypesMatchGgmlBitForBit) {
+  uint32_t seed = 700;
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
+    // GEMM shape; rows not a multiple of 4; cols not a multiple of the GEMM's step (a tail).
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{20, 128}, {21, 128}, {8, 100}}) {
+      const auto w = random_weight(t, rows, cols, seed++);
+      auto pw = prepare_cpu_weight({t, w.data(), rows, cols, row_bytes(t, cols)});
+      ASSERT_TRUE(pw.ok());
+      std::vector<float> wf(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) dequantize_row(t, w.data() + r * row_bytes(t, cols), wf.data() + r * cols, cols);
+      for (int n_tokens : {1, 2, 5}) {
+        const auto x = random_acts(n_tokens * cols, seed++);
+        const bool gemm = n_tokens > 1 && cols % (t == WeightType::BF16 ? 32 : 16) == 0 && rows % 4 == 0;
+        std::vector<float> want(n_tokens * rows);
+        for (int tk = 0; tk < n_tokens; ++tk)
+          for (int64_t r = 0; r < rows; ++r)
+            want[tk * rows + r] = ggml_float_dot(t, wf.data() + r * cols, x.data() + tk * cols, cols, gemm);
+        SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " " + std::to_string(rows) + "x" +
+                     std::to_string(cols));
+        for_each_config(
+            **pw, x, n_tokens,
+            [&](const std::vector<float>& y) {
+              for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
+            },
+            /*fma_only=*/true);
       }
     }
   }

@@ -153,6 +153,7 @@ void run_job(const Job& j, int ith, int nth) {
       g.w = static_cast<const uint8_t*>(ref.data);
       g.row_bytes = ref.row_bytes;
       g.cols = ref.cols;
+      g.rows = ref.rows;
       g.r_begin = r0;
       g.r_end = r1;
       g.x = j.x;
