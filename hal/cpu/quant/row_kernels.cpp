@@ -27,6 +27,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // multiplies with that weight type (ggml converts them to the weight's vec_dot type), so
 // float-weight models give llama.cpp's logits, not merely close ones.
 struct LoadF32 {
+  static constexpr int kColsPerLane = 1;  // columns one lane of llama.cpp's GEMM takes per step
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D, hn::Vec<D> x) const { return x; }
   float round_x(float x) const { return x; }
@@ -46,6 +47,7 @@ struct LoadF32 {
   }
 };
 struct LoadF16 {
+  static constexpr int kColsPerLane = 1;
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_SSE4
@@ -78,6 +80,7 @@ struct LoadF16 {
   }
 };
 struct LoadBF16 {
+  static constexpr int kColsPerLane = 2;
   // Round to nearest even in the upper 16 bits, as ggml's fp32 -> bf16.
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
@@ -118,25 +121,31 @@ struct LoadBF16 {
   }
 };
 
-// Several tokens, as llamafile's GEMM (llama.cpp's prompt path; cols % 16 == 0): per (row,
-// token) 16 lanes over the columns, lane l an FMA chain over the columns l, l + 16, ...,
-// reduced as _mm512_reduce_add_ps. T tokens share each weight vector.
+// Several tokens, as llamafile's GEMM (llama.cpp's prompt path; cols % 16 == 0, BF16 % 32):
+// per (row, token) 16 lanes over the columns, lane l an FMA chain over the columns l, l + 16,
+// ... (BF16: the pairs 2l, 2l + 1 of every 32, see pair_fma), reduced as
+// _mm512_reduce_add_ps. T tokens share each float weight vector.
 template <int T, class Load>
 HWY_INLINE void FloatTileGemm(const RowGemmArgs& a, int64_t r, int t0, const Load& load) {
   const hn::ScalableTag<float> df;
   constexpr int kN = static_cast<int>(hn::MaxLanes(decltype(df)()));
   constexpr int kP = PiecesPer16<decltype(df)>();
+  constexpr int kW = Load::kColsPerLane;
   const int64_t cols = a.cols;
   const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
   const float* x = a.x + t0 * cols;
   hn::Vec<decltype(df)> acc[T][kP];
   for (int t = 0; t < T; ++t)
     for (int p = 0; p < kP; ++p) acc[t][p] = hn::Zero(df);
-  for (int64_t c = 0; c < cols; c += kN * kP) {
+  for (int64_t c = 0; c < cols; c += kW * kN * kP) {
     for (int p = 0; p < kP; ++p) {
-      const auto wv = load(df, row, c + p * kN);
-      for (int t = 0; t < T; ++t) {
-        acc[t][p] = hn::MulAdd(wv, load.round_x(df, hn::LoadU(df, x + t * cols + c + p * kN)), acc[t][p]);
+      if constexpr (kW == 2) {
+        for (int t = 0; t < T; ++t) load.pair_fma(df, row, x + t * cols, c + 2 * kN * p, acc[t][p]);
+      } else {
+        const auto wv = load(df, row, c + p * kN);
+        for (int t = 0; t < T; ++t) {
+          acc[t][p] = hn::MulAdd(wv, load.round_x(df, hn::LoadU(df, x + t * cols + c + p * kN)), acc[t][p]);
+        }
       }
     }
   }
@@ -163,26 +172,6 @@ HWY_INLINE void FloatDot(const RowGemmArgs& a, int64_t r, int t, const Load& loa
   }
   const float s = VecDotSum(df, acc);
   a.y[t * a.ldy + r] = load.tail(s, row, x, np, cols);
-}
-
-// BF16, several tokens, as llamafile's BF16 GEMM (cols % 32 == 0): 16 lanes, each a chain of
-// element pairs over steps of 32 columns (pair_fma), reduced as _mm512_reduce_add_ps.
-template <int T>
-HWY_INLINE void Bf16TileGemm(const RowGemmArgs& a, int64_t r, int t0, const LoadBF16& load) {
-  const hn::ScalableTag<float> df;
-  constexpr int kN = static_cast<int>(hn::MaxLanes(decltype(df)()));
-  constexpr int kP = PiecesPer16<decltype(df)>();
-  const int64_t cols = a.cols;
-  const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
-  const float* x = a.x + t0 * cols;
-  hn::Vec<decltype(df)> acc[T][kP];
-  for (int t = 0; t < T; ++t)
-    for (int p = 0; p < kP; ++p) acc[t][p] = hn::Zero(df);
-  for (int64_t c = 0; c < cols; c += 2 * kN * kP) {
-    for (int p = 0; p < kP; ++p)
-      for (int t = 0; t < T; ++t) load.pair_fma(df, row, x + t * cols, c + 2 * kN * p, acc[t][p]);
-  }
-  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = Reduce16(df, acc[t]);
 }
 
 // BF16, one token, as ggml_vec_dot_bf16 (AVX512-BF16): two 16-lane registers of pairs over
@@ -231,7 +220,7 @@ void FloatRows(const RowGemmArgs& a, const Load& load) {
 #else
   constexpr bool kBf16 = std::is_same_v<Load, LoadBF16>;
   // llamafile takes k % KN == 0 (KN: 16 floats, 32 bf16) and m % 4 == 0 (m: the weight's rows).
-  const bool gemm = a.n_tokens > 1 && a.cols % (kBf16 ? 2 * kGgmlLanes : kGgmlLanes) == 0 && a.rows % 4 == 0;
+  const bool gemm = a.n_tokens > 1 && a.cols % (Load::kColsPerLane * kGgmlLanes) == 0 && a.rows % 4 == 0;
   for (int64_t r = a.r_begin; r < a.r_end; ++r) {
     if (!gemm) {
       for (int t = 0; t < a.n_tokens; ++t) {
@@ -244,13 +233,8 @@ void FloatRows(const RowGemmArgs& a, const Load& load) {
       continue;
     }
     int t = 0;
-    if constexpr (kBf16) {
-      for (; t + 4 <= a.n_tokens; t += 4) Bf16TileGemm<4>(a, r, t, load);
-      for (; t < a.n_tokens; ++t) Bf16TileGemm<1>(a, r, t, load);
-    } else {
-      for (; t + 4 <= a.n_tokens; t += 4) FloatTileGemm<4>(a, r, t, load);
-      for (; t < a.n_tokens; ++t) FloatTileGemm<1>(a, r, t, load);
-    }
+    for (; t + 4 <= a.n_tokens; t += 4) FloatTileGemm<4>(a, r, t, load);
+    for (; t < a.n_tokens; ++t) FloatTileGemm<1>(a, r, t, load);
   }
 #endif
 }
