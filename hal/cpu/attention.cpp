@@ -343,7 +343,33 @@ HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, co
   constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
   constexpr int kPer = kGgmlStep / kN;  // vectors per step
   const size_t np = dim / kGgmlStep * kGgmlStep;
-  for (int j = j0; j < j1; ++j) {
+  int j = j0;
+  if constexpr (kN == kGgmlLanes) {
+    if (dim == kGgmlStep) {
+      // One step: each partial sum is one product. Four keys at a time, their K vectors kept
+      // for every row, their reductions shared (Sum4).
+      for (; j + 4 <= j1; j += 4) {
+        V kv[4][4];
+        LLMSVC_UNROLL
+        for (int i = 0; i < 4; ++i)
+          LLMSVC_UNROLL
+          for (int v = 0; v < 4; ++v) kv[i][v] = hn::PromoteTo(df, hn::LoadU(dh, as_f16(k + (j + i) * kstride) + v * kN));
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) {
+          V q[4], t[4];
+          LLMSVC_UNROLL
+          for (int v = 0; v < 4; ++v) q[v] = hn::LoadU(df, qt + r * dim + v * kN);
+          LLMSVC_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            t[i] = hn::Add(hn::Add(hn::Mul(q[0], kv[i][0]), hn::Mul(q[2], kv[i][2])),
+                           hn::Add(hn::Mul(q[1], kv[i][1]), hn::Mul(q[3], kv[i][3])));
+          }
+          Sum4(df, t[0], t[1], t[2], t[3], scale, s + r * sstride + j, 4);
+        }
+      }
+    }
+  }
+  for (; j < j1; ++j) {
     const uint16_t* kraw = k + static_cast<size_t>(j) * kstride;
     const hwy::float16_t* kj = as_f16(kraw);
     V acc[RB][kPer];

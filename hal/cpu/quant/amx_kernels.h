@@ -1,8 +1,8 @@
 // Intel AMX (tile matrix multiply) int8 GEMM over panel-packed weights: the prefill path
 // for groups of 16 tokens on CPUs with AMX-INT8 (Sapphire Rapids and later).
 //
-// One TDPBSUD computes a whole block (16 tokens x 16 rows x 32 k); AVX-512 then applies the
-// per-block scales exactly as the VNNI kernels do, so results match them to float rounding.
+// The tile unit computes ggml's per-block lane sums (2 rows x 8 lanes x 16 tokens per
+// TDPBUSD), AVX-512 ggml's FMAs on them: the same bits as the VNNI kernels and llama.cpp.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,8 @@ void set_amx_enabled(bool enabled);
 size_t amx_scratch_bytes(int64_t cols);
 
 // Computes tokens [g.t_begin, g.t_end) of a panel GEMM; both must be multiples of
-// kTokenGroup (full token groups). scratch: amx_scratch_bytes(g.cols), 64-aligned.
+// kTokenGroup (full token groups), and g.x must have its tile planes (ActQ8 `tiles`).
+// scratch: amx_scratch_bytes(g.cols), 64-aligned.
 void amx_panel_gemm(const PanelGemmArgs& g, uint8_t* scratch);
 
 }  // namespace llmsvc::hal::cpu

@@ -33,9 +33,9 @@ ActSpec act_spec(const CpuWeight& w) {
   return {};
 }
 
-size_t act_bytes(const ActSpec& s, int64_t cols, int n_tokens) {
+size_t act_bytes(const ActSpec& s, int64_t cols, int n_tokens, bool tiles) {
   switch (s.kind) {
-    case ActKind::q8: return (ActQ8::bytes(cols, n_tokens) + 63) & ~size_t{63};
+    case ActKind::q8: return (ActQ8::bytes(cols, n_tokens, tiles) + 63) & ~size_t{63};
     case ActKind::q8k: return (ActQ8K::bytes(cols, n_tokens) + 63) & ~size_t{63};
     case ActKind::none: break;
   }
@@ -80,7 +80,7 @@ void run_job(const Job& j, int ith, int nth) {
   for (int si = 0; si < j.n_specs; ++si) {
     uint8_t* mem = spec_mem(j, si, ith);
     if (j.specs[si].kind == ActKind::q8) {
-      const ActQ8 a = ActQ8::in(mem, j.cols, j.n_tokens);
+      const ActQ8 a = ActQ8::in(mem, j.cols, j.n_tokens, j.use_amx);
       const int64_t nblk = j.n_tokens * (j.cols / 32);
       // Storage order, in whole blocks of a token group (16 tokens x 32 bytes).
       const auto [b0, b1] =
@@ -100,7 +100,7 @@ void run_job(const Job& j, int ith, int nth) {
     const CpuWeight& w = *j.ws[i];
     const WeightRef& ref = w.ref();
     if (const PanelFormat* f = w.panel_format()) {
-      const ActQ8 a = ActQ8::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens);
+      const ActQ8 a = ActQ8::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens, j.use_amx);
       const int64_t n_panels = (ref.rows + kPanelRows - 1) / kPanelRows;
       const auto [p0, p1] = ThreadPool::split(n_panels, ith, nth);
       PanelGemmArgs g;
@@ -216,21 +216,20 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
   j.cols = ws[0]->ref().cols;
   j.pool = &pool;
   j.private_quant = pool.size() == 1 || static_cast<int64_t>(n_tokens) * j.cols <= kPrivateQuantLimit;
+  // AMX pays for building its weight tiles from two token groups on (one group: VNNI is as fast).
+  j.use_amx = n_tokens >= 2 * kTokenGroup && amx_enabled();
   const int copies = j.private_quant ? pool.size() : 1;
   size_t total = 0;
   for (int i = 0; i < n_weights; ++i) {
     const ActSpec s = act_spec(*ws[i]);
     if (s.kind == ActKind::none || spec_index(j, s) >= 0 || j.n_specs == kMaxSpecs) continue;
     j.specs[j.n_specs] = s;
-    j.spec_bytes[j.n_specs] = act_bytes(s, j.cols, n_tokens);
+    j.spec_bytes[j.n_specs] = act_bytes(s, j.cols, n_tokens, j.use_amx);
     j.spec_offset[j.n_specs] = total;
     total += j.spec_bytes[j.n_specs] * static_cast<size_t>(copies);
     ++j.n_specs;
   }
   // AMX pays for its per-panel unpacking from two token groups on (one group: VNNI is as fast).
-  // The AMX kernel sums a block's 32 products at once, where ggml keeps 8 lane sums per
-  // block (see panel_kernels.h): it stays off until it follows ggml's order.
-  j.use_amx = false;
   // Per-thread kernel scratch: the AMX tiles, or several tokens' panel unpacking.
   size_t kb = n_tokens > 1 ? panel_unpack_bytes(j.cols) : 0;
   if (j.use_amx) kb = std::max(kb, amx_scratch_bytes(j.cols));

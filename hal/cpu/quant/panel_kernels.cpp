@@ -189,10 +189,17 @@ LLMSVC_KATTR HWY_NOINLINE void Tile(const TileArgs& a) {
         for (int t = 0; t < T; ++t) {
           // Q8_0 without VNNI computes signed products directly: no zero-point term. Else the
           // bias comes from memory even when it is the constant: a load, not a register copy.
-          const bool plain = Kd::kQ8 && HWY_TARGET == HWY_AVX3;
-          const __m512i bias = plain ? vbias : _mm512_set1_epi32(xb[8 * t + g]);
-          const __m512i ai = group_dot<K>(bias, w, _mm512_set1_epi32(load_i32(xq + 32 * t + 4 * g)));
-          acc[p][t][g] = _mm512_fmadd_ps(dd[t], _mm512_sub_ps(_mm512_castsi512_ps(ai), fbias), acc[p][t][g]);
+          const __m512i x4 = _mm512_set1_epi32(load_i32(xq + 32 * t + 4 * g));
+          __m512 f;
+          if constexpr (Kd::kMin) {
+            // No zero point: the lane sum from zero (a free zeroing idiom), converted.
+            f = _mm512_cvtepi32_ps(group_dot<K>(_mm512_setzero_si512(), w, x4));
+          } else {
+            const bool plain = Kd::kQ8 && HWY_TARGET == HWY_AVX3;
+            const __m512i bias = plain ? vbias : _mm512_set1_epi32(xb[8 * t + g]);
+            f = _mm512_sub_ps(_mm512_castsi512_ps(group_dot<K>(bias, w, x4)), fbias);
+          }
+          acc[p][t][g] = _mm512_fmadd_ps(dd[t], f, acc[p][t][g]);
         }
       }
       if constexpr (Kd::kMin) {
