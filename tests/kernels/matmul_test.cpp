@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "hal/cpu/quant/act_quant.h"
-#include "hal/cpu/quant/amx_kernels.h"
 #include "hal/cpu/quant/blocks.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/cpu/quant/fp16.h"
@@ -127,27 +126,21 @@ bool fused_fma(const std::string& target) {
 }
 
 // check(y) for the matmul of w with x computed on every SIMD target (all, or those with a
-// fused FMA), with and without AMX (where the CPU has it), on 1 and 3 threads.
+// fused FMA), on 1 and 3 threads.
 template <class Check>
 void for_each_config(const CpuWeight& w, const std::vector<float>& x, int n_tokens, const Check& check,
                      bool fma_only = false) {
   const int64_t rows = w.ref().rows;
   test::for_each_simd_target([&](const std::string& target) {
     if (fma_only && !fused_fma(target)) return;
-    for (bool amx : {false, true}) {
-      if (amx && !amx_available()) continue;
-      set_amx_enabled(amx);
-      for (int threads : {1, 3}) {
-        SCOPED_TRACE(target + (amx ? " +AMX" : "") + " threads " + std::to_string(threads) + " tokens " +
-                     std::to_string(n_tokens));
-        ThreadPool pool(threads);
-        MatmulScratch scratch;
-        std::vector<float> y(n_tokens * rows, std::nanf(""));
-        matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
-        check(y);
-      }
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(target + " threads " + std::to_string(threads) + " tokens " + std::to_string(n_tokens));
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      std::vector<float> y(n_tokens * rows, std::nanf(""));
+      matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+      check(y);
     }
-    set_amx_enabled(true);
   });
 }
 
@@ -177,7 +170,7 @@ TEST(Matmul, EveryTypeTargetThreadsAndTokenCount) {
     const WeightRef ref{c.type, w.data(), c.rows, c.cols, row_bytes(c.type, c.cols)};
     auto pw = prepare_cpu_weight(ref);
     ASSERT_TRUE(pw.ok()) << pw.status().message();
-    for (int n_tokens : {1, 3, 8, 13, 37}) {  // 37: two full token groups (AMX) and a tail
+    for (int n_tokens : {1, 3, 8, 13, 37}) {  // 37: two full token groups and a tail
       const auto x = random_acts(n_tokens * c.cols, seed++);
       std::vector<double> yref, tol;
       reference(c.type, w, c.rows, c.cols, x, n_tokens, yref, tol);
@@ -236,7 +229,7 @@ float ggml_dot(WeightType t, const uint8_t* row, const float* x, int64_t cols) {
 }
 
 // The 32-element block types give llama.cpp's results bit for bit: every target, thread
-// count, token count (decode, prefill tiles and tails, AMX token groups).
+// count, token count (decode, prefill tiles and tails, several token groups).
 TEST(Matmul, LegacyTypesMatchGgmlBitForBit) {
   uint32_t seed = 500;
   for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0}) {
@@ -352,17 +345,12 @@ TEST(Matmul, SimdTargetsAgreeWithPortable) {
     std::vector<std::vector<float>> results;
     std::vector<std::string> names;
     test::for_each_simd_target([&](const std::string& target) {
-      for (bool amx : {true, false}) {
-        if (amx && !amx_available()) continue;
-        set_amx_enabled(amx);
-        ThreadPool pool(2);
-        MatmulScratch scratch;
-        std::vector<float> y(n_tokens * rows);
-        matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
-        results.push_back(y);
-        names.push_back(target + (amx ? " +AMX" : ""));
-      }
-      set_amx_enabled(true);
+      ThreadPool pool(2);
+      MatmulScratch scratch;
+      std::vector<float> y(n_tokens * rows);
+      matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
+      results.push_back(y);
+      names.push_back(target);
     });
     for (size_t k = 0; k + 1 < results.size(); ++k) {
       for (size_t i = 0; i < results[k].size(); ++i) {
@@ -374,11 +362,6 @@ TEST(Matmul, SimdTargetsAgreeWithPortable) {
       }
     }
   }
-}
-
-TEST(Matmul, ReportsAmx) {
-  // Not a check: records in the test log whether the AMX path was exercised on this CPU.
-  std::printf("AMX %s\n", amx_available() ? "available: AMX paths tested" : "not available on this CPU");
 }
 
 TEST(Matmul, MultiEqualsSeparateCalls) {

@@ -18,31 +18,6 @@
 #include <immintrin.h>
 #endif
 
-#ifndef LLMSVC_HAL_CPU_QUANT_ACT_QUANT_TILES_
-#define LLMSVC_HAL_CPU_QUANT_ACT_QUANT_TILES_
-namespace llmsvc::hal::cpu {
-// The AMX operands of entry o (32 quants q, bias as stored), when `a` has them and o's token
-// group is full.
-inline void store_tiles(const ActQ8& a, int64_t o, const int8_t* q, int32_t zero_point) {
-  if (a.qv == nullptr) return;
-  int token;
-  int64_t block;
-  a.entry(o, &token, &block);
-  const int g = token / kTokenGroup, t = token % kTokenGroup;
-  if (a.group_size(g) != kTokenGroup) return;
-  const int64_t tile = static_cast<int64_t>(g) * a.nb() + block;
-  int8_t* qv = a.qv + tile * 512;
-  int32_t* zc = a.zc + tile * 256;
-  for (int k = 0; k < 8; ++k) {
-    std::memcpy(qv + k * 64 + t * 4, q + 4 * k, 4);
-    const int32_t c = -zero_point * (q[4 * k] + q[4 * k + 1] + q[4 * k + 2] + q[4 * k + 3]);
-    zc[k * 16 + t] = c;
-    zc[(k + 8) * 16 + t] = c;
-  }
-}
-}  // namespace llmsvc::hal::cpu
-#endif
-
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
@@ -74,7 +49,6 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
     const __m256i g4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.bias + o * 8),
                         _mm256_sub_epi32(_mm256_set1_epi32(kGroupBias), _mm256_mullo_epi32(g4, _mm256_set1_epi32(zero_point))));
-    store_tiles(a, o, a.q + o * 32, zero_point);
   }
 }
 #else
@@ -106,7 +80,6 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
     for (int g = 0; g < 8; ++g) {
       a.bias[o * 8 + g] = kGroupBias - zero_point * (qb[4 * g] + qb[4 * g + 1] + qb[4 * g + 2] + qb[4 * g + 3]);
     }
-    store_tiles(a, o, qb, zero_point);
   }
 }
 #endif
@@ -205,7 +178,7 @@ uint8_t* align64(uint8_t* p) {
 }
 }  // namespace
 
-ActQ8 ActQ8::in(void* mem, int64_t cols, int n_tokens, bool tiles) {
+ActQ8 ActQ8::in(void* mem, int64_t cols, int n_tokens) {
   ActQ8 a;
   const size_t nblk = static_cast<size_t>(n_tokens) * static_cast<size_t>(cols / 32);
   uint8_t* p = static_cast<uint8_t*>(mem);
@@ -216,12 +189,6 @@ ActQ8 ActQ8::in(void* mem, int64_t cols, int n_tokens, bool tiles) {
   a.s = reinterpret_cast<float*>(p);
   p = align64(p + nblk * 4);
   a.bias = reinterpret_cast<int32_t*>(p);
-  if (tiles) {
-    p = align64(p + nblk * 32);
-    a.qv = reinterpret_cast<int8_t*>(p);
-    p = align64(p + nblk * 32);
-    a.zc = reinterpret_cast<int32_t*>(p);
-  }
   a.cols = cols;
   a.n_tokens = n_tokens;
   return a;

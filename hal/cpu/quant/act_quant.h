@@ -15,7 +15,7 @@
 namespace llmsvc::hal::cpu {
 
 // Tokens are stored in groups of kTokenGroup so that a kernel finds the same block of
-// consecutive tokens at consecutive addresses (and an AMX-style tile is one contiguous load).
+// consecutive tokens at consecutive addresses.
 constexpr int kTokenGroup = 16;
 
 // Integer sums of 4 products are turned into floats without a conversion instruction: with
@@ -32,9 +32,6 @@ struct ActQ8 {
   float* d = nullptr;       // block scale
   float* s = nullptr;       // d * sum(q), for weights with a min (Q4_1, Q5_1)
   int32_t* bias = nullptr;  // 8 per token and block: kGroupBias - zero_point * (sum of q's group of 4)
-  // Optional (`tiles`), for full token groups only, AMX tile operands per (group G, block b):
-  int8_t* qv = nullptr;     // + (G nb + b) 512: [quad k][token][4] = q[token][4k .. 4k+3] (a B tile)
-  int32_t* zc = nullptr;    // + (G nb + b) 256: [row i][token] = -zero_point * (sum of group i % 8)
   int64_t cols = 0;
   int n_tokens = 0;
 
@@ -54,12 +51,11 @@ struct ActQ8 {
     *block = r / tg;
   }
 
-  static size_t bytes(int64_t cols, int n_tokens, bool tiles = false) {
-    const size_t per_token = static_cast<size_t>(cols + (cols / 32) * (4 + 4 + 32 + (tiles ? 32 + 64 : 0)));
-    return static_cast<size_t>(n_tokens) * per_token + 5 * 64;
+  static size_t bytes(int64_t cols, int n_tokens) {
+    return static_cast<size_t>(n_tokens) * static_cast<size_t>(cols + (cols / 32) * (4 + 4 + 32)) + 3 * 64;
   }
-  // Lays the planes out in `mem` (>= bytes(cols, n_tokens, tiles), 64-aligned).
-  static ActQ8 in(void* mem, int64_t cols, int n_tokens, bool tiles = false);
+  // Lays the planes out in `mem` (>= bytes(cols, n_tokens), 64-aligned).
+  static ActQ8 in(void* mem, int64_t cols, int n_tokens);
 };
 
 // Quantizes entries [o_begin, o_end) of a's storage order (see ActQ8::index; entry o holds

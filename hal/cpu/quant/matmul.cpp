@@ -6,7 +6,6 @@
 #include <string>
 
 #include "hal/cpu/quant/act_quant.h"
-#include "hal/cpu/quant/amx_kernels.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/cpu/quant/kpanel_kernels.h"
 #include "hal/cpu/quant/panel_kernels.h"
@@ -33,9 +32,9 @@ ActSpec act_spec(const CpuWeight& w) {
   return {};
 }
 
-size_t act_bytes(const ActSpec& s, int64_t cols, int n_tokens, bool tiles) {
+size_t act_bytes(const ActSpec& s, int64_t cols, int n_tokens) {
   switch (s.kind) {
-    case ActKind::q8: return (ActQ8::bytes(cols, n_tokens, tiles) + 63) & ~size_t{63};
+    case ActKind::q8: return (ActQ8::bytes(cols, n_tokens) + 63) & ~size_t{63};
     case ActKind::q8k: return (ActQ8K::bytes(cols, n_tokens) + 63) & ~size_t{63};
     case ActKind::none: break;
   }
@@ -57,7 +56,6 @@ struct Job {
   size_t spec_bytes[kMaxSpecs];
   int n_specs;
   bool private_quant;
-  bool use_amx;           // full token groups of panel weights go to the AMX kernel
   size_t kernel_offset;   // per-thread kernel scratch: kernel_offset + ith * kernel_bytes
   size_t kernel_bytes;
   uint8_t* mem;
@@ -80,7 +78,7 @@ void run_job(const Job& j, int ith, int nth) {
   for (int si = 0; si < j.n_specs; ++si) {
     uint8_t* mem = spec_mem(j, si, ith);
     if (j.specs[si].kind == ActKind::q8) {
-      const ActQ8 a = ActQ8::in(mem, j.cols, j.n_tokens, j.use_amx);
+      const ActQ8 a = ActQ8::in(mem, j.cols, j.n_tokens);
       const int64_t nblk = j.n_tokens * (j.cols / 32);
       // Storage order, in whole blocks of a token group (16 tokens x 32 bytes).
       const auto [b0, b1] =
@@ -100,7 +98,7 @@ void run_job(const Job& j, int ith, int nth) {
     const CpuWeight& w = *j.ws[i];
     const WeightRef& ref = w.ref();
     if (const PanelFormat* f = w.panel_format()) {
-      const ActQ8 a = ActQ8::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens, j.use_amx);
+      const ActQ8 a = ActQ8::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens);
       const int64_t n_panels = (ref.rows + kPanelRows - 1) / kPanelRows;
       const auto [p0, p1] = ThreadPool::split(n_panels, ith, nth);
       PanelGemmArgs g;
@@ -115,20 +113,8 @@ void run_job(const Job& j, int ith, int nth) {
       g.t_end = j.n_tokens;
       g.y = j.ys[i];
       g.ldy = ref.rows;
-      uint8_t* scratch = j.kernel_bytes ? j.mem + j.kernel_offset + static_cast<size_t>(ith) * j.kernel_bytes : nullptr;
-      g.unpacked = scratch;
-      if (p0 < p1) {
-        const int n_amx = j.use_amx ? j.n_tokens / kTokenGroup * kTokenGroup : 0;
-        if (n_amx > 0) {
-          g.t_end = n_amx;
-          amx_panel_gemm(g, scratch);
-        }
-        if (n_amx < j.n_tokens) {
-          g.t_begin = n_amx;
-          g.t_end = j.n_tokens;
-          panel_gemm(g);
-        }
-      }
+      g.unpacked = j.kernel_bytes ? j.mem + j.kernel_offset + static_cast<size_t>(ith) * j.kernel_bytes : nullptr;
+      if (p0 < p1) panel_gemm(g);
     } else if (const KPanelFormat* kf = w.kpanel_format()) {
       const ActQ8K a = ActQ8K::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens);
       const int64_t n_panels = (ref.rows + kPanelRows - 1) / kPanelRows;
@@ -216,23 +202,19 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
   j.cols = ws[0]->ref().cols;
   j.pool = &pool;
   j.private_quant = pool.size() == 1 || static_cast<int64_t>(n_tokens) * j.cols <= kPrivateQuantLimit;
-  // AMX pays for building its weight tiles from two token groups on (one group: VNNI is as fast).
-  j.use_amx = n_tokens >= 2 * kTokenGroup && amx_enabled();
   const int copies = j.private_quant ? pool.size() : 1;
   size_t total = 0;
   for (int i = 0; i < n_weights; ++i) {
     const ActSpec s = act_spec(*ws[i]);
     if (s.kind == ActKind::none || spec_index(j, s) >= 0 || j.n_specs == kMaxSpecs) continue;
     j.specs[j.n_specs] = s;
-    j.spec_bytes[j.n_specs] = act_bytes(s, j.cols, n_tokens, j.use_amx);
+    j.spec_bytes[j.n_specs] = act_bytes(s, j.cols, n_tokens);
     j.spec_offset[j.n_specs] = total;
     total += j.spec_bytes[j.n_specs] * static_cast<size_t>(copies);
     ++j.n_specs;
   }
-  // AMX pays for its per-panel unpacking from two token groups on (one group: VNNI is as fast).
-  // Per-thread kernel scratch: the AMX tiles, or several tokens' panel unpacking.
-  size_t kb = n_tokens > 1 ? panel_unpack_bytes(j.cols) : 0;
-  if (j.use_amx) kb = std::max(kb, amx_scratch_bytes(j.cols));
+  // Per-thread kernel scratch: several tokens' panel unpacking.
+  const size_t kb = n_tokens > 1 ? panel_unpack_bytes(j.cols) : 0;
   if (kb > 0) {
     j.kernel_bytes = (kb + 63) & ~size_t{63};
     j.kernel_offset = total;
