@@ -517,15 +517,36 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
   for (int r = 0; r < RB; ++r)
     LLMSVC_UNROLL
     for (int u = 0; u < DU; ++u) hn::StoreU(lane[0][r][u], df, out[r] + d0 + u * n);
-  // Single token: keys at positions [np, kv_pad), in double.
+  // Single token: keys at positions [np, kv_pad), one by one: products in f32, sums in f64.
   const int64_t k0 = std::max<int64_t>(klo, np - sv.base_pos);
   if (p.pv_gemm || k0 >= khi) return;
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (hn::MaxLanes(DF()) >= 2) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::Repartition<double, DF> dd;
+    const hn::Half<DF> dhalf;
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      LLMSVC_UNROLL
+      for (int u = 0; u < DU; ++u) {
+        const V s0 = lane[0][r][u];
+        auto lo = hn::PromoteTo(dd, hn::LowerHalf(dhalf, s0)), hi = hn::PromoteTo(dd, hn::UpperHalf(dhalf, s0));
+        for (int64_t k = k0; k < khi; ++k) {
+          const V prod =
+              hn::Mul(hn::Set(df, prow[r * pstride + k]), hn::PromoteTo(df, hn::LoadU(dh, as_f16(sv.vrow[k] + kvoff + u * n))));
+          lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dhalf, prod)));
+          hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dhalf, prod)));
+        }
+        hn::StoreU(hn::Combine(df, hn::DemoteTo(dhalf, hi), hn::DemoteTo(dhalf, lo)), df, out[r] + d0 + u * n);
+      }
+    }
+    return;
+  }
+#endif
   for (int r = 0; r < RB; ++r)
     for (size_t d = 0; d < DU * n; ++d) {
       double sum = out[r][d0 + d];
-      for (int64_t k = k0; k < khi; ++k) {
-        sum += static_cast<double>(prow[r * pstride + k] * fp16_to_fp32(sv.vrow[k][kvoff + d]));
-      }
+      for (int64_t k = k0; k < khi; ++k) sum += static_cast<double>(prow[r * pstride + k] * fp16_to_fp32(sv.vrow[k][kvoff + d]));
       out[r][d0 + d] = static_cast<float>(sum);
     }
 }

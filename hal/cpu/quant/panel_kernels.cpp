@@ -83,6 +83,7 @@ inline const T* in_panel(const T* p, size_t pb, int panel) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 constexpr int kMaxTokens = 2;
 constexpr int kDecodePanels = 2;
+constexpr int kPrefetchBlocks = 4;
 
 // Lane sums of one group for one token: bias + sum of 4 products, per row.
 //   w: the group's weights (u8, 16 rows x 4); x4: the token's 4 activations, broadcast.
@@ -101,6 +102,14 @@ LLMSVC_KATTR inline __m512i group_dot(__m512i bias, __m512i w, __m512i x4) {
     return _mm512_add_epi32(bias, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x4), ones16));
   }
 #endif
+}
+
+// A zero made by the zeroing idiom (free at register rename). The compiler would otherwise keep
+// one zero and copy it for every lane sum: a vector uop each.
+LLMSVC_KATTR inline __m512i fresh_zero() {
+  __m512i z;
+  asm volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
 }
 
 // ggml's horizontal sum of its 8 lane accumulators (hsum_float_8), one row per vector lane.
@@ -159,6 +168,12 @@ LLMSVC_KATTR HWY_NOINLINE void Tile(const TileArgs& a) {
     LLMSVC_UNROLL
     for (int p = 0; p < NP; ++p) {
       const uint8_t* qs = a.qs + a.pb * p + b * Kd::kQsBytes;
+      if constexpr (!kUnpacked) {
+        // Streaming weights (decode): ask for them a few blocks ahead.
+        for (int l = 0; l < Kd::kQsBytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(qs + kPrefetchBlocks * Kd::kQsBytes + l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(in_panel(a.d, a.pb, p) + (b + kPrefetchBlocks) * 16), _MM_HINT_T0);
+        if constexpr (Kd::kMin) _mm_prefetch(reinterpret_cast<const char*>(in_panel(a.m, a.pb, p) + (b + kPrefetchBlocks) * 16), _MM_HINT_T0);
+      }
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in_panel(a.d, a.pb, p) + b * 16)));
       __m512 dd[T];
       LLMSVC_UNROLL
@@ -193,7 +208,7 @@ LLMSVC_KATTR HWY_NOINLINE void Tile(const TileArgs& a) {
           __m512 f;
           if constexpr (Kd::kMin) {
             // No zero point: the lane sum from zero (a free zeroing idiom), converted.
-            f = _mm512_cvtepi32_ps(group_dot<K>(_mm512_setzero_si512(), w, x4));
+            f = _mm512_cvtepi32_ps(group_dot<K>(fresh_zero(), w, x4));
           } else {
             const bool plain = Kd::kQ8 && HWY_TARGET == HWY_AVX3;
             const __m512i bias = plain ? vbias : _mm512_set1_epi32(xb[8 * t + g]);
@@ -373,31 +388,43 @@ void GemmKind(const PanelGemmArgs& g) {
 #else
   constexpr bool kUnpack = false;
 #endif
-  for (int64_t p = g.p_begin; p < g.p_end; ++p) {
-    at_panel(p);
+  // Panels go in chunks whose unpacked quants stay in L2; each token group, its activations in
+  // L1, passes over every panel of the chunk.
+  const int64_t chunk = panel_chunk(g.cols);
+  for (int64_t p0 = g.p_begin; p0 < g.p_end; p0 += chunk) {
+    const int64_t p1 = std::min(g.p_end, p0 + chunk);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if constexpr (kUnpack) {
-      Unpack<K>(a, g.unpacked);
-      a.wu = g.unpacked;
+      for (int64_t p = p0; p < p1; ++p) {
+        at_panel(p);
+        Unpack<K>(a, g.unpacked + (p - p0) * nb * 512);
+      }
     }
 #endif
     for (int t0 = g.t_begin; t0 < g.t_end;) {
-      // Tokens t0 .. t0+n-1 lie in one token group.
       const int group = t0 / kTokenGroup;
-      const int n = std::min({kMaxTokens, g.t_end - t0, x.group_size(group) - t0 % kTokenGroup});
-      const int64_t xi = x.index(t0, 0);
-      a.xq = x.q + 32 * xi;
-      a.xd = x.d + xi;
-      a.xs = x.s + xi;
-      a.xb = x.bias + 8 * xi;
-      a.xstride = x.group_size(group);
-      a.y = g.y + t0 * g.ldy + p * kPanelRows;
-      if (kMaxTokens > 1 && n >= 2) {
-        Tile<K, 1, kMaxTokens, kUnpack>(a);
-      } else {
-        Tile<K, 1, 1, kUnpack>(a);
+      const int t_end = std::min(g.t_end, group * kTokenGroup + x.group_size(group));
+      for (int64_t p = p0; p < p1; ++p) {
+        at_panel(p);
+        a.wu = kUnpack ? g.unpacked + (p - p0) * nb * 512 : nullptr;
+        for (int t = t0; t < t_end;) {
+          const int n = std::min(kMaxTokens, t_end - t);
+          const int64_t xi = x.index(t, 0);
+          a.xq = x.q + 32 * xi;
+          a.xd = x.d + xi;
+          a.xs = x.s + xi;
+          a.xb = x.bias + 8 * xi;
+          a.xstride = x.group_size(group);
+          a.y = g.y + t * g.ldy + p * kPanelRows;
+          if (kMaxTokens > 1 && n >= 2) {
+            Tile<K, 1, kMaxTokens, kUnpack>(a);
+          } else {
+            Tile<K, 1, 1, kUnpack>(a);
+          }
+          t += n >= kMaxTokens ? kMaxTokens : 1;
+        }
       }
-      t0 += n >= kMaxTokens ? kMaxTokens : 1;
+      t0 = t_end;
     }
   }
 }

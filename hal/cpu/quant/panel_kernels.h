@@ -26,13 +26,18 @@ struct PanelGemmArgs {
   int t_begin = 0, t_end = 0;       // tokens to compute
   float* y = nullptr;               // y[t * ldy + r]
   int64_t ldy = 0;
-  // Several tokens: this call's scratch for one panel's quants widened to bytes
-  // (panel_unpack_bytes(cols)), so that they are unpacked once per panel, not once per token.
+  // Several tokens: this call's scratch for panel_chunk(cols) panels' quants widened to bytes
+  // (panel_unpack_bytes(cols)), so that they are unpacked once per call, not once per token.
   uint8_t* unpacked = nullptr;
 };
 
-// Scratch bytes of PanelGemmArgs::unpacked for weights of `cols` columns.
-inline size_t panel_unpack_bytes(int64_t cols) { return static_cast<size_t>(cols / 32) * 512; }
+// Panels unpacked at a time (their bytes stay in L2 while every token passes over them), and
+// the scratch bytes of PanelGemmArgs::unpacked for weights of `cols` columns.
+inline int64_t panel_chunk(int64_t cols) {
+  const int64_t per_panel = cols / 32 * 512;
+  return per_panel >= (256 << 10) ? 1 : (256 << 10) / per_panel;
+}
+inline size_t panel_unpack_bytes(int64_t cols) { return static_cast<size_t>(panel_chunk(cols) * (cols / 32) * 512); }
 
 void panel_gemm(const PanelGemmArgs& a);
 
