@@ -18,6 +18,33 @@
 #include <immintrin.h>
 #endif
 
+#ifndef LLMSVC_HAL_CPU_QUANT_ACT_QUANT_WALK_
+#define LLMSVC_HAL_CPU_QUANT_ACT_QUANT_WALK_
+namespace llmsvc::hal::cpu {
+// The (token, block) of consecutive storage entries, without a division per entry.
+struct EntryWalk {
+  const ActQ8& a;
+  int token, in_group, group_size;
+  int64_t block;
+  EntryWalk(const ActQ8& act, int64_t o) : a(act) {
+    a.entry(o, &token, &block);
+    in_group = token % kTokenGroup;
+    group_size = a.group_size(token / kTokenGroup);
+  }
+  void next() {
+    ++token;
+    if (++in_group < group_size) return;
+    token -= in_group;
+    in_group = 0;
+    if (++block < a.nb()) return;
+    block = 0;
+    token += group_size;
+    group_size = a.group_size(token / kTokenGroup);
+  }
+};
+}  // namespace llmsvc::hal::cpu
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
@@ -27,11 +54,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // AVX-512 with hardware fp16 rounding (F16C): the decode path quantizes one row per matmul,
 // so this per-block work is on the critical path of every small matmul.
 void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, int32_t zero_point) {
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    int token;
-    int64_t block;
-    a.entry(o, &token, &block);
-    const float* xb = x + token * a.cols + block * 32;
+  if (o_begin >= o_end) return;
+  EntryWalk e(a, o_begin);
+  for (int64_t o = o_begin; o < o_end; ++o, e.next()) {
+    const float* xb = x + e.token * a.cols + e.block * 32;
     const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float d = amax / 127.f;
@@ -57,11 +83,10 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const int N = static_cast<int>(hn::Lanes(df));
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    int token;
-    int64_t block;
-    a.entry(o, &token, &block);
-    const float* xb = x + token * a.cols + block * 32;
+  if (o_begin >= o_end) return;
+  EntryWalk e(a, o_begin);
+  for (int64_t o = o_begin; o < o_end; ++o, e.next()) {
+    const float* xb = x + e.token * a.cols + e.block * 32;
     int8_t* qb = a.q + o * 32;
     auto vmax = hn::Zero(df);
     for (int i = 0; i < 32; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));

@@ -104,14 +104,6 @@ LLMSVC_KATTR inline __m512i group_dot(__m512i bias, __m512i w, __m512i x4) {
 #endif
 }
 
-// A zero made by the zeroing idiom (free at register rename). The compiler would otherwise keep
-// one zero and copy it for every lane sum: a vector uop each.
-LLMSVC_KATTR inline __m512i fresh_zero() {
-  __m512i z;
-  asm volatile("vpxord %0, %0, %0" : "=v"(z));
-  return z;
-}
-
 // ggml's horizontal sum of its 8 lane accumulators (hsum_float_8), one row per vector lane.
 LLMSVC_KATTR inline __m512 hsum8(const __m512* a) {
   return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
@@ -205,15 +197,11 @@ LLMSVC_KATTR HWY_NOINLINE void Tile(const TileArgs& a) {
           // Q8_0 without VNNI computes signed products directly: no zero-point term. Else the
           // bias comes from memory even when it is the constant: a load, not a register copy.
           const __m512i x4 = _mm512_set1_epi32(load_i32(xq + 32 * t + 4 * g));
-          __m512 f;
-          if constexpr (Kd::kMin) {
-            // No zero point: the lane sum from zero (a free zeroing idiom), converted.
-            f = _mm512_cvtepi32_ps(group_dot<K>(fresh_zero(), w, x4));
-          } else {
-            const bool plain = Kd::kQ8 && HWY_TARGET == HWY_AVX3;
-            const __m512i bias = plain ? vbias : _mm512_set1_epi32(xb[8 * t + g]);
-            f = _mm512_sub_ps(_mm512_castsi512_ps(group_dot<K>(bias, w, x4)), fbias);
-          }
+          // No zero point (or Q8_0 without VNNI: signed products): the constant bias; else the
+          // group's bias, loaded.
+          const bool plain = Kd::kMin || (Kd::kQ8 && HWY_TARGET == HWY_AVX3);
+          const __m512i bias = plain ? vbias : _mm512_set1_epi32(xb[8 * t + g]);
+          const __m512 f = _mm512_sub_ps(_mm512_castsi512_ps(group_dot<K>(bias, w, x4)), fbias);
           acc[p][t][g] = _mm512_fmadd_ps(dd[t], f, acc[p][t][g]);
         }
       }
