@@ -393,6 +393,13 @@ void GemmKind(const PanelGemmArgs& g) {
       const int group = t0 / kTokenGroup;
       const int t_end = std::min(g.t_end, group * kTokenGroup + x.group_size(group));
       for (int64_t p = p0; p < p1; ++p) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+        // While the first token group passes, the next chunk comes from memory (into L2).
+        if (t0 == g.t_begin && p + chunk < g.p_end) {
+          const char* next = reinterpret_cast<const char*>(g.panels + static_cast<size_t>(p + chunk) * a.pb);
+          for (size_t off = 0; off < a.pb; off += 64) _mm_prefetch(next + off, _MM_HINT_T1);
+        }
+#endif
         at_panel(p);
         a.wu = kUnpack ? g.unpacked + (p - p0) * nb * 512 : nullptr;
         for (int t = t0; t < t_end;) {
