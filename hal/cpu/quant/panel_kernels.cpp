@@ -135,7 +135,7 @@ LLMSVC_KATTR HWY_NOINLINE void Unpack(const TileArgs& a, uint8_t* out) {
 }
 
 template <PanelKind K, int NP, int T, bool kUnpacked = false>
-LLMSVC_KATTR HWY_NOINLINE void Tile(const TileArgs& a) {
+LLMSVC_KATTR HWY_INLINE void Tile(const TileArgs& a) {
   using Kd = Kind<K>;
   __m512 acc[NP][T][8];
   __m512 mins[NP][T];
@@ -225,6 +225,26 @@ LLMSVC_KATTR HWY_NOINLINE void Tile(const TileArgs& a) {
   }
 }
 
+// Decode: NP panels, one token.
+template <PanelKind K, int NP>
+LLMSVC_KATTR HWY_NOINLINE void TileDecode(const TileArgs& a) {
+  Tile<K, NP, 1>(a);
+}
+
+// n consecutive tokens of one token group, one panel, kMaxTokens at a time.
+template <PanelKind K, bool kUnpacked>
+LLMSVC_KATTR HWY_NOINLINE void TileTokens(TileArgs a, int n) {
+  for (; n >= kMaxTokens; n -= kMaxTokens) {
+    Tile<K, 1, kMaxTokens, kUnpacked>(a);
+    a.xq += 32 * kMaxTokens;
+    a.xd += kMaxTokens;
+    a.xs += kMaxTokens;
+    a.xb += 8 * kMaxTokens;
+    a.y += kMaxTokens * a.ldy;
+  }
+  if (n > 0) Tile<K, 1, 1, kUnpacked>(a);
+}
+
 #elif HWY_TARGET == HWY_AVX2
 constexpr int kMaxTokens = 1;
 constexpr int kDecodePanels = 1;
@@ -290,6 +310,7 @@ void Tile(const TileArgs& a) {
   HalfTile<K>(a, 0);
   if (a.rows_left > 8) HalfTile<K>(a, 1);
 }
+#define LLMSVC_ONE_TOKEN_TILES 1
 
 #else
 constexpr int kMaxTokens = 1;
@@ -332,6 +353,26 @@ void Tile(const TileArgs& a) {
     a.y[r] = s;
   }
 }
+#define LLMSVC_ONE_TOKEN_TILES 1
+#endif
+
+#if defined(LLMSVC_ONE_TOKEN_TILES)
+#undef LLMSVC_ONE_TOKEN_TILES
+template <PanelKind K, int NP>
+void TileDecode(const TileArgs& a) {
+  Tile<K, NP, 1>(a);
+}
+template <PanelKind K, bool kUnpacked>
+void TileTokens(TileArgs a, int n) {
+  for (; n > 0; --n) {
+    Tile<K, 1, 1, kUnpacked>(a);
+    a.xq += 32;
+    a.xd += 1;
+    a.xs += 1;
+    a.xb += 8;
+    a.y += a.ldy;
+  }
+}
 #endif
 
 template <PanelKind K>
@@ -362,10 +403,10 @@ void GemmKind(const PanelGemmArgs& g) {
       at_panel(p);
       a.y = g.y + p * kPanelRows;
       if (kDecodePanels > 1 && g.p_end - p >= 2) {
-        Tile<K, kDecodePanels, 1>(a);
+        TileDecode<K, kDecodePanels>(a);
         p += kDecodePanels;
       } else {
-        Tile<K, 1, 1>(a);
+        TileDecode<K, 1>(a);
         p += 1;
       }
     }
@@ -402,22 +443,14 @@ void GemmKind(const PanelGemmArgs& g) {
 #endif
         at_panel(p);
         a.wu = kUnpack ? g.unpacked + (p - p0) * nb * 512 : nullptr;
-        for (int t = t0; t < t_end;) {
-          const int n = std::min(kMaxTokens, t_end - t);
-          const int64_t xi = x.index(t, 0);
-          a.xq = x.q + 32 * xi;
-          a.xd = x.d + xi;
-          a.xs = x.s + xi;
-          a.xb = x.bias + 8 * xi;
-          a.xstride = x.group_size(group);
-          a.y = g.y + t * g.ldy + p * kPanelRows;
-          if (kMaxTokens > 1 && n >= 2) {
-            Tile<K, 1, kMaxTokens, kUnpack>(a);
-          } else {
-            Tile<K, 1, 1, kUnpack>(a);
-          }
-          t += n >= kMaxTokens ? kMaxTokens : 1;
-        }
+        const int64_t xi = x.index(t0, 0);
+        a.xq = x.q + 32 * xi;
+        a.xd = x.d + xi;
+        a.xs = x.s + xi;
+        a.xb = x.bias + 8 * xi;
+        a.xstride = x.group_size(group);
+        a.y = g.y + t0 * g.ldy + p * kPanelRows;
+        TileTokens<K, kUnpack>(a, t_end - t0);
       }
       t0 = t_end;
     }
