@@ -39,22 +39,21 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
     if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
-    for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, p0);
-
-    // Final norm and output projection, only for the rows whose logits are wanted.
+    // The rows whose logits are wanted: all, the last token's, or none (an earlier micro-batch).
     const bool last_batch = b0 + n == n_total;
-    if (!all_logits && !last_batch) continue;
-    const int first = all_logits ? 0 : n - 1;
-    const int rows = n - first;
-    dev_.rms_norm(x_.data() + size_t(first) * cfg_.n_embd, model_.output_norm().data, rows, cfg_.n_embd, cfg_.rms_eps,
-                  h_.data());
+    const int n_out = all_logits ? n : (last_batch ? 1 : 0);
+    for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, p0, il + 1 == cfg_.n_layer ? n_out : n);
+    if (n_out == 0) continue;
+
+    // Final norm and output projection of the output rows (the first n_out rows of x_).
+    dev_.rms_norm(x_.data(), model_.output_norm().data, n_out, cfg_.n_embd, cfg_.rms_eps, h_.data());
     float* out = all_logits ? logits.data() + size_t(b0) * V : logits.data();
-    dev_.matmul(model_.output(), h_.data(), rows, out);
+    dev_.matmul(model_.output(), h_.data(), n_out, out);
   }
   return Status::Ok();
 }
 
-void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
+void Forward::layer(int il, policy::KvSequence& seq, int n, int p0, int n_out) {
   const LayerWeights& L = model_.layers()[il];
   const int E = cfg_.n_embd, KV = cfg_.kv_dim(), QD = cfg_.n_head * cfg_.head_dim;
   const bool swa = cfg_.layer_is_swa[il];
@@ -101,6 +100,14 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int p0) {
   ap.scale = cfg_.scale_q ? 1.0f : cfg_.attn_scale;
   ap.sliding_window = swa ? cfg_.sliding_window : 0;
   dev_.attention(q_.data(), n, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, attn_.data());
+  if (n_out < n) {
+    // Like llama.cpp (inp_out_ids), the rest of the layer runs for the output rows only: the
+    // last n_out tokens, moved to the front.
+    if (n_out == 0) return;
+    std::copy_n(attn_.data() + size_t(n - n_out) * QD, size_t(n_out) * QD, attn_.data());
+    std::copy_n(x_.data() + size_t(n - n_out) * E, size_t(n_out) * E, x_.data());
+    n = n_out;
+  }
   dev_.matmul(*L.wo, attn_.data(), n, o_.data());
   if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.attn_post_norm.data, n, E, cfg_.rms_eps, o_.data());
   dev_.add(x_.data(), o_.data(), size_t(n) * E);

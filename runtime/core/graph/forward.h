@@ -29,7 +29,9 @@ class Forward {
   int max_batch() const { return max_batch_; }
 
  private:
-  void layer(int il, policy::KvSequence& seq, int n, int pos0);
+  // One transformer layer over n tokens at positions [pos0, pos0 + n). After attention only the
+  // last n_out rows continue (moved to the front of x_), as llama.cpp does on its last layer.
+  void layer(int il, policy::KvSequence& seq, int n, int pos0, int n_out);
 
   const Model& model_;
   hal::Device& dev_;
