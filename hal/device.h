@@ -104,7 +104,9 @@ class Device {
   virtual void geglu(float* gate, const float* up, size_t n) = 0;
   // Causal attention of n_tokens queries (q: n_tokens x n_head x head_dim, query t at
   // position q_pos[t]) over the chunks; a query sees keys at positions <= its own.
-  // out: n_tokens x n_head x head_dim.
+  // out: n_tokens x n_head x head_dim. Backends that reproduce llama.cpp follow its numerics,
+  // which differ (in the last bits) between one query token and several: a token's result
+  // depends on whether it comes alone, not on the other tokens of a batch.
   virtual void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
                          const AttentionParams& p, float* out) = 0;
   // dst[i] = f16(src[i]): how the core writes new K/V rows in place into the chunk store.

@@ -69,6 +69,17 @@ double memory_read_gbps(int threads, size_t bytes) {
   return best;
 }
 
+// "64,256" -> {64, 256}; "" -> {}.
+std::vector<int> int_list(const std::string& s) {
+  std::vector<int> v;
+  for (size_t i = 0; i < s.size();) {
+    const size_t j = std::min(s.find(',', i), s.size());
+    v.push_back(std::stoi(s.substr(i, j - i)));
+    i = j + 1;
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,8 +96,11 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
     else if (a == "--no-membw") membw = false;
+    else if (a == "--prefill") prefill = int_list(next());
+    else if (a == "--decode-ctx") decode_ctx = int_list(next());
     else {
-      std::fprintf(stderr, "usage: bench_e2e --model PATH [--threads N] [--reps N] [--decode-tokens N] [--no-membw]\n");
+      std::fprintf(stderr, "usage: bench_e2e --model PATH [--threads N] [--reps N] [--decode-tokens N] [--no-membw]\n"
+                           "                 [--prefill N,N,..] [--decode-ctx N,N,..]   (an empty list skips the rows)\n");
       return 2;
     }
   }

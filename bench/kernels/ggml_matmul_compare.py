@@ -153,13 +153,12 @@ def time_ggml(g, rows, cols, wtype, n_tokens, threads, layers, plain, reps, rng)
     return float(np.median(times)) / layers, g.base.ggml_backend_buft_name(buft).decode()
 
 
-def run_ours(binary, shapes, tokens, threads, env_extra=None):
+def run_ours(binary, shapes, tokens, threads):
     """Our bench_matmul results: {(shape, n_tokens, threads): seconds per matmul}."""
-    env = dict(os.environ, **(env_extra or {}))
     alt = lambda xs: "(" + "|".join(map(str, xs)) + ")"
     filt = f"^BM_matmul/{alt(shapes)}/tokens:{alt(tokens)}/threads:{alt(threads)}$"
     out = subprocess.run([binary, "--benchmark_format=json", "--benchmark_min_time=0.2", f"--benchmark_filter={filt}"],
-                         check=True, capture_output=True, text=True, env=env).stdout
+                         check=True, capture_output=True, text=True).stdout
     res = {}
     for b in json.loads(out)["benchmarks"]:
         # name: BM_matmul/<shape>/tokens:<n>/threads:<t>
@@ -180,13 +179,12 @@ def main():
     ap.add_argument("--shapes", nargs="+", help="subset of shape names")
     ap.add_argument("--rounds", type=int, default=1,
                     help="alternate ggml and ours this many times and keep each one's best (robust to noise)")
-    ap.add_argument("--no-amx-too", action="store_true", help="also time ours with LLMSVC_NO_AMX=1 (VNNI kernels)")
     args = ap.parse_args()
 
     g = Ggml(find_lib_dir())
     rng = np.random.default_rng(1)
     best = lambda a, b: b if a is None else min(a, b)
-    ggml, ours, ours_vnni, bufts = {}, {}, {}, {}
+    ggml, ours, bufts = {}, {}, {}
     configs = [(name, rows, cols, wtype, layers, th, nt) for name, rows, cols, wtype, layers in SHAPES
                if not args.shapes or name in args.shapes for th in args.threads for nt in args.tokens]
     for _ in range(args.rounds):
@@ -197,9 +195,6 @@ def main():
             shapes = sorted({c[0] for c in configs})
             for k, v in run_ours(args.ours, shapes, args.tokens, args.threads).items():
                 ours[k] = best(ours.get(k), v)
-            if args.no_amx_too:
-                for k, v in run_ours(args.ours, shapes, args.tokens, args.threads, {"LLMSVC_NO_AMX": "1"}).items():
-                    ours_vnni[k] = best(ours_vnni.get(k), v)
     rows_out = []
     for name, rows, cols, wtype, _, th, nt in configs:
         t = ggml[(name, nt, th)]
@@ -211,19 +206,16 @@ def main():
         if o:
             rec.update({"ours_us": round(o * 1e6, 2), "ours_GBps": round(wbytes / o / 1e9, 2),
                         "ours_GMACps": round(rows * cols * nt / o / 1e9, 1), "speedup": round(t / o, 2)})
-        v = ours_vnni.get((name, nt, th))
-        if v:
-            rec.update({"ours_vnni_us": round(v * 1e6, 2), "speedup_vnni": round(t / v, 2)})
         print(json.dumps(rec), flush=True)
         rows_out.append(rec)
     if ours:
         print(f"\n{'shape':10} {'type':5} {'tok':>4} {'thr':>3} {'ggml us':>9} {'ours us':>9} {'ggml GB/s':>9} "
-              f"{'ours GB/s':>9} {'ggml GMAC/s':>11} {'ours GMAC/s':>11} {'speedup':>7}" + ("  vnni-only" if ours_vnni else ""))
+              f"{'ours GB/s':>9} {'ggml GMAC/s':>11} {'ours GMAC/s':>11} {'speedup':>7}")
         for r in rows_out:
             if "ours_us" in r:
                 print(f"{r['shape']:10} {r['type']:5} {r['tokens']:4} {r['threads']:3} {r['ggml_us']:9.1f} {r['ours_us']:9.1f} "
                       f"{r['ggml_GBps']:9.2f} {r['ours_GBps']:9.2f} {r['ggml_GMACps']:11.1f} {r['ours_GMACps']:11.1f} "
-                      f"{r['speedup']:7.2f}" + (f"  {r['speedup_vnni']:9.2f}" if "speedup_vnni" in r else ""))
+                      f"{r['speedup']:7.2f}")
 
 
 if __name__ == "__main__":

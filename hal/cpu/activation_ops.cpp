@@ -1,7 +1,12 @@
-// Elementwise kernels: one vector loop each, scalar tails computed by the same formula.
+// Elementwise kernels: one vector loop each, scalar tails computed by the same formula;
+// GEGLU through ggml's f16 GELU table.
 #include "hal/cpu/activation_ops.h"
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "hal/cpu/quant/fp16.h"
 
 #include "hal/cpu/quant/hwy_targets.h"  // same target list as the kernels; before any hwy header
 
@@ -9,15 +14,13 @@
 #define HWY_TARGET_INCLUDE "hal/cpu/activation_ops.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "hwy/contrib/math/math-inl.h"
+#include "hal/cpu/ggml_expf-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr float kGeluA = 0.044715f;
-constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
 
 // gate = f(d, gate, up) over full vectors; the tail goes through a zero-padded vector so
 // every element sees the same formula.
@@ -39,23 +42,9 @@ HWY_INLINE void Gated(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, si
   }
 }
 
+// ggml_vec_swiglu_f32: silu(gate) * up with ggml's vector SiLU.
 void Swiglu(float* gate, const float* up, size_t n) {
-  Gated(gate, up, n, [](auto d, auto g, auto u) {
-    const auto one = hn::Set(d, 1.0f);
-    // Clamped inside Exp's valid range; beyond it e^-x is inf-like and silu is -0 anyway.
-    const auto e = hn::Exp(d, hn::Min(hn::Neg(g), hn::Set(d, 88.0f)));
-    return hn::Mul(hn::Div(g, hn::Add(one, e)), u);
-  });
-}
-
-void Geglu(float* gate, const float* up, size_t n) {
-  Gated(gate, up, n, [](auto d, auto g, auto u) {
-    const auto inner = hn::Mul(hn::Mul(hn::Set(d, kSqrt2OverPi), g),
-                               hn::MulAdd(hn::Mul(hn::Set(d, kGeluA), g), g, hn::Set(d, 1.0f)));
-    const auto t = hn::Tanh(d, inner);
-    const auto gelu = hn::Mul(hn::Mul(hn::Set(d, 0.5f), g), hn::Add(hn::Set(d, 1.0f), t));
-    return hn::Mul(gelu, u);
-  });
+  Gated(gate, up, n, [](auto d, auto g, auto u) { return hn::Mul(SiluGgml(d, g), u); });
 }
 
 void Add(float* HWY_RESTRICT y, const float* HWY_RESTRICT x, size_t n) {
@@ -82,12 +71,45 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace llmsvc::hal::cpu {
 HWY_EXPORT(Swiglu);
-HWY_EXPORT(Geglu);
 HWY_EXPORT(Add);
 HWY_EXPORT(Scale);
 
 void swiglu_range(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(Swiglu)(gate, up, n); }
-void geglu_range(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(Geglu)(gate, up, n); }
+namespace {
+
+// ggml_gelu_f32 as llama.cpp's build evaluates it: 0.5f*x*(1.0f + tanhf(SQRT_2_OVER_PI*x*
+// (1.0f + GELU_COEF_A*x*x))), the compiler fusing (GELU_COEF_A*x)*x + 1.0f into an FMA.
+float gelu_ggml(float x) {
+  constexpr float kGeluA = 0.044715f;
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  return (0.5f * x) * (1.0f + std::tanh((kSqrt2OverPi * x) * std::fma(x, kGeluA * x, 1.0f)));
+}
+
+// ggml's GELU table: for every f16 value h, f16(gelu(h)).
+const uint16_t* gelu_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(1 << 16);
+    for (uint32_t h = 0; h < t.size(); ++h) t[h] = fp32_to_fp16(gelu_ggml(fp16_to_fp32(static_cast<uint16_t>(h))));
+    return t;
+  }();
+  return table.data();
+}
+
+}  // namespace
+
+void geglu_range(float* gate, const float* up, size_t n) {
+  const uint16_t* table = gelu_table();
+  for (size_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    if (x <= -10.0f) {
+      gate[i] = 0.0f;
+    } else if (x >= 10.0f) {
+      gate[i] = x * up[i];
+    } else {
+      gate[i] = fp16_to_fp32(table[fp32_to_fp16(x)]) * up[i];
+    }
+  }
+}
 void add_range(float* y, const float* x, size_t n) { HWY_DYNAMIC_DISPATCH(Add)(y, x, n); }
 void scale_range(float* x, size_t n, float s) { HWY_DYNAMIC_DISPATCH(Scale)(x, n, s); }
 

@@ -1,4 +1,5 @@
-// Elementwise ops on the CPU (Highway, dynamic dispatch): gated activations, add, scale.
+// Elementwise ops on the CPU (Highway, dynamic dispatch): gated activations, add, scale,
+// with llama.cpp's exact results.
 // Single-threaded over the range given; CpuDevice splits ranges across its pool.
 #pragma once
 
@@ -6,11 +7,10 @@
 
 namespace llmsvc::hal::cpu {
 
-// gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x).
+// gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x) with ggml's vector expf.
 void swiglu_range(float* gate, const float* up, size_t n);
-// gate[i] = gelu(gate[i]) * up[i] with the tanh approximation ggml's gelu uses,
-// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), evaluated in f32 (ggml rounds through an
-// f16 table; the difference is below f16 precision).
+// gate[i] = gelu(gate[i]) * up[i] as ggml_vec_geglu_f32: gelu(x) is read from a table of
+// f16(tanh-approximation gelu) at f16(x) (0 for x <= -10, x for x >= 10).
 void geglu_range(float* gate, const float* up, size_t n);
 // y[i] += x[i]
 void add_range(float* y, const float* x, size_t n);

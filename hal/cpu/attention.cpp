@@ -22,6 +22,8 @@ struct AttentionAccess {
   static std::vector<std::vector<int32_t>>& per_thread_i(AttentionScratch& s) { return s.per_thread_i_; }
   static std::vector<float>& shared(AttentionScratch& s) { return s.shared_; }
   static std::vector<int32_t>& shared_i(AttentionScratch& s) { return s.shared_i_; }
+  static std::vector<std::vector<const uint16_t*>>& per_thread_v(AttentionScratch& s) { return s.per_thread_v_; }
+  static std::vector<const uint16_t*>& shared_v(AttentionScratch& s) { return s.shared_v_; }
   static std::atomic<int64_t>& next_set(AttentionScratch& s) { return s.next_set_; }
   static std::vector<std::vector<int64_t>>& mass(AttentionScratch& s) { return s.mass_; }
   static std::vector<int64_t*>& mass_ptrs(AttentionScratch& s) { return s.mass_ptrs_; }
@@ -59,11 +61,20 @@ struct Plan {
   int n_keys = 0;         // keys in the chunk list: bounds the key space of any set
   size_t row_stride = 0;  // floats per score row
   std::atomic<int64_t>* next = nullptr;
+  // llama.cpp's summation orders: its f16 GEMM (llamafile) for several query tokens where
+  // that GEMM takes the shapes, else ggml_vec_dot_f16, for the V sums over the KV length
+  // padded to kv_pad cells (the cells up to the call's last position).
+  bool qk_gemm = false;
+  bool pv_gemm = false;
+  int64_t kv_pad = 0;
   // Key mass (when some chunk asks for it): chunk c's keys are [gkoff[c], gkoff[c + 1]) of
   // every member's mass_acc row, exact sums of weights in units of 2^-24.
   const int32_t* gkoff = nullptr;
   int64_t* const* mass_acc = nullptr;
 };
+
+// llama.cpp's KV cache is padded to multiples of 32 cells.
+constexpr int kGgmlKvPad = 32;
 
 // The sections of a q block (hal/kv_format.h) of one view: (min, scale) pairs, then code rows.
 struct QBlock {
@@ -122,13 +133,17 @@ struct SetView {
   int32_t* plo = nullptr;
   int32_t* phi = nullptr;
   int n_seg = 0;
+  int64_t base_pos = 0;  // position of key 0 (chunks of a sequence hold consecutive positions)
+  bool all_f16 = true;   // every chunk f16: the V pass takes llama.cpp's order (vrow)
+  const uint16_t** vrow = nullptr;  // per key of an f16 chunk: its V row (kv head 0)
 };
 
 size_t set_floats(const Plan& p, int rows) { return static_cast<size_t>(rows) * (p.head_dim + p.row_stride + 1); }
 size_t set_ints(const Plan& p, int rows) { return 2 * static_cast<size_t>(p.n_chunks) + 1 + 4 * static_cast<size_t>(rows); }
 
-SetView carve(const Plan& p, int rows, float* f, int32_t* i) {
+SetView carve(const Plan& p, int rows, float* f, int32_t* i, const uint16_t** v) {
   SetView sv;
+  sv.vrow = v;
   sv.qt = f;
   sv.sc = f + static_cast<size_t>(rows) * p.head_dim;
   sv.m = sv.sc + static_cast<size_t>(rows) * p.row_stride;
@@ -175,6 +190,18 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
   }
   sv.koff[n] = k;
   sv.n_seg = n;
+  sv.base_pos = n > 0 ? p.chunks[sv.seg[0]].first_pos : 0;
+  const size_t kvstride = static_cast<size_t>(p.n_head_kv) * p.head_dim;
+  sv.all_f16 = true;
+  for (int s = 0; s < n; ++s) {
+    const KvChunkView& ch = p.chunks[sv.seg[s]];
+    if (ch.format != KvFormat::f16) {
+      sv.all_f16 = false;
+      continue;
+    }
+    const uint16_t* v = static_cast<const uint16_t*>(ch.v);
+    for (int j = 0; j < ch.n_tokens; ++j) sv.vrow[sv.koff[s] + j] = v + static_cast<size_t>(j) * kvstride;
+  }
 
   // Rows of one token share its span: the first and the last key it sees.
   for (int t = 0; t < rs.n_tok; ++t) {
@@ -232,8 +259,9 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
 #define HWY_TARGET_INCLUDE "hal/cpu/attention.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-
-#include "hal/cpu/kv_codes-inl.h"  // RoundF16, LoadCodes, WithTagDividing
+#include "hal/cpu/ggml_expf-inl.h"
+#include "hal/cpu/ggml_sum-inl.h"
+#include "hal/cpu/kv_codes-inl.h"  // RoundF16, LoadF16, LoadCodes, WithTagDividing
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
@@ -252,54 +280,14 @@ inline const hwy::float16_t* as_f16(const void* p) { return static_cast<const hw
 
 inline float RoundF16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 
-// ggml_v_expf (ggml-cpu/vec.h, the AVX-512 variant) for x <= 0 or -inf, operation for
-// operation, so e_j is bit-identical to llama.cpp's. Results below 2^-126 become 0 (ggml
-// keeps some as subnormals): they vanish anyway, next to the row's largest weight, 1, in the
-// double sum, and below f16's range in p.
-template <class DF, class V = hn::Vec<DF>>
-HWY_INLINE V ExpGgml(DF df, V x) {
-  const hn::RebindToSigned<DF> di;
-  const V r = hn::Set(df, 0x1.8p23f);
-  const V z = hn::MulAdd(x, hn::Set(df, 0x1.715476p+0f), r);
-  const V n = hn::Sub(z, r);
-  const V b = hn::NegMulAdd(n, hn::Set(df, 0x1.7f7d1cp-20f), hn::NegMulAdd(n, hn::Set(df, 0x1.62e4p-1f), x));
-  const V u = hn::Mul(b, b);
-  const V j = hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(df, 0x1.0e4020p-7f), b, hn::Set(df, 0x1.573e2ep-5f)), u,
-                                    hn::MulAdd(hn::Set(df, 0x1.555e66p-3f), b, hn::Set(df, 0x1.fffdb6p-2f))),
-                         u, hn::MulAdd(hn::Set(df, 0x1.ffffecp-1f), b, hn::Set(df, 1.0f)));
-  // 2^n from the integer n held in z's low mantissa bits (valid for n >= -126); times j
-  // rounds exactly like _mm512_scalef_ps(j, n).
-  const V k = hn::BitCast(df, hn::Add(hn::ShiftLeft<23>(hn::BitCast(di, z)), hn::Set(di, 0x3f800000)));
-  return hn::IfThenZeroElse(n < hn::Set(df, -126.0f), hn::Mul(j, k));
-}
-
 #if !HWY_HAVE_SCALABLE
 #if HWY_TARGET == HWY_SCALAR
-template <class DF, class V>
-HWY_INLINE float Hsum(DF, V v) {
-  return hn::GetLane(v);
-}
 template <class DF, class V>
 HWY_INLINE void Sum4(DF, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
   const float t[4] = {hn::GetLane(a), hn::GetLane(b), hn::GetLane(c), hn::GetLane(e)};
   for (int i = 0; i < n; ++i) out[i] = t[i] * scale;
 }
 #else
-// Sum of the lanes of v in the order of _mm512_reduce_add_ps / ggml's AVX2 reduction /
-// llamafile's hsum: halves folded down to 4 lanes, then (l0 + l2) + (l1 + l3).
-template <class DF, class V>
-HWY_INLINE float Hsum(DF df, V v) {
-  if constexpr (hn::MaxLanes(DF()) > 4) {
-    const hn::Half<DF> dh;
-    return Hsum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
-  } else if constexpr (hn::MaxLanes(DF()) == 4) {
-    const V t = hn::Add(v, hn::Shuffle1032(v));
-    return hn::GetLane(hn::Add(t, hn::Shuffle2301(t)));
-  } else {
-    return hn::GetLane(hn::SumOfLanes(df, v));
-  }
-}
-
 // out[0..n) = scale * (the lane sums of a, b, c, e)[0..n), each sum reduced like Hsum (so a
 // key's score does not depend on the keys beside it).
 template <class DF, class V>
@@ -347,19 +335,8 @@ HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT
 
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// Key rows of one kv head, widened to f32 one vector at a time: f16 halves, or the B-bit
-// codes of a q block (channels c0 + d of each row).
-// load(df, row, d, sub) gives sub-vector sub of the kSubs vectors at channel offset d.
-struct F16Keys {
-  static constexpr int kSubs = 1;
-  const uint16_t* k;  // the head's first channel in row 0
-  size_t stride;      // halves per row
-  const hwy::float16_t* row(int j) const { return as_f16(k + static_cast<size_t>(j) * stride); }
-  template <class DF>
-  HWY_INLINE hn::Vec<DF> load(DF df, const hwy::float16_t* HWY_RESTRICT r, size_t d, int) const {
-    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), r + d));
-  }
-};
+// Key rows of one kv head of a q block, widened to f32 one vector at a time (channels c0 + d
+// of each row). load(df, row, d, sub) gives sub-vector sub of the kSubs vectors at channel d.
 // Codes in channel order (any head_dim).
 template <int B>
 struct CodeKeys {
@@ -470,17 +447,121 @@ HWY_INLINE void QkCore(DF df, const float* HWY_RESTRICT qt, size_t dim, const Ke
 }
 
 // s[r][j] = scale * (qt[r] . k[j]) over f16 keys, reduced by Sum4: the order of llamafile's
-// f16 tinyBLAS (llama.cpp's prompt path).
+
+
+// Single-token scores: ggml_vec_dot_f16 over head_dim, for RB rows and keys [j0, j1). Four
+// 16-lane partial sums per step of 64 elements (each fed by its own FMA chain), combined
+// (s0 + s2) + (s1 + s3), reduced; elements past the last whole step added in double.
+template <int RB, class DF>
+HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
+                             size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
+  using V = hn::Vec<DF>;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+  constexpr int kPer = kGgmlStep / kN;  // vectors per step
+  const size_t np = dim / kGgmlStep * kGgmlStep;
+  int j = j0;
+  if constexpr (kN == kGgmlLanes) {
+    if (dim == kGgmlStep) {
+      // One step: each partial sum is one product. Four keys at a time, their K vectors kept
+      // for every row, their reductions shared (Sum4).
+      for (; j + 4 <= j1; j += 4) {
+        V kv[4][4];
+        LLMSVC_UNROLL
+        for (int i = 0; i < 4; ++i)
+          LLMSVC_UNROLL
+          for (int v = 0; v < 4; ++v) kv[i][v] = hn::PromoteTo(df, hn::LoadU(dh, as_f16(k + (j + i) * kstride) + v * kN));
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) {
+          V q[4], t[4];
+          LLMSVC_UNROLL
+          for (int v = 0; v < 4; ++v) q[v] = hn::LoadU(df, qt + r * dim + v * kN);
+          LLMSVC_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            t[i] = hn::Add(hn::Add(hn::Mul(q[0], kv[i][0]), hn::Mul(q[2], kv[i][2])),
+                           hn::Add(hn::Mul(q[1], kv[i][1]), hn::Mul(q[3], kv[i][3])));
+          }
+          Sum4(df, t[0], t[1], t[2], t[3], scale, s + r * sstride + j, 4);
+        }
+      }
+    }
+  }
+  for (; j < j1; ++j) {
+    const uint16_t* kraw = k + static_cast<size_t>(j) * kstride;
+    const hwy::float16_t* kj = as_f16(kraw);
+    V acc[RB][kPer];
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r)
+      LLMSVC_UNROLL
+      for (int v = 0; v < kPer; ++v) acc[r][v] = hn::Zero(df);
+    for (size_t i = 0; i < np; i += kGgmlStep) {
+      LLMSVC_UNROLL
+      for (int v = 0; v < kPer; ++v) {
+        const V kv = hn::PromoteTo(df, hn::LoadU(dh, kj + i + v * kN));
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) acc[r][v] = hn::MulAdd(hn::LoadU(df, qt + r * dim + i + v * kN), kv, acc[r][v]);
+      }
+    }
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      double sum = VecDotSum(df, acc[r]);
+      for (size_t d = np; d < dim; ++d) sum += static_cast<double>(qt[r * dim + d] * fp16_to_fp32(kraw[d]));
+      s[r * sstride + j] = static_cast<float>(sum) * scale;
+    }
+  }
+}
+
+// s[r][j] = scale * (qt[r] . k[j]) for RB rows and keys j in [j0, j1) in the order of
+// llamafile's f16 GEMM (llama.cpp's prompt path): 16 lanes over head_dim, lane l one FMA chain
+// over the elements l, l + 16, ..., then folded as _mm512_reduce_add_ps. With fewer lanes a
+// 16-lane chain is kP vectors (dim % 16 == 0). Each K vector is widened once and used by all
+// RB rows; with 16 lanes keys go four at a time so the reductions are shared (Sum4).
 template <int RB, class DF>
 HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
                        size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
   using V = hn::Vec<DF>;
-  QkCore<RB>(df, qt, dim, F16Keys{k, kstride}, j0, j1, [&](int r, const V(&a)[4], int j, int cnt) {
-    Sum4(df, a[0], a[1], a[2], a[3], scale, s + r * sstride + j, cnt);
-  });
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+  constexpr int kP = PiecesPer16<DF>();  // vectors per 16-lane chain
+  constexpr int kK = kP >= 4 ? 1 : 4 / kP;                    // keys per pass
+  for (int j = j0; j < j1; j += kK) {
+    const int cnt = std::min(kK, j1 - j);
+    // Past the end: repeat the last key (its lane sums are computed and dropped).
+    const hwy::float16_t* kp[kK];
+    kp[0] = as_f16(k + static_cast<size_t>(j) * kstride);
+    for (int i = 1; i < kK; ++i) kp[i] = i < cnt ? kp[i - 1] + kstride : kp[i - 1];
+    V acc[RB][kK][kP];
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r)
+      LLMSVC_UNROLL
+      for (int i = 0; i < kK; ++i)
+        LLMSVC_UNROLL
+        for (int c = 0; c < kP; ++c) acc[r][i][c] = hn::Zero(df);
+    for (size_t d = 0; d < dim; d += kN * kP) {
+      LLMSVC_UNROLL
+      for (int c = 0; c < kP; ++c) {
+        V kv[kK];
+        LLMSVC_UNROLL
+        for (int i = 0; i < kK; ++i) kv[i] = hn::PromoteTo(df, hn::LoadU(dh, kp[i] + d + c * kN));
+        LLMSVC_UNROLL
+        for (int r = 0; r < RB; ++r) {
+          const V qv = hn::LoadU(df, qt + r * dim + d + c * kN);
+          LLMSVC_UNROLL
+          for (int i = 0; i < kK; ++i) acc[r][i][c] = hn::MulAdd(qv, kv[i], acc[r][i][c]);
+        }
+      }
+    }
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      if constexpr (kK == 4) {
+        Sum4(df, acc[r][0][0], acc[r][1][0], acc[r][2][0], acc[r][3][0], scale, s + r * sstride + j, cnt);
+      } else {
+        for (int i = 0; i < cnt; ++i) s[r * sstride + j + i] = Reduce16(df, acc[r][i]) * scale;
+      }
+    }
+  }
 }
 
-// The same over a q key block (channel-wise): with k_j = min + scale * c_j per channel,
 // q . k_j = q . min + (q * scale) . c_j, so each row's q * scale and q . min are formed once
 // per chunk and the codes are widened to f32 in registers. qs: RB x dim floats of scratch.
 // Grouped: codes read a byte vector at a time (GroupedCodeKeys), q * scale permuted to match.
@@ -538,9 +619,117 @@ HWY_INLINE void PvSegQ(DF df, const QBlock& vb, int n_head_kv, int kv_head, size
 // Columns [d0, d0 + DU vectors) of the V pass for RB rows over keys [klo, khi) of the set:
 // out_r = sum_j p_r[j] * V[j], accumulated lane-wise in key order. RB x DU accumulators stay
 // in registers across chunks; each widened V vector serves all RB rows.
+
+// One of llama.cpp's lane chains of the V pass, for RB rows and DU vectors of columns at kvoff
+// (in a V row): dst[r][u] = the FMA chain p_r[k] * V_k over the keys k in [klo, min(khi, key
+// of position pos_end)) whose position is congruent to res modulo m, in key order.
+template <int RB, int DU, class DF, class V = hn::Vec<DF>>
+HWY_INLINE void PvChain(DF df, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride, size_t kvoff,
+                        int klo, int khi, int64_t pos_end, int m, int res, V (&dst)[RB][DU]) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const size_t n = hn::Lanes(df);
+  V a[RB][DU];
+  LLMSVC_UNROLL
+  for (int r = 0; r < RB; ++r)
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) a[r][u] = hn::Zero(df);
+  const int64_t kend = std::min<int64_t>(khi, pos_end - sv.base_pos);
+  int64_t k = klo + ((res - (sv.base_pos + klo)) % m + m) % m;
+  for (; k < kend; k += m) {
+    const hwy::float16_t* vp = as_f16(sv.vrow[k] + kvoff);
+    V vv[DU];
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) vv[u] = hn::PromoteTo(df, hn::LoadU(dh, vp + u * n));
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      const V pr = hn::Set(df, prow[r * pstride + k]);
+      LLMSVC_UNROLL
+      for (int u = 0; u < DU; ++u) a[r][u] = hn::MulAdd(pr, vv[u], a[r][u]);
+    }
+  }
+  LLMSVC_UNROLL
+  for (int r = 0; r < RB; ++r)
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) dst[r][u] = a[r][u];
+}
+
+// Columns [d0, d0 + DU vectors) of the V pass for RB rows over keys [klo, khi) of the set:
+// out_r = sum_k p_r[k] * V_k in llama.cpp's order. Batch (llamafile's f16 GEMM): 16 lane
+// chains, the key at position P in chain P % 16, the chains then summed as
+// _mm512_reduce_add_ps. Single token (ggml_vec_dot_f16 over the kv_pad cells): 64 chains over
+// the positions below the last whole step of 64, chain c with c + 16, c + 32, c + 48 combined
+// (c + c+32) + (c+16 + c+48), the 16 results summed as _mm512_reduce_add_ps, then the keys of
+// the last partial step added one by one in double. Keys outside a row's span weigh 0 and
+// leave every chain unchanged.
 template <int RB, int DU, class DF>
-HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
-                       int kv_head, int klo, int khi, int s, size_t d0, float* const* out) {
+HWY_INLINE void PvColsExact(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow,
+                            size_t pstride, int kv_head, int klo, int khi, size_t d0, float* const* out) {
+  using V = hn::Vec<DF>;
+  const size_t n = hn::Lanes(df);
+  const size_t dim = static_cast<size_t>(p.head_dim);
+  const size_t kvoff = static_cast<size_t>(kv_head) * dim + d0;
+  V lane[kGgmlLanes][RB][DU];
+  const int64_t np = p.pv_gemm ? std::numeric_limits<int64_t>::max() : p.kv_pad / kGgmlStep * kGgmlStep;
+  for (int l = 0; l < kGgmlLanes; ++l) {
+    if (p.pv_gemm) {
+      PvChain<RB, DU>(df, sv, prow, pstride, kvoff, klo, khi, np, kGgmlLanes, l, lane[l]);
+      continue;
+    }
+    V c[4][RB][DU];
+    for (int g = 0; g < 4; ++g) PvChain<RB, DU>(df, sv, prow, pstride, kvoff, klo, khi, np, kGgmlStep, g * kGgmlLanes + l, c[g]);
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r)
+      LLMSVC_UNROLL
+      for (int u = 0; u < DU; ++u) lane[l][r][u] = hn::Add(hn::Add(c[0][r][u], c[2][r][u]), hn::Add(c[1][r][u], c[3][r][u]));
+  }
+  for (int h = kGgmlLanes / 2; h >= 1; h /= 2)
+    for (int l = 0; l < h; ++l)
+      LLMSVC_UNROLL
+      for (int r = 0; r < RB; ++r)
+        LLMSVC_UNROLL
+        for (int u = 0; u < DU; ++u) lane[l][r][u] = hn::Add(lane[l + h][r][u], lane[l][r][u]);
+  LLMSVC_UNROLL
+  for (int r = 0; r < RB; ++r)
+    LLMSVC_UNROLL
+    for (int u = 0; u < DU; ++u) hn::StoreU(lane[0][r][u], df, out[r] + d0 + u * n);
+  // Single token: keys at positions [np, kv_pad), one by one: products in f32, sums in f64.
+  const int64_t k0 = std::max<int64_t>(klo, np - sv.base_pos);
+  if (p.pv_gemm || k0 >= khi) return;
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (hn::MaxLanes(DF()) >= 2) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::Repartition<double, DF> dd;
+    const hn::Half<DF> dhalf;
+    LLMSVC_UNROLL
+    for (int r = 0; r < RB; ++r) {
+      LLMSVC_UNROLL
+      for (int u = 0; u < DU; ++u) {
+        const V s0 = lane[0][r][u];
+        auto lo = hn::PromoteTo(dd, hn::LowerHalf(dhalf, s0)), hi = hn::PromoteTo(dd, hn::UpperHalf(dhalf, s0));
+        for (int64_t k = k0; k < khi; ++k) {
+          const V prod =
+              hn::Mul(hn::Set(df, prow[r * pstride + k]), hn::PromoteTo(df, hn::LoadU(dh, as_f16(sv.vrow[k] + kvoff + u * n))));
+          lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dhalf, prod)));
+          hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dhalf, prod)));
+        }
+        hn::StoreU(hn::Combine(df, hn::DemoteTo(dhalf, hi), hn::DemoteTo(dhalf, lo)), df, out[r] + d0 + u * n);
+      }
+    }
+    return;
+  }
+#endif
+  for (int r = 0; r < RB; ++r)
+    for (size_t d = 0; d < DU * n; ++d) {
+      double sum = out[r][d0 + d];
+      for (int64_t k = k0; k < khi; ++k) sum += static_cast<double>(prow[r * pstride + k] * fp16_to_fp32(sv.vrow[k][kvoff + d]));
+      out[r][d0 + d] = static_cast<float>(sum);
+    }
+}
+// Any mix of formats (q chunks in the set): the V sum over segments in key order, q values
+// decoded in registers (PvSegQ). Deterministic, but not llama.cpp's order (it has no q cache).
+template <int RB, int DU, class DF>
+HWY_INLINE void PvColsSeg(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
+                          int kv_head, int klo, int khi, int s, size_t d0, float* const* out) {
   using V = hn::Vec<DF>;
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t n = hn::Lanes(df);
@@ -587,10 +776,6 @@ HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY
 #else
 // Scalable vectors cannot live in arrays: one row and one key at a time.
 template <class DF, class V>
-HWY_INLINE float Hsum(DF df, V v) {
-  return hn::GetLane(hn::SumOfLanes(df, v));
-}
-template <class DF, class V>
 HWY_INLINE void Sum4(DF df, V a, V b, V c, V e, float scale, float* HWY_RESTRICT out, int n) {
   const float t[4] = {Hsum(df, a), Hsum(df, b), Hsum(df, c), Hsum(df, e)};
   for (int i = 0; i < n; ++i) out[i] = t[i] * scale;
@@ -608,6 +793,12 @@ HWY_INLINE void QkRows(DF df, const float* HWY_RESTRICT qt, size_t dim, const ui
         acc = hn::MulAdd(hn::LoadU(df, qt + r * dim + d), hn::PromoteTo(df, hn::LoadU(dh, kj + d)), acc);
       s[r * sstride + j] = Hsum(df, acc) * scale;
     }
+}
+// Scalable vectors: llama.cpp's single-token order is not reproduced (approximate).
+template <int RB, class DF>
+HWY_INLINE void QkRowsSingle(DF df, const float* HWY_RESTRICT qt, size_t dim, const uint16_t* HWY_RESTRICT k,
+                             size_t kstride, int j0, int j1, float scale, float* HWY_RESTRICT s, size_t sstride) {
+  QkRows<RB>(df, qt, dim, k, kstride, j0, j1, scale, s, sstride);
 }
 template <int B, class DF>
 constexpr bool kCanGroup = false;  // the grouped reader keeps vectors in arrays
@@ -647,8 +838,8 @@ HWY_INLINE hn::Vec<DF> LoadValue(DF df, const Plan& p, const KvChunkView& ch, in
   return hn::MulAdd(hn::Set(df, fp16_to_fp32(vb.scale[i])), hn::ConvertTo(df, codes), hn::Set(df, fp16_to_fp32(vb.min[i])));
 }
 template <int RB, int DU, class DF>
-HWY_INLINE void PvCols(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
-                       int kv_head, int klo, int khi, int s0, size_t d0, float* const* out) {
+HWY_INLINE void PvColsSeg(DF df, const Plan& p, const SetView& sv, const float* HWY_RESTRICT prow, size_t pstride,
+                          int kv_head, int klo, int khi, int s0, size_t d0, float* const* out) {
   const size_t n = hn::Lanes(df);
   const size_t dim = static_cast<size_t>(p.head_dim);
   for (int r = 0; r < RB; ++r)
@@ -687,12 +878,14 @@ void LoadQueries(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int 
   }
 }
 
+
 // Per-thread scratch of QkRowsQ (team members share the set, not this).
 inline float* QueryScratch(size_t floats) {
   thread_local std::vector<float> buf;
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
 }
+
 
 // Score pass over segments [s0, s1) of the set, every row block. Within a row's span, keys
 // it does not see (possible only when chunks are out of position order) get -inf.
@@ -724,8 +917,8 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
         WithCount<kRowBlock>(rb, [&](auto rows) {
           constexpr int R = decltype(rows)::value;
           if (ch.format == KvFormat::f16) {
-            QkRows<R>(df, qt, dim, static_cast<const uint16_t*>(ch.k) + kv_head * dim, kvstride, j0, j1, p.scale, srow,
-                      p.row_stride);
+            (p.qk_gemm ? QkRows<R, DF> : QkRowsSingle<R, DF>)(df, qt, dim, static_cast<const uint16_t*>(ch.k) + kv_head * dim,
+                                                              kvstride, j0, j1, p.scale, srow, p.row_stride);
             return;
           }
           const QBlock kb = q_block(p, ch, KvPart::key);
@@ -786,20 +979,44 @@ void SoftmaxGroup(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
     if (lo >= hi) continue;
     const V vm = hn::Set(df, sv.m[r]);
     double sum = 0.0;
-    int j = lo;
-    for (; j + 4 * n <= hi; j += 4 * n) {  // four vectors share one reduction (same order as Hsum)
-      V e[4];
-      for (int i = 0; i < 4; ++i) {
-        e[i] = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j + i * n), vm));
-        hn::StoreU(e[i], df, row + j + i * n);
+#if !HWY_HAVE_SCALABLE
+    // ggml adds the exponentials of 16 cells at a time from cell 0: groups of 16 positions,
+    // where keys outside [lo, hi) count as exp(-inf) = 0.
+    constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+    int j = lo - static_cast<int>((sv.base_pos + lo) % kGgmlLanes);
+    while (j < hi) {
+      if (kN == kGgmlLanes && j >= lo && j + 4 * kN <= hi) {  // four groups share one reduction
+        V e[4];
+        for (int i = 0; i < 4; ++i) {
+          e[i] = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j + i * kN), vm));
+          hn::StoreU(e[i], df, row + j + i * kN);
+        }
+        float t[4];
+        Sum4(df, e[0], e[1], e[2], e[3], 1.0f, t, 4);
+        for (int i = 0; i < 4; ++i) sum += static_cast<double>(t[i]);
+        j += 4 * kN;
+        continue;
       }
-      float t[4];
-      Sum4(df, e[0], e[1], e[2], e[3], 1.0f, t, 4);
-      sum += static_cast<double>(t[0]);
-      sum += static_cast<double>(t[1]);
-      sum += static_cast<double>(t[2]);
-      sum += static_cast<double>(t[3]);
+      HWY_ALIGN float t[kGgmlLanes];
+      const bool whole = j >= lo && j + kGgmlLanes <= hi;
+      for (int i = 0; i < kGgmlLanes; ++i) {
+        t[i] = j + i >= lo && j + i < hi ? row[j + i] : -std::numeric_limits<float>::infinity();
+      }
+      V e[kGgmlLanes / kN];
+      for (int v = 0; v < kGgmlLanes / kN; ++v) {
+        e[v] = ExpGgml(df, hn::Sub(hn::Load(df, t + v * kN), vm));
+        hn::Store(e[v], df, t + v * kN);
+      }
+      if (whole) {
+        std::copy(t, t + kGgmlLanes, row + j);
+      } else {
+        for (int i = std::max(lo - j, 0); i < std::min(hi - j, kGgmlLanes); ++i) row[j + i] = t[i];
+      }
+      sum += static_cast<double>(Reduce16(df, e));
+      j += kGgmlLanes;
     }
+#else
+    int j = lo;
     for (; j + n <= hi; j += n) {
       const V e = ExpGgml(df, hn::Sub(hn::LoadU(df, row + j), vm));
       hn::StoreU(e, df, row + j);
@@ -815,6 +1032,7 @@ void SoftmaxGroup(DF df, const Plan& p, const SetView& sv, int r0, int r1) {
       for (int i = 0; i < cnt; ++i) row[j + i] = t[i];
       sum += static_cast<double>(Hsum(df, e));
     }
+#endif
     sv.m[r] = static_cast<float>(1.0 / sum);  // now the row's 1 / sum
   }
 
@@ -864,6 +1082,8 @@ inline void AccumulateMass(const Plan& p, const SetView& sv, int r0, int r1, int
 }
 
 // V pass of work units [u0, u1): unit = (row block, output vector), row blocks numbered as
+
+// V pass of work units [u0, u1): unit = (row block, output vector), row blocks numbered as
 // for_each_row_block visits them.
 template <class DF>
 void PvUnits(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int64_t u0, int64_t u1) {
@@ -879,16 +1099,20 @@ void PvUnits(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int64_t 
     const int r0 = hl * rs.per_head + rr;
     const int rb = std::min(kRowBlock, rs.per_head - rr);
     const int klo = sv.plo[r0], khi = sv.phi[r0];
-    const int s = static_cast<int>(std::upper_bound(sv.koff, sv.koff + sv.n_seg, klo) - sv.koff) - 1;
+    const int s = std::max(static_cast<int>(std::upper_bound(sv.koff, sv.koff + sv.n_seg, klo) - sv.koff) - 1, 0);
     float* outs[kRowBlock];
     for (int i = 0; i < rb; ++i) outs[i] = p.out + rs.offset(p, r0 + i);
     for (int v = v0; v < v1;) {
       const int du = std::min(4, v1 - v);
       WithCount<kRowBlock>(rb, [&](auto rows) {
         WithCount<4>(du, [&](auto cols) {
-          PvCols<decltype(rows)::value, decltype(cols)::value>(df, p, sv, sv.sc + r0 * p.row_stride, p.row_stride,
-                                                               rs.kv0 + hl, klo, khi, std::max(s, 0),
-                                                               static_cast<size_t>(v) * n, outs);
+          constexpr int R = decltype(rows)::value, D = decltype(cols)::value;
+          const float* prow = sv.sc + r0 * p.row_stride;
+          const size_t d0 = static_cast<size_t>(v) * n;
+#if !HWY_HAVE_SCALABLE
+          if (sv.all_f16) return PvColsExact<R, D>(df, p, sv, prow, p.row_stride, rs.kv0 + hl, klo, khi, d0, outs);
+#endif
+          PvColsSeg<R, D>(df, p, sv, prow, p.row_stride, rs.kv0 + hl, klo, khi, s, d0, outs);
         });
       });
       v += du;
@@ -906,8 +1130,8 @@ inline int64_t PvUnitCount(const Plan& p, const RowSet& rs, int lanes) {
 // Prefill: the member takes sets first come, first served (tiles of unequal cost) and runs
 // each alone.
 template <class DF>
-void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi, int64_t* macc) {
-  SetView sv = carve(p, p.tile_tokens * p.group, ws, wi);
+void RunSetsD(DF df, const Plan& p, float* ws, int32_t* wi, const uint16_t** wv, int64_t* macc) {
+  SetView sv = carve(p, p.tile_tokens * p.group, ws, wi, wv);
   for (;;) {
     const int64_t i = p.next->fetch_add(1, std::memory_order_relaxed);
     if (i >= p.n_sets) return;
@@ -945,8 +1169,8 @@ void RunSharedD(DF df, const Plan& p, const SetView& sv, int ith, int nth, Threa
   PvUnits(df, p, rs, sv, u0, u1);
 }
 
-void RunSets(const Plan& p, float* ws, int32_t* wi, int64_t* macc) {
-  WithTagDividing(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi, macc); });
+void RunSets(const Plan& p, float* ws, int32_t* wi, const uint16_t** wv, int64_t* macc) {
+  WithTagDividing(p.head_dim, [&](auto df) { RunSetsD(df, p, ws, wi, wv, macc); });
 }
 void PrepareShared(const Plan& p, SetView& sv) {
   WithTagDividing(p.head_dim, [&](auto df) { PrepareSharedD(df, p, sv); });
@@ -987,6 +1211,11 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   for (int c = 0; c < n_chunks; ++c) n_keys += std::max(0, chunks[c].n_tokens);
   p.n_keys = static_cast<int>(n_keys);
   p.row_stride = static_cast<size_t>(std::max<int64_t>(16, (n_keys + 15) / 16 * 16));  // whole cache lines
+  // llamafile's GEMM needs k % 16 == 0 and m % 4 == 0 (KQ: k = head_dim; V: m = head_dim).
+  p.qk_gemm = n_tokens > 1 && params.head_dim % 16 == 0;
+  p.pv_gemm = n_tokens > 1 && params.head_dim % 4 == 0;
+  const int32_t last = *std::max_element(q_pos, q_pos + n_tokens);
+  p.kv_pad = (static_cast<int64_t>(last) + kGgmlKvPad) / kGgmlKvPad * kGgmlKvPad;  // cells 0 .. last used
 
   // Small calls (short-context decode) run on the caller: waking the team costs more.
   const int64_t work = static_cast<int64_t>(n_tokens) * p.n_head * n_keys * p.head_dim;
@@ -1023,9 +1252,11 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   if (p.n_sets < 4 * nth && set_floats(p, all_rows) <= kMaxSharedFloats) {
     auto& f = AttentionAccess::shared(scratch);
     auto& i = AttentionAccess::shared_i(scratch);
+    auto& v = AttentionAccess::shared_v(scratch);
     if (f.size() < set_floats(p, all_rows)) f.resize(set_floats(p, all_rows));
     if (i.size() < set_ints(p, all_rows)) i.resize(set_ints(p, all_rows));
-    SetView sv = carve(p, all_rows, f.data(), i.data());
+    if (v.size() < static_cast<size_t>(p.n_keys)) v.resize(p.n_keys);
+    SetView sv = carve(p, all_rows, f.data(), i.data(), v.data());
     HWY_DYNAMIC_DISPATCH(PrepareShared)(p, sv);
     const auto run_shared = HWY_DYNAMIC_DISPATCH(RunShared);
     if (nth == 1) {
@@ -1037,18 +1268,22 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
     const int set_rows = p.tile_tokens * p.group;
     auto& per_thread = AttentionAccess::per_thread(scratch);
     auto& per_thread_i = AttentionAccess::per_thread_i(scratch);
+    auto& per_thread_v = AttentionAccess::per_thread_v(scratch);
     if (per_thread.size() < static_cast<size_t>(nth)) per_thread.resize(nth);
     if (per_thread_i.size() < static_cast<size_t>(nth)) per_thread_i.resize(nth);
+    if (per_thread_v.size() < static_cast<size_t>(nth)) per_thread_v.resize(nth);
     for (int t = 0; t < nth; ++t) {
       if (per_thread[t].size() < set_floats(p, set_rows)) per_thread[t].resize(set_floats(p, set_rows));
       if (per_thread_i[t].size() < set_ints(p, set_rows)) per_thread_i[t].resize(set_ints(p, set_rows));
+      if (per_thread_v[t].size() < static_cast<size_t>(p.n_keys)) per_thread_v[t].resize(p.n_keys);
     }
     const auto run_sets = HWY_DYNAMIC_DISPATCH(RunSets);
     auto macc = [&](int t) { return p.mass_acc ? p.mass_acc[t] : nullptr; };
+    auto run = [&](int t) { run_sets(p, per_thread[t].data(), per_thread_i[t].data(), per_thread_v[t].data(), macc(t)); };
     if (nth == 1) {
-      run_sets(p, per_thread[0].data(), per_thread_i[0].data(), macc(0));
+      run(0);
     } else {
-      pool.run([&](int ith, int) { run_sets(p, per_thread[ith].data(), per_thread_i[ith].data(), macc(ith)); });
+      pool.run([&](int ith, int) { run(ith); });
     }
   }
 

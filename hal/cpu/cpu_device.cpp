@@ -82,9 +82,9 @@ void CpuDevice::rms_norm(const float* x, const float* weight, int n_rows, int di
 
 void CpuDevice::rope(float* x, int n_tokens, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
                      float freq_base, float freq_scale, RopeStyle style) {
+  rope_table_.prepare(n_tokens, rot_dims, positions, freq_base, freq_scale);
   for_range(pool_, n_tokens, kMinRopeTokens, 1, [&](int64_t b, int64_t e) {
-    rope_tokens(x, static_cast<int>(b), static_cast<int>(e), n_heads, head_dim, rot_dims, positions, freq_base,
-                freq_scale, style);
+    rope_tokens(x, static_cast<int>(b), static_cast<int>(e), n_heads, head_dim, rot_dims, rope_table_, style);
   });
 }
 

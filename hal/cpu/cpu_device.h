@@ -8,6 +8,7 @@
 
 #include "hal/cpu/attention.h"
 #include "hal/cpu/quant/matmul.h"
+#include "hal/cpu/rope_ops.h"
 #include "hal/cpu/thread_pool.h"
 #include "hal/device.h"
 
@@ -47,6 +48,7 @@ class CpuDevice final : public Device {
   ThreadPool pool_;
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
+  RopeTable rope_table_;
   Capabilities caps_;
 };
 

@@ -1,6 +1,7 @@
 // RMSNorm kernel: vector sum of squares, then one scaled multiply pass.
 #include "hal/cpu/norm_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -16,7 +17,10 @@ namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Sum of squares as ggml computes it: products rounded to f32, summed in f64.
+// Sum of squares as ggml computes it: products rounded to f32, added one by one in f64. The
+// vector sum reorders the additions; that is harmless when no addition rounds, which holds
+// when the total stays below 2^28 times the smallest non-zero square (every partial sum is
+// then a multiple of that square's ulp below 2^53 of them). Otherwise: ggml's order.
 double SumSquares(const float* HWY_RESTRICT x, size_t n) {
   size_t i = 0;
   double sum = 0.0;
@@ -26,14 +30,25 @@ double SumSquares(const float* HWY_RESTRICT x, size_t n) {
   const hn::Repartition<double, decltype(d)> dd;
   const size_t nl = hn::Lanes(d);
   auto acc = hn::Zero(dd);
+  const auto inf = hn::Set(d, HUGE_VALF);
+  auto min_sq = inf;
   for (; i + nl <= n; i += nl) {
     const auto v = hn::LoadU(d, x + i);
     const auto sq = hn::Mul(v, v);
+    min_sq = hn::Min(min_sq, hn::IfThenElse(hn::Eq(sq, hn::Zero(d)), inf, sq));
     acc = hn::Add(acc, hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, sq)), hn::PromoteTo(dd, hn::UpperHalf(dh, sq))));
   }
+  float smallest = hn::GetLane(hn::MinOfLanes(d, min_sq));
   sum = hn::GetLane(hn::SumOfLanes(dd, acc));
-#endif
+  for (size_t j = i; j < n; ++j) {
+    const float sq = x[j] * x[j];
+    if (sq != 0.0f) smallest = std::min(smallest, sq);
+  }
   for (; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  if (sum <= static_cast<double>(smallest) * 0x1p28) return sum;
+  sum = 0.0;
+#endif
+  for (i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   return sum;
 }
 

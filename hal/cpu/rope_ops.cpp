@@ -1,48 +1,117 @@
-// RoPE: per token, one table of (cos, sin) shared by all heads, then the rotation.
+// RoPE: a table of (cos, sin) per token shared by all heads (and layers), then the rotation.
 #include "hal/cpu/rope_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <vector>
 
+#include "hal/cpu/quant/hwy_targets.h"  // same target list as the kernels; before any hwy header
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "hal/cpu/rope_ops.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 
-void rope_tokens(float* x, int t_begin, int t_end, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
-                 float freq_base, float freq_scale, RopeStyle style) {
-  const int half = rot_dims / 2;
-  // theta_scale and the running product are f32 exactly as in ggml_rope_cache_init.
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rot_dims));
-  std::vector<float> cs(2 * static_cast<size_t>(half));
-  for (int t = t_begin; t < t_end; ++t) {
-    float theta = static_cast<float>(positions[t]);
-    for (int i = 0; i < half; ++i) {
-      const float th = freq_scale * theta;
-      cs[2 * i] = std::cos(th);
-      cs[2 * i + 1] = std::sin(th);
-      theta *= theta_scale;
+// ggml writes x0*c - x1*s and x0*s + x1*c; its build (gcc, GNU C: fp-contract=fast) fuses the
+// products with x0 into FMAs (checked against its outputs). We do the same.
+inline void RotateScalar(float& x0, float& x1, float c, float s) {
+  const float a = x0, b = x1;
+  x0 = std::fma(a, c, -(b * s));
+  x1 = std::fma(a, s, b * c);
+}
+
+// Pairs (v0[i], v1[i]) for i < half, element stride 2 (adjacent pairs) or 1 (split halves).
+template <bool kInterleaved>
+void RotateHead(float* HWY_RESTRICT v, int half, const float* HWY_RESTRICT c, const float* HWY_RESTRICT s) {
+  int i = 0;
+#if HWY_NATIVE_FMA && HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<float> d;
+  const int n = static_cast<int>(hn::Lanes(d));
+  for (; i + n <= half; i += n) {
+    hn::Vec<decltype(d)> x0, x1;
+    if constexpr (kInterleaved) {
+      hn::LoadInterleaved2(d, v + 2 * i, x0, x1);
+    } else {
+      x0 = hn::LoadU(d, v + i);
+      x1 = hn::LoadU(d, v + i + half);
     }
+    const auto vc = hn::LoadU(d, c + i), vs = hn::LoadU(d, s + i);
+    const auto y0 = hn::MulAdd(x0, vc, hn::Neg(hn::Mul(x1, vs)));
+    const auto y1 = hn::MulAdd(x0, vs, hn::Mul(x1, vc));
+    if constexpr (kInterleaved) {
+      hn::StoreInterleaved2(y0, y1, d, v + 2 * i);
+    } else {
+      hn::StoreU(y0, d, v + i);
+      hn::StoreU(y1, d, v + i + half);
+    }
+  }
+#endif
+  for (; i < half; ++i) {
+    if constexpr (kInterleaved) {
+      RotateScalar(v[2 * i], v[2 * i + 1], c[i], s[i]);
+    } else {
+      RotateScalar(v[i], v[i + half], c[i], s[i]);
+    }
+  }
+}
+
+void RopeTokens(float* x, int t_begin, int t_end, int n_heads, int head_dim, int rot_dims, const RopeTable& table,
+                RopeStyle style) {
+  const int half = rot_dims / 2;
+  for (int t = t_begin; t < t_end; ++t) {
     float* row = x + static_cast<size_t>(t) * n_heads * head_dim;
     for (int h = 0; h < n_heads; ++h) {
       float* v = row + static_cast<size_t>(h) * head_dim;
       if (style == RopeStyle::normal) {
-        // Adjacent pairs (x[2i], x[2i+1]).
-        for (int i = 0; i < half; ++i) {
-          const float c = cs[2 * i], s = cs[2 * i + 1];
-          const float x0 = v[2 * i], x1 = v[2 * i + 1];
-          v[2 * i] = x0 * c - x1 * s;
-          v[2 * i + 1] = x0 * s + x1 * c;
-        }
+        RotateHead<true>(v, half, table.cos(t), table.sin(t));
       } else {
-        // Split halves (x[i], x[i + rot_dims/2]).
-        for (int i = 0; i < half; ++i) {
-          const float c = cs[2 * i], s = cs[2 * i + 1];
-          const float x0 = v[i], x1 = v[i + half];
-          v[i] = x0 * c - x1 * s;
-          v[i + half] = x0 * s + x1 * c;
-        }
+        RotateHead<false>(v, half, table.cos(t), table.sin(t));
       }
     }
   }
 }
 
+}  // namespace HWY_NAMESPACE
 }  // namespace llmsvc::hal::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace llmsvc::hal::cpu {
+HWY_EXPORT(RopeTokens);
+
+void RopeTable::prepare(int n_tokens, int rot_dims, const int32_t* positions, float freq_base, float freq_scale) {
+  if (rot_dims == rot_dims_ && freq_base == freq_base_ && freq_scale == freq_scale_ &&
+      positions_.size() == static_cast<size_t>(n_tokens) && std::equal(positions_.begin(), positions_.end(), positions)) {
+    return;
+  }
+  positions_.assign(positions, positions + n_tokens);
+  rot_dims_ = rot_dims;
+  freq_base_ = freq_base;
+  freq_scale_ = freq_scale;
+  half_ = rot_dims / 2;
+  cos_.resize(static_cast<size_t>(n_tokens) * half_);
+  sin_.resize(cos_.size());
+  // theta_scale and the running product are f32 exactly as in ggml_rope_cache_init.
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rot_dims));
+  for (int t = 0; t < n_tokens; ++t) {
+    float theta = static_cast<float>(positions[t]);
+    for (int i = 0; i < half_; ++i) {
+      const float th = freq_scale * theta;
+      cos_[static_cast<size_t>(t) * half_ + i] = std::cos(th);
+      sin_[static_cast<size_t>(t) * half_ + i] = std::sin(th);
+      theta *= theta_scale;
+    }
+  }
+}
+
+void rope_tokens(float* x, int t_begin, int t_end, int n_heads, int head_dim, int rot_dims, const RopeTable& table,
+                 RopeStyle style) {
+  HWY_DYNAMIC_DISPATCH(RopeTokens)(x, t_begin, t_end, n_heads, head_dim, rot_dims, table, style);
+}
+
+}  // namespace llmsvc::hal::cpu
+#endif  // HWY_ONCE

@@ -8,6 +8,8 @@
 
 #include "hal/cpu/cpu_device.h"
 #include "tests/common/test_paths.h"
+#include "hal/cpu/quant/hwy_targets.h"  // before any Highway header
+#include "hwy/targets.h"
 
 namespace llmsvc::test {
 
@@ -39,6 +41,14 @@ LoadedModel load_model(const Golden& g) {
   auto r = Model::load(g.model_path, *m.device);
   if (r.ok()) m.model = std::move(r).value();
   return m;
+}
+
+bool exact_numerics() {
+#if HWY_ARCH_X86
+  return (hwy::SupportedTargets() & ((HWY_AVX2 << 1) - 1)) != 0;
+#else
+  return false;
+#endif
 }
 
 double log_prob(const float* logits, int n_vocab, int token) {

@@ -33,4 +33,8 @@ LoadedModel load_model(const Golden& g);
 // log-softmax probability of `token` in a row of logits (as llama.cpp's perplexity: exp in float, sum in double).
 double log_prob(const float* logits, int n_vocab, int token);
 
+// Whether this CPU runs kernels that reproduce llama.cpp's bits (x86 with FMA: AVX2 and up;
+// the goldens come from llama.cpp's AVX-512 build, whose orders llmsvc keeps on both).
+bool exact_numerics();
+
 }  // namespace llmsvc::test

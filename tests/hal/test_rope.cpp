@@ -1,10 +1,12 @@
-// RoPE, both styles: against a double-precision reference at small positions, and against
-// ggml's f32 recipe (theta built by repeated f32 multiplication) at large ones, where the
-// two differ by more than rounding.
+// RoPE, both styles: against a double-precision reference at small positions, and bit for
+// bit against ggml's f32 recipe (theta built by repeated f32 multiplication, cosf / sinf, two
+// products fused as llama.cpp's build fuses them) at large ones, where the two differ by
+// more than rounding.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
@@ -37,8 +39,14 @@ std::vector<float> rotate(const std::vector<float>& x, const Shape& s, RopeStyle
         const int i1 = style == RopeStyle::normal ? 2 * i + 1 : i + half;
         const T c = std::cos(angle[t][i]), sn = std::sin(angle[t][i]);
         const T x0 = v[i0], x1 = v[i1];
-        v[i0] = static_cast<float>(x0 * c - x1 * sn);
-        v[i1] = static_cast<float>(x0 * sn + x1 * c);
+        if constexpr (std::is_same_v<T, float>) {
+          // ggml's rope as its build computes it: the products with x0 fused.
+          v[i0] = std::fma(x0, c, -(x1 * sn));
+          v[i1] = std::fma(x0, sn, x1 * c);
+        } else {
+          v[i0] = static_cast<float>(x0 * c - x1 * sn);
+          v[i1] = static_cast<float>(x0 * sn + x1 * c);
+        }
       }
     }
   return y;
@@ -88,7 +96,7 @@ TEST_P(RopeTest, FollowsGgmlF32RecipeAtLargePositions) {
   const std::vector<float> want = rotate(x, s, style, angle);
   CpuDevice dev(threads);
   dev.rope(x.data(), s.n_tokens, s.n_heads, s.head_dim, s.rot_dims, pos.data(), base, fscale, style);
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], want[i], 1e-6) << i;
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], want[i]) << i;  // llama.cpp's bits
   // Dimensions past rot_dims are untouched.
   for (int r = 0; r < s.n_tokens * s.n_heads; ++r)
     for (int d = s.rot_dims; d < s.head_dim; ++d) ASSERT_EQ(x[r * s.head_dim + d], orig[r * s.head_dim + d]);

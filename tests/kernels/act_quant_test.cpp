@@ -31,7 +31,7 @@ TEST(ActQuant, Q8SimdMatchesReferenceOnEveryTarget) {
   for (int32_t zp : {0, 8, 128}) {
     std::vector<int8_t> q(cols * n_tokens);
     std::vector<float> d(n_tokens * cols / 32), s(d.size());
-    std::vector<int32_t> c(d.size());
+    std::vector<int32_t> c(8 * d.size());
     quantize_q8_ref(x.data(), q.data(), d.data(), s.data(), c.data(), cols * n_tokens, zp);
     test::for_each_simd_target([&](const std::string& target) {
       SCOPED_TRACE(target);
@@ -46,7 +46,7 @@ TEST(ActQuant, Q8SimdMatchesReferenceOnEveryTarget) {
         for (int i = 0; i < 32; ++i) ASSERT_EQ(a.q[o * 32 + i], q[b * 32 + i]) << b << " " << i;
         ASSERT_EQ(a.d[o], d[b]);
         ASSERT_EQ(a.s[o], s[b]);
-        ASSERT_EQ(a.corr[o], c[b]);
+        for (int g = 0; g < 8; ++g) ASSERT_EQ(a.bias[o * 8 + g], c[b * 8 + g]) << b << " group " << g;
       }
     });
   }
@@ -71,7 +71,7 @@ TEST(ActQuant, Q8ReconstructsWithinHalfStep) {
   const auto x = random_acts(n, 4);
   std::vector<int8_t> q(n);
   std::vector<float> d(n / 32), s(n / 32);
-  std::vector<int32_t> c(n / 32);
+  std::vector<int32_t> c(8 * n / 32);
   quantize_q8_ref(x.data(), q.data(), d.data(), s.data(), c.data(), n, 8);
   for (int64_t b = 0; b < n / 32; ++b) {
     float amax = 0.f;
@@ -86,7 +86,10 @@ TEST(ActQuant, Q8ReconstructsWithinHalfStep) {
       EXPECT_LE(std::fabs(x[b * 32 + i] - q[b * 32 + i] * d[b]), step * (0.5f + 127.f / 2048.f) + 1e-7f);
       EXPECT_LE(std::abs(q[b * 32 + i]), 127);
     }
-    EXPECT_EQ(c[b], -8 * sum);
+    for (int g = 0; g < 8; ++g) {
+      const int gsum = q[b * 32 + 4 * g] + q[b * 32 + 4 * g + 1] + q[b * 32 + 4 * g + 2] + q[b * 32 + 4 * g + 3];
+      EXPECT_EQ(c[b * 8 + g], kGroupBias - 8 * gsum);
+    }
     EXPECT_NEAR(s[b], d[b] * sum, std::fabs(d[b] * sum) * 2e-3f + 1e-7f);
   }
 }

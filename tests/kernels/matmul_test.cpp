@@ -9,9 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
-#include "hal/cpu/quant/amx_kernels.h"
+#include "hal/cpu/quant/act_quant.h"
 #include "hal/cpu/quant/blocks.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/cpu/quant/fp16.h"
@@ -119,6 +120,30 @@ struct Case {
   int64_t rows, cols;
 };
 
+// Targets whose vector FMA is fused (x86 from AVX2, Arm): where float kernels give llama.cpp's bits.
+bool fused_fma(const std::string& target) {
+  return target.rfind("AVX", 0) == 0 || target.rfind("NEON", 0) == 0 || target.rfind("SVE", 0) == 0;
+}
+
+// check(y) for the matmul of w with x computed on every SIMD target (all, or those with a
+// fused FMA), on 1 and 3 threads.
+template <class Check>
+void for_each_config(const CpuWeight& w, const std::vector<float>& x, int n_tokens, const Check& check,
+                     bool fma_only = false) {
+  const int64_t rows = w.ref().rows;
+  test::for_each_simd_target([&](const std::string& target) {
+    if (fma_only && !fused_fma(target)) return;
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(target + " threads " + std::to_string(threads) + " tokens " + std::to_string(n_tokens));
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      std::vector<float> y(n_tokens * rows, std::nanf(""));
+      matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+      check(y);
+    }
+  });
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0}) {
@@ -145,26 +170,163 @@ TEST(Matmul, EveryTypeTargetThreadsAndTokenCount) {
     const WeightRef ref{c.type, w.data(), c.rows, c.cols, row_bytes(c.type, c.cols)};
     auto pw = prepare_cpu_weight(ref);
     ASSERT_TRUE(pw.ok()) << pw.status().message();
-    for (int n_tokens : {1, 3, 8, 13, 37}) {  // 37: two full token groups (AMX) and a tail
+    for (int n_tokens : {1, 3, 8, 13, 37}) {  // 37: two full token groups and a tail
       const auto x = random_acts(n_tokens * c.cols, seed++);
       std::vector<double> yref, tol;
       reference(c.type, w, c.rows, c.cols, x, n_tokens, yref, tol);
-      test::for_each_simd_target([&](const std::string& target) {
-        for (bool amx : {false, true}) {
-          if (amx && !amx_available()) continue;
-          set_amx_enabled(amx);
-          for (int threads : {1, 3}) {
-            SCOPED_TRACE(target + (amx ? " +AMX" : "") + " threads " + std::to_string(threads) + " tokens " +
-                         std::to_string(n_tokens));
-            ThreadPool pool(threads);
-            MatmulScratch scratch;
-            std::vector<float> y(n_tokens * c.rows, std::nanf(""));
-            matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
-            for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], yref[i], tol[i]) << "output " << i;
-          }
-        }
-        set_amx_enabled(true);
+      for_each_config(**pw, x, n_tokens, [&](const std::vector<float>& y) {
+        for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], yref[i], tol[i]) << "output " << i;
       });
+    }
+  }
+}
+
+// ggml's x86 dot product of one weight row with one token (ggml_vec_dot_q4_0_q8_0 and its
+// siblings, the order llamafile's GEMM keeps too), from the GGUF bytes: per block, the signed
+// integer sum of each group of 4 products is one of 8 lanes, lane += d_w d_x * sum by FMA;
+// then hsum_float_8: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), plus, for the types
+// with a min, sum over blocks of m_w s_x (an FMA chain).
+float ggml_dot(WeightType t, const uint8_t* row, const float* x, int64_t cols) {
+  const int64_t nb = cols / 32;
+  std::vector<int8_t> q(cols);
+  std::vector<float> d(nb), s(nb);
+  std::vector<int32_t> bias(8 * nb);
+  quantize_q8_ref(x, q.data(), d.data(), s.data(), bias.data(), cols, 0);
+  float lane[8] = {}, mins = 0.f;
+  const size_t bs = block_bytes(t);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * bs;
+    uint16_t dh, mh = 0;
+    std::memcpy(&dh, blk, 2);
+    int w[32];
+    const uint8_t* qs = blk + (t == WeightType::Q4_1 || t == WeightType::Q5_1 ? 4 : 2);
+    if (t == WeightType::Q4_1 || t == WeightType::Q5_1) std::memcpy(&mh, blk + 2, 2);
+    uint32_t qh = 0;
+    if (t == WeightType::Q5_0 || t == WeightType::Q5_1) {
+      std::memcpy(&qh, qs, 4);
+      qs += 4;
+    }
+    for (int k = 0; k < 32; ++k) {
+      switch (t) {
+        case WeightType::Q8_0: w[k] = static_cast<int8_t>(qs[k]); break;
+        default: {
+          int u = k < 16 ? qs[k] & 0x0F : qs[k - 16] >> 4;
+          u |= static_cast<int>((qh >> k) & 1u) << 4;
+          w[k] = u - (t == WeightType::Q4_0 ? 8 : t == WeightType::Q5_0 ? 16 : 0);
+        }
+      }
+    }
+    const float dd = fp16_to_fp32(dh) * d[b];
+    for (int g = 0; g < 8; ++g) {
+      int32_t sum = 0;
+      for (int k = 4 * g; k < 4 * g + 4; ++k) sum += w[k] * q[b * 32 + k];
+      lane[g] = std::fma(dd, static_cast<float>(sum), lane[g]);
+    }
+    if (t == WeightType::Q4_1 || t == WeightType::Q5_1) mins = std::fma(fp16_to_fp32(mh), s[b], mins);
+  }
+  const float h = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  return t == WeightType::Q4_1 || t == WeightType::Q5_1 ? h + mins : h;
+}
+
+// The 32-element block types give llama.cpp's results bit for bit: every target, thread
+// count, token count (decode, prefill tiles and tails, several token groups).
+TEST(Matmul, LegacyTypesMatchGgmlBitForBit) {
+  uint32_t seed = 500;
+  for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0}) {
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{37, 64}, {50, 576}}) {
+      const auto w = random_weight(t, rows, cols, seed++);
+      auto pw = prepare_cpu_weight({t, w.data(), rows, cols, row_bytes(t, cols)});
+      ASSERT_TRUE(pw.ok());
+      for (int n_tokens : {1, 2, 3, 33, 37}) {
+        const auto x = random_acts(n_tokens * cols, seed++);
+        std::vector<float> want(n_tokens * rows);
+        for (int tk = 0; tk < n_tokens; ++tk)
+          for (int64_t r = 0; r < rows; ++r)
+            want[tk * rows + r] = ggml_dot(t, w.data() + r * row_bytes(t, cols), x.data() + tk * cols, cols);
+        SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
+        for_each_config(**pw, x, n_tokens, [&](const std::vector<float>& y) {
+          for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
+        });
+      }
+    }
+  }
+}
+
+// llama.cpp's float-weight products, written plainly (its AVX-512 build). Activations are first
+// rounded to the weight's type. Several tokens on shapes llamafile's GEMM takes (cols % 16, or
+// 32 for BF16, rows % 4): 16 lanes over the columns, each an FMA chain, folded as
+// _mm512_reduce_add_ps; BF16 lanes take element pairs (vdpbf16ps: the odd one first). Else
+// ggml_vec_dot_f32 / _f16 / _bf16: 64 chains per step of 64 columns (BF16: two registers of
+// pairs), combined and folded, then the last columns one by one.
+float fold16(float* a) {
+  for (int c = 8; c >= 1; c /= 2)
+    for (int i = 0; i < c; ++i) a[i] = a[i + c] + a[i];
+  return a[0];
+}
+float ggml_float_dot(WeightType t, const float* w, const float* xin, int64_t cols, bool gemm) {
+  std::vector<float> x(xin, xin + cols);
+  for (float& v : x) {
+    v = t == WeightType::F16 ? fp16_to_fp32(fp32_to_fp16(v)) : t == WeightType::BF16 ? bf16_to_fp32(fp32_to_bf16(v)) : v;
+  }
+  if (t == WeightType::BF16) {
+    const int64_t step = gemm ? 32 : 64;
+    float c[2][16] = {};
+    const int64_t np = cols / step * step;
+    for (int64_t i = 0; i < np; i += 2) {
+      float& lane = c[gemm ? 0 : (i % 64) / 32][(i % 32) / 2];
+      lane = std::fma(w[i], x[i], std::fma(w[i + 1], x[i + 1], lane));
+    }
+    if (gemm) return fold16(c[0]);
+    double sum = fold16(c[0]);
+    sum += fold16(c[1]);
+    for (int64_t i = np; i < cols; ++i) sum += static_cast<double>(w[i] * x[i]);
+    return static_cast<float>(sum);
+  }
+  if (gemm) {
+    float c[16] = {};
+    for (int64_t i = 0; i < cols; ++i) c[i % 16] = std::fma(w[i], x[i], c[i % 16]);
+    return fold16(c);
+  }
+  const int64_t np = cols / 64 * 64;
+  float c[64] = {}, l[16];
+  for (int64_t i = 0; i < np; ++i) c[i % 64] = std::fma(w[i], x[i], c[i % 64]);
+  for (int i = 0; i < 16; ++i) l[i] = (c[i] + c[32 + i]) + (c[16 + i] + c[48 + i]);
+  float s = fold16(l);
+  if (t == WeightType::F32) {
+    for (int64_t i = np; i < cols; ++i) s = std::fma(w[i], x[i], s);
+    return s;
+  }
+  double sum = s;
+  for (int64_t i = np; i < cols; ++i) sum += static_cast<double>(w[i] * x[i]);
+  return static_cast<float>(sum);
+}
+
+TEST(Matmul, FloatTypesMatchGgmlBitForBit) {
+  uint32_t seed = 700;
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
+    // GEMM shape; rows not a multiple of 4; cols not a multiple of the GEMM's step (a tail).
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{20, 128}, {21, 128}, {8, 100}}) {
+      const auto w = random_weight(t, rows, cols, seed++);
+      auto pw = prepare_cpu_weight({t, w.data(), rows, cols, row_bytes(t, cols)});
+      ASSERT_TRUE(pw.ok());
+      std::vector<float> wf(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) dequantize_row(t, w.data() + r * row_bytes(t, cols), wf.data() + r * cols, cols);
+      for (int n_tokens : {1, 2, 5}) {
+        const auto x = random_acts(n_tokens * cols, seed++);
+        const bool gemm = n_tokens > 1 && cols % (t == WeightType::BF16 ? 32 : 16) == 0 && rows % 4 == 0;
+        std::vector<float> want(n_tokens * rows);
+        for (int tk = 0; tk < n_tokens; ++tk)
+          for (int64_t r = 0; r < rows; ++r)
+            want[tk * rows + r] = ggml_float_dot(t, wf.data() + r * cols, x.data() + tk * cols, cols, gemm);
+        SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " " + std::to_string(rows) + "x" +
+                     std::to_string(cols));
+        for_each_config(
+            **pw, x, n_tokens,
+            [&](const std::vector<float>& y) {
+              for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
+            },
+            /*fma_only=*/true);
+      }
     }
   }
 }
@@ -183,17 +345,12 @@ TEST(Matmul, SimdTargetsAgreeWithPortable) {
     std::vector<std::vector<float>> results;
     std::vector<std::string> names;
     test::for_each_simd_target([&](const std::string& target) {
-      for (bool amx : {true, false}) {
-        if (amx && !amx_available()) continue;
-        set_amx_enabled(amx);
-        ThreadPool pool(2);
-        MatmulScratch scratch;
-        std::vector<float> y(n_tokens * rows);
-        matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
-        results.push_back(y);
-        names.push_back(target + (amx ? " +AMX" : ""));
-      }
-      set_amx_enabled(true);
+      ThreadPool pool(2);
+      MatmulScratch scratch;
+      std::vector<float> y(n_tokens * rows);
+      matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
+      results.push_back(y);
+      names.push_back(target);
     });
     for (size_t k = 0; k + 1 < results.size(); ++k) {
       for (size_t i = 0; i < results[k].size(); ++i) {
@@ -205,11 +362,6 @@ TEST(Matmul, SimdTargetsAgreeWithPortable) {
       }
     }
   }
-}
-
-TEST(Matmul, ReportsAmx) {
-  // Not a check: records in the test log whether the AMX path was exercised on this CPU.
-  std::printf("AMX %s\n", amx_available() ? "available: AMX paths tested" : "not available on this CPU");
 }
 
 TEST(Matmul, MultiEqualsSeparateCalls) {

@@ -18,6 +18,33 @@
 #include <immintrin.h>
 #endif
 
+#ifndef LLMSVC_HAL_CPU_QUANT_ACT_QUANT_WALK_
+#define LLMSVC_HAL_CPU_QUANT_ACT_QUANT_WALK_
+namespace llmsvc::hal::cpu {
+// The (token, block) of consecutive storage entries, without a division per entry.
+struct EntryWalk {
+  const ActQ8& a;
+  int token, in_group, group_size;
+  int64_t block;
+  EntryWalk(const ActQ8& act, int64_t o) : a(act) {
+    a.entry(o, &token, &block);
+    in_group = token % kTokenGroup;
+    group_size = a.group_size(token / kTokenGroup);
+  }
+  void next() {
+    ++token;
+    if (++in_group < group_size) return;
+    token -= in_group;
+    in_group = 0;
+    if (++block < a.nb()) return;
+    block = 0;
+    token += group_size;
+    group_size = a.group_size(token / kTokenGroup);
+  }
+};
+}  // namespace llmsvc::hal::cpu
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
@@ -27,11 +54,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // AVX-512 with hardware fp16 rounding (F16C): the decode path quantizes one row per matmul,
 // so this per-block work is on the critical path of every small matmul.
 void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, int32_t zero_point) {
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    int token;
-    int64_t block;
-    a.entry(o, &token, &block);
-    const float* xb = x + token * a.cols + block * 32;
+  if (o_begin >= o_end) return;
+  EntryWalk e(a, o_begin);
+  for (int64_t o = o_begin; o < o_end; ++o, e.next()) {
+    const float* xb = x + e.token * a.cols + e.block * 32;
     const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float d = amax / 127.f;
@@ -39,12 +65,16 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
     // |x * id| <= 127, so the conversion (round to nearest even) never saturates.
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.q + o * 32), _mm512_cvtsepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.q + o * 32 + 16), _mm512_cvtsepi32_epi8(q1));
+    const __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(q0)),
+                                               _mm512_cvtsepi32_epi8(q1), 1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.q + o * 32), q8);
     const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     a.d[o] = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
     a.s[o] = _cvtsh_ss(_cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
-    a.corr[o] = -zero_point * sum;
+    // Sums of the 8 groups of 4: pairs of bytes, then pairs of pairs.
+    const __m256i g4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.bias + o * 8),
+                        _mm256_sub_epi32(_mm256_set1_epi32(kGroupBias), _mm256_mullo_epi32(g4, _mm256_set1_epi32(zero_point))));
   }
 }
 #else
@@ -53,11 +83,10 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const int N = static_cast<int>(hn::Lanes(df));
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    int token;
-    int64_t block;
-    a.entry(o, &token, &block);
-    const float* xb = x + token * a.cols + block * 32;
+  if (o_begin >= o_end) return;
+  EntryWalk e(a, o_begin);
+  for (int64_t o = o_begin; o < o_end; ++o, e.next()) {
+    const float* xb = x + e.token * a.cols + e.block * 32;
     int8_t* qb = a.q + o * 32;
     auto vmax = hn::Zero(df);
     for (int i = 0; i < 32; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
@@ -73,7 +102,9 @@ void QuantizeQ8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end, 
     const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));
     a.d[o] = fp16_to_fp32(fp32_to_fp16(d));
     a.s[o] = fp16_to_fp32(fp32_to_fp16(d * static_cast<float>(sum)));
-    a.corr[o] = -zero_point * sum;
+    for (int g = 0; g < 8; ++g) {
+      a.bias[o * 8 + g] = kGroupBias - zero_point * (qb[4 * g] + qb[4 * g + 1] + qb[4 * g + 2] + qb[4 * g + 3]);
+    }
   }
 }
 #endif
@@ -182,7 +213,7 @@ ActQ8 ActQ8::in(void* mem, int64_t cols, int n_tokens) {
   p = align64(p + nblk * 4);
   a.s = reinterpret_cast<float*>(p);
   p = align64(p + nblk * 4);
-  a.corr = reinterpret_cast<int32_t*>(p);
+  a.bias = reinterpret_cast<int32_t*>(p);
   a.cols = cols;
   a.n_tokens = n_tokens;
   return a;
@@ -192,7 +223,7 @@ void quantize_q8(const float* x, const ActQ8& a, int64_t o_begin, int64_t o_end,
   HWY_DYNAMIC_DISPATCH(QuantizeQ8)(x, a, o_begin, o_end, zero_point);
 }
 
-void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* corr, int64_t n, int32_t zero_point) {
+void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* bias, int64_t n, int32_t zero_point) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32, q += 32) {
     float amax = 0.f;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
@@ -205,7 +236,7 @@ void quantize_q8_ref(const float* x, int8_t* q, float* d, float* s, int32_t* cor
     }
     d[b] = fp16_to_fp32(fp32_to_fp16(db));
     s[b] = fp16_to_fp32(fp32_to_fp16(db * static_cast<float>(sum)));
-    corr[b] = -zero_point * sum;
+    for (int g = 0; g < 8; ++g) bias[8 * b + g] = kGroupBias - zero_point * (q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3]);
   }
 }
 

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "hal/cpu/quant/act_quant.h"
-#include "hal/cpu/quant/amx_kernels.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/cpu/quant/kpanel_kernels.h"
 #include "hal/cpu/quant/panel_kernels.h"
@@ -57,9 +56,8 @@ struct Job {
   size_t spec_bytes[kMaxSpecs];
   int n_specs;
   bool private_quant;
-  bool use_amx;           // full token groups of panel weights go to the AMX kernel
-  size_t amx_offset;      // per-thread AMX scratch: amx_offset + ith * amx_bytes
-  size_t amx_bytes;
+  size_t kernel_offset;   // per-thread kernel scratch: kernel_offset + ith * kernel_bytes
+  size_t kernel_bytes;
   uint8_t* mem;
   ThreadPool* pool;
 };
@@ -115,18 +113,8 @@ void run_job(const Job& j, int ith, int nth) {
       g.t_end = j.n_tokens;
       g.y = j.ys[i];
       g.ldy = ref.rows;
-      if (p0 < p1) {
-        const int n_amx = j.use_amx ? j.n_tokens / kTokenGroup * kTokenGroup : 0;
-        if (n_amx > 0) {
-          g.t_end = n_amx;
-          amx_panel_gemm(g, j.mem + j.amx_offset + static_cast<size_t>(ith) * j.amx_bytes);
-        }
-        if (n_amx < j.n_tokens) {
-          g.t_begin = n_amx;
-          g.t_end = j.n_tokens;
-          panel_gemm(g);
-        }
-      }
+      g.unpacked = j.kernel_bytes ? j.mem + j.kernel_offset + static_cast<size_t>(ith) * j.kernel_bytes : nullptr;
+      if (p0 < p1) panel_gemm(g);
     } else if (const KPanelFormat* kf = w.kpanel_format()) {
       const ActQ8K a = ActQ8K::in(spec_mem(j, spec_index(j, act_spec(w)), ith), j.cols, j.n_tokens);
       const int64_t n_panels = (ref.rows + kPanelRows - 1) / kPanelRows;
@@ -151,6 +139,7 @@ void run_job(const Job& j, int ith, int nth) {
       g.w = static_cast<const uint8_t*>(ref.data);
       g.row_bytes = ref.row_bytes;
       g.cols = ref.cols;
+      g.rows = ref.rows;
       g.r_begin = r0;
       g.r_end = r1;
       g.x = j.x;
@@ -224,12 +213,12 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
     total += j.spec_bytes[j.n_specs] * static_cast<size_t>(copies);
     ++j.n_specs;
   }
-  // AMX pays for its per-panel unpacking from two token groups on (one group: VNNI is as fast).
-  j.use_amx = n_tokens >= 2 * kTokenGroup && amx_enabled();
-  if (j.use_amx) {
-    j.amx_bytes = (amx_scratch_bytes(j.cols) + 63) & ~size_t{63};
-    j.amx_offset = total;
-    total += j.amx_bytes * static_cast<size_t>(pool.size());
+  // Per-thread kernel scratch: several tokens' panel unpacking.
+  const size_t kb = n_tokens > 1 ? panel_unpack_bytes(j.cols) : 0;
+  if (kb > 0) {
+    j.kernel_bytes = (kb + 63) & ~size_t{63};
+    j.kernel_offset = total;
+    total += j.kernel_bytes * static_cast<size_t>(pool.size());
   }
   j.mem = static_cast<uint8_t*>(scratch.reserve(total));
   if (total > 0 && j.mem == nullptr) return;  // out of memory: nothing sensible to compute

@@ -2,8 +2,8 @@
 //
 // Quantized weights are repacked once (prepare_cpu_weight) into 16-row panels of about the
 // same size: Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 into panel.h's layout, computed with int8 dot
-// products against activations quantized per 32 like ggml's Q8_0 / Q8_1 (AMX tiles for
-// prefill where the CPU has them); Q4_K / Q5_K / Q6_K into kpanel.h's layout against Q8_K
+// products against activations quantized per 32 like ggml's Q8_0 / Q8_1, in ggml's summation
+// order; Q4_K / Q5_K / Q6_K into kpanel.h's layout against Q8_K
 // activations. F32 / F16 / BF16 stay row-major and use float FMAs. Accumulation is fp32 as in ggml.
 #pragma once
 

@@ -4,7 +4,7 @@
 // Rows are grouped in panels of 16 (the last one padded with zero rows). Within a panel the
 // quants of each 32-column block are interleaved for int8 dot-product instructions: vector
 // g (g = 0..7) holds, for every row r, the 4 consecutive quants k = 4g..4g+3 at bytes
-// 4r..4r+3 (the "VNNI" order of vpdpbusd / AMX tiles), so one instruction multiplies 16
+// 4r..4r+3 (the "VNNI" order of vpdpbusd), so one instruction multiplies 16
 // rows by 4 broadcast activations and the block's scales are plain 16-lane vectors.
 //
 // A panel is laid out plane by plane, each plane indexed by block b (0..nb):

@@ -1,9 +1,11 @@
-// Row-major GEMM for float weights (Highway FMAs). Tokens are processed in groups of 4 so each
-// weight row is read once per group.
+// Row-major GEMM for float weights (Highway FMAs) in llama.cpp's summation orders. Tokens are
+// processed in groups of 4 so each weight row is read once per group.
 #include "hal/cpu/quant/row_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "hal/cpu/quant/fp16.h"
 
@@ -12,6 +14,7 @@
 #define HWY_TARGET_INCLUDE "hal/cpu/quant/row_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include "hal/cpu/ggml_sum-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
@@ -24,6 +27,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // multiplies with that weight type (ggml converts them to the weight's vec_dot type), so
 // float-weight models give llama.cpp's logits, not merely close ones.
 struct LoadF32 {
+  static constexpr int kColsPerLane = 1;  // columns one lane of llama.cpp's GEMM takes per step
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D, hn::Vec<D> x) const { return x; }
   float round_x(float x) const { return x; }
@@ -36,8 +40,14 @@ struct LoadF32 {
     std::memcpy(&v, row + c * 4, 4);
     return v;
   }
+  // ggml_vec_dot_f32's last columns: FMAs into the float sum.
+  float tail(float s, const uint8_t* row, const float* x, int64_t c0, int64_t cols) const {
+    for (int64_t c = c0; c < cols; ++c) s = std::fma(scalar(row, c), x[c], s);
+    return s;
+  }
 };
 struct LoadF16 {
+  static constexpr int kColsPerLane = 1;
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_SSE4
@@ -62,8 +72,15 @@ struct LoadF16 {
     std::memcpy(&h, row + c * 2, 2);
     return fp16_to_fp32(h);
   }
+  // ggml_vec_dot_f16's last columns: products in float, added in double.
+  float tail(float s, const uint8_t* row, const float* x, int64_t c0, int64_t cols) const {
+    double sum = s;
+    for (int64_t c = c0; c < cols; ++c) sum += static_cast<double>(scalar(row, c) * round_x(x[c]));
+    return static_cast<float>(sum);
+  }
 };
 struct LoadBF16 {
+  static constexpr int kColsPerLane = 2;
   // Round to nearest even in the upper 16 bits, as ggml's fp32 -> bf16.
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
@@ -85,35 +102,141 @@ struct LoadBF16 {
     std::memcpy(&h, row + c * 2, 2);
     return bf16_to_fp32(h);
   }
+  // llama.cpp (vdpbf16ps) pairs elements: lane j of 32 elements takes 2j + 1, then 2j, each
+  // product fused into the lane. acc += the 2 n elements from column c.
+  template <class D>
+  HWY_INLINE void pair_fma(D df, const uint8_t* row, const float* x, int64_t c, hn::Vec<D>& acc) const {
+    const hn::RebindToUnsigned<D> du;
+    const auto w = hn::LoadU(du, reinterpret_cast<const uint32_t*>(row + c * 2));
+    const auto w_even = hn::BitCast(df, hn::ShiftLeft<16>(w));
+    const auto w_odd = hn::BitCast(df, hn::And(w, hn::Set(du, 0xffff0000u)));
+    hn::Vec<D> x_even, x_odd;
+    hn::LoadInterleaved2(df, x + c, x_even, x_odd);
+    acc = hn::MulAdd(w_even, round_x(df, x_even), hn::MulAdd(w_odd, round_x(df, x_odd), acc));
+  }
+  // ggml_vec_dot_bf16's last columns: products in float, added in double.
+  float tail(double s, const uint8_t* row, const float* x, int64_t c0, int64_t cols) const {
+    for (int64_t c = c0; c < cols; ++c) s += static_cast<double>(scalar(row, c) * round_x(x[c]));
+    return static_cast<float>(s);
+  }
 };
 
+// Several tokens, as llamafile's GEMM (llama.cpp's prompt path; cols % 16 == 0, BF16 % 32):
+// per (row, token) 16 lanes over the columns, lane l an FMA chain over the columns l, l + 16,
+// ... (BF16: the pairs 2l, 2l + 1 of every 32, see pair_fma), reduced as
+// _mm512_reduce_add_ps. T tokens share each float weight vector.
 template <int T, class Load>
-HWY_INLINE void FloatTile(const RowGemmArgs& a, int64_t r, int t0, const Load& load) {
+HWY_INLINE void FloatTileGemm(const RowGemmArgs& a, int64_t r, int t0, const Load& load) {
+  const hn::ScalableTag<float> df;
+  constexpr int kN = static_cast<int>(hn::MaxLanes(decltype(df)()));
+  constexpr int kP = PiecesPer16<decltype(df)>();
+  constexpr int kW = Load::kColsPerLane;
+  const int64_t cols = a.cols;
+  const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
+  const float* x = a.x + t0 * cols;
+  hn::Vec<decltype(df)> acc[T][kP];
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < kP; ++p) acc[t][p] = hn::Zero(df);
+  for (int64_t c = 0; c < cols; c += kW * kN * kP) {
+    for (int p = 0; p < kP; ++p) {
+      if constexpr (kW == 2) {
+        for (int t = 0; t < T; ++t) load.pair_fma(df, row, x + t * cols, c + 2 * kN * p, acc[t][p]);
+      } else {
+        const auto wv = load(df, row, c + p * kN);
+        for (int t = 0; t < T; ++t) {
+          acc[t][p] = hn::MulAdd(wv, load.round_x(df, hn::LoadU(df, x + t * cols + c + p * kN)), acc[t][p]);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = Reduce16(df, acc[t]);
+}
+
+// One token (or shapes llamafile does not take), as ggml_vec_dot_f32 / ggml_vec_dot_f16: 4
+// registers of 16 lanes over steps of 64 columns, combined and reduced (VecDotSum), then the
+// last columns one by one (F32: FMAs in float; F16: in double).
+template <class Load>
+HWY_INLINE void FloatDot(const RowGemmArgs& a, int64_t r, int t, const Load& load) {
+  const hn::ScalableTag<float> df;
+  constexpr int kN = static_cast<int>(hn::MaxLanes(decltype(df)()));
+  constexpr int kPer = kGgmlStep / kN;
+  const int64_t cols = a.cols, np = cols / kGgmlStep * kGgmlStep;
+  const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
+  const float* x = a.x + t * cols;
+  hn::Vec<decltype(df)> acc[kPer];
+  for (int v = 0; v < kPer; ++v) acc[v] = hn::Zero(df);
+  for (int64_t c = 0; c < np; c += kGgmlStep) {
+    for (int v = 0; v < kPer; ++v) {
+      acc[v] = hn::MulAdd(load(df, row, c + v * kN), load.round_x(df, hn::LoadU(df, x + c + v * kN)), acc[v]);
+    }
+  }
+  const float s = VecDotSum(df, acc);
+  a.y[t * a.ldy + r] = load.tail(s, row, x, np, cols);
+}
+
+// BF16, one token, as ggml_vec_dot_bf16 (AVX512-BF16): two 16-lane registers of pairs over
+// steps of 64 columns (32 each), each reduced and added in double, then the rest in double.
+HWY_INLINE void Bf16Dot(const RowGemmArgs& a, int64_t r, int t, const LoadBF16& load) {
+  const hn::ScalableTag<float> df;
+  constexpr int kN = static_cast<int>(hn::MaxLanes(decltype(df)()));
+  constexpr int kP = PiecesPer16<decltype(df)>();
+  const int64_t cols = a.cols, np = cols / kGgmlStep * kGgmlStep;
+  const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
+  const float* x = a.x + t * cols;
+  hn::Vec<decltype(df)> c1[kP], c2[kP];
+  for (int p = 0; p < kP; ++p) c1[p] = c2[p] = hn::Zero(df);
+  for (int64_t c = 0; c < np; c += kGgmlStep) {
+    for (int p = 0; p < kP; ++p) {
+      load.pair_fma(df, row, x, c + 2 * kN * p, c1[p]);
+      load.pair_fma(df, row, x, c + kGgmlStep / 2 + 2 * kN * p, c2[p]);
+    }
+  }
+  double sum = Reduce16(df, c1);
+  sum += Reduce16(df, c2);
+  a.y[t * a.ldy + r] = load.tail(sum, row, x, np, cols);
+}
+
+// Scalable vectors: one lane order of their own (not llama.cpp's).
+template <class Load>
+HWY_INLINE void FloatRowScalable(const RowGemmArgs& a, int64_t r, const Load& load) {
   const hn::ScalableTag<float> df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df)), cols = a.cols;
   const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
-  const float* x = a.x + t0 * cols;
-  hn::Vec<decltype(df)> acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = hn::Zero(df);
-  int64_t c = 0;
-  for (; c + N <= cols; c += N) {
-    const auto wv = load(df, row, c);
-    for (int t = 0; t < T; ++t) acc[t] = hn::MulAdd(wv, load.round_x(df, hn::LoadU(df, x + t * cols + c)), acc[t]);
-  }
-  for (int t = 0; t < T; ++t) {
-    float s = hn::GetLane(hn::SumOfLanes(df, acc[t]));
-    for (int64_t cc = c; cc < cols; ++cc) s += load.scalar(row, cc) * load.round_x(x[t * cols + cc]);
-    a.y[(t0 + t) * a.ldy + r] = s;
+  for (int t = 0; t < a.n_tokens; ++t) {
+    const float* x = a.x + t * cols;
+    auto acc = hn::Zero(df);
+    int64_t c = 0;
+    for (; c + N <= cols; c += N) acc = hn::MulAdd(load(df, row, c), load.round_x(df, hn::LoadU(df, x + c)), acc);
+    float s = hn::GetLane(hn::SumOfLanes(df, acc));
+    for (; c < cols; ++c) s += load.scalar(row, c) * load.round_x(x[c]);
+    a.y[t * a.ldy + r] = s;
   }
 }
 
 template <class Load>
 void FloatRows(const RowGemmArgs& a, const Load& load) {
+#if HWY_HAVE_SCALABLE
+  for (int64_t r = a.r_begin; r < a.r_end; ++r) FloatRowScalable(a, r, load);
+#else
+  constexpr bool kBf16 = std::is_same_v<Load, LoadBF16>;
+  // llamafile takes k % KN == 0 (KN: 16 floats, 32 bf16) and m % 4 == 0 (m: the weight's rows).
+  const bool gemm = a.n_tokens > 1 && a.cols % (Load::kColsPerLane * kGgmlLanes) == 0 && a.rows % 4 == 0;
   for (int64_t r = a.r_begin; r < a.r_end; ++r) {
+    if (!gemm) {
+      for (int t = 0; t < a.n_tokens; ++t) {
+        if constexpr (kBf16) {
+          Bf16Dot(a, r, t, load);
+        } else {
+          FloatDot(a, r, t, load);
+        }
+      }
+      continue;
+    }
     int t = 0;
-    for (; t + 4 <= a.n_tokens; t += 4) FloatTile<4>(a, r, t, load);
-    for (; t < a.n_tokens; ++t) FloatTile<1>(a, r, t, load);
+    for (; t + 4 <= a.n_tokens; t += 4) FloatTileGemm<4>(a, r, t, load);
+    for (; t < a.n_tokens; ++t) FloatTileGemm<1>(a, r, t, load);
   }
+#endif
 }
 
 void RowGemm(const RowGemmArgs& a) {

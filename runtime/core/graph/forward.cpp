@@ -30,23 +30,25 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
   const size_t V = cfg_.n_vocab;
   logits.resize(all_logits ? V * n_total : V);
 
-  for (int b0 = 0; b0 < n_total; b0 += max_batch_) {
-    const int n = std::min(max_batch_, n_total - b0);
+  for (int b0 = 0, n = 0; b0 < n_total; b0 += n) {
+    // A lone token takes llama.cpp's single-token summation orders (see hal::Device::attention):
+    // a prompt is never split so that one token is left alone.
+    n = std::min(max_batch_, n_total - b0);
+    if (n_total - b0 - n == 1 && n > 2) --n;
     const int p0 = pos0 + b0;
     for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
-    layers(seq, n, p0 + n, /*track_mass=*/true);
-    seq.note_queries(p0, n);
-
-    // Final norm and output projection, only for the rows whose logits are wanted.
+    // The rows whose logits are wanted: all, the last token's, or none (an earlier micro-batch).
     const bool last_batch = b0 + n == n_total;
-    if (!all_logits && !last_batch) continue;
-    const int first = all_logits ? 0 : n - 1;
-    const int rows = n - first;
-    dev_.rms_norm(x_.data() + size_t(first) * cfg_.n_embd, model_.output_norm().data, rows, cfg_.n_embd, cfg_.rms_eps,
-                  h_.data());
+    const int n_out = all_logits ? n : (last_batch ? 1 : 0);
+    layers(seq, n, p0 + n, /*track_mass=*/true, n_out);
+    seq.note_queries(p0, n);
+    if (n_out == 0) continue;
+
+    // Final norm and output projection of the output rows (the first n_out rows of x_).
+    dev_.rms_norm(x_.data(), model_.output_norm().data, n_out, cfg_.n_embd, cfg_.rms_eps, h_.data());
     float* out = all_logits ? logits.data() + size_t(b0) * V : logits.data();
-    dev_.matmul(model_.output(), h_.data(), rows, out);
+    dev_.matmul(model_.output(), h_.data(), n_out, out);
   }
   return Status::Ok();
 }
@@ -63,23 +65,24 @@ Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> toke
         seq.state(p / C) != policy::ChunkState::resident || seq.format(p / C) != hal::KvFormat::f16)
       return Status(Code::internal, "forward: recompute position " + std::to_string(p) + " is not a writable slot");
   }
-  for (int b0 = 0; b0 < n_total; b0 += max_batch_) {
-    const int n = std::min(max_batch_, n_total - b0);
+  for (int b0 = 0, n = 0; b0 < n_total; b0 += n) {
+    n = std::min(max_batch_, n_total - b0);
+    if (n_total - b0 - n == 1 && n > 2) --n;  // as eval splits
     for (int i = 0; i < n; ++i) pos_[i] = positions[b0 + i];
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
     // Keys up to the batch's last position are visible (causally masked per query); later
     // batches' chunks are not needed by this one.
-    layers(seq, n, std::min(n_valid, pos_[n - 1] + 1), /*track_mass=*/false);
+    layers(seq, n, std::min(n_valid, pos_[n - 1] + 1), /*track_mass=*/false, /*n_out=*/0);
   }
   return Status::Ok();
 }
 
-void Forward::layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass) {
+void Forward::layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out) {
   if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
-  for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, n_valid, track_mass);
+  for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, n_valid, track_mass, il + 1 == cfg_.n_layer ? n_out : n);
 }
 
-void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass) {
+void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out) {
   const LayerWeights& L = model_.layers()[il];
   const int E = cfg_.n_embd, KV = cfg_.kv_dim(), QD = cfg_.n_head * cfg_.head_dim;
   const bool swa = cfg_.layer_is_swa[il];
@@ -134,6 +137,14 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool tr
   ap.scale = cfg_.scale_q ? 1.0f : cfg_.attn_scale;
   ap.sliding_window = swa ? cfg_.sliding_window : 0;
   dev_.attention(q_.data(), n, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, attn_.data());
+  if (n_out < n) {
+    // Like llama.cpp (inp_out_ids), the rest of the layer runs for the output rows only: the
+    // last n_out tokens, moved to the front.
+    if (n_out == 0) return;
+    std::copy_n(attn_.data() + size_t(n - n_out) * QD, size_t(n_out) * QD, attn_.data());
+    std::copy_n(x_.data() + size_t(n - n_out) * E, size_t(n_out) * E, x_.data());
+    n = n_out;
+  }
   dev_.matmul(*L.wo, attn_.data(), n, o_.data());
   if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.attn_post_norm.data, n, E, cfg_.rms_eps, o_.data());
   dev_.add(x_.data(), o_.data(), size_t(n) * E);

@@ -38,8 +38,10 @@ class Forward {
 
  private:
   // One micro-batch of n tokens at pos_[0..n) through every layer; keys visible up to n_valid.
-  void layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass);
-  void layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass);
+  // The last layer continues after attention with the last n_out rows only (moved to the front
+  // of x_), as llama.cpp does (inp_out_ids); recompute wants none.
+  void layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out);
+  void layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out);
 
   const Model& model_;
   hal::Device& dev_;
