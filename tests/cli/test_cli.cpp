@@ -202,6 +202,27 @@ TEST_F(CliModel, RunJsonHasTheFields) {
   EXPECT_EQ(s.out.substr(0, text.size()), text);
 }
 
+TEST_F(CliModel, ProfileWritesAValidSwitchCostProfile) {
+  const std::string state = (dir_ / "state").string();
+  Outcome r = cli({"profile", "--threads", "2", "--reps", "1", "--state-dir", state});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("recompute per layer"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "state" / "switch-profile.json"));
+  EXPECT_EQ(j["version"], 1);
+  for (const char* k : {"rc_fixed_s", "rc_token_s", "rc_token_ctx_s", "io_fixed_s", "io_chunk_s", "io_byte_s"}) {
+    ASSERT_TRUE(j[k].is_number()) << k;
+    EXPECT_GE(j[k].get<double>(), 0.0) << k;
+  }
+  // Time is spent somewhere: recomputing a token and loading a byte both cost something.
+  EXPECT_GT(j["rc_fixed_s"].get<double>() + j["rc_token_s"].get<double>(), 0.0);
+  EXPECT_GT(j["io_fixed_s"].get<double>() + j["io_chunk_s"].get<double>() + j["io_byte_s"].get<double>(), 0.0);
+  EXPECT_FALSE(fs::exists(dir_ / "state" / "switch-profile.tmp")) << "scratch chunk files left behind";
+  // --out elsewhere.
+  Outcome o = cli({"profile", "--threads", "2", "--reps", "1", "--state-dir", state, "--out", (dir_ / "p.json").string()});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(fs::exists(dir_ / "p.json"));
+}
+
 TEST_F(CliModel, ChatTakesOneTurnPerLine) {
   Outcome r =
       cli({"chat", "--max-tokens", "8", "--threads", "2"}, "", "Hello!\nWhat did I just say?\n/exit\nignored\n");

@@ -11,7 +11,7 @@
 
 #include "hal/cpu/cpu_device.h"
 #include "base/file_io.h"
-#include "policy/bit_allocation.h"
+#include "policy/context_compression.h"
 #include "runtime/core/engine/stop_matcher.h"
 #include "runtime/core/persist/context_meta.h"
 #include "runtime/core/sampler/sampler.h"
@@ -288,25 +288,7 @@ Status EngineImpl::switch_in(ContextState& ctx) {
   return s;
 }
 
-Status EngineImpl::compress(ContextState& ctx) {
-  if (kv_ratio_ <= 0) return Status::Ok();
-  const int C = store_.geometry().chunk_tokens;
-  // Full chunks only, and not the one holding the last evaluated position: it may be
-  // rewritten (an empty prompt re-evaluates it), so it stays f16.
-  const int n = std::min(ctx.kv.n_chunks(), std::max(0, (ctx.n_evaluated - 1) / C));
-  if (n == 0) return Status::Ok();
-  std::vector<double> density(n);
-  for (int c = 0; c < n; ++c) density[c] = ctx.kv.density(c);
-  const std::vector<uint8_t> bits = policy::allocate_bits(density, kv_ratio_);
-  for (int c = 0; c < n; ++c) {
-    if (ctx.kv.state(c) != policy::ChunkState::resident) continue;
-    const auto to = static_cast<hal::KvFormat>(bits[c]);
-    // A chunk only ever narrows: bits lost to an earlier, lower density are not regained.
-    if (hal::kv_format_bits(to) >= hal::kv_format_bits(ctx.kv.format(c))) continue;
-    LLMSVC_RETURN_IF_ERROR(ctx.kv.compress(c, to));
-  }
-  return Status::Ok();
-}
+Status EngineImpl::compress(ContextState& ctx) { return policy::compress_context(ctx.kv, ctx.n_evaluated, kv_ratio_); }
 
 Status EngineImpl::call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                         CallStats* out) {

@@ -1,0 +1,31 @@
+// Compression of a context's KV at the end of a call (LLMS tolerance-aware compression):
+// which chunks may be compressed, the bit allocation over them, and applying it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "policy/kv_chunk_store.h"
+
+namespace llmsvc::policy {
+
+// Chunks [0, n) that a call's end may compress: full chunks, without the one that holds the
+// last evaluated position (an empty prompt re-evaluates it, so it stays f16).
+int compressible_chunks(const KvSequence& seq, int n_evaluated);
+
+// Information density of chunks [0, n) (KvSequence::density).
+std::vector<double> chunk_densities(const KvSequence& seq, int n);
+
+// Narrows resident chunk c to bits[c] bits (8, 4 or 2) where that is narrower than its
+// format; a chunk never widens (bits lost to an earlier, lower density are not regained).
+// Non-resident chunks are skipped. Stops at the first failure (e.g. out of budget for the
+// new form), leaving that chunk and the later ones as they were.
+Status apply_bits(KvSequence& seq, std::span<const uint8_t> bits);
+
+// The whole step: densities of the compressible chunks, allocate_bits at `ratio` (of the
+// 8-bit base), apply_bits. ratio <= 0: nothing.
+Status compress_context(KvSequence& seq, int n_evaluated, double ratio);
+
+}  // namespace llmsvc::policy

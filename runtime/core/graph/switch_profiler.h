@@ -1,0 +1,33 @@
+// Measures this device's switch costs (policy/switch_cost.h) for the swap-recompute planner:
+// recompute time of n tokens over a context of m positions (Forward::recompute), and cold
+// reads of layers of chunk files (SwapStore over SwapIo), each fitted by least squares to
+// the linear models. What `llmsvc profile` runs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "policy/switch_cost.h"
+#include "runtime/core/model/model.h"
+
+namespace llmsvc {
+
+struct ProfileSample {
+  std::string what;  // "recompute" or "load"
+  double x1 = 0, x2 = 0;  // recompute: tokens, context; load: chunks, bytes (per layer)
+  double seconds = 0;     // per layer, median of the repetitions
+  double fitted = 0;      // what the fitted model predicts
+};
+
+struct SwitchProfile {
+  policy::SwitchCost cost;
+  std::vector<ProfileSample> samples;
+};
+
+// scratch_dir: an existing directory on the storage that swap files will live on; the
+// profiler writes chunk files under it and removes them. reps: repetitions per point.
+Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& device, const std::string& scratch_dir,
+                                          int reps = 3);
+
+}  // namespace llmsvc

@@ -1,0 +1,61 @@
+// `llmsvc profile`: measures the switch costs the swap-recompute planner uses (recompute and
+// cold chunk-file loads on this device and storage) and writes them as a profile.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "base/file_io.h"
+#include "hal/cpu/cpu_device.h"
+#include "runtime/core/graph/switch_profiler.h"
+#include "runtime/core/persist/state_dir.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/common.h"
+
+namespace llmsvc::cli {
+namespace {
+
+struct ProfileArgs {
+  ModelArgs model;
+  std::string out;  // empty: <state root>/switch-profile.json
+  int reps = 3;
+};
+
+int run_profile(const ProfileArgs& a) {
+  auto path = model_path(a.model);
+  if (!path.ok()) return report(path.status());
+  auto root = persist::resolve_state_root(a.model.state_dir);
+  if (!root.ok()) return report(root.status());
+  if (Status s = fileio::make_dirs(*root); !s.ok()) return report(s);
+  hal::cpu::CpuDevice device(a.model.threads);
+  auto model = Model::load(*path, device);
+  if (!model.ok()) return report(model.status());
+  std::fprintf(stderr, "profiling recompute and chunk loads under %s ...\n", root->c_str());
+  auto prof = profile_switch_cost(**model, device, *root, a.reps);
+  if (!prof.ok()) return report(prof.status());
+  std::printf("%-10s %10s %14s %12s %12s\n", "sample", "n", "ctx / bytes", "ms/layer", "fitted");
+  for (const ProfileSample& s : prof->samples)
+    std::printf("%-10s %10.0f %14.0f %12.4f %12.4f\n", s.what.c_str(), s.x1, s.x2, 1e3 * s.seconds, 1e3 * s.fitted);
+  const policy::SwitchCost& c = prof->cost;
+  std::printf("\nrecompute per layer: %.4f ms + n x (%.4f ms + ctx x %.3g ms)\n", 1e3 * c.rc_fixed_s, 1e3 * c.rc_token_s,
+              1e3 * c.rc_token_ctx_s);
+  std::printf("load per layer:      %.4f ms + chunks x %.4f ms + bytes / %.1f MB/s\n", 1e3 * c.io_fixed_s, 1e3 * c.io_chunk_s,
+              c.io_byte_s > 0 ? 1e-6 / c.io_byte_s : 0.0);
+  const std::string out = a.out.empty() ? *root + "/switch-profile.json" : a.out;
+  const std::string text = policy::switch_cost_to_json(c);
+  if (Status s = fileio::write_atomic(out, text); !s.ok()) return report(s);
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand("profile", "Measure recompute and swap-load costs for the swap-recompute planner");
+  add_model_options(*cmd, args->model);
+  cmd->add_option("--out", args->out, "Profile file (default: <state dir>/switch-profile.json)");
+  cmd->add_option("--reps", args->reps, "Repetitions per measured point")->check(CLI::Range(1, 50));
+  cmd->callback([args, &exit_code] { exit_code = run_profile(*args); });
+}
+
+}  // namespace llmsvc::cli
