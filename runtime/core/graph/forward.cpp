@@ -41,7 +41,7 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     // The rows whose logits are wanted: all, the last token's, or none (an earlier micro-batch).
     const bool last_batch = b0 + n == n_total;
     const int n_out = all_logits ? n : (last_batch ? 1 : 0);
-    layers(seq, n, p0 + n, /*track_mass=*/true, n_out);
+    LLMSVC_RETURN_IF_ERROR(layers(seq, n, p0 + n, /*track_mass=*/true, n_out));
     seq.note_queries(p0, n);
     if (n_out == 0) continue;
 
@@ -54,7 +54,7 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
 }
 
 Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                          int n_valid) {
+                          int n_valid, const LayerHook& before_layer) {
   const int n_total = static_cast<int>(tokens.size());
   if (positions.size() != tokens.size()) return Status(Code::internal, "forward: tokens and positions differ in length");
   const int C = seq.geometry().chunk_tokens;
@@ -72,14 +72,20 @@ Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> toke
     dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
     // Keys up to the batch's last position are visible (causally masked per query); later
     // batches' chunks are not needed by this one.
-    layers(seq, n, std::min(n_valid, pos_[n - 1] + 1), /*track_mass=*/false, /*n_out=*/0);
+    LLMSVC_RETURN_IF_ERROR(layers(seq, n, std::min(n_valid, pos_[n - 1] + 1), /*track_mass=*/false, /*n_out=*/0,
+                                  b0 == 0 && before_layer ? &before_layer : nullptr));
   }
   return Status::Ok();
 }
 
-void Forward::layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out) {
+Status Forward::layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out,
+                       const LayerHook* before_layer) {
   if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
-  for (int il = 0; il < cfg_.n_layer; ++il) layer(il, seq, n, n_valid, track_mass, il + 1 == cfg_.n_layer ? n_out : n);
+  for (int il = 0; il < cfg_.n_layer; ++il) {
+    if (before_layer) LLMSVC_RETURN_IF_ERROR((*before_layer)(il));
+    layer(il, seq, n, n_valid, track_mass, il + 1 == cfg_.n_layer ? n_out : n);
+  }
+  return Status::Ok();
 }
 
 void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out) {

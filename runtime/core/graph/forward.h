@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -31,8 +32,14 @@ class Forward {
   // context that were dropped), attending causally to every position < n_valid that the
   // sequence holds or that this call computes. Their chunks must be resident f16. No
   // logits, no attention mass.
+  //
+  // before_layer(il), when given, runs before layer il of the first micro-batch: the
+  // swap-recompute pipeline waits there for layer il of the chunks it loads (which the
+  // attention reads) and starts reading layer il + 1, so I/O overlaps compute. A non-OK
+  // status stops the recompute and is returned.
+  using LayerHook = std::function<Status(int layer)>;
   Status recompute(policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                   int n_valid);
+                   int n_valid, const LayerHook& before_layer = {});
 
   int max_batch() const { return max_batch_; }
 
@@ -40,7 +47,8 @@ class Forward {
   // One micro-batch of n tokens at pos_[0..n) through every layer; keys visible up to n_valid.
   // The last layer continues after attention with the last n_out rows only (moved to the front
   // of x_), as llama.cpp does (inp_out_ids); recompute wants none.
-  void layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out);
+  Status layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out,
+                const LayerHook* before_layer = nullptr);
   void layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out);
 
   const Model& model_;
