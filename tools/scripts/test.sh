@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, fetch the model, build Release and
-# ASan+UBSan, run every test in both, and run each fuzzer for a short fixed time.
+# ASan+UBSan and run every test in both, run the concurrent parts (thread pool, swap I/O,
+# chunk store, the C API's threads, persistence) under ThreadSanitizer, and run each fuzzer
+# for a short fixed time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tools/scripts/install_deps.sh
 tools/scripts/fetch_model.sh >/dev/null
 jobs=$(nproc)
-for preset in release asan; do
+for preset in release asan tsan; do
   echo "== $preset: build" >&2
   tools/scripts/build.sh "$preset"
   echo "== $preset: test" >&2
