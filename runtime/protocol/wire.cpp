@@ -19,7 +19,11 @@ Status bad(const Where& w, std::string_view what, Code code = Code::invalid_argu
   std::string s(w.msg);
   s += '.';
   s += w.field;
-  if (w.index >= 0) s += "[" + std::to_string(w.index) + "]";
+  if (w.index >= 0) {
+    s += '[';
+    s += std::to_string(w.index);
+    s += ']';
+  }
   s += ": ";
   s += what;
   return {code, std::move(s)};
