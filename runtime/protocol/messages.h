@@ -1,0 +1,394 @@
+// The messages of protocol version 1 (docs/PROTOCOL.md, "Messages"). Each struct lists its
+// fields once, in wire order, in `fields(io, m)`: a template run by the Encoder (m const) and
+// by the Decoder (m filled in), so both directions check the same rules. The option, info,
+// result and stats messages mirror the C structs of include/llmsvc/llmsvc.h field by field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/protocol/types.h"
+#include "runtime/protocol/wire.h"
+
+namespace llmsvc::protocol {
+
+inline constexpr Bounds kIdBounds{1, kMaxIdBytes};
+inline constexpr Bounds kNameBounds{0, kMaxNameBytes};
+inline constexpr Bounds kMessageBounds{0, kMaxMessageBytes};
+inline constexpr size_t kMaxListIds = 1024;  // ids in one CONTEXT_LIST_REPLY
+inline constexpr uint32_t kMaxU32 = 0xFFFFFFFFu;
+
+// Handshake. Both are extensible: a decoder ignores bytes after the fields it knows, since a
+// newer peer's handshake must reach an older one before any version is agreed.
+struct Hello {
+  static constexpr MsgType kType = MsgType::hello;
+  static constexpr bool kExtensible = true;
+  uint16_t min_version = kMinVersion;
+  uint16_t max_version = kMaxVersion;
+  uint32_t max_frame_payload = kDefaultMaxPayload;  // the client's receive limit
+  std::string client_name;                          // informational only, never trusted
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.u16_in("min_version", m.min_version, 1, 0xFFFF));
+    LLMSVC_RETURN_IF_ERROR(io.u16_in("max_version", m.max_version, 1, 0xFFFF));
+    if (m.max_version < m.min_version) return io.fail("max_version", "is below min_version");
+    LLMSVC_RETURN_IF_ERROR(io.u32_in("max_frame_payload", m.max_frame_payload, kMinMaxPayload, kMaxMaxPayload));
+    return io.text("client_name", m.client_name, kNameBounds);
+  }
+  bool operator==(const Hello&) const = default;
+};
+
+struct Welcome {
+  static constexpr MsgType kType = MsgType::welcome;
+  static constexpr bool kExtensible = true;
+  uint16_t version = kMaxVersion;                   // chosen; within the Hello's range
+  uint32_t max_frame_payload = kDefaultMaxPayload;  // the server's receive limit
+  uint32_t max_prompt_bytes = 0;                    // CALL.prompt and CONTEXT_NEW.system_prompt
+  uint32_t max_context_tokens = 0;                  // tokens per context (n_ctx)
+  uint32_t max_calls = 1;                           // calls in flight on this connection
+  uint32_t idle_timeout_ms = 0;                     // 0: none; else ping more often than this
+  std::string server;                               // e.g. "llmsvcd 1.0.0"
+  std::string model;                                // the model's name
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.u16_in("version", m.version, 1, 0xFFFF));
+    LLMSVC_RETURN_IF_ERROR(io.u32_in("max_frame_payload", m.max_frame_payload, kMinMaxPayload, kMaxMaxPayload));
+    LLMSVC_RETURN_IF_ERROR(io.u32("max_prompt_bytes", m.max_prompt_bytes));
+    LLMSVC_RETURN_IF_ERROR(io.u32("max_context_tokens", m.max_context_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.u32_in("max_calls", m.max_calls, 1, kMaxU32));
+    LLMSVC_RETURN_IF_ERROR(io.u32("idle_timeout_ms", m.idle_timeout_ms));
+    LLMSVC_RETURN_IF_ERROR(io.text("server", m.server, kNameBounds));
+    return io.text("model", m.model, kNameBounds);
+  }
+  bool operator==(const Welcome&) const = default;
+};
+
+// PING / PONG: a keep-alive; PONG echoes the nonce.
+template <MsgType T>
+struct Keepalive {
+  static constexpr MsgType kType = T;
+  static constexpr bool kExtensible = false;
+  uint64_t nonce = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    return io.u64("nonce", m.nonce);
+  }
+  bool operator==(const Keepalive&) const = default;
+};
+using Ping = Keepalive<MsgType::ping>;
+using Pong = Keepalive<MsgType::pong>;
+
+// A request's failure (its stream), or the connection's (stream 0; the server then closes).
+struct Error {
+  static constexpr MsgType kType = MsgType::error;
+  static constexpr bool kExtensible = false;
+  uint32_t status = code_to_wire(Code::internal);  // llmsvc_status, never LLMSVC_OK
+  std::string message;
+
+  Status to_status() const { return status_from_wire(status, message); }
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.status("status", m.status, false));
+    return io.text("message", m.message, kMessageBounds);
+  }
+  bool operator==(const Error&) const = default;
+};
+
+// Messages without fields: ACK (success of CONTEXT_CLOSE / CONTEXT_DELETE), CONTEXT_LIST, STATS.
+template <MsgType T>
+struct Empty {
+  static constexpr MsgType kType = T;
+  static constexpr bool kExtensible = false;
+
+  template <class IO, class M>
+  static Status fields(IO&, M&) {
+    return Status::Ok();
+  }
+  bool operator==(const Empty&) const = default;
+};
+using Ack = Empty<MsgType::ack>;
+using ContextList = Empty<MsgType::context_list>;
+using Stats = Empty<MsgType::stats>;
+
+// llmsvc_context_options.
+struct ContextNew {
+  static constexpr MsgType kType = MsgType::context_new;
+  static constexpr bool kExtensible = false;
+  std::optional<std::string> id;             // absent: the server generates one
+  std::optional<std::string> system_prompt;  // absent: none / the template's default
+  bool raw = false;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.opt_text("id", m.id, kIdBounds));
+    LLMSVC_RETURN_IF_ERROR(io.opt_text("system_prompt", m.system_prompt, kAnyText));
+    return io.boolean("raw", m.raw);
+  }
+  bool operator==(const ContextNew&) const = default;
+};
+
+// Requests naming one context by id: CONTEXT_OPEN, CONTEXT_DELETE, CONTEXT_INFO.
+template <MsgType T>
+struct IdRequest {
+  static constexpr MsgType kType = T;
+  static constexpr bool kExtensible = false;
+  std::string id;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    return io.text("id", m.id, kIdBounds);
+  }
+  bool operator==(const IdRequest&) const = default;
+};
+using ContextOpen = IdRequest<MsgType::context_open>;
+using ContextDelete = IdRequest<MsgType::context_delete>;
+using ContextInfo = IdRequest<MsgType::context_info>;
+
+// Reply to CONTEXT_NEW / CONTEXT_OPEN: a handle valid on this connection until closed.
+struct ContextOpened {
+  static constexpr MsgType kType = MsgType::context_opened;
+  static constexpr bool kExtensible = false;
+  uint32_t handle = 0;
+  std::string id;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.u32_in("handle", m.handle, 1, kMaxU32));
+    return io.text("id", m.id, kIdBounds);
+  }
+  bool operator==(const ContextOpened&) const = default;
+};
+
+struct ContextClose {
+  static constexpr MsgType kType = MsgType::context_close;
+  static constexpr bool kExtensible = false;
+  uint32_t handle = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    return io.u32_in("handle", m.handle, 1, kMaxU32);
+  }
+  bool operator==(const ContextClose&) const = default;
+};
+
+// One part of the reply to CONTEXT_LIST; the last part has more = false.
+struct ContextListReply {
+  static constexpr MsgType kType = MsgType::context_list_reply;
+  static constexpr bool kExtensible = false;
+  bool more = false;
+  std::vector<std::string> ids;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.boolean("more", m.more));
+    return io.text_list("ids", m.ids, kMaxListIds, kIdBounds);
+  }
+  bool operator==(const ContextListReply&) const = default;
+};
+
+// llmsvc_context_info.
+struct ContextInfoReply {
+  static constexpr MsgType kType = MsgType::context_info_reply;
+  static constexpr bool kExtensible = false;
+  std::string id;
+  bool raw = false;
+  int32_t tokens = 0;
+  int32_t turns = 0;
+  int32_t chunks_total = 0;
+  int32_t chunks_resident = 0;
+  int32_t chunks_swapped = 0;
+  int32_t chunks_dropped = 0;
+  uint64_t kv_resident_bytes = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.text("id", m.id, kIdBounds));
+    LLMSVC_RETURN_IF_ERROR(io.boolean("raw", m.raw));
+    LLMSVC_RETURN_IF_ERROR(io.count("tokens", m.tokens));
+    LLMSVC_RETURN_IF_ERROR(io.count("turns", m.turns));
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_total", m.chunks_total));
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_resident", m.chunks_resident));
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_swapped", m.chunks_swapped));
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_dropped", m.chunks_dropped));
+    return io.u64("kv_resident_bytes", m.kv_resident_bytes);
+  }
+  bool operator==(const ContextInfoReply&) const = default;
+};
+
+// llmsvc_call_options (defaults as llmsvc_call_options_init). The decoder checks form
+// (finite floats, stop strings 1..256 bytes of UTF-8, at most 16); the receiver checks the
+// values' ranges with the C API's rules.
+struct CallOptions {
+  uint64_t seed = 0;
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repeat_penalty = 1.0f;
+  int32_t repeat_last_n = 64;
+  int32_t max_tokens = 256;
+  std::vector<std::string> stop;
+  float slo_ttft_ratio = 0.0f;
+  float slo_tpot_ratio = 0.0f;
+  bool operator==(const CallOptions&) const = default;
+};
+
+// The stream id of a CALL is the call's id: PIECEs and the RESULT come back on it.
+struct Call {
+  static constexpr MsgType kType = MsgType::call;
+  static constexpr bool kExtensible = false;
+  uint32_t handle = 0;
+  std::string prompt;
+  CallOptions options;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    auto& o = m.options;
+    LLMSVC_RETURN_IF_ERROR(io.u32_in("handle", m.handle, 1, kMaxU32));
+    LLMSVC_RETURN_IF_ERROR(io.text("prompt", m.prompt, kAnyText));
+    LLMSVC_RETURN_IF_ERROR(io.u64("options.seed", o.seed));
+    LLMSVC_RETURN_IF_ERROR(io.f32("options.temperature", o.temperature));
+    LLMSVC_RETURN_IF_ERROR(io.i32("options.top_k", o.top_k));
+    LLMSVC_RETURN_IF_ERROR(io.f32("options.top_p", o.top_p));
+    LLMSVC_RETURN_IF_ERROR(io.f32("options.min_p", o.min_p));
+    LLMSVC_RETURN_IF_ERROR(io.f32("options.repeat_penalty", o.repeat_penalty));
+    LLMSVC_RETURN_IF_ERROR(io.i32("options.repeat_last_n", o.repeat_last_n));
+    LLMSVC_RETURN_IF_ERROR(io.i32("options.max_tokens", o.max_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.text_list("options.stop", o.stop, kMaxStopStrings, Bounds{1, kMaxStopBytes}));
+    LLMSVC_RETURN_IF_ERROR(io.f32("options.slo_ttft_ratio", o.slo_ttft_ratio));
+    return io.f32("options.slo_tpot_ratio", o.slo_tpot_ratio);
+  }
+  bool operator==(const Call&) const = default;
+};
+
+// Asks the server to cancel the call whose CALL used stream `call` (no reply of its own).
+struct Cancel {
+  static constexpr MsgType kType = MsgType::cancel;
+  static constexpr bool kExtensible = false;
+  uint32_t call = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    return io.u32_in("call", m.call, 1, kMaxU32);
+  }
+  bool operator==(const Cancel&) const = default;
+};
+
+// One streamed piece of a call's output (llmsvc_token_fn): valid UTF-8, never a split code point.
+struct Piece {
+  static constexpr MsgType kType = MsgType::piece;
+  static constexpr bool kExtensible = false;
+  int32_t token = 0;
+  std::string text;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.i32("token", m.token));
+    return io.text("text", m.text, Bounds{0, kMaxPieceBytes});
+  }
+  bool operator==(const Piece&) const = default;
+};
+
+// llmsvc_call_result without struct_size.
+struct CallStats {
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;
+  int32_t context_tokens = 0;
+  double switch_in_ms = 0;
+  double ttft_ms = 0;
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  double tpot_ms = 0;
+  bool operator==(const CallStats&) const = default;
+};
+
+// The end of a call (RESULT): its status, and the stats the C API writes to `out`.
+struct CallResult {
+  static constexpr MsgType kType = MsgType::call_result;
+  static constexpr bool kExtensible = false;
+  uint32_t status = 0;      // llmsvc_status
+  std::string message;      // llmsvc_last_error() text when status is not LLMSVC_OK
+  int32_t finish_reason = 0;  // llmsvc_finish_reason
+  CallStats stats;
+
+  Status to_status() const { return status_from_wire(status, message); }
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    auto& s = m.stats;
+    LLMSVC_RETURN_IF_ERROR(io.status("status", m.status, true));
+    LLMSVC_RETURN_IF_ERROR(io.text("message", m.message, kMessageBounds));
+    LLMSVC_RETURN_IF_ERROR(io.enum8("finish_reason", m.finish_reason, kMaxFinishReason));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.prompt_tokens", s.prompt_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.generated_tokens", s.generated_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.context_tokens", s.context_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.f64("stats.switch_in_ms", s.switch_in_ms));
+    LLMSVC_RETURN_IF_ERROR(io.f64("stats.ttft_ms", s.ttft_ms));
+    LLMSVC_RETURN_IF_ERROR(io.f64("stats.prefill_ms", s.prefill_ms));
+    LLMSVC_RETURN_IF_ERROR(io.f64("stats.decode_ms", s.decode_ms));
+    return io.f64("stats.tpot_ms", s.tpot_ms);
+  }
+  bool operator==(const CallResult&) const = default;
+};
+
+// llmsvc_stats without struct_size.
+struct StatsReply {
+  static constexpr MsgType kType = MsgType::stats_reply;
+  static constexpr bool kExtensible = false;
+  int32_t open_contexts = 0;
+  int32_t known_contexts = 0;
+  uint64_t calls = 0;
+  uint64_t prompt_tokens = 0;
+  uint64_t generated_tokens = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t weight_bytes = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.count("open_contexts", m.open_contexts));
+    LLMSVC_RETURN_IF_ERROR(io.count("known_contexts", m.known_contexts));
+    LLMSVC_RETURN_IF_ERROR(io.u64("calls", m.calls));
+    LLMSVC_RETURN_IF_ERROR(io.u64("prompt_tokens", m.prompt_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.u64("generated_tokens", m.generated_tokens));
+    LLMSVC_RETURN_IF_ERROR(io.u64("kv_bytes", m.kv_bytes));
+    return io.u64("weight_bytes", m.weight_bytes);
+  }
+  bool operator==(const StatsReply&) const = default;
+};
+
+// Every message of version 1, in the order of the type table.
+using Message = std::variant<Hello, Welcome, Ping, Pong, Error, Ack, ContextNew, ContextOpen, ContextClose,
+                             ContextDelete, ContextList, ContextInfo, Call, Cancel, Stats, ContextOpened,
+                             ContextListReply, ContextInfoReply, Piece, CallResult, StatsReply>;
+
+// Appends m's payload (no frame header) to `out`; on failure `out` may hold a partial payload.
+template <class M>
+Status encode_payload(const M& m, std::vector<uint8_t>& out) {
+  Encoder e(out, type_info(M::kType).name);
+  LLMSVC_RETURN_IF_ERROR(M::fields(e, m));
+  return e.finish(M::kExtensible);
+}
+
+template <class M>
+Result<M> decode_payload(std::span<const uint8_t> payload) {
+  Decoder d(payload, type_info(M::kType).name);
+  M m;
+  LLMSVC_RETURN_IF_ERROR(M::fields(d, m));
+  LLMSVC_RETURN_IF_ERROR(d.finish(M::kExtensible));
+  return m;
+}
+
+MsgType type_of(const Message& m);
+Status encode_payload(const Message& m, std::vector<uint8_t>& out);
+// The message of type `type` from its payload; Code::invalid_argument (or invalid_utf8) naming
+// the field otherwise.
+Result<Message> decode_message(MsgType type, std::span<const uint8_t> payload);
+
+}  // namespace llmsvc::protocol

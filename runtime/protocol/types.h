@@ -1,0 +1,83 @@
+// The protocol's constants: versions, limits, message types and who may send each on which
+// stream. docs/PROTOCOL.md is the specification; this file is its tables.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace llmsvc::protocol {
+
+// Protocol versions this implementation speaks (negotiated by Hello / Welcome).
+inline constexpr uint16_t kMinVersion = 1;
+inline constexpr uint16_t kMaxVersion = 1;
+
+// Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
+inline constexpr size_t kHeaderBytes = 16;
+inline constexpr uint8_t kMagic[4] = {'L', 'L', 'M', 'S'};
+
+// Payload limits. A receiver's limit is announced in Hello / Welcome; before the handshake
+// both sides use kHandshakeMaxPayload.
+inline constexpr uint32_t kDefaultMaxPayload = 1u << 20;   // 1 MiB
+inline constexpr uint32_t kMinMaxPayload = 64u << 10;      // smallest limit a peer may announce
+inline constexpr uint32_t kMaxMaxPayload = 16u << 20;      // largest limit a peer may announce
+inline constexpr uint32_t kHandshakeMaxPayload = 4096;
+
+// Field limits (bytes unless said otherwise).
+inline constexpr size_t kMaxIdBytes = 64;          // context ids: 1..64
+inline constexpr size_t kMaxNameBytes = 256;       // client / server / model names
+inline constexpr size_t kMaxMessageBytes = 4096;   // error messages
+inline constexpr size_t kMaxStopStrings = 16;      // llmsvc_call_options.n_stop
+inline constexpr size_t kMaxStopBytes = 256;       // each stop string: 1..256
+inline constexpr size_t kMaxPieceBytes = 65536;    // one streamed piece
+inline constexpr int32_t kMaxFinishReason = 5;     // LLMSVC_FINISH_CONTEXT_FULL
+
+// Message types (u16 on the wire). 0x00xx from the client, 0x008x-0x00Fx replies from the
+// server; Ping / Pong go both ways.
+enum class MsgType : uint16_t {
+  hello = 0x0001,
+  welcome = 0x0002,
+  ping = 0x0003,
+  pong = 0x0004,
+  error = 0x0005,
+  ack = 0x0006,
+  context_new = 0x0010,
+  context_open = 0x0011,
+  context_close = 0x0012,
+  context_delete = 0x0013,
+  context_list = 0x0014,
+  context_info = 0x0015,
+  call = 0x0020,
+  cancel = 0x0021,
+  stats = 0x0030,
+  context_opened = 0x0090,
+  context_list_reply = 0x0094,
+  context_info_reply = 0x0095,
+  piece = 0x00A0,
+  call_result = 0x00A1,
+  stats_reply = 0x00B0,
+};
+
+enum class Sender : uint8_t { client, server, both };
+// Stream ids: connection-level frames use stream 0; requests and their replies a non-zero id
+// the client picks (Error may use either: 0 for the connection, else the failed request's).
+enum class StreamRule : uint8_t { zero, request, any };
+
+struct TypeInfo {
+  MsgType type;
+  std::string_view name;  // as in docs/PROTOCOL.md, e.g. "CONTEXT_NEW"
+  Sender sender;
+  StreamRule stream;
+};
+
+// Every type of this version; nullptr for a value that names none.
+const TypeInfo* find_type(uint16_t raw);
+const TypeInfo& type_info(MsgType type);
+
+// Which end of the connection a reader or writer is on.
+enum class Role : uint8_t { client, server };
+
+// True if `role`'s peer may send `type` (the server receives what clients send).
+bool receivable(const TypeInfo& info, Role role);
+
+}  // namespace llmsvc::protocol

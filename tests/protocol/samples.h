@@ -1,0 +1,73 @@
+// Sample messages of every type (several shapes of the ones with optional and repeated
+// fields), each with the stream it travels on and its sender. The protocol tests round-trip
+// them and fuzz/make_protocol_seeds writes them as the fuzzer's seed corpus.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/protocol/frame.h"
+#include "runtime/protocol/messages.h"
+
+namespace llmsvc::test {
+
+struct Sample {
+  protocol::Role sender;
+  uint32_t stream;
+  protocol::Message message;
+};
+
+inline std::vector<Sample> protocol_samples() {
+  using namespace llmsvc::protocol;
+  const Role C = Role::client, S = Role::server;
+  std::vector<Sample> v;
+  v.push_back({C, 0, Hello{1, 1, kDefaultMaxPayload, "llmsvc-cli 1.0"}});
+  v.push_back({C, 0, Hello{1, 3, kMinMaxPayload, ""}});
+  v.push_back({S, 0, Welcome{1, kDefaultMaxPayload, 262144, 4096, 4, 30000, "llmsvcd 1.0.0", "SmolLM2-135M-Instruct"}});
+  v.push_back({C, 0, Ping{0x0123456789abcdefull}});
+  v.push_back({S, 0, Pong{0x0123456789abcdefull}});
+  v.push_back({S, 0, Ping{7}});
+  v.push_back({C, 0, Pong{7}});
+  v.push_back({S, 0, Error{static_cast<uint32_t>(Code::unsupported), "no common protocol version"}});
+  v.push_back({S, 5, Error{static_cast<uint32_t>(Code::not_found), "context 'notes' not found"}});
+  v.push_back({S, 6, Ack{}});
+  v.push_back({C, 1, ContextNew{}});
+  v.push_back({C, 2, ContextNew{"notes", "You are terse. Réponds en français 🙂", true}});
+  v.push_back({C, 3, ContextNew{std::nullopt, "", false}});
+  v.push_back({C, 4, ContextOpen{{"notes"}}});
+  v.push_back({C, 5, ContextClose{1}});
+  v.push_back({C, 6, ContextDelete{{"a.b-c_D"}}});
+  v.push_back({C, 7, ContextList{}});
+  v.push_back({C, 8, ContextInfo{{std::string(64, 'x')}}});
+  v.push_back({S, 2, ContextOpened{1, "notes"}});
+  v.push_back({S, 7, ContextListReply{true, {"a", "notes", std::string(64, 'z')}}});
+  v.push_back({S, 7, ContextListReply{false, {}}});
+  v.push_back({S, 8, ContextInfoReply{std::string(64, 'x'), true, 1234, 3, 78, 70, 5, 3, 9u << 20}});
+  v.push_back({C, 9, Call{1, "Hello!", CallOptions{}}});
+  CallOptions o;
+  o.seed = 42;
+  o.temperature = 0.7f;
+  o.top_k = 40;
+  o.top_p = 0.95f;
+  o.min_p = 0.05f;
+  o.repeat_penalty = 1.1f;
+  o.repeat_last_n = -1;
+  o.max_tokens = 0;
+  o.stop = {"\n\n", "User:", std::string(256, 's')};
+  o.slo_ttft_ratio = 0.5f;
+  o.slo_tpot_ratio = 0.25f;
+  const std::string prompt = std::string("Résumé: 日本語 🙂 ") + '\0' + " (a NUL byte)" + std::string(1000, '.');
+  v.push_back({C, 11, Call{3, prompt, o}});
+  v.push_back({C, 0, Cancel{11}});
+  v.push_back({S, 11, Piece{9906, "Hello"}});
+  v.push_back({S, 11, Piece{-1, ""}});
+  v.push_back({S, 11, Piece{123, "\xE6\x97\xA5"}});
+  v.push_back({S, 11, CallResult{0, "", 1, CallStats{12, 34, 46, 0.5, 12.25, 10.0, 80.75, 2.375}}});
+  v.push_back({S, 12, CallResult{10, "cancelled", 4, CallStats{3, 1, 4, 0, 1, 1, 0, 0}}});
+  v.push_back({C, 13, Stats{}});
+  v.push_back({S, 13, StatsReply{2, 5, 100, 2000, 3000, 1u << 20, 90u << 20}});
+  return v;
+}
+
+}  // namespace llmsvc::test

@@ -1,0 +1,41 @@
+// Version negotiation: the highest common version, refusals with Code::unsupported.
+#include <gtest/gtest.h>
+
+#include "runtime/protocol/handshake.h"
+
+namespace llmsvc::protocol {
+namespace {
+
+TEST(ProtocolHandshake, PicksTheHighestCommonVersion) {
+  auto v = negotiate(Hello{1, 1, kDefaultMaxPayload, ""});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 1);
+  v = negotiate(Hello{1, 5, kDefaultMaxPayload, ""}, 2, 3);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 3);
+  v = negotiate(Hello{3, 9, kDefaultMaxPayload, ""}, 1, 4);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 4);
+}
+
+TEST(ProtocolHandshake, NoCommonVersion) {
+  auto v = negotiate(Hello{2, 3, kDefaultMaxPayload, ""});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), Code::unsupported);
+  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 2..3, the server 1..1");
+  EXPECT_FALSE(negotiate(Hello{1, 1, kDefaultMaxPayload, ""}, 2, 2).ok());
+}
+
+TEST(ProtocolHandshake, ClientChecksTheWelcome) {
+  const Hello hello{1, 2, kDefaultMaxPayload, "t"};
+  Welcome w;
+  w.version = 2;
+  EXPECT_TRUE(check_welcome(hello, w).ok());
+  w.version = 3;
+  Status s = check_welcome(hello, w);
+  EXPECT_EQ(s.code(), Code::unsupported);
+  EXPECT_EQ(s.message(), "the server chose protocol version 3, outside the client's 1..2");
+}
+
+}  // namespace
+}  // namespace llmsvc::protocol
