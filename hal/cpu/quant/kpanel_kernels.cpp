@@ -1,7 +1,8 @@
 // K-panel GEMM kernels (Q4_K / Q5_K / Q6_K with Q8_K activations), all in ggml's order (see
 // KTile), so every target gives llama.cpp's bits.
-//   AVX3_DL: per 32-column sub-block and lane, vpdpbusd gives 16 rows' 4-product sums and
-//            vpdpwssd scales them into the lane; 8 float FMAs per superblock.
+//   AVX3_DL: per 32-column sub-block and lane, vpdpbusd gives 16 rows' 4-product sums; for
+//            two sub-blocks at a time one vpdpwssd scales them into the lane; 8 float FMAs
+//            per superblock. Several tokens: the panel is unpacked to bytes once per call.
 //   Anything else: portable scalar code over the same layout.
 #include "hal/cpu/quant/kpanel_kernels.h"
 
@@ -61,6 +62,7 @@ struct KTileArgs {
   float* y;
   int64_t ldy;
   int valid_rows;
+  const uint8_t* wu;  // the panel unpacked (KUnpack), or null
 };
 
 inline int32_t load_i32(const int8_t* p) {
@@ -79,6 +81,8 @@ inline int32_t load_i32(const int8_t* p) {
 // (Q6_K's products are (u - 32) x: the integer term starts at the zero point's -32 sum(x).)
 #if HWY_TARGET == HWY_AVX3_DL
 constexpr int kMaxTokens = 2;
+constexpr int64_t kPrefetchSb = 2;
+constexpr int kUnpackTokens = 4;  // tokens per call from which panels are unpacked first
 
 // ggml's hsum_float_8 over 8 lane vectors, one row per vector lane.
 LLMSVC_KATTR inline __m512 hsum8(const __m512* a) {
@@ -86,9 +90,69 @@ LLMSVC_KATTR inline __m512 hsum8(const __m512* a) {
                        _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
 }
 
-// Per sub-block j and lane g, vpdpbusd gives the 16 rows' 4-product sums (|sum| < 2^15) and
-// vpdpwssd multiplies them by the sub-block scale (zero-extended from 16 bits) into the lane.
-template <KPanelKind K, int T>
+// The weights of sub-block j, lane g (0..7) for 16 rows as bytes (4 per row): nibble, plus
+// the Q5_K / Q6_K high bits.
+template <KPanelKind K>
+LLMSVC_KATTR inline __m512i k_weights(const KTileArgs& a, int64_t s, int j, int g, __m512i packed, __m512i lo4) {
+  using Kd = KKind<K>;
+  __m512i w = g < 4 ? _mm512_and_si512(packed, lo4) : _mm512_and_si512(_mm512_srli_epi16(packed, 4), lo4);
+  if constexpr (Kd::kQ5) {
+    const uint64_t* m = reinterpret_cast<const uint64_t*>(a.qh + 512 * s + 64 * j);
+    w = _mm512_mask_add_epi8(w, _cvtu64_mask64(m[g]), w, _mm512_set1_epi8(0x10));
+  }
+  if constexpr (Kd::kQ6) {
+    const uint64_t* m = reinterpret_cast<const uint64_t*>(a.qh + 1024 * s + 128 * j);
+    w = _mm512_mask_add_epi8(w, _cvtu64_mask64(m[g]), w, _mm512_set1_epi8(0x10));
+    w = _mm512_mask_add_epi8(w, _cvtu64_mask64(m[8 + g]), w, _mm512_set1_epi8(0x20));
+  }
+  return w;
+}
+
+// The scales of sub-blocks j and j + 1 (Q6_K: of their 16-column halves h) as int16 pairs,
+// (scale of j, scale of j + 1) in the 32-bit lane of each row.
+template <KPanelKind K>
+LLMSVC_KATTR inline __m512i k_scale_pairs(const KTileArgs& a, int64_t s, int j, int h) {
+  if constexpr (KKind<K>::kQ6) {
+    const uint8_t* p = a.sc + 256 * s + 16 * (2 * j + h);
+    const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32));
+    return _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
+  } else {
+    const uint8_t* p = a.sc + 128 * s + 16 * j;
+    const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+    return _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
+  }
+}
+
+// One panel's weights as bytes, 8 lanes x 64 per sub-block (high bits merged), then its scale
+// pairs, 64 bytes per sub-block pair (Q6_K: and half): what KTile would otherwise unpack for
+// every token pair. kpanel_unpack_bytes(cols) bytes.
+template <KPanelKind K>
+LLMSVC_KATTR HWY_NOINLINE void KUnpack(const KTileArgs& a, uint8_t* out) {
+  const __m512i lo4 = _mm512_set1_epi8(0x0F);
+  uint8_t* su = out + a.nsb * 4096;
+  for (int64_t s = 0; s < a.nsb; ++s) {
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* qs = a.qs + 2048 * s + 256 * j;
+      LLMSVC_UNROLL
+      for (int g = 0; g < 8; ++g) {
+        const __m512i w = k_weights<K>(a, s, j, g, _mm512_load_si512(qs + 64 * (g % 4)), lo4);
+        _mm512_store_si512(out + (8 * s + j) * 512 + 64 * g, w);
+      }
+    }
+    for (int j = 0; j < 8; j += 2) {
+      _mm512_store_si512(su + (8 * s + j) * 64, k_scale_pairs<K>(a, s, j, 0));
+      if constexpr (KKind<K>::kQ6) _mm512_store_si512(su + (8 * s + j + 1) * 64, k_scale_pairs<K>(a, s, j, 1));
+    }
+  }
+}
+
+// Per pair of sub-blocks (j, j + 1) and lane g, two vpdpbusd give the 16 rows' 4-product sums
+// (|sum| < 2^15), one masked vpshufb puts the second into the upper 16 bits of the first,
+// and vpdpwssd adds scale_j * sum_j + scale_j+1 * sum_j+1 to the lane. kUnpacked: weights and
+// scale pairs from KUnpack's copy (a.wu).
+template <KPanelKind K, int T, bool kUnpacked = false>
 LLMSVC_KATTR HWY_NOINLINE void KTile(const KTileArgs& a) {
   using Kd = KKind<K>;
   __m512 acc[T][8];
@@ -98,6 +162,9 @@ LLMSVC_KATTR HWY_NOINLINE void KTile(const KTileArgs& a) {
     for (int g = 0; g < 8; ++g) acc[t][g] = _mm512_setzero_ps();
   }
   const __m512i lo4 = _mm512_set1_epi8(0x0F);
+  // Bytes 2, 3 of each 32-bit lane <- bytes 0, 1 of the same lane.
+  const __m512i to_hi16 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 1, 0, 0, 4, 5, 0, 0, 8, 9, 0, 0, 12, 13));
+  const __mmask64 hi16 = 0xCCCCCCCCCCCCCCCCull;
   const int64_t xs = a.xstride;
   for (int64_t s = 0; s < a.nsb; ++s) {
     __m512i isum[T][8];
@@ -106,43 +173,59 @@ LLMSVC_KATTR HWY_NOINLINE void KTile(const KTileArgs& a) {
       LLMSVC_UNROLL
       for (int g = 0; g < 8; ++g) isum[t][g] = _mm512_setzero_si512();
     }
-    for (int j = 0; j < 8; ++j) {
-      const int64_t b = 8 * s + j;
-      const uint8_t* qs = a.qs + 2048 * s + 256 * j;
-      __m512i v[8];
-      LLMSVC_UNROLL
-      for (int h = 0; h < 4; ++h) {
-        const __m512i w = _mm512_load_si512(qs + 64 * h);
-        v[h] = _mm512_and_si512(w, lo4);
-        v[h + 4] = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo4);
+    for (int j = 0; j < 8; j += 2) {
+      if constexpr (T == 1) {
+        // Decode streams the weight: ask for superblock s + kPrefetchSb meanwhile.
+        const int64_t sp = s + kPrefetchSb;
+        LLMSVC_UNROLL
+        for (int l = 0; l < 8; ++l) _mm_prefetch(reinterpret_cast<const char*>(a.qs + 2048 * sp + 256 * j + 64 * l), _MM_HINT_T0);
+        LLMSVC_UNROLL
+        for (int l = 0; l < Kd::kQhBytes / 256; ++l) {
+          _mm_prefetch(reinterpret_cast<const char*>(a.qh + Kd::kQhBytes * sp + Kd::kQhBytes / 8 * j + 64 * l), _MM_HINT_T0);
+        }
+        if (j < Kd::kScBytes / 32) _mm_prefetch(reinterpret_cast<const char*>(a.sc + Kd::kScBytes * sp + 32 * j), _MM_HINT_T0);
+        if (Kd::kMin && j == 4) {
+          _mm_prefetch(reinterpret_cast<const char*>(a.mn + 128 * sp), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(a.mn + 128 * sp + 64), _MM_HINT_T0);
+        }
+        if (j == 6) {
+          _mm_prefetch(reinterpret_cast<const char*>(a.d + 16 * sp), _MM_HINT_T0);
+          if constexpr (Kd::kMin) _mm_prefetch(reinterpret_cast<const char*>(a.dmin + 16 * sp), _MM_HINT_T0);
+        }
       }
       __m512i sc_lo, sc_hi;
-      if constexpr (Kd::kQ5) {
-        const uint64_t* m = reinterpret_cast<const uint64_t*>(a.qh + 512 * s + 64 * j);
-        LLMSVC_UNROLL
-        for (int g = 0; g < 8; ++g) v[g] = _mm512_mask_add_epi8(v[g], _cvtu64_mask64(m[g]), v[g], _mm512_set1_epi8(0x10));
-      }
-      if constexpr (Kd::kQ6) {
-        const uint64_t* m = reinterpret_cast<const uint64_t*>(a.qh + 1024 * s + 128 * j);
-        LLMSVC_UNROLL
-        for (int g = 0; g < 8; ++g) {
-          v[g] = _mm512_mask_add_epi8(v[g], _cvtu64_mask64(m[g]), v[g], _mm512_set1_epi8(0x10));
-          v[g] = _mm512_mask_add_epi8(v[g], _cvtu64_mask64(m[8 + g]), v[g], _mm512_set1_epi8(0x20));
-        }
-        const uint8_t* scp = a.sc + 256 * s + 32 * j;
-        sc_lo = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scp))));
-        sc_hi = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scp + 16))));
+      if constexpr (kUnpacked) {
+        const uint8_t* su = a.wu + a.nsb * 4096 + (8 * s + j) * 64;
+        sc_lo = _mm512_load_si512(su);
+        sc_hi = Kd::kQ6 ? _mm512_load_si512(su + 64) : sc_lo;
       } else {
-        sc_lo = sc_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.sc + 128 * s + 16 * j)));
+        sc_lo = k_scale_pairs<K>(a, s, j, 0);
+        sc_hi = Kd::kQ6 ? k_scale_pairs<K>(a, s, j, 1) : sc_lo;
       }
+      const uint8_t* qs = a.qs + 2048 * s + 256 * j;
       LLMSVC_UNROLL
-      for (int g = 0; g < 8; ++g) {
+      for (int h = 0; h < 4; ++h) {
+        __m512i p0 = lo4, p1 = lo4;  // the packed quants (unused when unpacked)
+        if constexpr (!kUnpacked) p0 = _mm512_load_si512(qs + 64 * h), p1 = _mm512_load_si512(qs + 256 + 64 * h);
         LLMSVC_UNROLL
-        for (int t = 0; t < T; ++t) {
-          const int64_t o = b * xs + t;
-          __m512i dot = Kd::kQ6 ? _mm512_set1_epi32(a.xz6[8 * o + g]) : _mm512_setzero_si512();
-          dot = _mm512_dpbusd_epi32(dot, v[g], _mm512_set1_epi32(load_i32(a.xq + 32 * o + 4 * g)));
-          isum[t][g] = _mm512_dpwssd_epi32(isum[t][g], dot, g < 4 ? sc_lo : sc_hi);
+        for (int g = h; g < 8; g += 4) {
+          __m512i w0, w1;
+          if constexpr (kUnpacked) {
+            w0 = _mm512_load_si512(a.wu + (8 * s + j) * 512 + 64 * g);
+            w1 = _mm512_load_si512(a.wu + (8 * s + j + 1) * 512 + 64 * g);
+          } else {
+            w0 = k_weights<K>(a, s, j, g, p0, lo4);
+            w1 = k_weights<K>(a, s, j + 1, g, p1, lo4);
+          }
+          LLMSVC_UNROLL
+          for (int t = 0; t < T; ++t) {
+            const int64_t o0 = (8 * s + j) * xs + t, o1 = o0 + xs;
+            __m512i d0 = Kd::kQ6 ? _mm512_set1_epi32(a.xz6[8 * o0 + g]) : _mm512_setzero_si512();
+            __m512i d1 = Kd::kQ6 ? _mm512_set1_epi32(a.xz6[8 * o1 + g]) : _mm512_setzero_si512();
+            d0 = _mm512_dpbusd_epi32(d0, w0, _mm512_set1_epi32(load_i32(a.xq + 32 * o0 + 4 * g)));
+            d1 = _mm512_dpbusd_epi32(d1, w1, _mm512_set1_epi32(load_i32(a.xq + 32 * o1 + 4 * g)));
+            isum[t][g] = _mm512_dpwssd_epi32(isum[t][g], _mm512_mask_shuffle_epi8(d0, hi16, d1, to_hi16), g < 4 ? sc_lo : sc_hi);
+          }
         }
       }
     }
@@ -210,7 +293,7 @@ LLMSVC_KATTR HWY_NOINLINE void KTile(const KTileArgs& a) {
 constexpr int kMaxTokens = 1;
 
 // Portable code over the K-panel layout, ggml's operations in ggml's order.
-template <KPanelKind K, int T>
+template <KPanelKind K, int T, bool kUnpacked = false>
 void KTile(const KTileArgs& a) {
   using Kd = KKind<K>;
   const int64_t xs = a.xstride;
@@ -287,6 +370,16 @@ void KGemmKind(const KPanelGemmArgs& g) {
     a.nsb = nsb;
     a.ldy = g.ldy;
     a.valid_rows = static_cast<int>(std::min<int64_t>(16, g.rows - p * 16));
+#if HWY_TARGET == HWY_AVX3_DL
+    // Enough tokens pass over the panel: unpack it once for all of them.
+    const bool unpacked = g.unpacked != nullptr && g.t_end - g.t_begin >= kUnpackTokens;
+    if (unpacked) {
+      KUnpack<K>(a, g.unpacked);
+      a.wu = g.unpacked;
+    }
+#else
+    constexpr bool unpacked = false;
+#endif
     for (int t0 = g.t_begin; t0 < g.t_end;) {
       const int group = t0 / kTokenGroup;
       const int n = std::min({kMaxTokens, g.t_end - t0, x.group_size(group) - t0 % kTokenGroup});
@@ -298,7 +391,13 @@ void KGemmKind(const KPanelGemmArgs& g) {
       a.xstride = x.group_size(group);
       a.y = g.y + t0 * g.ldy + p * 16;
       if (kMaxTokens >= 2 && n >= 2) {
-        KTile<K, kMaxTokens>(a);
+        if (unpacked) {
+          KTile<K, kMaxTokens, true>(a);
+        } else {
+          KTile<K, kMaxTokens>(a);
+        }
+      } else if (unpacked) {
+        KTile<K, 1, true>(a);
       } else {
         KTile<K, 1>(a);
       }
