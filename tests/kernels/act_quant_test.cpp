@@ -126,6 +126,9 @@ TEST(ActQuant, Q8KReconstructsWithinHalfStep) {
         const int32_t pk = a.s16[a.index(t, sb * 8 + b)];
         EXPECT_EQ(static_cast<int16_t>(pk & 0xFFFF), lo);
         EXPECT_EQ(pk >> 16, hi);
+        for (int g = 0; g < 8; ++g) {
+          EXPECT_EQ(a.z6[8 * a.index(t, sb * 8 + b) + g], -32 * (q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3]));
+        }
       }
     }
   }

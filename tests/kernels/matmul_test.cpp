@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <utility>
 #include <vector>
@@ -228,12 +229,14 @@ float ggml_dot(WeightType t, const uint8_t* row, const float* x, int64_t cols) {
   return t == WeightType::Q4_1 || t == WeightType::Q5_1 ? h + mins : h;
 }
 
-// The 32-element block types give llama.cpp's results bit for bit: every target, thread
+using DotFn = float (*)(WeightType, const uint8_t*, const float*, int64_t);
+
+// matmul gives dot(type, weight row, token) bit for bit: every type and shape, target, thread
 // count, token count (decode, prefill tiles and tails, several token groups).
-TEST(Matmul, LegacyTypesMatchGgmlBitForBit) {
-  uint32_t seed = 500;
-  for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0}) {
-    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{37, 64}, {50, 576}}) {
+void expect_ggml_bits(std::initializer_list<WeightType> types, std::initializer_list<std::pair<int64_t, int64_t>> shapes,
+                      uint32_t seed, DotFn dot) {
+  for (WeightType t : types) {
+    for (const auto& [rows, cols] : shapes) {
       const auto w = random_weight(t, rows, cols, seed++);
       auto pw = prepare_cpu_weight({t, w.data(), rows, cols, row_bytes(t, cols)});
       ASSERT_TRUE(pw.ok());
@@ -242,14 +245,112 @@ TEST(Matmul, LegacyTypesMatchGgmlBitForBit) {
         std::vector<float> want(n_tokens * rows);
         for (int tk = 0; tk < n_tokens; ++tk)
           for (int64_t r = 0; r < rows; ++r)
-            want[tk * rows + r] = ggml_dot(t, w.data() + r * row_bytes(t, cols), x.data() + tk * cols, cols);
-        SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
+            want[tk * rows + r] = dot(t, w.data() + r * row_bytes(t, cols), x.data() + tk * cols, cols);
+        SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " tokens " + std::to_string(n_tokens));
         for_each_config(**pw, x, n_tokens, [&](const std::vector<float>& y) {
           for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
         });
       }
     }
   }
+}
+
+// The 32-element block types give llama.cpp's results bit for bit.
+TEST(Matmul, LegacyTypesMatchGgmlBitForBit) {
+  expect_ggml_bits({WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0},
+                   {{37, 64}, {50, 576}}, 500, ggml_dot);
+}
+
+// ggml's x86 K-quant dot products (ggml_vec_dot_q4_K_q8_K / q5_K / q6_K, the AVX2 code its
+// AVX-512 build runs too), from the GGUF bytes. Activations: quantize_row_q8_K_ref (per 256,
+// iscale = -127 / the first value of largest magnitude, q = min(127, round-half-even(iscale x)),
+// d = 1 / iscale). Per superblock 8 integer lanes, lane g = sum over the 32-column sub-blocks
+// of scale * (products k = 4g..4g+3); lane_g = fma(d_x d_w, lane, lane_g); hsum_float_8.
+// Mins with dmin' = -d_x dmin_w and p_i = mn_2i bsum_2i + mn_2i+1 bsum_2i+1 (bsum: the sum of
+// a sub-block's q): Q4_K 4 lanes m_i = fma(dmin', p_i, m_i), added as (m0 + m2) + (m1 + m3);
+// Q5_K one chain m = fma(dmin', p_0 + .. + p_3, m). Q6_K multiplies (q - 32) by its 16-column scales.
+float ggml_kdot(WeightType t, const uint8_t* row, const float* x, int64_t cols) {
+  const int64_t nsb = cols / 256;
+  float lane[8] = {}, m4[4] = {}, m1 = 0.f;
+  for (int64_t s = 0; s < nsb; ++s) {
+    const float* xs = x + 256 * s;
+    float amax = 0.f, vmax = 0.f;
+    for (int i = 0; i < 256; ++i) {
+      if (std::fabs(xs[i]) > amax) {
+        amax = std::fabs(xs[i]);
+        vmax = xs[i];
+      }
+    }
+    int8_t q[256] = {};
+    float dx = 0.f;
+    if (amax != 0.f) {
+      const float iscale = -127.f / vmax;
+      for (int i = 0; i < 256; ++i) {
+        const float v = iscale * xs[i];
+        q[i] = static_cast<int8_t>(std::min(127, static_cast<int>(std::nearbyint(v))));
+      }
+      dx = 1.f / iscale;
+    }
+    const uint8_t* blk = row + s * block_bytes(t);
+    int u[256], sc[256];  // per element: the integer weight and its scale
+    uint8_t mn[8] = {};
+    uint16_t dh, dminh = 0;
+    if (t == WeightType::Q6_K) {
+      const auto* b = reinterpret_cast<const BlockQ6_K*>(blk);
+      for (int e = 0; e < 256; ++e) {
+        const int n = e / 128, l = e % 32, part = (e % 128) / 32;
+        const uint8_t ql = b->ql[64 * n + 32 * (part % 2) + l];
+        const int lo = part < 2 ? ql & 0xF : ql >> 4;
+        u[e] = (lo | (((b->qh[32 * n + l] >> (2 * part)) & 3) << 4)) - 32;
+        sc[e] = b->scales[e / 16];
+      }
+      dh = b->d;
+    } else {
+      const uint8_t* qs;
+      const uint8_t* scales;
+      const uint8_t* qh = nullptr;
+      if (t == WeightType::Q4_K) {
+        const auto* b = reinterpret_cast<const BlockQ4_K*>(blk);
+        qs = b->qs, scales = b->scales, dh = b->d, dminh = b->dmin;
+      } else {
+        const auto* b = reinterpret_cast<const BlockQ5_K*>(blk);
+        qs = b->qs, scales = b->scales, qh = b->qh, dh = b->d, dminh = b->dmin;
+      }
+      uint8_t scj[8];
+      for (int j = 0; j < 8; ++j) k_scale_min(j, scales, &scj[j], &mn[j]);
+      for (int e = 0; e < 256; ++e) {
+        const int j = e / 32, l = e % 32;
+        const uint8_t byte = qs[32 * (j / 2) + l];
+        u[e] = j % 2 == 0 ? byte & 0xF : byte >> 4;
+        if (qh) u[e] |= ((qh[l] >> j) & 1) << 4;
+        sc[e] = scj[j];
+      }
+    }
+    int32_t isum[8] = {};
+    for (int e = 0; e < 256; ++e) isum[(e % 32) / 4] += sc[e] * u[e] * q[e];
+    const float d = dx * fp16_to_fp32(dh);
+    for (int g = 0; g < 8; ++g) lane[g] = std::fma(d, static_cast<float>(isum[g]), lane[g]);
+    if (t != WeightType::Q6_K) {
+      const float dmin = -dx * fp16_to_fp32(dminh);
+      int32_t bsum[8] = {}, p[4] = {};
+      for (int e = 0; e < 256; ++e) bsum[e / 32] += q[e];
+      for (int j = 0; j < 8; ++j) p[j / 2] += mn[j] * bsum[j];
+      if (t == WeightType::Q4_K) {
+        for (int i = 0; i < 4; ++i) m4[i] = std::fma(dmin, static_cast<float>(p[i]), m4[i]);
+      } else {
+        m1 = std::fma(dmin, static_cast<float>(p[0] + p[1] + p[2] + p[3]), m1);
+      }
+    }
+  }
+  const float h = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  if (t == WeightType::Q4_K) return h + ((m4[0] + m4[2]) + (m4[1] + m4[3]));
+  if (t == WeightType::Q5_K) return h + m1;
+  return h;
+}
+
+// The K-quants give llama.cpp's results bit for bit.
+TEST(Matmul, KQuantsMatchGgmlBitForBit) {
+  expect_ggml_bits({WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K}, {{19, 256}, {40, 768}}, 900, ggml_kdot);
 }
 
 // llama.cpp's float-weight products, written plainly (its AVX-512 build). Activations are first

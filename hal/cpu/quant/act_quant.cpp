@@ -121,6 +121,10 @@ inline void store_q8k(const ActQ8K& a, int t, int64_t sb, const int8_t* q, float
       hi += q[32 * b + 16 + i];
     }
     a.s16[o] = static_cast<int32_t>((static_cast<uint32_t>(hi) << 16) | (static_cast<uint32_t>(lo) & 0xFFFFu));
+    for (int g = 0; g < 8; ++g) {
+      const int8_t* qg = q + 32 * b + 4 * g;
+      a.z6[8 * o + g] = -32 * (qg[0] + qg[1] + qg[2] + qg[3]);
+    }
   }
 }
 
@@ -248,6 +252,8 @@ ActQ8K ActQ8K::in(void* mem, int64_t cols, int n_tokens) {
   a.d = reinterpret_cast<float*>(p);
   p = align64(p + static_cast<size_t>(n_tokens) * static_cast<size_t>(cols / 256) * 4);
   a.s16 = reinterpret_cast<int32_t*>(p);
+  p = align64(p + static_cast<size_t>(n_tokens) * static_cast<size_t>(cols / 32) * 4);
+  a.z6 = reinterpret_cast<int32_t*>(p);
   a.cols = cols;
   a.n_tokens = n_tokens;
   return a;

@@ -75,13 +75,14 @@ struct ActQ8K {
   int8_t* q = nullptr;     // 32 quants per token and 32-block (ActQ8 order)
   float* d = nullptr;      // per token and superblock
   int32_t* s16 = nullptr;  // per token and 32-block: sums of its two halves of 16, as int16 (lo, hi)
+  int32_t* z6 = nullptr;   // 8 per token and 32-block: -32 * (sum of q's group of 4), Q6_K's zero-point term
   int64_t cols = 0;
   int n_tokens = 0;
 
   int64_t nb() const { return cols / 32; }
   int64_t nsb() const { return cols / 256; }
   int group_size(int g) const { return n_tokens - g * kTokenGroup < kTokenGroup ? n_tokens - g * kTokenGroup : kTokenGroup; }
-  // Index of (token, 32-block) in q (times 32) and s16; of (token, superblock) in d.
+  // Index of (token, 32-block) in q (times 32), s16 and z6 (times 8); of (token, superblock) in d.
   int64_t index(int token, int64_t block) const {
     const int g = token / kTokenGroup;
     return static_cast<int64_t>(g) * kTokenGroup * nb() + block * group_size(g) + token % kTokenGroup;
@@ -92,7 +93,7 @@ struct ActQ8K {
   }
 
   static size_t bytes(int64_t cols, int n_tokens) {
-    return static_cast<size_t>(n_tokens) * static_cast<size_t>(cols + (cols / 256) * 4 + (cols / 32) * 4) + 3 * 64;
+    return static_cast<size_t>(n_tokens) * static_cast<size_t>(cols + (cols / 256) * 4 + (cols / 32) * (4 + 32)) + 4 * 64;
   }
   static ActQ8K in(void* mem, int64_t cols, int n_tokens);
 };

@@ -19,7 +19,13 @@ struct KPanelGemmArgs {
   int t_begin = 0, t_end = 0;       // tokens to compute
   float* y = nullptr;               // y[t * ldy + r]
   int64_t ldy = 0;
+  // Several tokens: this call's scratch for one panel's quants widened to bytes and its scale
+  // pairs (kpanel_unpack_bytes(cols), 64-aligned), unpacked once per panel, not per token pair.
+  uint8_t* unpacked = nullptr;
 };
+
+// The scratch bytes of KPanelGemmArgs::unpacked for weights of `cols` columns.
+inline size_t kpanel_unpack_bytes(int64_t cols) { return static_cast<size_t>(cols / 256) * (4096 + 512); }
 
 void kpanel_gemm(const KPanelGemmArgs& a);
 

@@ -131,6 +131,7 @@ void run_job(const Job& j, int ith, int nth) {
       g.t_end = j.n_tokens;
       g.y = j.ys[i];
       g.ldy = ref.rows;
+      g.unpacked = j.kernel_bytes ? j.mem + j.kernel_offset + static_cast<size_t>(ith) * j.kernel_bytes : nullptr;
       if (p0 < p1) kpanel_gemm(g);
     } else {
       const auto [r0, r1] = ThreadPool::split(ref.rows, ith, nth);
@@ -214,7 +215,7 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
     ++j.n_specs;
   }
   // Per-thread kernel scratch: several tokens' panel unpacking.
-  const size_t kb = n_tokens > 1 ? panel_unpack_bytes(j.cols) : 0;
+  const size_t kb = n_tokens > 1 ? std::max(panel_unpack_bytes(j.cols), kpanel_unpack_bytes(j.cols)) : 0;
   if (kb > 0) {
     j.kernel_bytes = (kb + 63) & ~size_t{63};
     j.kernel_offset = total;
