@@ -83,10 +83,13 @@ TEST(EngineBudget, EvictedChunksAreRecomputedAndAnswersUnchanged) {
   llmsvc_stats_init(&st);
   ASSERT_EQ(llmsvc_get_stats(svc, &st), LLMSVC_OK);
   EXPECT_LE(st.kv_bytes, 10 * chunk);
+  EXPECT_LE(st.kv_peak_bytes, 10 * chunk);
+  EXPECT_GT(st.chunks_loaded + st.chunks_recomputed, 0u);  // evicted chunks came back
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);
   ASSERT_EQ(llmsvc_context_info_get(svc, "t0", &info), LLMSVC_OK);
   EXPECT_GT(info.chunks_dropped + info.chunks_swapped, 0) << "the budget never pressed: the test proves nothing";
+  EXPECT_EQ(info.chunks_f16 + info.chunks_q8 + info.chunks_q4 + info.chunks_q2, info.chunks_resident);
   llmsvc_unbind(svc);
   EXPECT_EQ(pressed, reference);
 }
