@@ -329,16 +329,23 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
   policy::SwitchInPlan plan = policy::plan_switch_in(missing, ctx.swap != nullptr);
 
   std::vector<int> brought;  // back in memory: released again if switch-in fails
+  std::set<int> file_good;   // claimed for loading, their files not found bad
   auto fail = [&](Status s) {
-    for (int b : brought) ctx.kv.release(b);
+    for (int b : brought) {
+      // A chunk whose file is still good goes back to swapped, not dropped.
+      if (file_good.count(b)) ctx.kv.mark_loaded(b);
+      ctx.kv.release(b);
+    }
     return s;
   };
   // Loads: each chunk in the format its file holds.
   std::vector<int> loading;
   for (int c : plan.load) {
+    const bool was_swapped = ctx.kv.state(c) == policy::ChunkState::swapped;
     if (Status s = ctx.kv.make_resident(c, ctx.kv.format(c)); !s.ok()) return fail(s);
     brought.push_back(c);
     loading.push_back(c);
+    if (was_swapped) file_good.insert(c);
   }
   std::vector<int> recompute = plan.recompute;
   if (!loading.empty()) {
@@ -352,6 +359,7 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
       // Never fatal: the tokens are the source of truth.
       warn("context '" + ctx.id + "': recomputing a chunk: " + loaded[i].message());
       st.chunk_load_failures++;
+      file_good.erase(loading[i]);
       recompute.push_back(loading[i]);
     }
     std::sort(recompute.begin(), recompute.end());
