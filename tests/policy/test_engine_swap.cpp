@@ -417,7 +417,12 @@ TEST_F(EngineSwap, DISABLED_SwitchInFigures) {
     {
       auto e = make_engine(state, 0, ratio);
       create(*e, "f");
-      ASSERT_TRUE(call(*e, "f", text, 1).status.ok());
+      Answer a = call(*e, "f", text, 1);
+      ASSERT_TRUE(a.status.ok());
+      e->flush_swap();
+      std::printf("ratio %4.1f prefill %7.2f ms, swap-out of %d chunks: encode %6.2f ms on the call's thread, %llu bytes\n",
+                  ratio, a.stats.prefill_ms, a.stats.chunks_swapped_out, a.stats.swap_out_ms,
+                  static_cast<unsigned long long>(e->stats().swap_out_bytes));
     }
     for (bool swap : {true, false, true, false}) {
       auto e = make_engine(state, 0, ratio, swap);
