@@ -55,7 +55,7 @@ void KvSequence::install(int c, Mem mem, size_t bytes, hal::KvFormat format, Chu
     ch.bytes = bytes;
     ch.format = format;
     ch.state = state;
-    ch.version++;
+    ch.version = store_.next_version();
   }
 }
 
@@ -97,6 +97,50 @@ Status KvSequence::make_resident(int c, hal::KvFormat format) {
 
 void KvSequence::drop(int c) { install(c, Mem(nullptr, nullptr), 0, chunks_[c].format, ChunkState::dropped); }
 
+void KvSequence::release(int c) {
+  Mem old(nullptr, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    Chunk& ch = chunks_[c];
+    store_.used_ -= ch.bytes;
+    old = std::move(ch.mem);
+    ch.bytes = 0;
+    // The content is kept by its file (version unchanged) or lost.
+    ch.state = ch.disk_version.load() == ch.version ? ChunkState::swapped : ChunkState::dropped;
+  }
+}
+
+void KvSequence::mark_stored(int c, uint64_t version) {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  if (c >= 0 && c < n_chunks()) chunks_[c].disk_version.store(version);
+}
+
+void KvSequence::mark_loaded(int c) {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  chunks_[c].disk_version.store(chunks_[c].version);
+}
+
+Status KvSequence::restore(std::span<const RestoredChunk> chunks) {
+  if (!chunks_.empty()) return Status(Code::internal, "kv: restoring into a sequence that holds chunks");
+  const size_t C = static_cast<size_t>(geo_.chunk_tokens);
+  std::vector<Chunk> fresh(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const RestoredChunk& r = chunks[i];
+    if ((!r.mass.empty() && r.mass.size() != C) || (!r.seen.empty() && r.seen.size() != C))
+      return Status(Code::internal, "kv: restored density of chunk " + std::to_string(i) + " has the wrong length");
+    Chunk& ch = fresh[i];
+    ch.format = r.format;
+    ch.mass = r.mass.empty() ? std::vector<float>(C, 0.0f) : r.mass;
+    ch.seen = r.seen.empty() ? std::vector<uint32_t>(C, 0) : r.seen;
+    ch.state = r.on_disk ? ChunkState::swapped : ChunkState::dropped;
+    ch.version = store_.next_version();
+    if (r.on_disk) ch.disk_version.store(ch.version);
+  }
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  for (Chunk& ch : fresh) chunks_.push_back(std::move(ch));
+  return Status::Ok();
+}
+
 uint64_t KvSequence::resident_bytes() const {
   std::lock_guard<std::mutex> lock(store_.mu_);
   uint64_t sum = 0;
@@ -107,6 +151,21 @@ uint64_t KvSequence::resident_bytes() const {
 int KvSequence::count(ChunkState s) const {
   std::lock_guard<std::mutex> lock(store_.mu_);
   return static_cast<int>(std::count_if(chunks_.begin(), chunks_.end(), [s](const Chunk& ch) { return ch.state == s; }));
+}
+
+KvSequence::Counts KvSequence::counts() const {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  Counts n;
+  for (const Chunk& ch : chunks_) {
+    n.resident_bytes += ch.bytes;
+    if (ch.state == ChunkState::swapped) n.swapped++;
+    else if (ch.state == ChunkState::dropped) n.dropped++;
+    else if (ch.format == hal::KvFormat::q8) n.q8++;
+    else if (ch.format == hal::KvFormat::q4) n.q4++;
+    else if (ch.format == hal::KvFormat::q2) n.q2++;
+    else n.f16++;
+  }
+  return n;
 }
 
 const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
@@ -120,7 +179,7 @@ const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
 uint16_t* KvSequence::row(int layer, int pos, hal::KvPart part) {
   const int c = pos / geo_.chunk_tokens, t = pos % geo_.chunk_tokens;
   Chunk& ch = chunks_[c];
-  ch.version++;  // the caller writes through the pointer
+  ch.version = store_.next_version();  // the caller writes through the pointer
   auto* base = static_cast<uint16_t*>(const_cast<void*>(block(c, layer, part)));
   return base + size_t(t) * geo_.kv_dim();
 }
@@ -152,6 +211,11 @@ KvChunkStore::KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes) : 
 uint64_t KvChunkStore::used_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return used_;
+}
+
+uint64_t KvChunkStore::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_;
 }
 
 uint64_t KvChunkStore::evictions() const {
@@ -189,6 +253,7 @@ Result<KvChunkStore::Mem> KvChunkStore::claim(size_t bytes, const KvSequence* re
                                                std::to_string(used_) + " held by contexts inside calls)");
     }
     used_ += bytes;
+    peak_ = std::max(peak_, used_);
   }
   const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   auto* mem = static_cast<uint8_t*>(std::aligned_alloc(kAlign, rounded));

@@ -14,6 +14,12 @@
 // used within a level. An evicted chunk whose swap file is current becomes swapped; any
 // other is dropped. Thread-safety: the store's mutex guards its accounting and every
 // unpinned sequence's chunks; a pinned sequence's chunks belong to its call's thread.
+//
+// Swap currency: a chunk's version changes whenever its content may change (a row handed
+// out for writing, new memory); versions are unique in the store, so a version recorded
+// for a chunk that was since truncated away never matches the chunk that replaces it. The
+// swap writer records the version a file holds (mark_stored); the file is current while
+// that equals the chunk's version.
 #pragma once
 
 #include <atomic>
@@ -21,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -72,12 +79,46 @@ class KvSequence {
   // (they take the store's lock): what a context's description reads while it is in a call.
   uint64_t resident_bytes() const;
   int count(ChunkState s) const;
+  // Every count at once (one consistent snapshot), resident chunks by format.
+  struct Counts {
+    int f16 = 0, q8 = 0, q4 = 0, q2 = 0, swapped = 0, dropped = 0;
+    uint64_t resident_bytes = 0;
+    int resident() const { return f16 + q8 + q4 + q2; }
+  };
+  Counts counts() const;
 
   // Brings a swapped or dropped chunk back as claimed, uninitialized f16 memory, to be
   // recomputed (or filled from its swap file) by the caller.
   Status make_resident(int c, hal::KvFormat format = hal::KvFormat::f16);
   // Frees chunk c's memory and marks it dropped (recomputed when needed).
   void drop(int c);
+  // Frees resident chunk c's memory: swapped when its swap file is current, else dropped.
+  void release(int c);
+
+  // Swap currency (see the file comment). version / disk_current: the owning thread.
+  uint64_t version(int c) const { return chunks_[c].version; }
+  bool disk_current(int c) const { return chunks_[c].disk_version.load() == chunks_[c].version; }
+  // The swap file of chunk c now holds `version` (the writer's callback; any thread; a chunk
+  // index that no longer exists is ignored). The sequence must outlive the writes queued
+  // for it: its owner flushes the swap writer before destroying it.
+  void mark_stored(int c, uint64_t version);
+  // Resident chunk c was just filled from its swap file: the file holds what memory holds.
+  void mark_loaded(int c);
+
+  // A chunk as a sequence restored from storage starts: not in memory; `on_disk`: its swap
+  // file is believed current (swapped), else dropped; its density bookkeeping (C entries
+  // each, or empty for none).
+  struct RestoredChunk {
+    hal::KvFormat format = hal::KvFormat::f16;
+    bool on_disk = false;
+    std::vector<float> mass;
+    std::vector<uint32_t> seen;
+  };
+  // Appends `chunks` to an empty sequence (Code::internal otherwise, or on a bad entry).
+  Status restore(std::span<const RestoredChunk> chunks);
+  // Chunk c's density bookkeeping (C entries each), e.g. to persist it.
+  std::span<const float> token_mass(int c) const { return chunks_[c].mass; }
+  std::span<const uint32_t> token_seen(int c) const { return chunks_[c].seen; }
   // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes).
   uint8_t* chunk_data(int c) { return chunks_[c].mem.get(); }
   const uint8_t* chunk_data(int c) const { return chunks_[c].mem.get(); }
@@ -114,7 +155,7 @@ class KvSequence {
     size_t bytes = 0;
     std::vector<float> mass;     // per token
     std::vector<uint32_t> seen;  // query rows that saw each token
-    uint64_t version = 0;                    // bumps when the content changes
+    uint64_t version = 0;                       // changes (store-unique) with the content
     std::atomic<uint64_t> disk_version{~0ull};  // version the swap file holds
     Chunk() = default;
     Chunk(Chunk&& o) noexcept;
@@ -140,6 +181,8 @@ class KvChunkStore {
   const KvGeometry& geometry() const { return geo_; }
   uint64_t budget_bytes() const { return budget_; }
   uint64_t used_bytes() const;
+  // The most bytes ever held at once (never above a non-zero budget).
+  uint64_t peak_bytes() const;
   uint64_t evictions() const;
 
   // Working-set locks: chunks of a pinned sequence are never evicted.
@@ -152,6 +195,7 @@ class KvChunkStore {
   // Claims `bytes` for `requester`, evicting others' chunks as needed.
   Result<Mem> claim(size_t bytes, const KvSequence* requester);
   void release(size_t bytes);
+  uint64_t next_version() { return version_clock_.fetch_add(1, std::memory_order_relaxed) + 1; }
   void add(KvSequence* s);
   void remove(KvSequence* s);
   // Evicts one chunk (mu_ held); false when nothing is evictable.
@@ -161,7 +205,9 @@ class KvChunkStore {
   uint64_t budget_;
   mutable std::mutex mu_;
   uint64_t used_ = 0;
+  uint64_t peak_ = 0;
   uint64_t evictions_ = 0;
+  std::atomic<uint64_t> version_clock_{0};
   uint64_t clock_ = 0;
   std::vector<KvSequence*> seqs_;
 };

@@ -206,19 +206,48 @@ std::vector<Status> SwapStore::read_layer(int layer, std::span<const LayerTarget
 }
 
 Result<ChunkIndex> SwapStore::read_chunk(const ChunkMeta& expected, std::span<uint8_t> out) {
-  if (out.size() != chunk_payload_bytes(expected))
-    return Status(Code::invalid_argument, "read_chunk: output is not the chunk's payload size");
-  // One read of the whole file (no file of this shape is larger), rather than the index and
-  // then the frames: a round trip to the device saved.
-  std::vector<uint8_t> file(max_encoded_chunk_bytes(expected) + 1);
+  const std::span<uint8_t> outs[1] = {out};
+  return std::move(read_chunks(std::span<const ChunkMeta>(&expected, 1), outs).front());
+}
+
+std::vector<Result<ChunkIndex>> SwapStore::read_chunks(std::span<const ChunkMeta> expected,
+                                                       std::span<const std::span<uint8_t>> outs) {
+  const size_t n = expected.size();
+  std::vector<Result<ChunkIndex>> out(n, Status(Code::internal, "read_chunks: not read"));
+  if (outs.size() != n) {
+    for (auto& r : out) r = Status(Code::invalid_argument, "read_chunks: one output per chunk is needed");
+    return out;
+  }
+  // One read of each whole file (no file of its shape is larger), rather than the index and
+  // then the frames: a round trip to the device saved; all the files in one batch.
+  std::vector<std::vector<uint8_t>> files(n);
   std::vector<ReadRequest> reqs;
-  reqs.push_back({path(expected.chunk_index), 0, file, true});
+  std::vector<size_t> which;
+  for (size_t i = 0; i < n; ++i) {
+    if (outs[i].size() != chunk_payload_bytes(expected[i])) {
+      out[i] = Status(Code::invalid_argument, "read_chunk: output is not the chunk's payload size");
+      continue;
+    }
+    files[i].resize(max_encoded_chunk_bytes(expected[i]) + 1);
+    reqs.push_back({path(expected[i].chunk_index), 0, files[i], true});
+    which.push_back(i);
+  }
   std::vector<ReadResult> res = io_.read(std::move(reqs));
+  for (size_t k = 0; k < which.size(); ++k) {
+    const size_t i = which[k];
+    out[i] = decode_file(expected[i], res[k], files[i], outs[i]);
+    files[i] = {};
+  }
+  return out;
+}
+
+Result<ChunkIndex> SwapStore::decode_file(const ChunkMeta& expected, const ReadResult& res, std::vector<uint8_t>& file,
+                                          std::span<uint8_t> out) const {
   const uint32_t c = expected.chunk_index;
-  if (!res[0].status.ok()) return for_chunk(c, res[0].status);
-  if (res[0].bytes == file.size())
+  if (!res.status.ok()) return for_chunk(c, res.status);
+  if (res.bytes == file.size())
     return for_chunk(c, Status(Code::io, "chunk file: larger than any file of the expected shape"));
-  file.resize(res[0].bytes);
+  file.resize(res.bytes);
   auto idx = parse_chunk_file(file);
   if (!idx.ok()) return for_chunk(c, idx.status());
   LLMSVC_RETURN_IF_ERROR(check_expected(*idx, expected));

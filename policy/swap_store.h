@@ -86,6 +86,10 @@ class SwapStore {
   // Reads a whole chunk (one read of the whole file) into `out` (chunk_payload_bytes(expected)
   // bytes); returns its index.
   Result<ChunkIndex> read_chunk(const ChunkMeta& expected, std::span<uint8_t> out);
+  // read_chunk for many chunks as one batch of reads (outs[i] for expected[i]); one result
+  // per chunk. Each file is held in memory until decoded: callers bound the batch.
+  std::vector<Result<ChunkIndex>> read_chunks(std::span<const ChunkMeta> expected,
+                                              std::span<const std::span<uint8_t>> outs);
 
   // Removes a chunk's file, after the writes queued before; missing: Code::not_found.
   Status remove(uint32_t chunk_index);
@@ -94,6 +98,8 @@ class SwapStore {
   Result<std::vector<uint32_t>> list() const;
   // Waits for the writes and removals queued so far (of every store sharing the SwapIo).
   void flush() { io_.flush(); }
+  // Bytes of queued writes not yet done (of every store sharing the SwapIo).
+  uint64_t pending_write_bytes() { return io_.writer().pending_bytes(); }
 
   struct Private {};
   SwapStore(Private, SwapIo& io, std::string dir, const ChunkEncoding& encoding)
@@ -104,6 +110,9 @@ class SwapStore {
   Result<std::vector<uint8_t>> encode(const ChunkMeta& meta, std::span<const uint8_t> payload, ChunkIndex* index) const;
   // "chunk <i> (<path>): " + status's message, same code.
   Status for_chunk(uint32_t chunk_index, const Status& s) const;
+  // Checks and decodes a whole file read into `file` (res: the read's outcome) into `out`.
+  Result<ChunkIndex> decode_file(const ChunkMeta& expected, const ReadResult& res, std::vector<uint8_t>& file,
+                                 std::span<uint8_t> out) const;
   // Code::io ("stale chunk file") unless the file's meta is the expected one.
   Status check_expected(const ChunkIndex& index, const ChunkMeta& expected) const;
 

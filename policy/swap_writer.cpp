@@ -36,6 +36,7 @@ void SwapWriter::enqueue(Job job) {
 void SwapWriter::write_async(std::string path, std::vector<uint8_t> bytes, Done done) {
   Job job{Op::write, std::move(path), std::move(bytes), {}, std::move(done)};
   job.bytes = job.owned;  // the vector's buffer does not move with the job
+  pending_bytes_.fetch_add(job.owned.size(), std::memory_order_relaxed);
   enqueue(std::move(job));
 }
 
@@ -70,6 +71,10 @@ size_t SwapWriter::cancel_pending() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled.swap(queue_);
+  }
+  for (Job& job : cancelled) {
+    pending_bytes_.fetch_sub(job.owned.size(), std::memory_order_relaxed);
+    job.owned = {};
   }
   for (Job& job : cancelled)
     if (job.done) job.done(Status(Code::cancelled, "swap " + std::string(job.op == Op::write ? "write " : "remove ") +
@@ -129,6 +134,7 @@ void SwapWriter::run_batch(std::vector<Job>& batch) {
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].done) batch[i].done(std::move(status[i]));
+    pending_bytes_.fetch_sub(batch[i].owned.size(), std::memory_order_relaxed);
     batch[i].owned = {};  // free the bytes now, not when the next batch reuses the vector
   }
 }

@@ -7,6 +7,7 @@
 // the same path runs after it, so a removed file never comes back.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -49,6 +50,9 @@ class SwapWriter {
   void flush();
   // Completes the jobs not yet started with Code::cancelled; returns how many.
   size_t cancel_pending();
+  // Bytes held by queued write_async jobs not yet done: memory outside the KV budget, which
+  // callers bound by not queueing more past a limit.
+  uint64_t pending_bytes() const { return pending_bytes_.load(std::memory_order_relaxed); }
 
  private:
   enum class Op { write, remove };
@@ -72,6 +76,7 @@ class SwapWriter {
   std::condition_variable idle_cv_;  // completed_ advanced
   std::deque<Job> queue_;
   uint64_t submitted_ = 0, completed_ = 0;
+  std::atomic<uint64_t> pending_bytes_{0};
   bool stop_ = false;
   std::thread thread_;  // last: starts after the members it uses
 };

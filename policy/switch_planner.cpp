@@ -5,6 +5,14 @@
 
 namespace llmsvc::policy {
 
+SwitchPlan plan_by_state(const std::vector<MissingChunk>& missing) {
+  SwitchPlan plan;
+  for (const MissingChunk& m : missing) (m.has_file ? plan.load : plan.recompute).push_back(m.index);
+  std::sort(plan.load.begin(), plan.load.end());
+  std::sort(plan.recompute.begin(), plan.recompute.end());
+  return plan;
+}
+
 SwitchPlan plan_switch_in(const std::vector<MissingChunk>& missing, int n_layer, int context_tokens,
                           const SwitchCost& cost) {
   const int L = std::max(n_layer, 1);

@@ -34,6 +34,10 @@ struct SwitchPlan {
   double load_only_s = 0;      // predicted time had every swapped chunk been loaded
 };
 
+// What the engine runs until the layer-overlapped pipeline lands (the split above assumes
+// overlap): every chunk with a file is loaded, the rest recomputed. No estimates.
+SwitchPlan plan_by_state(const std::vector<MissingChunk>& missing);
+
 // context_tokens: positions the recompute attends to (the context's evaluated length).
 SwitchPlan plan_switch_in(const std::vector<MissingChunk>& missing, int n_layer, int context_tokens,
                           const SwitchCost& cost);

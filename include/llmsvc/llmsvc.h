@@ -159,6 +159,11 @@ typedef struct llmsvc_context_info {
   int32_t chunks_swapped;
   int32_t chunks_dropped;
   uint64_t kv_resident_bytes;
+  /* Added after v1: the resident chunks by format (they add up to chunks_resident). */
+  int32_t chunks_f16;
+  int32_t chunks_q8;
+  int32_t chunks_q4;
+  int32_t chunks_q2;
 } llmsvc_context_info;
 
 LLMSVC_API void llmsvc_context_info_init(llmsvc_context_info* info);
@@ -213,6 +218,9 @@ typedef struct llmsvc_call_result {
   double prefill_ms;         /* prompt processing */
   double decode_ms;          /* generation after the first token */
   double tpot_ms;            /* mean time per output token after the first */
+  /* Added after v1: switch-in's KV chunks loaded from storage and recomputed from tokens. */
+  int32_t chunks_loaded;
+  int32_t chunks_recomputed;
 } llmsvc_call_result;
 
 LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);
@@ -246,6 +254,12 @@ typedef struct llmsvc_stats {
   uint64_t generated_tokens;  /* tokens generated, all calls */
   uint64_t kv_bytes;          /* bytes of resident KV cache */
   uint64_t weight_bytes;      /* bytes of model weights */
+  /* Added after v1. */
+  uint64_t kv_peak_bytes;      /* the most resident KV cache held at once */
+  uint64_t chunks_loaded;      /* KV chunks loaded from storage at switch-in, all calls */
+  uint64_t chunks_recomputed;  /* KV chunks recomputed from their tokens at switch-in */
+  uint64_t swap_out_bytes;     /* bytes of KV chunk files written */
+  uint64_t swap_out_failures;  /* chunk writes that failed (disk full...; nothing is lost) */
 } llmsvc_stats;
 
 LLMSVC_API void llmsvc_stats_init(llmsvc_stats* stats);

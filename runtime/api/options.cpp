@@ -213,6 +213,8 @@ void write_call_result(const CallStats& stats, llmsvc_call_result* out) {
   r.prefill_ms = stats.prefill_ms;
   r.decode_ms = stats.decode_ms;
   r.tpot_ms = stats.tpot_ms;
+  r.chunks_loaded = stats.chunks_loaded;
+  r.chunks_recomputed = stats.chunks_recomputed;
   copy_out(r, out);
 }
 
@@ -226,6 +228,11 @@ void write_stats(const EngineStats& engine, int32_t open_contexts, llmsvc_stats*
   s.generated_tokens = engine.generated_tokens;
   s.kv_bytes = engine.kv_bytes;
   s.weight_bytes = engine.weight_bytes;
+  s.kv_peak_bytes = engine.kv_peak_bytes;
+  s.chunks_loaded = engine.chunks_loaded;
+  s.chunks_recomputed = engine.chunks_recomputed;
+  s.swap_out_bytes = engine.swap_out_bytes;
+  s.swap_out_failures = engine.swap_out_failures;
   copy_out(s, out);
 }
 
@@ -241,6 +248,10 @@ void write_context_info(const ContextInfo& info, llmsvc_context_info* out) {
   r.chunks_swapped = info.chunks_swapped;
   r.chunks_dropped = info.chunks_dropped;
   r.kv_resident_bytes = info.kv_resident_bytes;
+  r.chunks_f16 = info.chunks_f16;
+  r.chunks_q8 = info.chunks_q8;
+  r.chunks_q4 = info.chunks_q4;
+  r.chunks_q2 = info.chunks_q2;
   copy_out(r, out);
 }
 

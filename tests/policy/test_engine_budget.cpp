@@ -1,13 +1,15 @@
 // The embedded engine under a KV budget that holds about one context: calls on several
-// contexts in turn evict each other's chunks, which come back (recomputed) on use, and
-// the answers are those of an engine without pressure.
+// contexts in turn evict each other's chunks, which come back (loaded from their swap files,
+// or recomputed where a file was not yet written) on use, and the answers are those of an
+// engine without pressure.
 //
 // Recompute runs batches of several tokens. Like llama.cpp, the engine sums one lone token
 // (decode) in other orders than a batch, so K/V that decode computed come back from
 // recompute equal to rounding, not bit for bit, and a later greedy token may flip. The
 // exactness test therefore evaluates every token in batches (prompts of several tokens,
 // one generated token per call, which the next call's prompt batch evaluates): there,
-// recomputed chunks are bit-identical and so must every answer be.
+// recomputed chunks are bit-identical and so must every answer be. Loaded chunks are
+// bit-identical whatever computed them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -90,10 +92,13 @@ TEST(EngineBudget, EvictedChunksAreRecomputedAndAnswersUnchanged) {
   llmsvc_stats_init(&st);
   ASSERT_EQ(llmsvc_get_stats(svc, &st), LLMSVC_OK);
   EXPECT_LE(st.kv_bytes, 10 * chunk);
+  EXPECT_LE(st.kv_peak_bytes, 10 * chunk);
+  EXPECT_GT(st.chunks_loaded + st.chunks_recomputed, 0u);  // evicted chunks came back
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);
   ASSERT_EQ(llmsvc_context_info_get(svc, "t0", &info), LLMSVC_OK);
-  EXPECT_GT(info.chunks_dropped, 0) << "the budget never pressed: the test proves nothing";
+  EXPECT_GT(info.chunks_dropped + info.chunks_swapped, 0) << "the budget never pressed: the test proves nothing";
+  EXPECT_EQ(info.chunks_f16 + info.chunks_q8 + info.chunks_q4 + info.chunks_q2, info.chunks_resident);
   llmsvc_unbind(svc);
   EXPECT_EQ(pressed, reference);
 }

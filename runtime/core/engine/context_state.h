@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policy/kv_chunk_store.h"
+#include "policy/swap_store.h"
 #include "runtime/core/persist/history_log.h"
 
 namespace llmsvc {
@@ -28,6 +29,8 @@ struct ContextState {
   std::atomic<size_t> n_persisted{0};
   std::atomic<int> persisted_turns{0};
   policy::KvSequence kv;
+  // Its chunk files (contexts/<id>/chunks/); null when swap is off or the directory is unusable.
+  std::unique_ptr<policy::SwapStore> swap;
 };
 
 }  // namespace llmsvc

@@ -28,6 +28,11 @@ struct EngineOptions {
   // Tolerance-aware compression after each call: the context's full chunks get 8/4/2 bits
   // so that their average is kv_ratio * 8 bits (LLMS's global ratio); <= 0 keeps them f16.
   double kv_ratio = 0.5;
+  // Ahead-of-time swap-out: when a call returns, the context's chunks that changed are
+  // written to its chunks/ directory, so evicting them later frees memory without losing
+  // them, and switch-in (or a reopen in a new process) loads them instead of recomputing.
+  // false: evicted chunks are always dropped and recomputed.
+  bool kv_swap = true;
   std::string state_dir;    // persistent contexts; empty: persist::resolve_state_root's default
   // A context made with another model file: refused with Code::model_mismatch, or (when
   // set, and the vocabulary is the same) reopened with its KV recomputed from its tokens.
@@ -44,7 +49,8 @@ struct ContextInfo {
   std::string system_prompt;
   // KV chunks by state (a chunk holds chunk_tokens positions; the last may be partial).
   int32_t chunks_total = 0;
-  int32_t chunks_resident = 0;   // in memory, any format
+  int32_t chunks_resident = 0;   // in memory, any format: f16 + q8 + q4 + q2 below
+  int32_t chunks_f16 = 0, chunks_q8 = 0, chunks_q4 = 0, chunks_q2 = 0;
   int32_t chunks_swapped = 0;    // only on storage
   int32_t chunks_dropped = 0;    // nowhere: recomputed from the tokens when needed
   uint64_t kv_resident_bytes = 0;
@@ -71,6 +77,12 @@ struct CallStats {
   int32_t context_tokens = 0;
   FinishReason finish = FinishReason::none;
   double switch_in_ms = 0, ttft_ms = 0, prefill_ms = 0, decode_ms = 0, tpot_ms = 0;
+  // Switch-in: chunks loaded from their swap files, chunks recomputed from their tokens (the
+  // dropped ones, and those whose file was missing, damaged or stale), tokens recomputed.
+  int32_t chunks_loaded = 0, chunks_recomputed = 0, chunk_load_failures = 0, tokens_recomputed = 0;
+  // Swap-out at the end of the call (encoding on the call's thread; writes are asynchronous).
+  int32_t chunks_swapped_out = 0;
+  double swap_out_ms = 0;
   std::vector<int32_t> prompt_ids;     // what the prompt added (template included)
   std::vector<int32_t> generated_ids;  // what was generated
 };
@@ -82,6 +94,15 @@ struct EngineStats {
   int32_t known_contexts = 0;
   uint64_t calls = 0, prompt_tokens = 0, generated_tokens = 0;
   uint64_t kv_bytes = 0, weight_bytes = 0;
+  uint64_t kv_peak_bytes = 0;  // the most resident KV ever held at once
+  uint64_t kv_evictions = 0;   // chunks evicted under the budget
+  // Switch-in, all calls (see CallStats).
+  uint64_t chunks_loaded = 0, chunks_recomputed = 0, chunk_load_failures = 0, tokens_recomputed = 0;
+  double switch_in_ms = 0;
+  // Swap-out: chunk files made durable, their bytes on storage, writes that failed (disk
+  // full, ...: the chunk just has no current file; nothing is lost).
+  uint64_t swap_out_chunks = 0, swap_out_bytes = 0, swap_out_failures = 0;
+  uint64_t swap_out_deferred = 0;  // chunks left for later: the writer's queue was full
 };
 
 class Engine {
@@ -108,6 +129,8 @@ class Engine {
                       CallStats* stats) = 0;
 
   virtual EngineStats stats() const = 0;
+  // Waits until every swap write queued so far is durable or has failed (tests, benchmarks).
+  virtual void flush_swap() = 0;
   virtual const Tokenizer& tokenizer() const = 0;
   virtual int n_ctx() const = 0;
   virtual const std::string& state_root() const = 0;

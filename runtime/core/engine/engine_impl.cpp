@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <set>
 #include <thread>
 
 #include <cerrno>
@@ -12,6 +14,9 @@
 #include "hal/cpu/cpu_device.h"
 #include "base/file_io.h"
 #include "policy/context_compression.h"
+#include "policy/kv_swap.h"
+#include "policy/switch_planner.h"
+#include "runtime/core/persist/chunk_table.h"
 #include "runtime/core/engine/stop_matcher.h"
 #include "runtime/core/persist/context_meta.h"
 #include "runtime/core/sampler/sampler.h"
@@ -53,12 +58,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   const int trained = (*model)->config().n_ctx_train;
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
+  std::unique_ptr<policy::SwapIo> swap_io;
+  if (o.kv_swap) {
+    auto io = policy::SwapIo::create();
+    if (io.ok()) swap_io = std::move(io).value();
+    else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
+  }
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), n_ctx, chunk,
-                                                              o.kv_budget_bytes, o.kv_ratio, std::move(state), o.recompute_on_model_change));
+                                                              o.kv_budget_bytes, o.kv_ratio, std::move(state),
+                                                              o.recompute_on_model_change, std::move(swap_io)));
 }
 
 EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-                       uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change)
+                       uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change,
+                       std::unique_ptr<policy::SwapIo> swap_io)
     : device_(std::move(device)),
       model_(std::move(model)),
       n_ctx_(n_ctx),
@@ -66,10 +79,27 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
       state_(std::move(state)),
       recompute_on_model_change_(recompute_on_model_change),
       kv_ratio_(kv_ratio),
+      swap_io_(std::move(swap_io)),
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
+}
+
+EngineImpl::~EngineImpl() { flush_swap(); }
+
+void EngineImpl::flush_swap() {
+  if (swap_io_) swap_io_->flush();
+}
+
+void EngineImpl::warn(const std::string& msg) const { std::fprintf(stderr, "llmsvc: warning: %s\n", msg.c_str()); }
+
+std::unique_ptr<policy::SwapStore> EngineImpl::open_swap(std::string_view id) {
+  if (!swap_io_) return nullptr;
+  auto store = policy::SwapStore::open(*swap_io_, state_.chunks_dir(id));
+  if (store.ok()) return std::move(store).value();
+  warn("context '" + std::string(id) + "': its chunks will not be swapped: " + store.status().message());
+  return nullptr;
 }
 
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
@@ -112,6 +142,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
   ctx->log = std::move(log).value();
+  ctx->swap = open_swap(id);
   contexts_.emplace(id, std::move(ctx));
   stats_.known_contexts++;
   return id;
@@ -142,7 +173,9 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   ctx->turns = ctx->persisted_turns = hist.turns;
   ctx->n_persisted = ctx->tokens.size();
   ctx->log = std::move(log).value();
-  // The KV is recomputed from the tokens on the next call.
+  ctx->swap = open_swap(id);
+  // The next call loads the chunks whose files are good and recomputes the rest.
+  restore_chunks(*ctx);
   ContextState* raw = ctx.get();
   contexts_.emplace(std::string(id), std::move(ctx));
   return raw;
@@ -171,6 +204,9 @@ Status EngineImpl::delete_context(std::string_view id) {
   // rest is interrupted.
   if (::unlink(state_.meta_path(id).c_str()) != 0 && errno != ENOENT)
     return Status(Code::io, "cannot delete context '" + std::string(id) + "': " + fileio::errno_text(errno));
+  // Its queued swap writes end first: their callbacks reach its chunks, and a write landing
+  // after the removal would leave a file behind.
+  flush_swap();
   if (it != contexts_.end()) contexts_.erase(it);
   held.reset();
   stats_.known_contexts = std::max(0, stats_.known_contexts - 1);
@@ -193,14 +229,19 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
       // What storage holds: a call in flight may be appending to the tokens.
       info.tokens = static_cast<int32_t>(c.n_persisted.load());
       info.turns = c.persisted_turns.load();
-      info.chunks_resident = c.kv.count(policy::ChunkState::resident);
-      info.chunks_swapped = c.kv.count(policy::ChunkState::swapped);
+      const policy::KvSequence::Counts n = c.kv.counts();
+      info.chunks_resident = n.resident();
+      info.chunks_f16 = n.f16;
+      info.chunks_q8 = n.q8;
+      info.chunks_q4 = n.q4;
+      info.chunks_q2 = n.q2;
+      info.chunks_swapped = n.swapped;
       // A call in flight may already hold chunks for tokens not yet on storage.
       info.chunks_total = std::max((info.tokens + C - 1) / C, info.chunks_resident + info.chunks_swapped);
       // Chunks never computed (tokens appended unevaluated) count as dropped: they are
       // computed from their tokens when needed.
       info.chunks_dropped = info.chunks_total - info.chunks_resident - info.chunks_swapped;
-      info.kv_resident_bytes = c.kv.resident_bytes();
+      info.kv_resident_bytes = n.resident_bytes;
       return info;
     }
   }
@@ -214,7 +255,16 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
   info.tokens = static_cast<int32_t>(hist->tokens.size());
   info.turns = hist->turns;
   info.chunks_total = (info.tokens + C - 1) / C;
-  info.chunks_dropped = info.chunks_total;
+  // Swapped: the chunks its table lists that have a file (a reopen loads them unless the
+  // file turns out bad); the rest is recomputed.
+  auto table = persist::read_chunk_table(state_.chunk_table_path(id));
+  auto files = policy::list_chunk_files(state_.chunks_dir(id));
+  if (table.ok() && files.ok() && table->model_hash == model_->content_hash() && table->chunk_tokens == C) {
+    const int listed = std::min(static_cast<int>(table->chunks.size()), info.chunks_total);
+    info.chunks_swapped = static_cast<int32_t>(
+        std::count_if(files->begin(), files->end(), [listed](uint32_t c) { return c < static_cast<uint32_t>(listed); }));
+  }
+  info.chunks_dropped = info.chunks_total - info.chunks_swapped;
   return info;
 }
 
@@ -222,6 +272,12 @@ EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineStats s = stats_;
   s.kv_bytes = store_.used_bytes();
+  s.kv_peak_bytes = store_.peak_bytes();
+  s.kv_evictions = store_.evictions();
+  s.swap_out_chunks = swap_out_chunks_.load();
+  s.swap_out_bytes = swap_out_bytes_.load();
+  s.swap_out_failures = swap_out_failures_.load();
+  s.swap_out_deferred = swap_out_deferred_.load();
   return s;
 }
 
@@ -262,30 +318,153 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   return s;
 }
 
-Status EngineImpl::switch_in(ContextState& ctx) {
+Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
   const int C = store_.geometry().chunk_tokens;
-  std::vector<int32_t> toks, pos;
-  std::vector<int> brought;
+  std::vector<policy::MissingChunk> missing;
   for (int c = 0; c < ctx.kv.n_chunks() && c * C < ctx.n_evaluated; ++c) {
     if (ctx.kv.state(c) == policy::ChunkState::resident) continue;
-    Status s = ctx.kv.make_resident(c);
-    if (!s.ok()) {
-      for (int b : brought) ctx.kv.drop(b);
-      return s;
+    const bool has_file = ctx.swap != nullptr && ctx.kv.state(c) == policy::ChunkState::swapped;
+    missing.push_back({c, std::min(C, ctx.n_evaluated - c * C), has_file, store_.geometry().chunk_bytes(ctx.kv.format(c))});
+  }
+  if (missing.empty()) return Status::Ok();
+  policy::SwitchPlan plan = policy::plan_by_state(missing);
+
+  std::vector<int> brought;  // back in memory: released again if switch-in fails
+  std::set<int> file_good;   // claimed for loading, their files not found bad
+  auto fail = [&](Status s) {
+    for (int b : brought) {
+      // A chunk whose file is still good goes back to swapped, not dropped.
+      if (file_good.count(b)) ctx.kv.mark_loaded(b);
+      ctx.kv.release(b);
     }
+    return s;
+  };
+  // Loads: each chunk in the format its file holds.
+  std::vector<int> loading;
+  for (int c : plan.load) {
+    const bool was_swapped = ctx.kv.state(c) == policy::ChunkState::swapped;
+    if (Status s = ctx.kv.make_resident(c, ctx.kv.format(c)); !s.ok()) return fail(s);
     brought.push_back(c);
+    loading.push_back(c);
+    if (was_swapped) file_good.insert(c);
+  }
+  std::vector<int> recompute = plan.recompute;
+  if (!loading.empty()) {
+    const uint64_t model_hash = model_->content_hash();
+    std::vector<Status> loaded = policy::load_chunks(ctx.kv, *ctx.swap, model_hash, ctx.tokens, ctx.n_evaluated, loading);
+    for (size_t i = 0; i < loading.size(); ++i) {
+      if (loaded[i].ok()) {
+        st.chunks_loaded++;
+        continue;
+      }
+      // Never fatal: the tokens are the source of truth.
+      warn("context '" + ctx.id + "': recomputing a chunk: " + loaded[i].message());
+      st.chunk_load_failures++;
+      file_good.erase(loading[i]);
+      recompute.push_back(loading[i]);
+    }
+    std::sort(recompute.begin(), recompute.end());
+  }
+  // Recomputes: f16 chunks, one batch over all of them at their positions.
+  std::vector<int32_t> toks, pos;
+  for (int c : recompute) {
+    if (Status s = ctx.kv.make_resident(c); !s.ok()) return fail(s);
+    if (std::find(brought.begin(), brought.end(), c) == brought.end()) brought.push_back(c);
     for (int p = c * C; p < std::min((c + 1) * C, ctx.n_evaluated); ++p) {
       toks.push_back(ctx.tokens[p]);
       pos.push_back(p);
     }
   }
   if (toks.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(compute_mu_);
-  Status s = forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated);
-  if (!s.ok()) {
-    for (int b : brought) ctx.kv.drop(b);
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(compute_mu_);
+    s = forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated);
   }
-  return s;
+  if (!s.ok()) return fail(s);
+  st.chunks_recomputed += static_cast<int32_t>(recompute.size());
+  st.tokens_recomputed += static_cast<int32_t>(toks.size());
+  return Status::Ok();
+}
+
+void EngineImpl::swap_out(ContextState& ctx, CallStats& st) {
+  if (!ctx.swap) return;
+  const auto t0 = Clock::now();
+  auto queued = policy::store_changed_chunks(
+      ctx.kv, *ctx.swap, model_->content_hash(), ctx.tokens, ctx.n_evaluated,
+      [this, id = ctx.id](int c, uint64_t bytes, const Status& s) {
+        if (s.ok()) {
+          swap_out_chunks_.fetch_add(1, std::memory_order_relaxed);
+          swap_out_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+          swap_failing_.store(false, std::memory_order_relaxed);
+          return;
+        }
+        // The chunk keeps no current file (it is recomputed if evicted); nothing is lost.
+        swap_out_failures_.fetch_add(1, std::memory_order_relaxed);
+        if (!swap_failing_.exchange(true))
+          warn("context '" + id + "': chunk " + std::to_string(c) + " not swapped out: " + s.message());
+      });
+  if (queued.ok()) {
+    st.chunks_swapped_out = queued->chunks;
+    swap_out_deferred_.fetch_add(static_cast<uint64_t>(queued->deferred), std::memory_order_relaxed);
+  }
+  else warn("context '" + ctx.id + "': swap-out: " + queued.status().message());
+
+  // The chunk table, after the chunk files queued above.
+  persist::ChunkTable table;
+  table.chunk_tokens = store_.geometry().chunk_tokens;
+  table.model_hash = model_->content_hash();
+  table.n_evaluated = ctx.n_evaluated;
+  const int n = std::min(ctx.kv.n_chunks(), (ctx.n_evaluated + table.chunk_tokens - 1) / table.chunk_tokens);
+  for (int c = 0; c < n; ++c) {
+    persist::ChunkTable::Entry e;
+    e.format = static_cast<uint8_t>(ctx.kv.format(c));
+    e.mass.assign(ctx.kv.token_mass(c).begin(), ctx.kv.token_mass(c).end());
+    e.seen.assign(ctx.kv.token_seen(c).begin(), ctx.kv.token_seen(c).end());
+    table.chunks.push_back(std::move(e));
+  }
+  table.n_evaluated = std::min(table.n_evaluated, n * table.chunk_tokens);
+  auto bytes = persist::encode_chunk_table(table);
+  if (bytes.ok()) {
+    swap_io_->write_async(state_.chunk_table_path(ctx.id), std::move(bytes).value(), [this, id = ctx.id](Status s) {
+      if (!s.ok() && !swap_failing_.exchange(true)) warn("context '" + id + "': chunk table not written: " + s.message());
+    });
+  } else {
+    warn("context '" + ctx.id + "': chunk table: " + bytes.status().message());
+  }
+  st.swap_out_ms = ms_since(t0);
+}
+
+void EngineImpl::restore_chunks(ContextState& ctx) {
+  auto table = persist::read_chunk_table(state_.chunk_table_path(ctx.id));
+  if (!table.ok()) {
+    if (table.status().code() != Code::not_found)
+      warn("context '" + ctx.id + "': recomputing its KV: " + table.status().message());
+    return;
+  }
+  // A table from another model (reopened with recompute_on_model_change), another chunk size
+  // or ahead of the history (it cannot be: it is written after it) is ignored.
+  if (table->model_hash != model_->content_hash() || table->chunk_tokens != store_.geometry().chunk_tokens ||
+      table->n_evaluated > static_cast<int32_t>(ctx.tokens.size()))
+    return;
+  std::set<uint32_t> files;
+  if (ctx.swap) {
+    auto listed = ctx.swap->list();
+    if (listed.ok()) files.insert(listed->begin(), listed->end());
+  }
+  std::vector<policy::KvSequence::RestoredChunk> chunks(table->chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    persist::ChunkTable::Entry& e = table->chunks[c];
+    chunks[c].format = static_cast<hal::KvFormat>(e.format);
+    chunks[c].on_disk = files.count(static_cast<uint32_t>(c)) > 0;
+    chunks[c].mass = std::move(e.mass);
+    chunks[c].seen = std::move(e.seen);
+  }
+  if (Status s = ctx.kv.restore(chunks); !s.ok()) {
+    warn("context '" + ctx.id + "': recomputing its KV: " + s.message());
+    return;
+  }
+  ctx.n_evaluated = table->n_evaluated;
 }
 
 Status EngineImpl::compress(ContextState& ctx) { return policy::compress_context(ctx.kv, ctx.n_evaluated, kv_ratio_); }
@@ -320,6 +499,8 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     s = p;
     st.generated_ids.clear();
     st.generated_tokens = 0;
+  } else {
+    swap_out(*ctx, st);  // ahead of time: evicting these chunks later costs nothing
   }
   st.context_tokens = static_cast<int32_t>(ctx->tokens.size());
   st.ttft_ms = st.generated_tokens > 0 ? st.ttft_ms : ms_since(t0);
@@ -328,6 +509,11 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     stats_.calls++;
     stats_.prompt_tokens += st.prompt_tokens;
     stats_.generated_tokens += st.generated_tokens;
+    stats_.chunks_loaded += static_cast<uint64_t>(st.chunks_loaded);
+    stats_.chunks_recomputed += static_cast<uint64_t>(st.chunks_recomputed);
+    stats_.chunk_load_failures += static_cast<uint64_t>(st.chunk_load_failures);
+    stats_.tokens_recomputed += static_cast<uint64_t>(st.tokens_recomputed);
+    stats_.switch_in_ms += st.switch_in_ms;
   }
   if (out) *out = std::move(st);
   return s;
@@ -360,7 +546,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   ctx.tokens.insert(ctx.tokens.end(), prompt.begin(), prompt.end());
 
   // Switch-in: bring the context's KV back into memory, then room for the new tokens.
-  Status s = switch_in(ctx);
+  Status s = switch_in(ctx, st);
   if (s.ok()) s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));
   st.switch_in_ms = ms_since(t0);
   std::vector<float> logits;

@@ -1,6 +1,7 @@
 // EngineImpl: the in-process Engine — one Model on one HAL device, contexts in memory.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,6 +10,7 @@
 
 #include "hal/device.h"
 #include "policy/kv_chunk_store.h"
+#include "policy/swap_io.h"
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/graph/forward.h"
@@ -20,7 +22,10 @@ namespace llmsvc {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-             uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change);
+             uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change,
+             std::unique_ptr<policy::SwapIo> swap_io);
+  // Waits for the swap writes still queued (their callbacks reach the contexts).
+  ~EngineImpl() override;
 
   Result<std::string> create_context(const ContextOptions& options) override;
   Status open_context(std::string_view id) override;
@@ -30,6 +35,7 @@ class EngineImpl final : public Engine {
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override;
   EngineStats stats() const override;
+  void flush_swap() override;
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
   int n_ctx() const override { return n_ctx_; }
   const std::string& state_root() const override { return state_.root(); }
@@ -40,8 +46,18 @@ class EngineImpl final : public Engine {
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
                   const PieceFn& on_piece, CallStats& st);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
-  // Brings back the chunks of evaluated positions that left memory (recomputing them).
-  Status switch_in(ContextState& ctx);
+  // Brings back the chunks of evaluated positions that left memory: loads what the plan
+  // (policy/switch_planner.h) loads, recomputes the rest and every chunk whose load failed.
+  Status switch_in(ContextState& ctx, CallStats& st);
+  // After a call whose history is durable: queues the chunks that changed since their files
+  // were written, then the chunk table (ahead-of-time swap-out). Never fails the call.
+  void swap_out(ContextState& ctx, CallStats& st);
+  // A context read from storage: its chunk table and chunk files decide which chunks are
+  // swapped (loaded at switch-in) and which dropped, and how much was evaluated.
+  void restore_chunks(ContextState& ctx);
+  // Opens the context's chunk directory as a SwapStore (null, logged, if it cannot).
+  std::unique_ptr<policy::SwapStore> open_swap(std::string_view id);
+  void warn(const std::string& msg) const;
   // After a call: compresses the context's full chunks by density (kv_ratio).
   Status compress(ContextState& ctx);
   // Loads a context from storage into contexts_ (mu_ held).
@@ -56,6 +72,11 @@ class EngineImpl final : public Engine {
   persist::StateDir state_;
   bool recompute_on_model_change_;
   double kv_ratio_;
+
+  std::unique_ptr<policy::SwapIo> swap_io_;  // null: swap off
+  // Written by the swap writer's callbacks.
+  std::atomic<uint64_t> swap_out_chunks_{0}, swap_out_bytes_{0}, swap_out_failures_{0}, swap_out_deferred_{0};
+  std::atomic<bool> swap_failing_{false};  // logs the first failure of a run, not every one
 
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;

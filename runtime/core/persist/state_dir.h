@@ -2,6 +2,7 @@
 //   <root>/contexts/<id>/context.json   what the context is (ContextMeta)
 //   <root>/contexts/<id>/history.log    its token history (HistoryLog)
 //   <root>/contexts/<id>/chunks/        its swapped KV chunks
+//   <root>/contexts/<id>/chunks.table   its chunk table (ChunkTable: formats, densities)
 // Directories are created 0700: a context is private to the app that owns the root.
 #pragma once
 
@@ -33,6 +34,7 @@ class StateDir {
   std::string meta_path(std::string_view id) const { return context_dir(id) + "/context.json"; }
   std::string history_path(std::string_view id) const { return context_dir(id) + "/history.log"; }
   std::string chunks_dir(std::string_view id) const { return context_dir(id) + "/chunks"; }
+  std::string chunk_table_path(std::string_view id) const { return context_dir(id) + "/chunks.table"; }
 
   // Ids of the contexts on storage (directories with a context.json), sorted.
   Result<std::vector<std::string>> list() const;

@@ -1,0 +1,148 @@
+// KV swap of a sequence's chunks: chunk file metas, swap-out of changed chunks, loading.
+#include "policy/kv_swap.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <xxhash.h>
+
+namespace llmsvc::policy {
+namespace {
+
+// Chunks read per batch: each holds its whole file in memory until decoded.
+constexpr size_t kLoadBatch = 16;
+
+int tokens_in_chunk(const KvGeometry& geo, int c, int n_valid) {
+  return std::clamp(n_valid - c * geo.chunk_tokens, 0, geo.chunk_tokens);
+}
+
+// Bytes of rows [0, n) of a C-token f16 block.
+size_t f16_rows_bytes(const KvGeometry& geo, int n) { return size_t(n) * geo.kv_dim() * sizeof(uint16_t); }
+
+// A partial f16 chunk's file payload (per layer: K rows [0, n), then V rows [0, n)) from
+// the chunk's memory, and back.
+std::vector<uint8_t> pack_partial(const KvGeometry& geo, const uint8_t* mem, int n) {
+  const size_t block = f16_rows_bytes(geo, geo.chunk_tokens), rows = f16_rows_bytes(geo, n);
+  std::vector<uint8_t> out(size_t(geo.n_layer) * 2 * rows);
+  for (int l = 0; l < geo.n_layer; ++l)
+    for (int part = 0; part < 2; ++part)
+      std::memcpy(out.data() + (size_t(l) * 2 + part) * rows, mem + (size_t(l) * 2 + part) * block, rows);
+  return out;
+}
+
+void unpack_partial(const KvGeometry& geo, std::span<const uint8_t> payload, uint8_t* mem, int n) {
+  const size_t block = f16_rows_bytes(geo, geo.chunk_tokens), rows = f16_rows_bytes(geo, n);
+  for (int l = 0; l < geo.n_layer; ++l)
+    for (int part = 0; part < 2; ++part)
+      std::memcpy(mem + (size_t(l) * 2 + part) * block, payload.data() + (size_t(l) * 2 + part) * rows, rows);
+}
+
+}  // namespace
+
+std::vector<uint64_t> chunk_token_hashes(std::span<const int32_t> tokens, int chunk_tokens) {
+  std::vector<uint64_t> out;
+  uint64_t h = 0;
+  for (size_t p = 0; p < tokens.size(); p += static_cast<size_t>(chunk_tokens)) {
+    const size_t n = std::min(tokens.size() - p, static_cast<size_t>(chunk_tokens));
+    h = XXH3_64bits_withSeed(tokens.data() + p, n * sizeof(int32_t), h);
+    out.push_back(h);
+  }
+  return out;
+}
+
+ChunkMeta chunk_file_meta(const KvGeometry& geo, uint64_t model_hash, std::span<const uint64_t> hashes, int c,
+                          int n_valid, hal::KvFormat format) {
+  ChunkMeta m;
+  m.model_hash = model_hash;
+  m.tokens_hash = static_cast<size_t>(c) < hashes.size() ? hashes[c] : 0;
+  m.chunk_index = static_cast<uint32_t>(c);
+  m.first_pos = c * geo.chunk_tokens;
+  m.n_tokens = static_cast<uint16_t>(tokens_in_chunk(geo, c, n_valid));
+  m.format = format;
+  m.n_layer = static_cast<uint16_t>(geo.n_layer);
+  m.n_head_kv = static_cast<uint16_t>(geo.n_head_kv);
+  m.head_dim = static_cast<uint16_t>(geo.head_dim);
+  return m;
+}
+
+Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, uint64_t model_hash,
+                                           std::span<const int32_t> tokens, int n_valid, const ChunkStored& done,
+                                           uint64_t max_pending) {
+  const KvGeometry& geo = seq.geometry();
+  const int C = geo.chunk_tokens;
+  n_valid = std::min(n_valid, static_cast<int>(tokens.size()));
+  const std::vector<uint64_t> hashes = chunk_token_hashes(tokens.first(static_cast<size_t>(n_valid)), C);
+  SwapOutQueued q;
+  Status first_error = Status::Ok();
+  for (int c = 0; c < seq.n_chunks() && c * C < n_valid; ++c) {
+    if (seq.state(c) != ChunkState::resident || seq.disk_current(c)) continue;
+    const int n = tokens_in_chunk(geo, c, n_valid);
+    const hal::KvFormat format = seq.format(c);
+    if (n < C && format != hal::KvFormat::f16) continue;  // only full chunks are ever compressed
+    if (store.pending_write_bytes() >= max_pending) {
+      q.deferred++;
+      continue;
+    }
+    const ChunkMeta meta = chunk_file_meta(geo, model_hash, hashes, c, n_valid, format);
+    std::vector<uint8_t> packed;
+    std::span<const uint8_t> payload(seq.chunk_data(c), geo.chunk_bytes(format));
+    if (n < C) {
+      packed = pack_partial(geo, seq.chunk_data(c), n);
+      payload = packed;
+    }
+    const uint64_t version = seq.version(c);
+    Status s = store.store_async(meta, payload, [&seq, c, version, done](Result<ChunkIndex> r) {
+      if (r.ok()) seq.mark_stored(c, version);
+      if (done) done(c, r.ok() ? r->file_size : 0, r.ok() ? Status::Ok() : r.status());
+    });
+    if (!s.ok()) {
+      if (first_error.ok()) first_error = s;
+      continue;
+    }
+    q.chunks++;
+    q.payload_bytes += payload.size();
+  }
+  if (!first_error.ok()) return first_error;
+  return q;
+}
+
+std::vector<Status> load_chunks(KvSequence& seq, SwapStore& store, uint64_t model_hash,
+                                std::span<const int32_t> tokens, int n_valid, std::span<const int> chunks) {
+  const KvGeometry& geo = seq.geometry();
+  const int C = geo.chunk_tokens;
+  n_valid = std::min(n_valid, static_cast<int>(tokens.size()));
+  const std::vector<uint64_t> hashes = chunk_token_hashes(tokens.first(static_cast<size_t>(n_valid)), C);
+  std::vector<Status> out(chunks.size());
+  for (size_t b0 = 0; b0 < chunks.size(); b0 += kLoadBatch) {
+    const size_t nb = std::min(kLoadBatch, chunks.size() - b0);
+    std::vector<ChunkMeta> metas;
+    std::vector<std::span<uint8_t>> outs;
+    std::vector<std::vector<uint8_t>> partial(nb);
+    for (size_t i = 0; i < nb; ++i) {
+      const int c = chunks[b0 + i];
+      const ChunkMeta meta = chunk_file_meta(geo, model_hash, hashes, c, n_valid, seq.format(c));
+      metas.push_back(meta);
+      if (meta.n_tokens < C && meta.format != hal::KvFormat::f16) {
+        outs.emplace_back();  // refused by read_chunks: no such file is ever written
+      } else if (meta.n_tokens == C) {
+        outs.emplace_back(seq.chunk_data(c), geo.chunk_bytes(seq.format(c)));
+      } else {
+        partial[i].resize(chunk_payload_bytes(meta));
+        outs.emplace_back(partial[i]);
+      }
+    }
+    std::vector<Result<ChunkIndex>> res = store.read_chunks(metas, outs);
+    for (size_t i = 0; i < nb; ++i) {
+      const int c = chunks[b0 + i];
+      if (!res[i].ok()) {
+        out[b0 + i] = res[i].status();
+        continue;
+      }
+      if (metas[i].n_tokens != C) unpack_partial(geo, partial[i], seq.chunk_data(c), metas[i].n_tokens);
+      seq.mark_loaded(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace llmsvc::policy

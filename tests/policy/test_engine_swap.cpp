@@ -1,0 +1,446 @@
+// The engine with KV swap (ahead-of-time swap-out, loads at switch-in and reopen) on the
+// real SmolLM2 model: swapped-and-loaded contexts answer exactly as contexts that never
+// left memory (f16, and q8); bad chunk files are recomputed; a new process loads the chunks
+// from their files; a full disk loses nothing; 64 contexts stay inside a small budget.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/engine/engine.h"
+#include "tests/common/test_paths.h"
+
+namespace llmsvc {
+namespace {
+
+namespace fs = std::filesystem;
+
+// SmolLM2: 30 layers x (K, V) x 16 tokens x 192 x 2 bytes = 360 KiB per f16 chunk.
+constexpr uint64_t kChunk = 30ull * 2 * 16 * 192 * 2;
+
+std::string root() { return std::getenv("LLMSVC_STATE_DIR"); }
+
+std::unique_ptr<Engine> make_engine(const std::string& state, uint64_t budget, double ratio, bool swap = true) {
+  EngineOptions o;
+  o.model_path = test::default_model_path();
+  o.n_threads = 2;
+  o.n_ctx = 1024;
+  o.kv_budget_bytes = budget;
+  o.kv_ratio = ratio;
+  o.state_dir = state;
+  o.kv_swap = swap;
+  auto e = Engine::create(o);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+std::string create(Engine& e, const std::string& id) {
+  ContextOptions co;
+  co.id = id;
+  co.raw = true;
+  auto r = e.create_context(co);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return id;
+}
+
+struct Answer {
+  Status status;
+  std::string text;
+  CallStats stats;
+};
+
+Answer call(Engine& e, const std::string& id, const std::string& prompt, int max_tokens = 24) {
+  CallParams p;
+  p.max_tokens = max_tokens;
+  Answer a;
+  a.status = e.call(
+      id, prompt, p,
+      [&a](std::string_view piece, int32_t) {
+        a.text += piece;
+        return true;
+      },
+      &a.stats);
+  return a;
+}
+
+const char* kStarts[] = {"The history of Rome begins", "In a quiet village by the sea", "The recipe for bread needs"};
+
+// Three raw contexts, `rounds` rounds of calls in turn (max_tokens each); `before(round, i)`
+// runs before each call. Every answer, in order, and the sum of the calls' switch-in figures.
+// With max_tokens 1 every token is evaluated in a batch (the next call's prompt takes the
+// generated one), so chunks recomputed from tokens come back bit for bit (see
+// test_engine_budget.cpp).
+struct Rounds {
+  std::vector<std::string> answers;
+  int loaded = 0, recomputed = 0, load_failures = 0;
+};
+Rounds run_rounds(Engine& e, const std::string& tag, const std::function<void(int, int)>& before = {},
+                  int max_tokens = 24, int rounds = 4) {
+  Rounds out;
+  const std::string later = max_tokens == 1 ? " Then, some years later," : " Then";
+  for (int i = 0; i < 3; ++i) create(e, tag + std::to_string(i));
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      if (before) before(round, i);
+      Answer a = call(e, tag + std::to_string(i), round == 0 ? kStarts[i] : later, max_tokens);
+      EXPECT_TRUE(a.status.ok()) << a.status.message();
+      out.answers.push_back(a.text);
+      out.loaded += a.stats.chunks_loaded;
+      out.recomputed += a.stats.chunks_recomputed;
+      out.load_failures += a.stats.chunk_load_failures;
+    }
+  }
+  return out;
+}
+
+class EngineSwap : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(test::default_model_path())) GTEST_SKIP() << "run tools/scripts/fetch_model.sh";
+  }
+};
+
+// f16 (no compression): a budget of about one context evicts the others' chunks; their
+// files are current (the writes are flushed before each call), so every evicted chunk is
+// loaded back, none recomputed, and the answers are those of an engine without pressure.
+TEST_F(EngineSwap, F16SwappedChunksLoadBackIdentical) {
+  auto free_engine = make_engine(root() + "/f16-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f");
+  free_engine.reset();
+
+  auto e = make_engine(root() + "/f16-tight", 10 * kChunk, -1);
+  const Rounds pressed = run_rounds(*e, "t", [&](int, int) { e->flush_swap(); });
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GT(pressed.loaded, 0) << "nothing was swapped: the test proves nothing";
+  EXPECT_EQ(pressed.recomputed, 0);
+  EXPECT_EQ(pressed.load_failures, 0);
+  const EngineStats st = e->stats();
+  EXPECT_LE(st.kv_peak_bytes, 10 * kChunk);
+  EXPECT_GT(st.swap_out_chunks, 0u);
+  EXPECT_GT(st.swap_out_bytes, 0u);
+  EXPECT_EQ(st.swap_out_failures, 0u);
+}
+
+// 8 bits (kv_ratio 1: every full chunk q8): chunks swapped out in q8 and loaded back are the
+// same bytes, so the answers are those of unswapped q8 contexts.
+TEST_F(EngineSwap, Q8SwappedChunksLoadBackIdentical) {
+  auto free_engine = make_engine(root() + "/q8-free", 0, 1.0);
+  const Rounds reference = run_rounds(*free_engine, "f");
+  free_engine.reset();
+
+  auto e = make_engine(root() + "/q8-tight", 7 * kChunk, 1.0);
+  const Rounds pressed = run_rounds(*e, "t", [&](int, int) { e->flush_swap(); });
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GT(pressed.loaded, 0) << "nothing was swapped: the test proves nothing";
+  EXPECT_EQ(pressed.recomputed, 0);
+  auto info = e->context_info("t0");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->chunks_f16 + info->chunks_q8 + info->chunks_q4 + info->chunks_q2, info->chunks_resident);
+  EXPECT_EQ(info->chunks_q4 + info->chunks_q2, 0);
+}
+
+void flip_bit(const fs::path& p, uint64_t offset) {
+  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.good()) << p;
+  f.seekg(static_cast<std::streamoff>(offset));
+  char b = 0;
+  f.read(&b, 1);
+  b = static_cast<char>(b ^ 0x10);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&b, 1);
+}
+
+// Damaged chunk files (a flipped bit in a frame, a flipped bit in the header, a truncated
+// file, a missing file, another chunk's file in its place) are detected when loaded and
+// recomputed; with f16 the answers are still exactly the unpressured ones.
+TEST_F(EngineSwap, BadChunkFilesAreRecomputed) {
+  auto free_engine = make_engine(root() + "/bad-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f");
+  free_engine.reset();
+
+  const std::string state = root() + "/bad-tight";
+  auto e = make_engine(state, 10 * kChunk, -1);
+  int damaged = 0;
+  const Rounds pressed = run_rounds(*e, "t", [&](int round, int i) {
+    e->flush_swap();
+    if (round != 3 || i != 0) return;
+    // Before t0's last call: damage its swapped chunks' files.
+    auto info = e->context_info("t0");
+    ASSERT_TRUE(info.ok());
+    ASSERT_GE(info->chunks_swapped, 5) << "t0 was not swapped out: the test proves nothing";
+    const fs::path dir = fs::path(state) / "contexts" / "t0" / "chunks";
+    const fs::path f0 = dir / "0.kvc", f1 = dir / "1.kvc", f2 = dir / "2.kvc", f3 = dir / "3.kvc", f4 = dir / "4.kvc";
+    flip_bit(f0, fs::file_size(f0) / 2);  // a frame's bytes
+    flip_bit(f1, 20);                     // the header (covered by the index checksum)
+    fs::resize_file(f2, fs::file_size(f2) - 100);
+    fs::remove(f3);
+    fs::copy_file(f0.string() + "", dir / "tmp-copy", fs::copy_options::overwrite_existing);
+    fs::rename(dir / "tmp-copy", f4);     // chunk 0's file (damaged) as chunk 4's: stale meta
+    damaged = 5;
+  });
+  ASSERT_EQ(damaged, 5);
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GE(pressed.load_failures, 4);  // the missing file may already count as dropped
+  EXPECT_GE(pressed.recomputed, 5);
+  EXPECT_GT(pressed.loaded, 0);
+}
+
+// A context's chunks survive the process: a new engine opening it loads every chunk from
+// its file (none recomputed) and continues exactly as the engine that never stopped, with
+// compression at the default ratio too (the chunk table keeps formats and densities).
+void restart_case(double ratio, const std::string& tag) {
+  const char* prompts[] = {"The history of Rome begins", " Then", " And later", " Finally"};
+  std::vector<std::string> reference;
+  {
+    auto e = make_engine(root() + "/" + tag + "-ref", 0, ratio);
+    create(*e, "c");
+    for (const char* p : prompts) reference.push_back(call(*e, "c", p).text);
+  }
+  const std::string state = root() + "/" + tag + "-restart";
+  std::vector<std::string> answers;
+  {
+    auto e = make_engine(state, 0, ratio);
+    create(*e, "c");
+    for (int i = 0; i < 2; ++i) answers.push_back(call(*e, "c", prompts[i]).text);
+  }  // the engine's end flushes its swap writes
+  for (int i = 2; i < 4; ++i) {
+    auto e = make_engine(state, 0, ratio);
+    auto stored = e->context_info("c");  // from storage: its chunks are swapped
+    ASSERT_TRUE(stored.ok());
+    EXPECT_FALSE(stored->loaded);
+    EXPECT_GT(stored->chunks_swapped, 0);
+    EXPECT_EQ(stored->chunks_swapped + stored->chunks_dropped, stored->chunks_total);
+    ASSERT_TRUE(e->open_context("c").ok());
+    auto opened = e->context_info("c");
+    ASSERT_TRUE(opened.ok());
+    EXPECT_EQ(opened->chunks_swapped, stored->chunks_swapped);
+    EXPECT_EQ(opened->chunks_resident, 0);
+    Answer a = call(*e, "c", prompts[i]);
+    ASSERT_TRUE(a.status.ok()) << a.status.message();
+    answers.push_back(a.text);
+    EXPECT_GT(a.stats.chunks_loaded, 0) << tag;
+    EXPECT_EQ(a.stats.chunks_loaded, stored->chunks_swapped) << tag;
+    EXPECT_EQ(a.stats.chunks_recomputed, 0) << tag;
+    EXPECT_EQ(a.stats.chunk_load_failures, 0) << tag;
+  }
+  EXPECT_EQ(answers, reference) << tag;
+}
+
+TEST_F(EngineSwap, RestartLoadsChunksFromFilesF16) { restart_case(-1, "f16"); }
+TEST_F(EngineSwap, RestartLoadsChunksFromFilesCompressed) { restart_case(0.5, "half"); }
+
+// Swap off: evicted chunks are dropped and recomputed, the answers unchanged (f16).
+TEST_F(EngineSwap, SwapOffRecomputes) {
+  auto free_engine = make_engine(root() + "/off-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f", {}, 1, 12);
+  free_engine.reset();
+  auto e = make_engine(root() + "/off-tight", 10 * kChunk, -1, /*swap=*/false);
+  const Rounds pressed = run_rounds(*e, "t", {}, 1, 12);
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_EQ(pressed.loaded, 0);
+  EXPECT_GT(pressed.recomputed, 0);
+  EXPECT_FALSE(fs::exists(fs::path(root()) / "off-tight" / "contexts" / "t0" / "chunks" / "0.kvc"));
+}
+
+// Deleting a context removes its chunk files and table with it.
+TEST_F(EngineSwap, DeleteRemovesChunkFiles) {
+  const std::string state = root() + "/delete";
+  auto e = make_engine(state, 0, -1);
+  create(*e, "d");
+  ASSERT_TRUE(call(*e, "d", kStarts[0]).status.ok());
+  const fs::path dir = fs::path(state) / "contexts" / "d";
+  ASSERT_TRUE(e->delete_context("d").ok());  // flushes the writes queued for it first
+  EXPECT_FALSE(fs::exists(dir));
+  e->flush_swap();
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+// A small tmpfs (root only; skipped otherwise).
+class TmpfsMount {
+ public:
+  TmpfsMount(const std::string& dir, const std::string& size) : dir_(dir) {
+    fs::create_directories(dir);
+    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0700").c_str()) == 0;
+  }
+  ~TmpfsMount() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+// Fills the file system holding `dir` (a filler file); returns its path.
+std::string fill(const std::string& dir) {
+  const std::string path = dir + "/filler";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  EXPECT_GE(fd, 0);
+  std::vector<char> block(64 * 1024, 'x');
+  size_t n = block.size();
+  while (n > 0) {
+    if (::write(fd, block.data(), n) < 0) n /= 2;  // ENOSPC: smaller pieces until none fit
+  }
+  ::close(fd);
+  return path;
+}
+
+// Disk full during swap-out: the call still answers (its history fits in what is left) or
+// fails with Code::io from the history (nothing kept); nothing acknowledged is lost, and
+// once space is freed a new engine reopens the context and answers exactly as an engine
+// that never saw a full disk.
+TEST_F(EngineSwap, DiskFullDuringSwapOutLosesNothing) {
+  const std::string mnt = root() + "/tmpfs";
+  TmpfsMount tmpfs(mnt, "24m");
+  if (!tmpfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (not root?)";
+  const std::string state = mnt + "/state";
+
+  std::vector<std::string> acknowledged;  // prompts whose calls returned OK
+  std::vector<std::string> answers;
+  {
+    auto e = make_engine(state, 0, -1);
+    create(*e, "full");
+    Answer a = call(*e, "full", kStarts[0]);
+    ASSERT_TRUE(a.status.ok()) << a.status.message();
+    acknowledged.push_back(kStarts[0]);
+    answers.push_back(a.text);
+    e->flush_swap();
+
+    // Full except a few pages: the history's record fits, the chunk files do not.
+    const std::string filler = fill(mnt);
+    fs::resize_file(filler, fs::file_size(filler) - 16 * 1024);
+    const uint64_t failures_before = e->stats().swap_out_failures;
+    for (int i = 0; i < 3; ++i) {
+      Answer b = call(*e, "full", " Then");
+      e->flush_swap();
+      if (b.status.ok()) {
+        acknowledged.push_back(" Then");
+        answers.push_back(b.text);
+      } else {
+        EXPECT_EQ(b.status.code(), Code::io) << b.status.message();
+      }
+    }
+    EXPECT_GT(e->stats().swap_out_failures, failures_before) << "the disk never filled: the test proves nothing";
+    // Entirely full: the history cannot be appended; the call fails and keeps nothing.
+    (void)fill(mnt);
+    auto before = e->context_info("full");
+    Answer c = call(*e, "full", " Then");
+    if (!c.status.ok()) {
+      EXPECT_EQ(c.status.code(), Code::io) << c.status.message();
+      auto after = e->context_info("full");
+      ASSERT_TRUE(before.ok() && after.ok());
+      EXPECT_EQ(after->tokens, before->tokens);
+    } else {
+      acknowledged.push_back(" Then");
+      answers.push_back(c.text);
+    }
+    e->flush_swap();
+    fs::remove(filler);
+    fs::remove(mnt + "/filler");
+  }
+  // Space is back: a new engine reopens it, with every acknowledged turn, and continues.
+  {
+    auto e = make_engine(state, 0, -1);
+    ASSERT_TRUE(e->open_context("full").ok());
+    Answer d = call(*e, "full", " Finally");
+    ASSERT_TRUE(d.status.ok()) << d.status.message();
+    answers.push_back(d.text);
+  }
+  acknowledged.push_back(" Finally");
+  std::vector<std::string> reference;
+  {
+    auto e = make_engine(root() + "/tmpfs-ref", 0, -1);
+    create(*e, "full");
+    for (const std::string& p : acknowledged) reference.push_back(call(*e, "full", p).text);
+  }
+  EXPECT_EQ(answers, reference);
+}
+
+size_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// 64 contexts under a budget of 12 f16 chunks, compression at the default ratio: the
+// store's accounted bytes never pass the budget (checked after every call), and the
+// process's resident memory grows by no more than the budget plus a fixed overhead.
+TEST_F(EngineSwap, SixtyFourContextsStayWithinTheBudget) {
+  const uint64_t budget = 12 * kChunk;
+  auto e = make_engine(root() + "/many", budget, 0.5);
+  (void)create(*e, "warm");
+  ASSERT_TRUE(call(*e, "warm", "Warm up", 4).status.ok());
+  const size_t rss0 = rss_bytes();
+  size_t rss_max = rss0;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 64; ++i) {
+      std::string id = "m";
+      id += std::to_string(i);
+      if (round == 0) create(*e, id);
+      Answer a = call(*e, id, round == 0 ? kStarts[i % 3] : " Then", 20);
+      ASSERT_TRUE(a.status.ok()) << id << ": " << a.status.message();
+      const EngineStats st = e->stats();
+      ASSERT_LE(st.kv_bytes, budget) << id;
+      ASSERT_LE(st.kv_peak_bytes, budget) << id;
+      rss_max = std::max(rss_max, rss_bytes());
+    }
+  }
+  const EngineStats st = e->stats();
+  EXPECT_GT(st.kv_evictions, 0u);
+  EXPECT_GT(st.chunks_loaded, 0u);
+  // Fixed overhead: swap read buffers (16 files at a time), the encoder's, allocator slack.
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LE(rss_max - rss0, budget + (64u << 20)) << "rss0 " << rss0 << " max " << rss_max;
+#endif
+}
+
+}  // namespace
+}  // namespace llmsvc
+
+namespace llmsvc {
+namespace {
+
+// Not a test: switch-in figures of a reopened 512-token context, chunks loaded from their
+// files against recomputed (swap off), f16 and at the default ratio. Timings are printed,
+// never asserted: --gtest_also_run_disabled_tests --gtest_filter=*SwitchInFigures*
+TEST_F(EngineSwap, DISABLED_SwitchInFigures) {
+  std::string text;
+  for (int i = 0; text.size() < 2400; ++i) text += "The river runs past the old mill and on to the sea. ";
+  for (double ratio : {-1.0, 0.5}) {
+    const std::string state = root() + "/figures" + std::to_string(ratio);
+    {
+      auto e = make_engine(state, 0, ratio);
+      create(*e, "f");
+      Answer a = call(*e, "f", text, 1);
+      ASSERT_TRUE(a.status.ok());
+      e->flush_swap();
+      std::printf("ratio %4.1f prefill %7.2f ms, swap-out of %d chunks: encode %6.2f ms on the call's thread, %llu bytes\n",
+                  ratio, a.stats.prefill_ms, a.stats.chunks_swapped_out, a.stats.swap_out_ms,
+                  static_cast<unsigned long long>(e->stats().swap_out_bytes));
+    }
+    for (bool swap : {true, false, true, false}) {
+      auto e = make_engine(state, 0, ratio, swap);
+      ASSERT_TRUE(e->open_context("f").ok());
+      Answer a = call(*e, "f", " The", 1);
+      ASSERT_TRUE(a.status.ok());
+      auto info = e->context_info("f");
+      std::printf("ratio %4.1f %-9s tokens %4d switch-in %7.2f ms (loaded %d, recomputed %d chunks; %d tokens)\n", ratio,
+                  swap ? "load" : "recompute", info->tokens, a.stats.switch_in_ms, a.stats.chunks_loaded,
+                  a.stats.chunks_recomputed, a.stats.tokens_recomputed);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmsvc
