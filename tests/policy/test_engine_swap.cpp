@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/switch_cost.h"
 #include "runtime/core/engine/engine.h"
 #include "tests/common/test_paths.h"
 
@@ -192,6 +193,62 @@ TEST_F(EngineSwap, BadChunkFilesAreRecomputed) {
   EXPECT_GE(pressed.load_failures, 4);  // the missing file may already count as dropped
   EXPECT_GE(pressed.recomputed, 5);
   EXPECT_GT(pressed.loaded, 0);
+}
+
+// With a switch-cost profile that makes storage slow next to recompute, switch-in splits
+// the swapped chunks: some load layer by layer while the others are recomputed (the
+// swap-recompute pipeline). Every token is evaluated in batches, so recomputed chunks are
+// bit-identical too and the answers must equal an engine without pressure. Then every file
+// of a context is damaged inside a layer frame (headers intact): the loads fail mid-pass,
+// and those chunks plus what the pass recomputed after them are recomputed again.
+void write_slow_storage_profile(const std::string& state) {
+  fs::create_directories(state);
+  policy::SwitchCost slow;
+  slow.io_byte_s = 1.0 / 20e6;  // 20 MB/s
+  slow.io_chunk_s = 1e-4;
+  slow.rc_fixed_s = 1e-4;
+  slow.rc_token_s = 2e-5;
+  slow.rc_token_ctx_s = 0;
+  std::ofstream(fs::path(state) / "switch-profile.json") << policy::switch_cost_to_json(slow);
+}
+
+TEST_F(EngineSwap, PipelineSplitsLoadsAndRecomputeAndAnswersAreUnchanged) {
+  auto free_engine = make_engine(root() + "/pipe-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f", {}, 1, 12);
+  free_engine.reset();
+
+  const std::string state = root() + "/pipe-tight";
+  write_slow_storage_profile(state);
+  auto e = make_engine(state, 10 * kChunk, -1);
+  const Rounds pressed = run_rounds(*e, "t", [&](int, int) { e->flush_swap(); }, 1, 12);
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GT(pressed.loaded, 0) << "the planner loaded nothing: the overlap was not exercised";
+  EXPECT_GT(pressed.recomputed, 0) << "the planner recomputed nothing: the profile did not bite";
+  EXPECT_EQ(pressed.load_failures, 0);
+}
+
+TEST_F(EngineSwap, PipelineLayerFrameFailuresAreRecomputedAgain) {
+  auto free_engine = make_engine(root() + "/pipebad-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f", {}, 1, 12);
+  free_engine.reset();
+
+  const std::string state = root() + "/pipebad-tight";
+  write_slow_storage_profile(state);
+  auto e = make_engine(state, 10 * kChunk, -1);
+  int damaged = 0;
+  const Rounds pressed = run_rounds(*e, "t", [&](int round, int i) {
+    e->flush_swap();
+    if (round != 11 || i != 0) return;
+    const fs::path dir = fs::path(state) / "contexts" / "t0" / "chunks";
+    for (const auto& f : fs::directory_iterator(dir)) {
+      if (f.path().extension() != ".kvc") continue;
+      flip_bit(f.path(), fs::file_size(f.path()) - 64);  // inside the last layer's frame
+      ++damaged;
+    }
+  }, 1, 12);
+  ASSERT_GE(damaged, 3) << "t0 had too few chunk files: the test proves nothing";
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GT(pressed.load_failures, 0);
 }
 
 // A context's chunks survive the process: a new engine opening it loads every chunk from

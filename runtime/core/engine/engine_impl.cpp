@@ -15,6 +15,7 @@
 #include "base/file_io.h"
 #include "policy/context_compression.h"
 #include "policy/kv_swap.h"
+#include "policy/layer_loader.h"
 #include "policy/switch_planner.h"
 #include "runtime/core/persist/chunk_table.h"
 #include "runtime/core/engine/stop_matcher.h"
@@ -83,6 +84,12 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
+  const std::string profile = state_.root() + "/switch-profile.json";
+  if (fileio::exists(profile)) {
+    auto cost = policy::load_switch_cost(profile);
+    if (cost.ok()) switch_cost_ = *cost;
+    else warn("ignoring the switch-cost profile: " + cost.status().message());
+  }
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
 }
 
@@ -327,7 +334,10 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
     missing.push_back({c, std::min(C, ctx.n_evaluated - c * C), has_file, store_.geometry().chunk_bytes(ctx.kv.format(c))});
   }
   if (missing.empty()) return Status::Ok();
-  policy::SwitchPlan plan = policy::plan_by_state(missing);
+  // The cost-model split (some swapped chunks recomputed while the rest load, layer by
+  // layer), or, without a profile, what the states say.
+  const policy::SwitchPlan plan = switch_cost_ ? policy::plan_switch_in(missing, model_->config().n_layer, ctx.n_evaluated, *switch_cost_)
+                                               : policy::plan_by_state(missing);
 
   std::vector<int> brought;  // back in memory: released again if switch-in fails
   std::set<int> file_good;   // claimed for loading, their files not found bad
@@ -339,51 +349,85 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
     }
     return s;
   };
-  // Loads: each chunk in the format its file holds.
-  std::vector<int> loading;
+  auto bring = [&](int c, hal::KvFormat f) -> Status {
+    LLMSVC_RETURN_IF_ERROR(ctx.kv.make_resident(c, f));
+    if (std::find(brought.begin(), brought.end(), c) == brought.end()) brought.push_back(c);
+    return Status::Ok();
+  };
+  auto failed_load = [&](int c, const Status& why) {
+    // Never fatal: the tokens are the source of truth.
+    warn("context '" + ctx.id + "': recomputing a chunk: " + why.message());
+    st.chunk_load_failures++;
+    file_good.erase(c);
+  };
+  std::vector<int> recompute = plan.recompute;
+  // Loads: each chunk in the format its file holds. Whole files in batches when nothing is
+  // recomputed (or for a partial tail); otherwise full chunks layer by layer, overlapped.
+  std::vector<int> whole, layered;
   for (int c : plan.load) {
     const bool was_swapped = ctx.kv.state(c) == policy::ChunkState::swapped;
-    if (Status s = ctx.kv.make_resident(c, ctx.kv.format(c)); !s.ok()) return fail(s);
-    brought.push_back(c);
-    loading.push_back(c);
+    if (Status s = bring(c, ctx.kv.format(c)); !s.ok()) return fail(s);
     if (was_swapped) file_good.insert(c);
+    const bool full = (c + 1) * C <= ctx.n_evaluated;
+    (recompute.empty() || !full ? whole : layered).push_back(c);
   }
-  std::vector<int> recompute = plan.recompute;
-  if (!loading.empty()) {
-    const uint64_t model_hash = model_->content_hash();
-    std::vector<Status> loaded = policy::load_chunks(ctx.kv, *ctx.swap, model_hash, ctx.tokens, ctx.n_evaluated, loading);
-    for (size_t i = 0; i < loading.size(); ++i) {
+  const uint64_t model_hash = model_->content_hash();
+  if (!whole.empty()) {
+    std::vector<Status> loaded = policy::load_chunks(ctx.kv, *ctx.swap, model_hash, ctx.tokens, ctx.n_evaluated, whole);
+    for (size_t i = 0; i < whole.size(); ++i) {
       if (loaded[i].ok()) {
         st.chunks_loaded++;
         continue;
       }
-      // Never fatal: the tokens are the source of truth.
-      warn("context '" + ctx.id + "': recomputing a chunk: " + loaded[i].message());
-      st.chunk_load_failures++;
-      file_good.erase(loading[i]);
-      recompute.push_back(loading[i]);
-    }
-    std::sort(recompute.begin(), recompute.end());
-  }
-  // Recomputes: f16 chunks, one batch over all of them at their positions.
-  std::vector<int32_t> toks, pos;
-  for (int c : recompute) {
-    if (Status s = ctx.kv.make_resident(c); !s.ok()) return fail(s);
-    if (std::find(brought.begin(), brought.end(), c) == brought.end()) brought.push_back(c);
-    for (int p = c * C; p < std::min((c + 1) * C, ctx.n_evaluated); ++p) {
-      toks.push_back(ctx.tokens[p]);
-      pos.push_back(p);
+      failed_load(whole[i], loaded[i]);
+      recompute.push_back(whole[i]);
     }
   }
-  if (toks.empty()) return Status::Ok();
-  Status s;
-  {
+  std::unique_ptr<policy::LayerLoader> loader;
+  if (!layered.empty()) {
+    loader = std::make_unique<policy::LayerLoader>(ctx.kv, *ctx.swap, model_hash, ctx.tokens, ctx.n_evaluated, layered);
+    for (size_t i = 0; i < loader->header_failed().size(); ++i) {
+      failed_load(loader->header_failed()[i], loader->header_status()[i]);
+      recompute.push_back(loader->header_failed()[i]);
+    }
+  }
+  // Recomputes: f16 chunks at their positions, one pass; loads (if any) overlap it.
+  auto run_recompute = [&](std::vector<int> chunks, policy::LayerLoader* overlap) -> Status {
+    std::sort(chunks.begin(), chunks.end());
+    std::vector<int32_t> toks, pos;
+    for (int c : chunks) {
+      LLMSVC_RETURN_IF_ERROR(bring(c, hal::KvFormat::f16));
+      for (int p = c * C; p < std::min((c + 1) * C, ctx.n_evaluated); ++p) {
+        toks.push_back(ctx.tokens[p]);
+        pos.push_back(p);
+      }
+    }
+    if (toks.empty()) return Status::Ok();
     std::lock_guard<std::mutex> lock(compute_mu_);
-    s = forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated);
+    Forward::LayerHook hook;
+    if (overlap) hook = [overlap](int layer) { return overlap->before_layer(layer); };
+    LLMSVC_RETURN_IF_ERROR(forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated, hook));
+    st.chunks_recomputed += static_cast<int32_t>(chunks.size());
+    st.tokens_recomputed += static_cast<int32_t>(toks.size());
+    return Status::Ok();
+  };
+  Status s = run_recompute(recompute, loader.get());
+  if (loader) {
+    loader->finish();
+    st.chunks_loaded += loader->loaded();
   }
   if (!s.ok()) return fail(s);
-  st.chunks_recomputed += static_cast<int32_t>(recompute.size());
-  st.tokens_recomputed += static_cast<int32_t>(toks.size());
+  if (loader && !loader->late_failed().empty()) {
+    // A layer frame failed mid-pass: that chunk, and every chunk this pass recomputed after
+    // it (it attended to the chunk's wrong layers), are recomputed again.
+    const int first = loader->late_failed().front();
+    std::vector<int> again = loader->late_failed();
+    for (size_t i = 0; i < again.size(); ++i) failed_load(again[i], loader->late_status()[i]);
+    for (int c : recompute)
+      if (c > first) again.push_back(c);
+    for (int c : loader->late_failed()) ctx.kv.release(c);  // its memory is in the file's format
+    if (Status s2 = run_recompute(again, nullptr); !s2.ok()) return fail(s2);
+  }
   return Status::Ok();
 }
 

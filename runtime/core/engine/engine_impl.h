@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "hal/device.h"
 #include "policy/kv_chunk_store.h"
+#include "policy/switch_cost.h"
 #include "policy/swap_io.h"
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
@@ -71,6 +73,10 @@ class EngineImpl final : public Engine {
   policy::KvChunkStore store_;
   persist::StateDir state_;
   bool recompute_on_model_change_;
+  // The switch-cost profile (<state root>/switch-profile.json, written by `llmsvc profile`):
+  // with one, switch-in splits swapped chunks between loads and recompute and overlaps the
+  // two; without one, every swapped chunk is loaded (exact, no guessing).
+  std::optional<policy::SwitchCost> switch_cost_;
   double kv_ratio_;
 
   std::unique_ptr<policy::SwapIo> swap_io_;  // null: swap off
