@@ -125,8 +125,21 @@ Status ClientConnection::send_locked(uint32_t stream, const p::Message& m, std::
 }
 
 Result<std::shared_ptr<ClientConnection::Request>> ClientConnection::start(const p::Message& request) {
-  std::lock_guard wlock(write_mu_);
+  const bool is_call = std::holds_alternative<p::Call>(request);
+  std::unique_lock<std::mutex> wlock(write_mu_, std::defer_lock);
   std::unique_lock lock(mu_);
+  // A CALL beyond the daemon's max_calls waits for one of this connection's calls to end
+  // (as embedded, where any number may be issued). Waiting is done without write_mu_, so
+  // a CANCEL can still go out meanwhile.
+  for (;;) {
+    cv_.wait(lock, [&] { return !lost_.ok() || !is_call || state_.calls_in_flight() < state_.max_calls(); });
+    if (!lost_.ok()) return lost_;
+    lock.unlock();
+    wlock.lock();
+    lock.lock();
+    if (!lost_.ok() || !is_call || state_.calls_in_flight() < state_.max_calls()) break;
+    wlock.unlock();
+  }
   if (!lost_.ok()) return lost_;
   uint32_t stream = next_stream_;
   while (stream == 0 || requests_.count(stream)) ++stream;

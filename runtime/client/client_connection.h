@@ -30,8 +30,9 @@ class ClientConnection {
     bool done = false;  // its final answer is in `answers`
   };
 
-  // Connects to the Unix socket `path` and handshakes (within timeout_ms).
-  static Result<std::unique_ptr<ClientConnection>> connect(const std::string& path, int timeout_ms = 5000);
+  // Connects to the Unix socket `path` and handshakes within timeout_ms (generous: a
+  // socket-activated daemon loads its model before it answers the first HELLO).
+  static Result<std::unique_ptr<ClientConnection>> connect(const std::string& path, int timeout_ms = 30000);
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
@@ -39,7 +40,7 @@ class ClientConnection {
   const protocol::Welcome& welcome() const { return welcome_; }
   bool alive() const;
 
-  // Sends a request on a fresh stream.
+  // Sends a request on a fresh stream (a CALL waits while max_calls are in flight).
   Result<std::shared_ptr<Request>> start(const protocol::Message& request);
   // The request's next answer; nullopt after timeout_ms (-1: wait); unavailable once the
   // connection is lost.

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   CLI::App app{"llmsvcd: the llmsvc daemon (one shared on-device LLM for every app)"};
   std::string config_file, listen, state_dir, model, socket_mode;
   int threads = -1;
-  int64_t idle_ms = -1, stop_ms = -1;
+  int64_t idle_ms = -1, stop_ms = -1, max_calls = -1;
   app.add_option("--config", config_file, "TOML configuration file (flags override it)");
   app.add_option("--listen", listen, "Unix socket path to listen on (unless systemd passes sockets)");
   app.add_option("--socket-mode", socket_mode, "permissions of the socket it creates (octal, default 0666)");
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "engine threads (0: all CPUs)");
   app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0: never)");
   app.add_option("--stop-timeout-ms", stop_ms, "on SIGTERM, how long calls in flight may go on");
+  app.add_option("--max-calls", max_calls, "calls in flight per connection")->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
 
   DaemonConfig cfg;
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   if (threads >= 0) cfg.threads = threads;
   if (idle_ms >= 0) cfg.idle_timeout_ms = static_cast<uint32_t>(idle_ms);
   if (stop_ms >= 0) cfg.stop_timeout_ms = static_cast<int>(stop_ms);
+  if (max_calls > 0) cfg.max_calls = static_cast<uint32_t>(max_calls);
 
   // Signals are taken by the event loop's signalfd: blocked here, before any thread starts.
   sigset_t set;

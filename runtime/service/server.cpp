@@ -135,6 +135,10 @@ int Server::run() {
       auto it = sessions_.find(fd);
       if (it == sessions_.end()) continue;
       SessionPtr s = it->second;
+      if ((events[i].events & (EPOLLHUP | EPOLLERR)) && !s->reading) {
+        drop(s, "hung up");  // not being read (backpressure): nothing more can come or go
+        continue;
+      }
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) on_readable(s);
       if (sessions_.count(fd) && sessions_[fd] == s && (events[i].events & EPOLLOUT)) flush(s);
     }
@@ -605,7 +609,8 @@ void Server::check_timers() {
       expired.emplace_back(s, "no handshake within " + std::to_string(opt_.handshake_timeout_ms) + " ms");
     } else if (s->writer.pending_bytes() > 0 && ms_between(s->last_write_progress, now) > opt_.write_timeout_ms) {
       expired.emplace_back(s, "the client read nothing for " + std::to_string(opt_.write_timeout_ms) + " ms");
-    } else if (opt_.idle_timeout_ms > 0 && s->state.in_flight() == 0 && s->writer.pending_bytes() == 0 &&
+    } else if (opt_.idle_timeout_ms > 0 && s->state.phase() == p::Phase::ready && s->state.in_flight() == 0 &&
+               s->writer.pending_bytes() == 0 &&
                ms_between(s->last_activity, now) > static_cast<int>(opt_.idle_timeout_ms)) {
       expired.emplace_back(s, "idle");
     }

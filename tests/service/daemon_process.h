@@ -24,6 +24,12 @@ class DaemonProcess {
   // `dir`: where the socket (s.sock), the state (state/) and the log (llmsvcd.log) go.
   explicit DaemonProcess(std::string dir, std::vector<std::string> extra_args = {})
       : dir_(std::move(dir)), extra_(std::move(extra_args)) {}
+
+  // Started by systemd-socket-activate (which listens, passes the socket with LISTEN_FDS
+  // and execs llmsvcd on the first connection) instead of --listen.
+  void socket_activated() { activated_ = true; }
+  // NAME=VALUE for the daemon's environment.
+  void add_env(std::string assignment) { env_.push_back(std::move(assignment)); }
   ~DaemonProcess() { kill_and_wait(SIGKILL); }
 
   std::string socket_path() const { return dir_ + "/s.sock"; }
@@ -34,8 +40,15 @@ class DaemonProcess {
 
   // Starts it and waits until its socket accepts connections (false on failure or timeout).
   bool start(int timeout_ms = 120000) {
-    std::vector<std::string> args = {LLMSVCD_PATH, "--listen", socket_path(), "--state-dir", state_dir(),
-                                     "--model", default_model_path(), "--threads", "2"};
+    std::vector<std::string> args = {LLMSVCD_PATH, "--listen", socket_path()};
+    if (activated_) {  // it passes on only the environment it is told to
+      args = {"/usr/bin/systemd-socket-activate", "--listen=" + socket_path()};
+      for (const std::string& e : env_) args.push_back("--setenv=" + e);
+      args.push_back(LLMSVCD_PATH);
+    }
+    for (const std::string& a :
+         std::vector<std::string>{"--state-dir", state_dir(), "--model", default_model_path(), "--threads", "2"})
+      args.push_back(a);
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = ::fork();
     if (pid_ < 0) return false;
@@ -45,6 +58,7 @@ class DaemonProcess {
         ::dup2(log, STDERR_FILENO);
         ::dup2(log, STDOUT_FILENO);
       }
+      for (auto& e : env_) ::putenv(e.data());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -99,6 +113,8 @@ class DaemonProcess {
  private:
   std::string dir_;
   std::vector<std::string> extra_;
+  std::vector<std::string> env_;
+  bool activated_ = false;
   pid_t pid_ = -1;
 };
 

@@ -92,8 +92,9 @@ class Daemon : public ::testing::Test {
     daemons_.clear();
     if (!dir_.empty()) (void)llmsvc::fileio::remove_tree(dir_);
   }
-  DaemonProcess& start(std::vector<std::string> args = {}) {
+  DaemonProcess& start(std::vector<std::string> args = {}, const std::function<void(DaemonProcess&)>& setup = {}) {
     daemons_.push_back(std::make_unique<DaemonProcess>(dir_, std::move(args)));
+    if (setup) setup(*daemons_.back());
     EXPECT_TRUE(daemons_.back()->start()) << "llmsvcd did not start; see " << daemons_.back()->log_path();
     return *daemons_.back();
   }
@@ -334,6 +335,10 @@ void raw_send(int fd, const std::string& bytes) {
   (void)n;
 }
 
+// HELLO (PROTOCOL.md section 10): versions 1..1, 1 MiB, client "cli".
+const std::string kHello("LLMS\x01\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00"
+                         "\x01\x00\x01\x00\x00\x00\x10\x00\x03\x00\x00\x00" "cli", 31);
+
 // Reads until EOF (or 10 s); returns what came.
 std::string read_to_eof(int fd) {
   timeval tv{10, 0};
@@ -377,8 +382,7 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   for (size_t cut : {size_t{3}, size_t{10}, size_t{20}}) {
     int t = raw_connect(d.socket_path());
     ASSERT_GE(t, 0);
-    std::string hello("LLMS\x01\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00\x01\x00\x01\x00\x00\x00\x10\x00\x03\x00\x00\x00" "cli", 31);
-    raw_send(t, hello.substr(0, cut));
+    raw_send(t, kHello.substr(0, cut));
     ::close(t);
   }
   // Random bytes from many connections at once.
@@ -402,6 +406,92 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(list_ids(other), (std::set<std::string>{"victim"}));
   llmsvc_unbind(other);
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, MoreConcurrentCallsThanMaxCallsWaitTheirTurn) {
+  DaemonProcess& d = start({"--max-calls", "2"});
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  constexpr int kCalls = 5;
+  std::vector<llmsvc_context*> ctx;
+  for (char name[] = "c0"; name[1] < '0' + kCalls; ++name[1]) ctx.push_back(new_context(svc, name));
+  std::vector<llmsvc_status> st(kCalls, LLMSVC_ERR_INTERNAL);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      auto co = greedy(6);
+      st[i] = llmsvc_call(ctx[i], "Hi", 2, &co, nullptr, nullptr, nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(st[i], LLMSVC_OK) << i;
+  for (auto* c : ctx) llmsvc_context_close(c);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, SocketActivatedBySystemdAndNotifies) {
+  // A datagram socket standing in for systemd's notify socket.
+  const std::string notify_path = dir_ + "/notify";
+  const int nfd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, notify_path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(nfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  DaemonProcess& d = start({}, [&](DaemonProcess& p) {
+    p.socket_activated();
+    p.add_env("NOTIFY_SOCKET=" + notify_path);
+  });
+  llmsvc_service* svc = bind_to(d.target());  // the first connection starts llmsvcd
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "activated");
+  auto co = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+  const int status = d.kill_and_wait(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(std::filesystem::exists(d.socket_path()));  // systemd's socket is not the daemon's to remove
+  std::string notes;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(nfd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n <= 0) break;
+    notes.append(buf, static_cast<size_t>(n)).push_back('\n');
+  }
+  ::close(nfd);
+  EXPECT_NE(notes.find("READY=1"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("STATUS=serving"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("STOPPING=1"), std::string::npos) << notes;
+}
+
+TEST_F(Daemon, SilentConnectionsTimeOutAndIdleClientsKeepAlive) {
+  DaemonProcess& d = start({"--idle-timeout-ms", "300"});
+  // No HELLO within 5 s: closed.
+  const int silent = raw_connect(d.socket_path());
+  ASSERT_GE(silent, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_to_eof(silent), "");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::seconds(4));
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  ::close(silent);
+  // Handshaken, then silent for longer than the idle timeout: closed.
+  const int idle = raw_connect(d.socket_path());
+  ASSERT_GE(idle, 0);
+  raw_send(idle, kHello);
+  const std::string welcome = read_to_eof(idle);
+  EXPECT_EQ(welcome.substr(0, 6), std::string("LLMS\x02\x00", 6));  // WELCOME, then the close
+  ::close(idle);
+  // A bound client idle for longer than the idle timeout is still connected (it pings).
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "idle");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  auto co = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
 }
