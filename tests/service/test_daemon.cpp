@@ -89,6 +89,12 @@ class Daemon : public ::testing::Test {
     ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
+    // Every daemon still running stops cleanly (under ASan: also without leaks).
+    for (auto& d : daemons_) {
+      if (d->pid() <= 0) continue;
+      const int status = d->kill_and_wait(SIGTERM);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "llmsvcd exit status " << status;
+    }
     daemons_.clear();
     if (!dir_.empty()) (void)llmsvc::fileio::remove_tree(dir_);
   }

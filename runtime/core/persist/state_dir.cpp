@@ -37,8 +37,12 @@ bool valid_context_key(std::string_view key) {
 Result<std::vector<std::string>> StateDir::list(std::string_view scope) const {
   std::vector<std::string> ids;
   if (!scope.empty() && !valid_context_id(scope)) return Status(Code::invalid_argument, "bad context scope");
-  const std::string prefix = scope.empty() ? std::string() : std::string(scope) + "/";
-  const std::string dir = contexts_dir() + (scope.empty() ? "" : "/" + std::string(scope));
+  std::string prefix, dir = contexts_dir();  // appended piecewise: GCC 12 -Wrestrict false positive
+  if (!scope.empty()) {
+    prefix.append(scope).push_back('/');
+    dir.push_back('/');
+    dir.append(scope);
+  }
   DIR* d = ::opendir(dir.c_str());
   if (!d) {
     if (errno == ENOENT) return ids;
