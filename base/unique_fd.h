@@ -30,6 +30,8 @@ class UniqueFd {
     const int r = ::close(std::exchange(fd_, -1));
     return r == 0 ? 0 : errno;
   }
+  // Gives up ownership without closing.
+  int release() { return std::exchange(fd_, -1); }
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;

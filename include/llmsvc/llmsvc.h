@@ -87,8 +87,13 @@ LLMSVC_API const char* llmsvc_last_error(void);
 
 typedef struct llmsvc_bind_options {
   size_t struct_size;
-  /** "embedded" or "unix:PATH". NULL: $LLMSVC_TARGET, else embedded. (unix: is refused with
-   *  LLMSVC_ERR_UNSUPPORTED until the daemon transport is built.) */
+  /** "embedded" or "unix:PATH" (the llmsvcd daemon listening on the Unix socket PATH, e.g.
+   *  "unix:/run/llmsvc/llmsvc.sock"). NULL or "": $LLMSVC_TARGET, else embedded.
+   *  unix: bind connects (LLMSVC_ERR_UNAVAILABLE if the daemon cannot be reached); the fields
+   *  marked "Embedded" are then ignored (the daemon has its own model and state). Contexts live
+   *  in the daemon, in the calling user's own namespace (ids are per uid). If the connection is
+   *  lost, calls in flight fail with LLMSVC_ERR_UNAVAILABLE; the next function call reconnects
+   *  and reopens the open contexts by id, so context handles survive a daemon restart. */
   const char* target;
   /** Embedded: GGUF model path. NULL: the default model in $LLMSVC_MODEL_DIR or ~/.cache/llmsvc/models
    *  (LLMSVC_ERR_MODEL_NOT_FOUND when absent; tools/scripts/fetch_model.sh fetches it). */

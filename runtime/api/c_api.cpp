@@ -11,6 +11,7 @@
 #include "runtime/api/last_error.h"
 #include "runtime/api/options.h"
 #include "runtime/api/validate.h"
+#include "runtime/client/unix_transport.h"
 
 using llmsvc::api::fail;
 using llmsvc::api::guarded;
@@ -50,11 +51,9 @@ llmsvc_status llmsvc_bind(const llmsvc_bind_options* options, llmsvc_service** o
     if (!out) return null_arg("out");
     auto config = llmsvc::api::read_bind_options(options);
     if (!config.ok()) return fail(config.status());
-    if (config->target == llmsvc::api::TargetKind::unix_socket) {
-      return fail(LLMSVC_ERR_UNSUPPORTED,
-                  "the daemon transport (unix:) arrives with llmsvcd; bind \"embedded\" for now");
-    }
-    auto transport = llmsvc::api::make_embedded_transport(config->engine);
+    auto transport = config->target == llmsvc::api::TargetKind::unix_socket
+                         ? llmsvc::client::make_unix_transport(config->socket_path)
+                         : llmsvc::api::make_embedded_transport(config->engine);
     if (!transport.ok()) return fail(transport.status());
     auto handle = std::make_unique<llmsvc_service>();
     handle->service = std::make_shared<llmsvc::api::Service>(std::move(transport).value());

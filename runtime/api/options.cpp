@@ -89,7 +89,7 @@ Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
   BindConfig config;
 
   const char* target = o.target;
-  if (target == nullptr) target = std::getenv("LLMSVC_TARGET");
+  if (target == nullptr || *target == '\0') target = std::getenv("LLMSVC_TARGET");
   if (target != nullptr && *target != '\0') {
     LLMSVC_RETURN_IF_ERROR(check_cstr(target, "target"));
     std::string_view t(target);

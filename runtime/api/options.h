@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "llmsvc/llmsvc.h"
@@ -47,6 +48,34 @@ void init(llmsvc_context_info* i);
 Result<BindConfig> read_bind_options(const llmsvc_bind_options* options);
 Result<ContextOptions> read_context_options(const llmsvc_context_options* options);
 Result<CallParams> read_call_options(const llmsvc_call_options* options);
+
+// Call options held elsewhere under the C fields' names, with `stop` as strings (the CLI's
+// arguments, the daemon's CALL), checked by read_call_options: one place has the rules.
+template <class Args>
+Result<CallParams> read_call_args(const Args& a) {
+  llmsvc_call_options o;
+  init(&o);
+  o.seed = a.seed;
+  o.temperature = a.temperature;
+  o.top_k = a.top_k;
+  o.top_p = a.top_p;
+  o.min_p = a.min_p;
+  o.repeat_penalty = a.repeat_penalty;
+  o.repeat_last_n = a.repeat_last_n;
+  o.max_tokens = a.max_tokens;
+  if constexpr (requires { a.slo_ttft_ratio; }) {
+    o.slo_ttft_ratio = a.slo_ttft_ratio;
+    o.slo_tpot_ratio = a.slo_tpot_ratio;
+  }
+  std::vector<const char*> stops;
+  for (const std::string& s : a.stop) {
+    if (s.find('\0') != std::string::npos) return Status(Code::invalid_argument, "a stop string holds a NUL byte");
+    stops.push_back(s.c_str());
+  }
+  o.stop = stops.data();
+  o.n_stop = stops.size();
+  return read_call_options(&o);  // copies the strings out
+}
 
 // Results: the caller's struct_size must cover v1; fields past it are left untouched.
 Status check_result_size(size_t struct_size, size_t v1_size, const char* what);

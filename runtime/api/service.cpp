@@ -28,7 +28,10 @@ void Service::close(std::string_view id) noexcept {
   auto it = open_.find(id);
   if (it == open_.end()) return;
   --n_open_;
-  if (--it->second == 0) open_.erase(it);
+  if (--it->second == 0) {
+    open_.erase(it);
+    transport_->close_context(id);
+  }
 }
 
 Status Service::remove(std::string_view id) {

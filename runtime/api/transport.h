@@ -1,5 +1,5 @@
-// Transport: what a service handle needs from wherever the engine runs. Embedded (the
-// engine in this process) today; the daemon client (unix:) implements the same interface.
+// Transport: what a service handle needs from wherever the engine runs: embedded (the
+// engine in this process) or the daemon client (unix:, runtime/client/unix_transport.h).
 //
 // Implementations are thread-safe: a service handle is shared by the app's threads.
 #pragma once
@@ -21,6 +21,8 @@ class Transport {
   virtual Result<std::string> create_context(const ContextOptions& options) = 0;
   // not_found unless `id` names a context the service holds.
   virtual Status open_context(std::string_view id) = 0;
+  // The app closed its last handle on `id` (a remote transport releases the daemon's).
+  virtual void close_context(std::string_view /*id*/) {}
   // Deletes the context and its state. busy while it is in a call.
   virtual Status delete_context(std::string_view id) = 0;
   // Runs one call; params.cancel is the handle's flag, polled between tokens.

@@ -176,22 +176,25 @@ TEST(CApi, BindAcceptsLargerStructSize) {
   o.future_field = 0xFFFFFFFFFFFFFFFFull;
   o.v1.target = "unix:/nonexistent.sock";
   llmsvc_service* svc = nullptr;
-  // Past the size check, the unix target is what refuses it.
-  EXPECT_EQ(llmsvc_bind(&o.v1, &svc), LLMSVC_ERR_UNSUPPORTED);
+  // Past the size check, the unreachable daemon is what refuses it.
+  EXPECT_EQ(llmsvc_bind(&o.v1, &svc), LLMSVC_ERR_UNAVAILABLE);
   EXPECT_EQ(svc, nullptr);
 }
 
-TEST(CApi, UnixTargetIsUnsupportedForNow) {
+// The daemon transport itself is tested against a live llmsvcd in tests/service/.
+TEST(CApi, UnixTargetWithoutADaemonIsUnavailable) {
   llmsvc_bind_options o;
   llmsvc_bind_options_init(&o);
-  o.target = "unix:/run/llmsvc/llmsvc.sock";
+  o.target = "unix:/nonexistent-dir/llmsvc.sock";
   llmsvc_service* svc = nullptr;
-  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_ERR_UNSUPPORTED);
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_ERR_UNAVAILABLE);
   EXPECT_NE(last_error().find("llmsvcd"), std::string::npos) << last_error();
   EXPECT_EQ(svc, nullptr);
 
-  ScopedEnv env("LLMSVC_TARGET", "unix:/tmp/llmsvc-test.sock");
-  EXPECT_EQ(llmsvc_bind(nullptr, &svc), LLMSVC_ERR_UNSUPPORTED);  // NULL target: $LLMSVC_TARGET
+  ScopedEnv env("LLMSVC_TARGET", "unix:/nonexistent-dir/llmsvc-test.sock");
+  EXPECT_EQ(llmsvc_bind(nullptr, &svc), LLMSVC_ERR_UNAVAILABLE);  // NULL target: $LLMSVC_TARGET
+  o.target = "";
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_ERR_UNAVAILABLE);  // "" too
 }
 
 TEST(CApi, BadTargetsAreInvalid) {

@@ -91,5 +91,21 @@ TEST(StateDir, ContextIdsAreSafeFileNames) {
   EXPECT_FALSE(valid_context_id("caf\xC3\xA9"));
 }
 
+TEST(StateDir, ScopedKeysHaveOneScopeThatIsAnId) {
+  EXPECT_TRUE(valid_context_key("a"));
+  EXPECT_TRUE(valid_context_key("uid-1000/notes"));
+  EXPECT_FALSE(valid_context_key("uid-1000/"));
+  EXPECT_FALSE(valid_context_key("/notes"));
+  EXPECT_FALSE(valid_context_key("../notes"));
+  EXPECT_FALSE(valid_context_key("a/b/c"));
+  EXPECT_FALSE(valid_context_key("a/.."));
+  StateDir dir("/nonexistent-llmsvc-root");
+  EXPECT_EQ(dir.context_dir("s/x"), "/nonexistent-llmsvc-root/contexts/s/x");
+  auto ids = dir.list("s");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_TRUE(ids->empty());
+  EXPECT_FALSE(dir.list("../x").ok());
+}
+
 }  // namespace
 }  // namespace llmsvc::persist

@@ -35,23 +35,7 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
   cmd.add_option("--stop", args.stop, "stop string (repeatable)");
 }
 
-Result<CallParams> to_call_params(const SamplingArgs& args) {
-  llmsvc_call_options o;
-  api::init(&o);
-  o.seed = args.seed;
-  o.temperature = args.temperature;
-  o.top_k = args.top_k;
-  o.top_p = args.top_p;
-  o.min_p = args.min_p;
-  o.repeat_penalty = args.repeat_penalty;
-  o.repeat_last_n = args.repeat_last_n;
-  o.max_tokens = args.max_tokens;
-  std::vector<const char*> stops;
-  for (const auto& s : args.stop) stops.push_back(s.c_str());
-  o.stop = stops.data();
-  o.n_stop = stops.size();
-  return api::read_call_options(&o);  // copies the strings out
-}
+Result<CallParams> to_call_params(const SamplingArgs& args) { return api::read_call_args(args); }
 
 Result<std::string> model_path(const ModelArgs& args) { return api::resolve_model_path(args.model); }
 

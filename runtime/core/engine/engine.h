@@ -57,7 +57,7 @@ struct ContextInfo {
 };
 
 struct ContextOptions {
-  std::string id;             // empty: generate
+  std::string id;             // empty: generate ("<scope>/": generate in that scope)
   std::string system_prompt;  // chat mode only; empty: the template's default
   bool raw = false;           // prompts go in as they are
 };
@@ -117,8 +117,12 @@ class Engine {
   virtual Status open_context(std::string_view id) = 0;
   // Deletes the context and its files. Code::busy while inside a call; not_found if unknown.
   virtual Status delete_context(std::string_view id) = 0;
-  // Every context on storage, by id.
+  // Every context on storage, by id (those without a scope).
   virtual Result<std::vector<std::string>> list_contexts() const = 0;
+  // Scopes (llmsvcd: one per app). Every method that takes an id also takes a key
+  // "<scope>/<id>": a context in that scope, stored under <state root>/contexts/<scope>/ (0700).
+  // The ids of the contexts in `scope`, without the prefix.
+  virtual Result<std::vector<std::string>> list_scope(std::string_view scope) const = 0;
   virtual Result<ContextInfo> context_info(std::string_view id) const = 0;
   // Appends `prompt` (as a user turn unless raw) and generates. Code::busy if the context
   // is in another call; cancelled when the callback or the cancel flag stops it (what was

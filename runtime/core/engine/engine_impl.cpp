@@ -112,14 +112,17 @@ std::unique_ptr<policy::SwapStore> EngineImpl::open_swap(std::string_view id) {
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string id = o.id;
-  if (id.empty()) {
+  if (id.empty() || id.back() == '/') {  // "" or "<scope>/": a fresh id (in that scope)
+    const std::string scope = id;
+    if (!scope.empty() && !persist::valid_context_id(std::string_view(scope).substr(0, scope.size() - 1)))
+      return Status(Code::invalid_argument, "bad context scope '" + scope + "'");
     static constexpr char kHex[] = "0123456789abcdef";
     do {
-      id = "ctx-";
+      id = scope + "ctx-";
       uint64_t r = id_rng_();
       for (int i = 0; i < 16; ++i, r >>= 4) id += kHex[r & 15];
     } while (contexts_.count(id) || state_.has(id));
-  } else if (!persist::valid_context_id(id)) {
+  } else if (!persist::valid_context_key(id)) {
     return Status(Code::invalid_argument, "context id must be 1..64 characters of [A-Za-z0-9._-], not '.' or '..'");
   } else if (contexts_.count(id) || state_.has(id)) {
     return Status(Code::exists, "context '" + id + "' already exists");
@@ -140,7 +143,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   meta.chunk_tokens = store_.geometry().chunk_tokens;
   meta.created_unix = static_cast<int64_t>(::time(nullptr));
   Status s = log.ok() ? persist::write_context_meta(state_.meta_path(id), meta) : log.status();
-  if (s.ok()) s = fileio::sync_directory(state_.contexts_dir());
+  if (s.ok()) s = fileio::sync_directory(dir.substr(0, dir.rfind('/')));  // contexts/ or its scope
   if (!s.ok()) {
     (void)fileio::remove_tree(dir);
     return s;
@@ -195,7 +198,7 @@ Status EngineImpl::open_context(std::string_view id) {
 
 Status EngineImpl::delete_context(std::string_view id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!persist::valid_context_id(id) || (!contexts_.count(id) && !state_.has(id)))
+  if (!persist::valid_context_key(id) || (!contexts_.count(id) && !state_.has(id)))
     return Status(Code::not_found, "no context '" + std::string(id) + "'");
   auto it = contexts_.find(id);
   if (it != contexts_.end() && it->second->busy)
@@ -221,6 +224,8 @@ Status EngineImpl::delete_context(std::string_view id) {
 }
 
 Result<std::vector<std::string>> EngineImpl::list_contexts() const { return state_.list(); }
+
+Result<std::vector<std::string>> EngineImpl::list_scope(std::string_view scope) const { return state_.list(scope); }
 
 Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
   ContextInfo info;

@@ -33,6 +33,7 @@ class EngineImpl final : public Engine {
   Status open_context(std::string_view id) override;
   Status delete_context(std::string_view id) override;
   Result<std::vector<std::string>> list_contexts() const override;
+  Result<std::vector<std::string>> list_scope(std::string_view scope) const override;
   Result<ContextInfo> context_info(std::string_view id) const override;
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override;

@@ -53,7 +53,7 @@ Result<ContextMeta> parse_context_meta(const std::string& text) {
   if (!j.contains("format") || !j["format"].is_number_integer()) return bad("format");
   if (j["format"].get<int64_t>() != ContextMeta::kFormatVersion)
     return Status(Code::unsupported, "context.json: format version " + j["format"].dump() + " is not supported");
-  if (!j.contains("id") || !j["id"].is_string() || !valid_context_id(j["id"].get<std::string>())) return bad("id");
+  if (!j.contains("id") || !j["id"].is_string() || !valid_context_key(j["id"].get<std::string>())) return bad("id");
   m.id = j["id"].get<std::string>();
   if (!j.contains("model") || !j["model"].is_object()) return bad("model");
   const auto& mo = j["model"];

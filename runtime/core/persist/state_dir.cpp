@@ -28,22 +28,35 @@ bool valid_context_id(std::string_view id) {
   return std::all_of(id.begin(), id.end(), is_context_id_char);
 }
 
-Result<std::vector<std::string>> StateDir::list() const {
+bool valid_context_key(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return valid_context_id(key);
+  return valid_context_id(key.substr(0, slash)) && valid_context_id(key.substr(slash + 1));
+}
+
+Result<std::vector<std::string>> StateDir::list(std::string_view scope) const {
   std::vector<std::string> ids;
-  DIR* d = ::opendir(contexts_dir().c_str());
+  if (!scope.empty() && !valid_context_id(scope)) return Status(Code::invalid_argument, "bad context scope");
+  std::string prefix, dir = contexts_dir();  // appended piecewise: GCC 12 -Wrestrict false positive
+  if (!scope.empty()) {
+    prefix.append(scope).push_back('/');
+    dir.push_back('/');
+    dir.append(scope);
+  }
+  DIR* d = ::opendir(dir.c_str());
   if (!d) {
     if (errno == ENOENT) return ids;
-    return Status(Code::io, "cannot list '" + contexts_dir() + "': " + fileio::errno_text(errno));
+    return Status(Code::io, "cannot list '" + dir + "': " + fileio::errno_text(errno));
   }
   while (dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
-    if (valid_context_id(name) && fileio::exists(meta_path(name))) ids.emplace_back(name);
+    if (valid_context_id(name) && fileio::exists(meta_path(prefix + std::string(name)))) ids.emplace_back(name);
   }
   ::closedir(d);
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
-bool StateDir::has(std::string_view id) const { return valid_context_id(id) && fileio::exists(meta_path(id)); }
+bool StateDir::has(std::string_view key) const { return valid_context_key(key) && fileio::exists(meta_path(key)); }
 
 }  // namespace llmsvc::persist

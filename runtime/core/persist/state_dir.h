@@ -3,6 +3,8 @@
 //   <root>/contexts/<id>/history.log    its token history (HistoryLog)
 //   <root>/contexts/<id>/chunks/        its swapped KV chunks
 //   <root>/contexts/<id>/chunks.table   its chunk table (ChunkTable: formats, densities)
+// A context may live in a scope (llmsvcd: one per app): its key is "<scope>/<id>" and its
+// directory <root>/contexts/<scope>/<id>/, so each scope is a directory of its own.
 // Directories are created 0700: a context is private to the app that owns the root.
 #pragma once
 
@@ -20,6 +22,8 @@ Result<std::string> resolve_state_root(std::string_view explicit_dir);
 
 // A context id is 1..64 bytes of [A-Za-z0-9._-], not "." or "..": safe as a file name.
 bool valid_context_id(std::string_view id);
+// A context key: an id, or "<scope>/<id>" where the scope follows the id rule too.
+bool valid_context_key(std::string_view key);
 inline bool is_context_id_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
@@ -36,9 +40,10 @@ class StateDir {
   std::string chunks_dir(std::string_view id) const { return context_dir(id) + "/chunks"; }
   std::string chunk_table_path(std::string_view id) const { return context_dir(id) + "/chunks.table"; }
 
-  // Ids of the contexts on storage (directories with a context.json), sorted.
-  Result<std::vector<std::string>> list() const;
-  bool has(std::string_view id) const;
+  // Ids of the contexts on storage (directories with a context.json), sorted: those without
+  // a scope, or with `scope` those in it (their ids, without the "<scope>/").
+  Result<std::vector<std::string>> list(std::string_view scope = {}) const;
+  bool has(std::string_view key) const;
 
  private:
   std::string root_;

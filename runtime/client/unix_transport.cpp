@@ -1,0 +1,227 @@
+// UnixTransport: the C API's operations as protocol requests, with reconnection.
+#include "runtime/client/unix_transport.h"
+
+#include <map>
+#include <mutex>
+
+#include "runtime/client/client_connection.h"
+#include "runtime/protocol/engine_types.h"
+
+namespace llmsvc::client {
+namespace {
+
+namespace p = protocol;
+
+constexpr int kCancelPollMs = 50;  // a call checks its cancel flag this often while waiting
+
+template <class M>
+Result<M> single(Result<std::vector<p::Message>> answers) {
+  if (!answers.ok()) return answers.status();
+  if (answers->size() != 1 || !std::holds_alternative<M>(answers->back()))
+    return Status(Code::unavailable, "llmsvcd answered with an unexpected message");
+  return std::get<M>(std::move(answers->back()));
+}
+
+class UnixTransport final : public api::Transport {
+ public:
+  UnixTransport(std::string path, std::shared_ptr<ClientConnection> conn)
+      : path_(std::move(path)), conn_(std::move(conn)) {}
+
+  Result<std::string> create_context(const ContextOptions& options) override {
+    std::lock_guard lock(mu_);
+    auto conn = connection_locked();
+    if (!conn.ok()) return conn.status();
+    p::ContextNew req;
+    if (!options.id.empty()) req.id = options.id;
+    if (!options.system_prompt.empty()) req.system_prompt = options.system_prompt;
+    req.raw = options.raw;
+    auto opened = single<p::ContextOpened>((*conn)->round_trip(req));
+    if (!opened.ok()) return opened.status();
+    Open& o = open_[opened->id];
+    o.handle = opened->handle;
+    o.refs++;
+    return opened->id;
+  }
+
+  Status open_context(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    auto conn = connection_locked();
+    if (!conn.ok()) return conn.status();
+    auto it = open_.find(id);
+    if (it != open_.end() && it->second.handle != 0) {
+      it->second.refs++;
+      return Status::Ok();
+    }
+    auto opened = single<p::ContextOpened>((*conn)->round_trip(p::ContextOpen{std::string(id)}));
+    if (!opened.ok()) return opened.status();
+    Open& o = open_[std::string(id)];
+    o.handle = opened->handle;
+    o.refs++;
+    return Status::Ok();
+  }
+
+  void close_context(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end() || --it->second.refs > 0) return;
+    const uint32_t handle = it->second.handle;
+    open_.erase(it);
+    if (handle != 0 && conn_ && conn_->alive()) (void)conn_->round_trip(p::ContextClose{handle});
+  }
+
+  Status delete_context(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    auto conn = connection_locked();
+    if (!conn.ok()) return conn.status();
+    return single<p::Ack>((*conn)->round_trip(p::ContextDelete{std::string(id)})).status();
+  }
+
+  Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
+              CallStats* stats) override {
+    std::shared_ptr<ClientConnection> conn;
+    uint32_t handle = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto c = connection_locked();
+      if (!c.ok()) return c.status();
+      conn = *c;
+      auto it = open_.find(id);
+      if (it == open_.end()) return Status(Code::invalid_argument, "context '" + std::string(id) + "' is not open");
+      if (it->second.handle == 0) {  // its reopen after a reconnect failed: try again, for its error
+        auto opened = single<p::ContextOpened>(conn->round_trip(p::ContextOpen{std::string(id)}));
+        if (!opened.ok()) return opened.status();
+        it->second.handle = opened->handle;
+      }
+      handle = it->second.handle;
+    }
+    p::Call req;
+    req.handle = handle;
+    req.prompt = std::string(prompt);
+    req.options = p::to_wire(params);
+    auto started = conn->start(req);
+    if (!started.ok()) return started.status();
+    ClientConnection::Request& r = **started;
+    {
+      std::lock_guard lock(mu_);
+      calls_[std::string(id)] = {conn, r.stream};
+    }
+    struct Unregister {
+      UnixTransport* t;
+      std::string id;
+      ~Unregister() {
+        std::lock_guard lock(t->mu_);
+        t->calls_.erase(id);
+      }
+    } unregister{this, std::string(id)};
+    bool cancel_sent = false;
+    auto cancel = [&] {
+      if (!cancel_sent) conn->cancel(r.stream);
+      cancel_sent = true;
+    };
+    for (;;) {
+      if (params.cancel && params.cancel->load(std::memory_order_relaxed)) cancel();
+      auto m = conn->next(r, kCancelPollMs);
+      if (!m.ok()) return m.status();
+      if (!m->has_value()) continue;
+      p::Message& msg = **m;
+      if (auto* piece = std::get_if<p::Piece>(&msg)) {
+        if (on_piece && !on_piece(piece->text, piece->token)) cancel();
+        continue;
+      }
+      if (auto* e = std::get_if<p::Error>(&msg)) return e->to_status();
+      if (auto* res = std::get_if<p::CallResult>(&msg)) {
+        if (stats) p::from_wire(*res, stats);
+        return res->to_status();
+      }
+      return Status(Code::unavailable, "llmsvcd answered a call with an unexpected message");
+    }
+  }
+
+  void cancel(std::string_view id) override {
+    std::shared_ptr<ClientConnection> conn;
+    uint32_t stream = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = calls_.find(id);
+      if (it == calls_.end()) return;  // not in a call (or not yet sent: the call checks the flag)
+      conn = it->second.conn;
+      stream = it->second.stream;
+    }
+    conn->cancel(stream);
+  }
+
+  Result<EngineStats> stats() override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    auto r = single<p::StatsReply>((*conn)->round_trip(p::Stats{}));
+    if (!r.ok()) return r.status();
+    return p::from_wire(*r);
+  }
+
+  Result<std::vector<std::string>> list_contexts() override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    auto answers = (*conn)->round_trip(p::ContextList{});
+    if (!answers.ok()) return answers.status();
+    std::vector<std::string> ids;
+    for (p::Message& m : *answers) {
+      auto* part = std::get_if<p::ContextListReply>(&m);
+      if (!part) return Status(Code::unavailable, "llmsvcd answered a list with an unexpected message");
+      for (std::string& id : part->ids) ids.push_back(std::move(id));
+    }
+    return ids;
+  }
+
+  Result<ContextInfo> context_info(std::string_view id) override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    auto r = single<p::ContextInfoReply>((*conn)->round_trip(p::ContextInfo{std::string(id)}));
+    if (!r.ok()) return r.status();
+    return p::from_wire(*r);
+  }
+
+ private:
+  struct Open {
+    uint32_t handle = 0;  // on conn_; 0 when its reopen failed
+    int refs = 0;         // app handles open on this id
+  };
+  struct InCall {
+    std::shared_ptr<ClientConnection> conn;
+    uint32_t stream = 0;
+  };
+
+  Result<std::shared_ptr<ClientConnection>> connection() {
+    std::lock_guard lock(mu_);
+    return connection_locked();
+  }
+
+  // The live connection; after a loss, a new one with every open context reopened by id.
+  Result<std::shared_ptr<ClientConnection>> connection_locked() {
+    if (conn_ && conn_->alive()) return conn_;
+    auto fresh = ClientConnection::connect(path_);
+    if (!fresh.ok()) return fresh.status();
+    conn_ = std::shared_ptr<ClientConnection>(std::move(fresh).value());
+    for (auto& [id, o] : open_) {
+      auto opened = single<p::ContextOpened>(conn_->round_trip(p::ContextOpen{id}));
+      o.handle = opened.ok() ? opened->handle : 0;
+    }
+    return conn_;
+  }
+
+  const std::string path_;
+  std::mutex mu_;  // conn_, open_, calls_
+  std::shared_ptr<ClientConnection> conn_;
+  std::map<std::string, Open, std::less<>> open_;
+  std::map<std::string, InCall, std::less<>> calls_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<api::Transport>> make_unix_transport(const std::string& socket_path) {
+  auto conn = ClientConnection::connect(socket_path);
+  if (!conn.ok()) return conn.status();
+  return std::unique_ptr<api::Transport>(
+      std::make_unique<UnixTransport>(socket_path, std::shared_ptr<ClientConnection>(std::move(conn).value())));
+}
+
+}  // namespace llmsvc::client

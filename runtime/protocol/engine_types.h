@@ -1,0 +1,24 @@
+// The messages that mirror the engine's types, converted both ways: the daemon fills them
+// from the engine, the client turns them back into what the C API writes. Each mapping lists
+// its fields once (`*_fields(wire, core, op)`), for both directions.
+#pragma once
+
+#include "base/status.h"
+#include "runtime/core/engine/engine.h"
+#include "runtime/protocol/messages.h"
+
+namespace llmsvc::protocol {
+
+// Sampling, max_tokens and stop strings (CallParams has no SLO: those go as 0).
+CallOptions to_wire(const CallParams& params);
+ContextInfoReply to_wire(const llmsvc::ContextInfo& info);
+llmsvc::ContextInfo from_wire(const ContextInfoReply& reply);
+StatsReply to_wire(const EngineStats& stats, int32_t open_contexts);
+EngineStats from_wire(const StatsReply& reply);
+// The RESULT of a call that ran (ok or cancelled).
+CallResult to_wire(const Status& status, const llmsvc::CallStats& stats);
+void from_wire(const CallResult& result, llmsvc::CallStats* stats);
+// A failure as an ERROR (the message cut to the protocol's limit, never in a code point).
+Error error_message(const Status& status);
+
+}  // namespace llmsvc::protocol

@@ -1,0 +1,107 @@
+// AppContexts: per-app scopes over the shared engine.
+#include "runtime/service/app_contexts.h"
+
+#include "runtime/core/persist/state_dir.h"
+
+namespace llmsvc::service {
+
+Result<std::string> AppContexts::key(const AppIdentity& app, std::string_view id) const {
+  if (!persist::valid_context_id(id))
+    return Status(Code::invalid_argument, "context id must be 1..64 characters of [A-Za-z0-9._-], not '.' or '..'");
+  return app.scope() + "/" + std::string(id);
+}
+
+Status AppContexts::unscoped(const AppIdentity& app, Status s) {
+  if (s.ok()) return s;
+  const std::string prefix = app.scope() + "/";
+  std::string m = s.message();
+  for (size_t pos; (pos = m.find(prefix)) != std::string::npos;) m.erase(pos, prefix.size());
+  return Status(s.code(), std::move(m));
+}
+
+Result<std::string> AppContexts::create(const AppIdentity& app, ContextOptions options) {
+  if (options.id.empty()) {
+    options.id = app.scope() + "/";  // the engine generates an id in the scope
+  } else {
+    auto k = key(app, options.id);
+    if (!k.ok()) return k.status();
+    options.id = *k;
+  }
+  std::lock_guard lock(mu_);
+  auto made = engine_.create_context(options);
+  if (!made.ok()) return unscoped(app, made.status());
+  ++open_[*made];
+  return made->substr(app.scope().size() + 1);
+}
+
+Status AppContexts::open(const AppIdentity& app, std::string_view id) {
+  auto k = key(app, id);
+  if (!k.ok()) return k.status();
+  std::lock_guard lock(mu_);
+  LLMSVC_RETURN_IF_ERROR(unscoped(app, engine_.open_context(*k)));
+  ++open_[*k];
+  return Status::Ok();
+}
+
+void AppContexts::close(const AppIdentity& app, std::string_view id) {
+  auto k = key(app, id);
+  if (!k.ok()) return;
+  std::lock_guard lock(mu_);
+  auto it = open_.find(*k);
+  if (it != open_.end() && --it->second <= 0) open_.erase(it);
+}
+
+Status AppContexts::remove(const AppIdentity& app, std::string_view id) {
+  auto k = key(app, id);
+  if (!k.ok()) return Status(Code::not_found, "no context '" + std::string(id) + "'");
+  std::lock_guard lock(mu_);
+  if (open_.count(*k))
+    return Status(Code::busy, "context '" + std::string(id) + "' has an open handle; close it before deleting");
+  return unscoped(app, engine_.delete_context(*k));
+}
+
+Result<std::vector<std::string>> AppContexts::list(const AppIdentity& app) const {
+  return engine_.list_scope(app.scope());
+}
+
+Result<ContextInfo> AppContexts::info(const AppIdentity& app, std::string_view id) const {
+  auto k = key(app, id);
+  if (!k.ok()) return k.status();
+  auto info = engine_.context_info(*k);
+  if (!info.ok()) return unscoped(app, info.status());
+  info->id = std::string(id);
+  return info;
+}
+
+Status AppContexts::call(const AppIdentity& app, std::string_view id, std::string_view prompt,
+                         const CallParams& params, const PieceFn& on_piece, CallStats* stats) {
+  auto k = key(app, id);
+  if (!k.ok()) return k.status();
+  Status s = unscoped(app, engine_.call(*k, prompt, params, on_piece, stats));
+  std::lock_guard lock(mu_);
+  AppFigures& f = figures_[app.uid];
+  f.calls++;
+  f.prompt_tokens += static_cast<uint64_t>(std::max(0, stats->prompt_tokens));
+  f.generated_tokens += static_cast<uint64_t>(std::max(0, stats->generated_tokens));
+  return s;
+}
+
+Result<EngineStats> AppContexts::stats(const AppIdentity& app) const {
+  auto ids = list(app);
+  if (!ids.ok()) return ids.status();
+  EngineStats s;
+  s.known_contexts = static_cast<int32_t>(ids->size());
+  s.weight_bytes = engine_.stats().weight_bytes;
+  for (const std::string& id : *ids) {
+    if (auto info = engine_.context_info(app.scope() + "/" + id); info.ok()) s.kv_bytes += info->kv_resident_bytes;
+  }
+  std::lock_guard lock(mu_);
+  if (auto it = figures_.find(app.uid); it != figures_.end()) {
+    s.calls = it->second.calls;
+    s.prompt_tokens = it->second.prompt_tokens;
+    s.generated_tokens = it->second.generated_tokens;
+  }
+  return s;
+}
+
+}  // namespace llmsvc::service

@@ -1,0 +1,57 @@
+// AppContexts: the shared Engine as each app sees it. Every id an app names is resolved in
+// that app's scope ("uid-<uid>/<id>", see AppIdentity::scope), so an app can list, open,
+// describe, call and delete only its own contexts; their files live in the app's own 0700
+// directory (<state>/contexts/uid-<uid>/). Also counts, across every connection, which
+// contexts an app holds open (a delete of one is busy) and the app's call figures (STATS).
+//
+// Thread-safe. Messages from the engine are given back without the scope prefix.
+// Per-app quotas (contexts, tokens, concurrent calls, KV share) slot in here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/engine/engine.h"
+#include "runtime/service/app_identity.h"
+
+namespace llmsvc::service {
+
+class AppContexts {
+ public:
+  explicit AppContexts(Engine& engine) : engine_(engine) {}
+
+  Engine& engine() { return engine_; }
+
+  // New context (options.id empty: a generated one); counts one open handle. Returns the id.
+  Result<std::string> create(const AppIdentity& app, ContextOptions options);
+  // Opens an existing context; counts one open handle.
+  Status open(const AppIdentity& app, std::string_view id);
+  // Uncounts one open handle.
+  void close(const AppIdentity& app, std::string_view id);
+  // busy while any connection of the app holds it open.
+  Status remove(const AppIdentity& app, std::string_view id);
+  Result<std::vector<std::string>> list(const AppIdentity& app) const;
+  Result<ContextInfo> info(const AppIdentity& app, std::string_view id) const;
+  Status call(const AppIdentity& app, std::string_view id, std::string_view prompt, const CallParams& params,
+              const PieceFn& on_piece, CallStats* stats);
+  // The app's figures: its contexts, calls and tokens, its resident KV; the model's weights.
+  Result<EngineStats> stats(const AppIdentity& app) const;
+
+ private:
+  struct AppFigures {
+    uint64_t calls = 0, prompt_tokens = 0, generated_tokens = 0;
+  };
+  Result<std::string> key(const AppIdentity& app, std::string_view id) const;
+  static Status unscoped(const AppIdentity& app, Status s);
+
+  Engine& engine_;
+  mutable std::mutex mu_;  // open_, figures_; held across open/delete so they cannot interleave
+  std::map<std::string, int, std::less<>> open_;  // key -> handles open on any connection
+  std::map<uid_t, AppFigures> figures_;
+};
+
+}  // namespace llmsvc::service

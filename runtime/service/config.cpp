@@ -1,0 +1,82 @@
+// The TOML configuration file (toml++).
+#include "runtime/service/config.h"
+
+#include <toml++/toml.h>
+
+#include <set>
+#include <sstream>
+
+namespace llmsvc::service {
+namespace {
+
+Status bad(const std::string& path, const std::string& what) {
+  return Status(Code::invalid_argument, path + ": " + what);
+}
+
+}  // namespace
+
+Result<mode_t> parse_mode(const std::string& text) {
+  if (text.empty() || text.size() > 4) return Status(Code::invalid_argument, "socket mode '" + text + "' is not octal");
+  mode_t m = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return Status(Code::invalid_argument, "socket mode '" + text + "' is not octal");
+    m = m * 8 + static_cast<mode_t>(c - '0');
+  }
+  return m;
+}
+
+Status load_config_file(const std::string& path, DaemonConfig& c) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << e.description() << " (line " << e.source().begin.line << ")";
+    return bad(path, os.str());
+  }
+  static const std::set<std::string> kKeys = {"model", "state_dir", "listen", "socket_mode", "threads", "n_ctx",
+                                              "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "max_calls",
+                                              "stop_timeout_ms", "quotas"};
+  for (const auto& [k, v] : t) {
+    if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
+  }
+  auto text = [&](const char* k, std::string& out) -> Status {
+    if (!t.contains(k)) return Status::Ok();
+    auto v = t[k].value<std::string>();
+    if (!v) return bad(path, std::string(k) + " must be a string");
+    out = *v;
+    return Status::Ok();
+  };
+  auto integer = [&](const char* k, int64_t lo, int64_t hi, auto& out) -> Status {
+    if (!t.contains(k)) return Status::Ok();
+    auto v = t[k].value<int64_t>();
+    if (!v || *v < lo || *v > hi)
+      return bad(path, std::string(k) + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
+    return Status::Ok();
+  };
+  LLMSVC_RETURN_IF_ERROR(text("model", c.model));
+  LLMSVC_RETURN_IF_ERROR(text("state_dir", c.state_dir));
+  LLMSVC_RETURN_IF_ERROR(text("listen", c.listen));
+  std::string mode;
+  LLMSVC_RETURN_IF_ERROR(text("socket_mode", mode));
+  if (!mode.empty()) {
+    auto m = parse_mode(mode);
+    if (!m.ok()) return bad(path, m.status().message());
+    c.socket_mode = *m;
+  }
+  LLMSVC_RETURN_IF_ERROR(integer("threads", 0, 1024, c.threads));
+  LLMSVC_RETURN_IF_ERROR(integer("n_ctx", 0, 1 << 20, c.n_ctx));
+  LLMSVC_RETURN_IF_ERROR(integer("kv_budget_bytes", 0, INT64_MAX, c.kv_budget_bytes));
+  LLMSVC_RETURN_IF_ERROR(integer("idle_timeout_ms", 0, UINT32_MAX, c.idle_timeout_ms));
+  LLMSVC_RETURN_IF_ERROR(integer("max_calls", 1, 1024, c.max_calls));
+  LLMSVC_RETURN_IF_ERROR(integer("stop_timeout_ms", 0, 600000, c.stop_timeout_ms));
+  if (t.contains("kv_ratio")) {
+    auto v = t["kv_ratio"].value<double>();
+    if (!v || *v > 1.0) return bad(path, "kv_ratio must be a number <= 1");
+    c.kv_ratio = *v;
+  }
+  return Status::Ok();
+}
+
+}  // namespace llmsvc::service

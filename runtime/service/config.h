@@ -1,0 +1,47 @@
+// DaemonConfig: what llmsvcd runs with. Read from a TOML file (--config), then overridden by
+// command-line flags. Keys (all optional):
+//
+//   model = "/path/model.gguf"        # default: the default model (LLMSVC_MODEL_DIR, ~/.cache)
+//   state_dir = "/var/lib/llmsvc"     # default: $LLMSVC_STATE_DIR, XDG state, ~/.local/state
+//   listen = "/run/llmsvc/llmsvc.sock"  # ignored when systemd passes sockets
+//   socket_mode = "0666"              # permissions of a socket llmsvcd creates
+//   threads = 0                       # engine threads; 0: all CPUs
+//   n_ctx = 0                         # tokens per context; 0: the model's (<= 4096)
+//   kv_budget_bytes = 0               # all contexts' resident KV; 0: no limit
+//   kv_ratio = 0.5                    # KV compression (average bits / 8); < 0: none
+//   idle_timeout_ms = 0               # close connections idle this long; 0: never
+//   max_calls = 4                     # calls in flight per connection
+//   stop_timeout_ms = 5000            # SIGTERM: how long in-flight calls may go on
+//   [quotas] (next: per-app contexts, tokens, concurrent calls, KV share)
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace llmsvc::service {
+
+struct DaemonConfig {
+  std::string model;
+  std::string state_dir;
+  std::string listen;
+  mode_t socket_mode = 0666;
+  int threads = 0;
+  int n_ctx = 0;
+  uint64_t kv_budget_bytes = 0;
+  double kv_ratio = 0.5;
+  uint32_t idle_timeout_ms = 0;
+  uint32_t max_calls = 4;
+  int stop_timeout_ms = 5000;
+};
+
+// Applies the keys of the TOML file `path` over `config`. Unknown keys are refused (a typo
+// must not silently fall back to a default).
+Status load_config_file(const std::string& path, DaemonConfig& config);
+// Parses "0666"-style octal permissions.
+Result<mode_t> parse_mode(const std::string& text);
+
+}  // namespace llmsvc::service

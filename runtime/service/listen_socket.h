@@ -1,0 +1,22 @@
+// The daemon's listening sockets: those systemd passes (socket activation), or one it binds.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace llmsvc::service {
+
+// The AF_UNIX stream sockets systemd passed (sd_listen_fds), made non-blocking; empty when
+// not socket-activated. Passed fds of another kind are refused.
+Result<std::vector<int>> systemd_listen_fds();
+
+// Binds and listens on `path` with permissions `mode`. A stale socket file left by a daemon
+// that died is replaced; a live one (something accepts connections on it) is refused with
+// Code::exists; a path that is not a socket is never removed (Code::exists).
+Result<int> listen_unix(const std::string& path, mode_t mode);
+
+}  // namespace llmsvc::service

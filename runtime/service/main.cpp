@@ -1,0 +1,109 @@
+// llmsvcd: the llmsvc daemon. One shared model; apps reach it through llmsvc.h bound to
+// "unix:PATH". Listens on the sockets systemd passes, or on --listen PATH.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "runtime/api/default_model.h"
+#include "runtime/core/engine/engine.h"
+#include "runtime/core/persist/state_dir.h"
+#include "runtime/service/app_contexts.h"
+#include "runtime/service/config.h"
+#include "runtime/service/listen_socket.h"
+#include "runtime/service/log.h"
+#include "runtime/service/server.h"
+
+using namespace llmsvc;
+using namespace llmsvc::service;
+
+namespace {
+
+int fail(const Status& st) {
+  log_line(st.message());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"llmsvcd: the llmsvc daemon (one shared on-device LLM for every app)"};
+  std::string config_file, listen, state_dir, model, socket_mode;
+  int threads = -1;
+  int64_t idle_ms = -1, stop_ms = -1, max_calls = -1;
+  app.add_option("--config", config_file, "TOML configuration file (flags override it)");
+  app.add_option("--listen", listen, "Unix socket path to listen on (unless systemd passes sockets)");
+  app.add_option("--socket-mode", socket_mode, "permissions of the socket it creates (octal, default 0666)");
+  app.add_option("--state-dir", state_dir, "where the apps' contexts live");
+  app.add_option("--model", model, "GGUF model (default: the default model)");
+  app.add_option("--threads", threads, "engine threads (0: all CPUs)");
+  app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0: never)");
+  app.add_option("--stop-timeout-ms", stop_ms, "on SIGTERM, how long calls in flight may go on");
+  app.add_option("--max-calls", max_calls, "calls in flight per connection")->check(CLI::Range(1, 1024));
+  CLI11_PARSE(app, argc, argv);
+
+  DaemonConfig cfg;
+  if (!config_file.empty())
+    if (Status st = load_config_file(config_file, cfg); !st.ok()) return fail(st);
+  if (!listen.empty()) cfg.listen = listen;
+  if (!state_dir.empty()) cfg.state_dir = state_dir;
+  if (!model.empty()) cfg.model = model;
+  if (!socket_mode.empty()) {
+    auto m = parse_mode(socket_mode);
+    if (!m.ok()) return fail(m.status());
+    cfg.socket_mode = *m;
+  }
+  if (threads >= 0) cfg.threads = threads;
+  if (idle_ms >= 0) cfg.idle_timeout_ms = static_cast<uint32_t>(idle_ms);
+  if (stop_ms >= 0) cfg.stop_timeout_ms = static_cast<int>(stop_ms);
+  if (max_calls > 0) cfg.max_calls = static_cast<uint32_t>(max_calls);
+
+  // Signals are taken by the event loop's signalfd: blocked here, before any thread starts.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto passed = systemd_listen_fds();
+  if (!passed.ok()) return fail(passed.status());
+  if (passed->empty() && cfg.listen.empty())
+    return fail(Status(Code::invalid_argument, "nothing to listen on: give --listen PATH or run under systemd"));
+
+  auto model_path = api::resolve_model_path(cfg.model);
+  if (!model_path.ok()) return fail(model_path.status());
+  auto root = persist::resolve_state_root(cfg.state_dir);
+  if (!root.ok()) return fail(root.status());
+  ::mkdir(root->c_str(), 0700);
+
+  EngineOptions eo;
+  eo.model_path = *model_path;
+  eo.n_threads = cfg.threads;
+  eo.n_ctx = cfg.n_ctx;
+  eo.kv_budget_bytes = cfg.kv_budget_bytes;
+  eo.kv_ratio = cfg.kv_ratio;
+  eo.state_dir = *root;
+  auto engine = Engine::create(eo);
+  if (!engine.ok()) return fail(engine.status());
+  log_line("model " + *model_path + ", state " + *root);
+
+  AppContexts apps(**engine);
+  ServerOptions so;
+  so.model_name = model_path->substr(model_path->find_last_of('/') + 1);
+  so.max_calls = cfg.max_calls;
+  so.idle_timeout_ms = cfg.idle_timeout_ms;
+  so.stop_timeout_ms = cfg.stop_timeout_ms;
+  Server server(apps, so);
+  if (!passed->empty()) {
+    for (int fd : *passed) server.add_listener(fd);
+  } else {
+    auto fd = listen_unix(cfg.listen, cfg.socket_mode);
+    if (!fd.ok()) return fail(fd.status());
+    server.add_listener(*fd, cfg.listen);
+    log_line("listening on " + cfg.listen);
+  }
+  return server.run();
+}

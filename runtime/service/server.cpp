@@ -1,0 +1,621 @@
+// Server: the epoll loop, request dispatch, call workers, shutdown.
+#include "runtime/service/server.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/file_io.h"
+#include "llmsvc/llmsvc.h"
+#include "runtime/api/options.h"
+#include "runtime/protocol/engine_types.h"
+#include "runtime/protocol/handshake.h"
+#include "runtime/service/log.h"
+#include "runtime/service/notify.h"
+
+namespace llmsvc::service {
+namespace {
+
+namespace p = protocol;
+
+constexpr size_t kPieceSplit = 32u << 10;  // a piece's text per PIECE frame, at most
+constexpr size_t kReadChunk = 64u << 10;
+
+int ms_between(Clock::time_point a, Clock::time_point b) {
+  return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
+}
+
+// Splits `text` (valid UTF-8) into parts of at most kPieceSplit bytes, at code point starts.
+std::vector<std::string_view> split_piece(std::string_view text) {
+  std::vector<std::string_view> parts;
+  while (text.size() > kPieceSplit) {
+    size_t cut = kPieceSplit;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    parts.push_back(text.substr(0, cut));
+    text.remove_prefix(cut);
+  }
+  parts.push_back(text);
+  return parts;
+}
+
+size_t estimate_bytes(const p::Message& m) {
+  if (const auto* piece = std::get_if<p::Piece>(&m)) return p::kHeaderBytes + 8 + piece->text.size();
+  return 256;
+}
+
+}  // namespace
+
+Server::Server(AppContexts& apps, ServerOptions options) : apps_(apps), opt_(std::move(options)) {
+  ops_ = std::make_unique<WorkerPool>(std::max(1, opt_.op_workers), "llmsvcd-ops");
+  calls_ = std::make_unique<WorkerPool>(std::max(1, opt_.call_workers), "llmsvcd-call");
+}
+
+Server::~Server() {
+  // Workers first: they may still post to sessions.
+  calls_.reset();
+  ops_.reset();
+  for (auto& [fd, s] : sessions_) ::close(fd);
+  for (const Listener& l : listeners_) ::close(l.fd);
+  if (evfd_ >= 0) ::close(evfd_);
+  if (sigfd_ >= 0) ::close(sigfd_);
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+void Server::add_listener(int fd, std::string unlink_path) { listeners_.push_back({fd, std::move(unlink_path)}); }
+
+std::string Server::status_line() const {
+  return std::to_string(sessions_.size()) + " connections, " + std::to_string(calls_running_.load()) +
+         " calls running, " + std::to_string(accepted_) + " accepted";
+}
+
+int Server::run() {
+  epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigfd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  evfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epfd_ < 0 || sigfd_ < 0 || evfd_ < 0) {
+    log_line("cannot set up the event loop: " + fileio::errno_text(errno));
+    return 1;
+  }
+  auto watch = [&](int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    return ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+  };
+  bool ok = watch(sigfd_) && watch(evfd_);
+  for (const Listener& l : listeners_) ok = ok && watch(l.fd);
+  if (!ok) {
+    log_line("epoll_ctl: " + fileio::errno_text(errno));
+    return 1;
+  }
+  notify_ready("serving: " + status_line());
+  log_line("ready (" + std::to_string(listeners_.size()) + " listening sockets)");
+
+  epoll_event events[64];
+  auto last_status = Clock::now();
+  for (;;) {
+    const int n = ::epoll_wait(epfd_, events, 64, 100);
+    if (n < 0 && errno != EINTR) {
+      log_line("epoll_wait: " + fileio::errno_text(errno));
+      return 1;
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == sigfd_) {
+        signalfd_siginfo si;
+        while (::read(sigfd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+          log_line(std::string("signal ") + ::strsignal(static_cast<int>(si.ssi_signo)));
+          if (stopping_) cancel_all();  // a second signal: do not wait for calls
+          begin_shutdown();
+        }
+        continue;
+      }
+      if (fd == evfd_) {
+        uint64_t v;
+        ssize_t r = ::read(evfd_, &v, sizeof(v));
+        (void)r;
+        continue;
+      }
+      bool is_listener = false;
+      for (const Listener& l : listeners_) is_listener = is_listener || l.fd == fd;
+      if (is_listener) {
+        accept_all(fd);
+        continue;
+      }
+      auto it = sessions_.find(fd);
+      if (it == sessions_.end()) continue;
+      SessionPtr s = it->second;
+      if ((events[i].events & (EPOLLHUP | EPOLLERR)) && !s->reading) {
+        drop(s, "hung up");  // not being read (backpressure): nothing more can come or go
+        continue;
+      }
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) on_readable(s);
+      if (sessions_.count(fd) && sessions_[fd] == s && (events[i].events & EPOLLOUT)) flush(s);
+    }
+    take_outboxes();
+    check_timers();
+    const auto now = Clock::now();
+    if (!stopping_ && now - last_status > std::chrono::seconds(5)) {
+      notify_status("serving: " + status_line());
+      last_status = now;
+    }
+    if (stopping_) {
+      if (!cancelled_all_ && now >= stop_deadline_) {
+        log_line("stop timeout: cancelling " + std::to_string(calls_running_.load()) + " calls");
+        cancel_all();
+      }
+      bool flushed = true;
+      for (auto& [fd, s] : sessions_) flushed = flushed && s->writer.pending_bytes() == 0;
+      const bool hard = now >= stop_deadline_ + std::chrono::seconds(3);
+      if ((calls_running_.load() == 0 && flushed) || hard) break;
+    }
+  }
+  if (calls_running_.load() > 0) {
+    // Past the hard deadline: calls still running (a long prefill) lose their connection, so
+    // that none waits for room to send.
+    cancel_all();
+    std::vector<SessionPtr> all;
+    for (auto& [fd, s] : sessions_) all.push_back(s);
+    for (const SessionPtr& s : all) drop(s, "daemon stopping");
+  }
+  // Let the call workers end (they were cancelled), then send what they left.
+  calls_.reset();
+  ops_.reset();
+  take_outboxes();
+  std::vector<SessionPtr> all;
+  for (auto& [fd, s] : sessions_) all.push_back(s);
+  for (const SessionPtr& s : all) {
+    flush(s);
+    if (sessions_.count(s->fd)) drop(s, "daemon stopping");
+  }
+  log_line("stopped");
+  return 0;
+}
+
+void Server::begin_shutdown() {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_deadline_ = Clock::now() + std::chrono::milliseconds(opt_.stop_timeout_ms);
+  notify_stopping("stopping: " + status_line());
+  for (const Listener& l : listeners_) {
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, l.fd, nullptr);
+    ::close(l.fd);
+    if (!l.unlink_path.empty()) ::unlink(l.unlink_path.c_str());
+  }
+  listeners_.clear();
+}
+
+void Server::cancel_all() {
+  cancelled_all_ = true;
+  for (auto& [fd, s] : sessions_)
+    for (auto& [stream, flag] : s->cancel_flags) flag->store(true);
+}
+
+// ------------------------------------------------------------------ connections
+
+void Server::accept_all(int listen_fd) {
+  for (;;) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+        log_line("accept: " + fileio::errno_text(errno));
+      return;
+    }
+    auto who = peer_identity(fd);
+    if (!who.ok()) {
+      log_line(who.status().message());
+      ::close(fd);
+      continue;
+    }
+    auto s = std::make_shared<Session>(fd, *who);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      log_line("epoll_ctl: " + fileio::errno_text(errno));
+      ::close(fd);
+      continue;
+    }
+    sessions_[fd] = s;
+    ++accepted_;
+  }
+}
+
+void Server::drop(const SessionPtr& s, const std::string& why) {
+  if (why != "closed by the client") log_line("connection of " + s->app.label() + " closed: " + why);
+  ::epoll_ctl(epfd_, EPOLL_CTL_DEL, s->fd, nullptr);
+  ::close(s->fd);
+  sessions_.erase(s->fd);
+  {
+    std::lock_guard lock(s->mu);
+    s->dead = true;
+    s->outbox.clear();
+  }
+  s->drained.notify_all();
+  for (auto& [stream, flag] : s->cancel_flags) flag->store(true);
+  for (auto& [h, handle] : s->handles) apps_.close(s->app, handle.id);
+  s->handles.clear();
+}
+
+void Server::update_interest(const SessionPtr& s) {
+  const bool read = !s->closing && !s->eof && s->state.in_flight() < opt_.max_requests_in_flight &&
+                    s->writer.pending_bytes() < opt_.max_unsent_bytes;
+  const bool write = s->writer.pending_bytes() > 0;
+  if (read == s->reading && write == s->want_write) return;
+  s->reading = read;
+  s->want_write = write;
+  epoll_event ev{};
+  ev.events = (read ? EPOLLIN | EPOLLRDHUP : 0u) | (write ? EPOLLOUT : 0u);
+  ev.data.fd = s->fd;
+  ::epoll_ctl(epfd_, EPOLL_CTL_MOD, s->fd, &ev);
+}
+
+void Server::on_readable(const SessionPtr& s) {
+  uint8_t buf[kReadChunk];
+  for (int round = 0; round < 4 && s->reading && !s->closing; ++round) {
+    const ssize_t n = ::recv(s->fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) {
+      s->last_activity = Clock::now();
+      (void)s->reader.feed(std::span<const uint8_t>(buf, static_cast<size_t>(n)));  // error kept in reader
+      process_frames(s);
+      if (!sessions_.count(s->fd)) return;
+      continue;
+    }
+    if (n == 0) {
+      s->eof = true;
+      break;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+    drop(s, "read: " + fileio::errno_text(errno));
+    return;
+  }
+  if (s->eof) {
+    // The client is gone (a truncated frame is simply the end): its calls are cancelled.
+    drop(s, s->reader.mid_frame() ? "closed by the client mid-frame" : "closed by the client");
+    return;
+  }
+  update_interest(s);
+}
+
+void Server::process_frames(const SessionPtr& s) {
+  while (!s->closing && sessions_.count(s->fd) && s->state.in_flight() < opt_.max_requests_in_flight) {
+    auto frame = s->reader.next();
+    if (!frame) break;
+    handle_frame(s, *frame);
+  }
+  if (sessions_.count(s->fd) && !s->closing && s->reader.queued() == 0 && !s->reader.error().ok())
+    connection_error(s, s->reader.error());
+}
+
+void Server::connection_error(const SessionPtr& s, const Status& st) {
+  if (s->closing) return;
+  log_line("protocol error from " + s->app.label() + ": " + st.message());
+  send(s, 0, p::error_message(st));
+  s->closing = true;
+  flush(s);
+}
+
+void Server::handle_frame(const SessionPtr& s, const p::Frame& frame) {
+  auto m = p::decode_frame(frame);
+  if (!m.ok()) {
+    if (frame.stream != 0 && s->state.phase() == p::Phase::ready) {
+      Status tracked = s->state.on_bad_request(frame.stream, frame.type);
+      if (!tracked.ok()) return connection_error(s, tracked);
+      return send_error(s, frame.stream, m.status());
+    }
+    return connection_error(s, m.status());
+  }
+  auto r = s->state.on_receive(frame.stream, *m);
+  if (!r.ok()) return connection_error(s, r.status());
+  if (const auto* hello = std::get_if<p::Hello>(&*m)) {
+    auto version = p::negotiate(*hello);
+    if (!version.ok()) return connection_error(s, version.status());
+    p::Welcome w;
+    w.version = *version;
+    w.max_frame_payload = opt_.max_frame_payload;
+    w.max_prompt_bytes = opt_.max_prompt_bytes;
+    w.max_context_tokens = static_cast<uint32_t>(apps_.engine().n_ctx());
+    w.max_calls = opt_.max_calls;
+    w.idle_timeout_ms = opt_.idle_timeout_ms;
+    w.server = opt_.server_name;
+    w.model = opt_.model_name.substr(0, p::kMaxNameBytes);
+    s->writer.set_max_payload(hello->max_frame_payload);
+    s->peer_max_payload = hello->max_frame_payload;
+    send(s, 0, w);
+    s->reader.set_max_payload(opt_.max_frame_payload);
+    return;
+  }
+  if (const auto* ping = std::get_if<p::Ping>(&*m)) return send(s, 0, p::Pong{ping->nonce});
+  if (std::holds_alternative<p::Pong>(*m)) return;
+  if (const auto* cancel = std::get_if<p::Cancel>(&*m)) {
+    if (r->ignore) return;
+    if (auto it = s->cancel_flags.find(cancel->call); it != s->cancel_flags.end()) it->second->store(true);
+    return;
+  }
+  if (!r->refuse.ok()) return send_error(s, frame.stream, r->refuse);
+  if (stopping_) return send_error(s, frame.stream, Status(Code::unavailable, "llmsvcd is stopping"));
+  handle_request(s, frame.stream, *m);
+}
+
+void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Message& m) {
+  const AppIdentity app = s->app;
+  auto answer = [this, s, stream](p::Message msg, bool assign = false) {
+    post(s, Outgoing{stream, std::move(msg), assign});
+  };
+  auto fail = [this, s, stream](const Status& st) { post(s, Outgoing{stream, p::error_message(st), false}); };
+
+  if (const auto* req = std::get_if<p::ContextNew>(&m)) {
+    if (req->system_prompt && req->system_prompt->size() > opt_.max_prompt_bytes)
+      return send_error(s, stream, Status(Code::invalid_argument, "system prompt longer than the daemon's " +
+                                                                      std::to_string(opt_.max_prompt_bytes) + " bytes"));
+    ContextOptions o;
+    o.id = req->id.value_or("");
+    o.system_prompt = req->system_prompt.value_or("");
+    o.raw = req->raw;
+    ops_->post([this, app, o, answer, fail] {
+      auto id = apps_.create(app, o);
+      if (!id.ok()) return fail(id.status());
+      answer(p::ContextOpened{0, *id}, true);
+    });
+    return;
+  }
+  if (const auto* req = std::get_if<p::ContextOpen>(&m)) {
+    ops_->post([this, app, id = req->id, answer, fail] {
+      if (Status st = apps_.open(app, id); !st.ok()) return fail(st);
+      answer(p::ContextOpened{0, id}, true);
+    });
+    return;
+  }
+  if (const auto* req = std::get_if<p::ContextClose>(&m)) return close_handle(s, stream, req->handle);
+  if (const auto* req = std::get_if<p::ContextDelete>(&m)) {
+    ops_->post([this, app, id = req->id, answer, fail] {
+      if (Status st = apps_.remove(app, id); !st.ok()) return fail(st);
+      answer(p::Ack{});
+    });
+    return;
+  }
+  if (std::holds_alternative<p::ContextList>(m)) {
+    const size_t budget = s->peer_max_payload - 64;
+    ops_->post([this, app, budget, answer, fail] {
+      auto ids = apps_.list(app);
+      if (!ids.ok()) return fail(ids.status());
+      p::ContextListReply part;
+      size_t bytes = 0;
+      for (const std::string& id : *ids) {
+        if (part.ids.size() == p::kMaxListIds || bytes + 4 + id.size() > budget) {
+          part.more = true;
+          answer(part);
+          part = p::ContextListReply{};
+          bytes = 0;
+        }
+        part.ids.push_back(id);
+        bytes += 4 + id.size();
+      }
+      part.more = false;
+      answer(part);
+    });
+    return;
+  }
+  if (const auto* req = std::get_if<p::ContextInfo>(&m)) {
+    ops_->post([this, app, id = req->id, answer, fail] {
+      auto info = apps_.info(app, id);
+      if (!info.ok()) return fail(info.status());
+      answer(p::to_wire(*info));
+    });
+    return;
+  }
+  if (std::holds_alternative<p::Stats>(m)) {
+    const int32_t open = static_cast<int32_t>(s->handles.size());
+    ops_->post([this, app, open, answer, fail] {
+      auto st = apps_.stats(app);
+      if (!st.ok()) return fail(st.status());
+      answer(p::to_wire(*st, open));
+    });
+    return;
+  }
+  if (const auto* req = std::get_if<p::Call>(&m)) return start_call(s, stream, *req);
+  send_error(s, stream, Status(Code::internal, "unhandled request"));
+}
+
+void Server::close_handle(const SessionPtr& s, uint32_t stream, uint32_t handle) {
+  auto it = s->handles.find(handle);
+  if (it == s->handles.end())
+    return send_error(s, stream, Status(Code::invalid_argument, "no context handle " + std::to_string(handle)));
+  if (it->second.call != 0) {
+    // Its call is cancelled; the ACK follows the call's RESULT (call_finished).
+    if (auto f = s->cancel_flags.find(it->second.call); f != s->cancel_flags.end()) f->second->store(true);
+    it->second.close_streams.push_back(stream);
+    return;
+  }
+  apps_.close(s->app, it->second.id);
+  s->handles.erase(it);
+  send(s, stream, p::Ack{});
+}
+
+void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& call) {
+  auto it = s->handles.find(call.handle);
+  if (it == s->handles.end())
+    return send_error(s, stream, Status(Code::invalid_argument, "no context handle " + std::to_string(call.handle)));
+  if (it->second.call != 0 || !it->second.close_streams.empty())
+    return send_error(s, stream, Status(Code::busy, "context '" + it->second.id + "' is inside another call"));
+  if (call.prompt.size() > opt_.max_prompt_bytes)
+    return send_error(s, stream, Status(Code::invalid_argument, "prompt longer than the daemon's " +
+                                                                    std::to_string(opt_.max_prompt_bytes) + " bytes"));
+  auto params = api::read_call_args(call.options);  // the C API's rules, again
+  if (!params.ok()) return send_error(s, stream, params.status());
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  it->second.call = stream;
+  s->call_handle[stream] = call.handle;
+  s->cancel_flags[stream] = flag;
+  ++calls_running_;
+  calls_->post([this, s, stream, flag, app = s->app, id = it->second.id, prompt = call.prompt,
+                params = std::move(params).value()]() mutable {
+    params.cancel = flag.get();
+    PieceFn on_piece = [&](std::string_view text, int32_t token) {
+      for (std::string_view part : split_piece(text)) {
+        if (!post(s, Outgoing{stream, p::Piece{token, std::string(part)}, false})) return false;
+      }
+      return wait_for_room(s);
+    };
+    CallStats stats;
+    Status st = apps_.call(app, id, prompt, params, on_piece, &stats);
+    if (st.ok() || st.code() == Code::cancelled) {
+      post(s, Outgoing{stream, p::to_wire(st, stats), false});
+    } else {
+      post(s, Outgoing{stream, p::error_message(st), false});
+    }
+    --calls_running_;
+    uint64_t one = 1;
+    ssize_t w = ::write(evfd_, &one, sizeof(one));
+    (void)w;
+  });
+}
+
+void Server::call_finished(const SessionPtr& s, uint32_t stream) {
+  s->cancel_flags.erase(stream);
+  auto ch = s->call_handle.find(stream);
+  if (ch == s->call_handle.end()) return;
+  const uint32_t handle = ch->second;
+  s->call_handle.erase(ch);
+  auto it = s->handles.find(handle);
+  if (it == s->handles.end()) return;
+  it->second.call = 0;
+  if (it->second.close_streams.empty()) return;
+  const std::vector<uint32_t> closes = std::move(it->second.close_streams);
+  apps_.close(s->app, it->second.id);
+  s->handles.erase(it);
+  for (uint32_t c : closes) send(s, c, p::Ack{});
+}
+
+// ------------------------------------------------------------------ sending
+
+void Server::send(const SessionPtr& s, uint32_t stream, const p::Message& m) {
+  if (Status st = s->state.on_send(stream, m); !st.ok()) {
+    log_line("internal: not sent to " + s->app.label() + ": " + st.message());
+    return;
+  }
+  if (s->writer.pending_bytes() == 0) s->last_write_progress = Clock::now();  // the write clock starts now
+  Status st = s->writer.write(stream, m);
+  if (!st.ok()) {
+    log_line("internal: cannot encode for " + s->app.label() + ": " + st.message());
+    if (stream != 0 && p::is_final_answer(m)) (void)s->writer.write(stream, p::error_message(Status(Code::internal, st.message())));
+  }
+  if (stream != 0 && p::type_of(m) != p::MsgType::piece && p::is_final_answer(m) && s->call_handle.count(stream))
+    call_finished(s, stream);
+}
+
+void Server::send_error(const SessionPtr& s, uint32_t stream, const Status& st) { send(s, stream, p::error_message(st)); }
+
+void Server::flush(const SessionPtr& s) {
+  while (s->writer.pending_bytes() > 0) {
+    auto data = s->writer.pending();
+    const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      s->writer.consume(static_cast<size_t>(n));
+      s->last_write_progress = s->last_activity = Clock::now();
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+    drop(s, n < 0 ? "write: " + fileio::errno_text(errno) : "write failed");
+    return;
+  }
+  {
+    std::lock_guard lock(s->mu);
+    s->unsent_bytes = s->writer.pending_bytes();
+  }
+  s->drained.notify_all();
+  if (s->closing && s->writer.pending_bytes() == 0) return drop(s, "after a protocol error");
+  update_interest(s);
+  // Room again: frames held back by the in-flight bound.
+  if (s->reader.queued() > 0 && !s->closing) process_frames(s);
+}
+
+bool Server::post(const SessionPtr& s, Outgoing out) {
+  {
+    std::lock_guard lock(s->mu);
+    if (s->dead) {
+      if (out.assign_handle) {
+        if (const auto* opened = std::get_if<p::ContextOpened>(&out.message)) apps_.close(s->app, opened->id);
+      }
+      return false;
+    }
+    s->outbox_bytes += estimate_bytes(out.message);
+    s->outbox.push_back(std::move(out));
+    if (s->queued_dirty) return true;
+    s->queued_dirty = true;
+  }
+  {
+    std::lock_guard lock(dirty_mu_);
+    dirty_.push_back(s);
+  }
+  uint64_t one = 1;
+  ssize_t w = ::write(evfd_, &one, sizeof(one));
+  (void)w;
+  return true;
+}
+
+bool Server::wait_for_room(const SessionPtr& s) {
+  std::unique_lock lock(s->mu);
+  const bool ok = s->drained.wait_for(lock, std::chrono::milliseconds(opt_.write_timeout_ms), [&] {
+    return s->dead || s->unsent_bytes + s->outbox_bytes <= opt_.max_unsent_bytes;
+  });
+  return ok && !s->dead;
+}
+
+void Server::take_outboxes() {
+  std::vector<SessionPtr> dirty;
+  {
+    std::lock_guard lock(dirty_mu_);
+    dirty.swap(dirty_);
+  }
+  for (const SessionPtr& s : dirty) {
+    std::deque<Outgoing> out;
+    {
+      std::lock_guard lock(s->mu);
+      out.swap(s->outbox);
+      s->outbox_bytes = 0;
+      s->queued_dirty = false;
+    }
+    if (!sessions_.count(s->fd) || sessions_[s->fd] != s) continue;
+    for (Outgoing& o : out) {
+      if (o.assign_handle) {
+        auto* opened = std::get_if<p::ContextOpened>(&o.message);
+        const uint32_t h = s->next_handle++;
+        if (s->next_handle == 0) s->next_handle = 1;
+        s->handles[h] = Session::Handle{opened->id, 0, {}};
+        opened->handle = h;
+      }
+      send(s, o.stream, o.message);
+    }
+    flush(s);
+  }
+}
+
+void Server::check_timers() {
+  const auto now = Clock::now();
+  std::vector<std::pair<SessionPtr, std::string>> expired;
+  for (auto& [fd, s] : sessions_) {
+    if (s->state.phase() == p::Phase::handshake && ms_between(s->accepted, now) > opt_.handshake_timeout_ms) {
+      expired.emplace_back(s, "no handshake within " + std::to_string(opt_.handshake_timeout_ms) + " ms");
+    } else if (s->writer.pending_bytes() > 0 && ms_between(s->last_write_progress, now) > opt_.write_timeout_ms) {
+      expired.emplace_back(s, "the client read nothing for " + std::to_string(opt_.write_timeout_ms) + " ms");
+    } else if (opt_.idle_timeout_ms > 0 && s->state.phase() == p::Phase::ready && s->state.in_flight() == 0 &&
+               s->writer.pending_bytes() == 0 &&
+               ms_between(s->last_activity, now) > static_cast<int>(opt_.idle_timeout_ms)) {
+      expired.emplace_back(s, "idle");
+    }
+  }
+  for (auto& [s, why] : expired) drop(s, why);
+}
+
+}  // namespace llmsvc::service

@@ -1,0 +1,114 @@
+// Server: llmsvcd's event loop. One thread runs epoll over the listening sockets, every
+// client connection, a signalfd (SIGTERM, SIGINT) and an eventfd that workers use to hand
+// back answers. Connections are non-blocking and read through FrameReader, written through
+// FrameWriter, with the rules of ConnectionState. Calls run on a pool of call workers over
+// the shared engine (through AppContexts, so every request is confined to the caller's app);
+// context operations on a small pool of their own.
+//
+// Bounds (docs/PROTOCOL.md section 9): a connection is not read while it has
+// max_requests_in_flight requests unanswered or max_unsent_bytes unsent; a call whose
+// connection is over max_unsent_bytes waits before its next piece (up to write_timeout, then
+// it is cancelled and the connection closed); handshake 5 s; idle connections closed after
+// idle_timeout_ms when set.
+//
+// SIGTERM / SIGINT: stop accepting, refuse new requests (UNAVAILABLE), let calls in flight
+// run for stop_timeout_ms, cancel the rest (they end with RESULT), flush, return 0.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/service/app_contexts.h"
+#include "runtime/service/session.h"
+#include "runtime/service/worker_pool.h"
+
+namespace llmsvc::service {
+
+struct ServerOptions {
+  std::string server_name = "llmsvcd 1.0.0";
+  std::string model_name;
+  uint32_t max_frame_payload = protocol::kDefaultMaxPayload;
+  uint32_t max_prompt_bytes = 256u << 10;
+  uint32_t max_calls = 4;            // per connection
+  uint32_t idle_timeout_ms = 0;      // 0: never
+  int handshake_timeout_ms = 5000;
+  int write_timeout_ms = 30000;
+  int stop_timeout_ms = 5000;
+  size_t max_unsent_bytes = 4u << 20;
+  size_t max_requests_in_flight = 64;
+  int call_workers = 4;
+  int op_workers = 2;
+};
+
+class Server {
+ public:
+  Server(AppContexts& apps, ServerOptions options);
+  ~Server();
+
+  // A listening socket (non-blocking); `unlink_path`, when not empty, is removed at exit.
+  void add_listener(int fd, std::string unlink_path = {});
+  // Runs until SIGTERM or SIGINT (which the caller has blocked in every thread); 0 on a
+  // clean stop.
+  int run();
+
+ private:
+  using SessionPtr = std::shared_ptr<Session>;
+
+  // Loop side.
+  void accept_all(int listen_fd);
+  void on_readable(const SessionPtr& s);
+  void process_frames(const SessionPtr& s);
+  void handle_frame(const SessionPtr& s, const protocol::Frame& frame);
+  void handle_request(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
+  void start_call(const SessionPtr& s, uint32_t stream, const protocol::Call& call);
+  void close_handle(const SessionPtr& s, uint32_t stream, uint32_t handle);
+  void send(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
+  void send_error(const SessionPtr& s, uint32_t stream, const Status& st);
+  void connection_error(const SessionPtr& s, const Status& st);
+  void call_finished(const SessionPtr& s, uint32_t stream);
+  void flush(const SessionPtr& s);
+  void update_interest(const SessionPtr& s);
+  void drop(const SessionPtr& s, const std::string& why);
+  void take_outboxes();
+  void check_timers();
+  void begin_shutdown();
+  void cancel_all();
+  std::string status_line() const;
+
+  // Worker side: queue an answer for the loop; false if the connection is gone.
+  bool post(const SessionPtr& s, Outgoing out);
+  // Before a call's next piece: waits while the connection is over its unsent-bytes bound.
+  bool wait_for_room(const SessionPtr& s);
+
+  AppContexts& apps_;
+  ServerOptions opt_;
+  int epfd_ = -1, sigfd_ = -1, evfd_ = -1;
+  struct Listener {
+    int fd;
+    std::string unlink_path;
+  };
+  std::vector<Listener> listeners_;
+  std::map<int, SessionPtr> sessions_;  // by fd
+
+  std::mutex dirty_mu_;
+  std::vector<SessionPtr> dirty_;  // sessions with outbox entries
+  std::atomic<int> calls_running_{0};
+
+  bool stopping_ = false;
+  bool cancelled_all_ = false;
+  Clock::time_point stop_deadline_{};
+  uint64_t accepted_ = 0;
+
+  // Destroyed first (declared last): workers finish before the rest goes away.
+  std::unique_ptr<WorkerPool> ops_;
+  std::unique_ptr<WorkerPool> calls_;
+};
+
+}  // namespace llmsvc::service

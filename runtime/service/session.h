@@ -1,0 +1,73 @@
+// Session: one client connection of llmsvcd. The event loop owns its socket, its frame
+// reader and writer, its protocol state and its context handles; worker threads (calls,
+// context operations) only append answers to its outbox, which the loop sends.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/protocol/connection.h"
+#include "runtime/protocol/frame.h"
+#include "runtime/service/app_identity.h"
+
+namespace llmsvc::service {
+
+using Clock = std::chrono::steady_clock;
+
+// An answer a worker produced, for the loop to send.
+struct Outgoing {
+  uint32_t stream = 0;
+  protocol::Message message;
+  // CONTEXT_OPENED from a worker carries no handle yet: the loop assigns it (handles
+  // belong to the loop), or, if the connection is gone, closes the context again.
+  bool assign_handle = false;
+};
+
+struct Session {
+  Session(int fd_, AppIdentity app_) : fd(fd_), app(std::move(app_)) {}
+
+  // ---- loop thread only
+  int fd;
+  AppIdentity app;
+  protocol::ConnectionState state{protocol::Role::server};
+  protocol::FrameReader reader{protocol::Role::server};
+  protocol::FrameWriter writer{protocol::Role::server};
+  uint32_t peer_max_payload = protocol::kHandshakeMaxPayload;
+  Clock::time_point accepted = Clock::now();
+  Clock::time_point last_activity = Clock::now();
+  Clock::time_point last_write_progress = Clock::now();
+  bool reading = true;       // EPOLLIN wanted (backpressure clears it)
+  bool want_write = false;   // EPOLLOUT registered
+  bool closing = false;      // flush what is queued, then close (after an ERROR on stream 0)
+  bool eof = false;          // the peer closed its end
+
+  struct Handle {
+    std::string id;
+    uint32_t call = 0;                 // stream of its call in flight, 0 if none
+    std::vector<uint32_t> close_streams;  // CONTEXT_CLOSE waiting for that call's RESULT
+  };
+  std::map<uint32_t, Handle> handles;
+  uint32_t next_handle = 1;
+  std::map<uint32_t, uint32_t> call_handle;  // call stream -> handle
+  // Cancel flags of the calls in flight, by stream (set on CANCEL, close, shutdown); the
+  // call's worker holds its own reference.
+  std::map<uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags;
+
+  // ---- shared with workers (mu)
+  std::mutex mu;
+  std::condition_variable drained;  // unsent bytes went down, or the session died
+  std::deque<Outgoing> outbox;
+  size_t outbox_bytes = 0;
+  size_t unsent_bytes = 0;  // the writer's pending bytes, as of the loop's last flush
+  bool dead = false;        // the connection is closed: answers are dropped
+  bool queued_dirty = false;  // on the server's list of sessions with outbox entries
+};
+
+}  // namespace llmsvc::service

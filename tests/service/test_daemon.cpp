@@ -1,0 +1,586 @@
+// llmsvcd end to end: a real daemon (child process) on a real socket, reached through the
+// public C API bound to "unix:PATH", compared with the embedded engine; cancellation,
+// concurrency, SIGKILL and restart, SIGTERM, hostile bytes on the socket, and two users'
+// isolation (as root, children drop to two unprivileged uids). Skipped when the default
+// model is not fetched.
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/file_io.h"
+#include "llmsvc/llmsvc.h"
+#include "tests/service/daemon_process.h"
+
+namespace {
+
+using llmsvc::test::DaemonProcess;
+
+std::string last_error() { return llmsvc_last_error(); }
+
+struct Collected {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::atomic<int> pieces{0};
+};
+
+int collect(const char* piece, size_t len, int32_t token, void* user) {
+  auto* c = static_cast<Collected*>(user);
+  c->text.append(piece, len);
+  c->tokens.push_back(token);
+  c->pieces++;
+  return 0;
+}
+
+llmsvc_call_options greedy(int32_t max_tokens) {
+  llmsvc_call_options o;
+  llmsvc_call_options_init(&o);
+  o.max_tokens = max_tokens;
+  return o;
+}
+
+std::string make_dir() {
+  char tmpl[] = "/tmp/llmsvcd-test-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  return d ? d : "";
+}
+
+llmsvc_service* bind_to(const std::string& target) {
+  llmsvc_bind_options o;
+  llmsvc_bind_options_init(&o);
+  o.target = target.c_str();
+  llmsvc_service* svc = nullptr;
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
+  return svc;
+}
+
+llmsvc_context* new_context(llmsvc_service* svc, const char* id, bool raw = false) {
+  llmsvc_context_options o;
+  llmsvc_context_options_init(&o);
+  o.id = id;
+  o.raw = raw;
+  llmsvc_context* ctx = nullptr;
+  EXPECT_EQ(llmsvc_context_new(svc, &o, &ctx), LLMSVC_OK) << id << ": " << last_error();
+  return ctx;
+}
+
+std::set<std::string> list_ids(llmsvc_service* svc, llmsvc_status* st = nullptr) {
+  std::set<std::string> ids;
+  llmsvc_status s = llmsvc_context_list(
+      svc, [](const char* id, void* u) { static_cast<std::set<std::string>*>(u)->insert(id); return 0; }, &ids);
+  if (st) *st = s;
+  return ids;
+}
+
+class Daemon : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(llmsvc::test::default_model_path()))
+      GTEST_SKIP() << "default model not found; run tools/scripts/fetch_model.sh";
+    dir_ = make_dir();
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    // Every daemon still running stops cleanly (under ASan: also without leaks).
+    for (auto& d : daemons_) {
+      if (d->pid() <= 0) continue;
+      const int status = d->kill_and_wait(SIGTERM);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "llmsvcd exit status " << status;
+    }
+    daemons_.clear();
+    if (!dir_.empty()) (void)llmsvc::fileio::remove_tree(dir_);
+  }
+  DaemonProcess& start(std::vector<std::string> args = {}, const std::function<void(DaemonProcess&)>& setup = {}) {
+    daemons_.push_back(std::make_unique<DaemonProcess>(dir_, std::move(args)));
+    if (setup) setup(*daemons_.back());
+    EXPECT_TRUE(daemons_.back()->start()) << "llmsvcd did not start; see " << daemons_.back()->log_path();
+    return *daemons_.back();
+  }
+  llmsvc_service* start_and_bind() { return bind_to(start().target()); }
+
+  std::string dir_;
+  std::vector<std::unique_ptr<DaemonProcess>> daemons_;
+};
+
+TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
+  const char* prompt = "Name three colors.";
+  Collected embedded;
+  llmsvc_call_result er;
+  llmsvc_call_result_init(&er);
+  {
+    llmsvc_bind_options o;
+    llmsvc_bind_options_init(&o);
+    o.target = "embedded";
+    const std::string model = llmsvc::test::default_model_path();
+    o.model_path = model.c_str();
+    o.n_threads = 2;
+    llmsvc_service* svc = nullptr;
+    ASSERT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
+    llmsvc_context* ctx = new_context(svc, "same");
+    auto co = greedy(24);
+    ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect, &embedded, &er), LLMSVC_OK) << last_error();
+    llmsvc_context_close(ctx);
+    llmsvc_unbind(svc);
+  }
+  DaemonProcess& d = start();
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "same");
+  Collected remote;
+  llmsvc_call_result rr;
+  llmsvc_call_result_init(&rr);
+  auto co = greedy(24);
+  ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect, &remote, &rr), LLMSVC_OK) << last_error();
+  EXPECT_EQ(remote.text, embedded.text);
+  EXPECT_EQ(remote.tokens, embedded.tokens);
+  EXPECT_FALSE(remote.text.empty());
+  EXPECT_GT(remote.pieces.load(), 1);  // streamed, not one block
+  EXPECT_EQ(rr.generated_tokens, er.generated_tokens);
+  EXPECT_EQ(rr.prompt_tokens, er.prompt_tokens);
+  EXPECT_EQ(rr.context_tokens, er.context_tokens);
+  EXPECT_EQ(rr.finish_reason, er.finish_reason);
+  EXPECT_GT(rr.ttft_ms, 0.0);
+  llmsvc_stats stats;
+  llmsvc_stats_init(&stats);
+  ASSERT_EQ(llmsvc_get_stats(svc, &stats), LLMSVC_OK) << last_error();
+  EXPECT_EQ(stats.calls, 1u);
+  EXPECT_EQ(stats.known_contexts, 1);
+  EXPECT_EQ(stats.open_contexts, 1);
+  EXPECT_GT(stats.weight_bytes, 0u);
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, ListInfoDeleteAndErrors) {
+  llmsvc_service* svc = start_and_bind();
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* a = new_context(svc, "a");
+  llmsvc_context* b = new_context(svc, "b", true);
+  llmsvc_context* dup = nullptr;
+  llmsvc_context_options o;
+  llmsvc_context_options_init(&o);
+  o.id = "a";
+  EXPECT_EQ(llmsvc_context_new(svc, &o, &dup), LLMSVC_ERR_EXISTS);
+  EXPECT_NE(last_error().find("'a'"), std::string::npos) << last_error();
+  EXPECT_EQ(last_error().find("uid-"), std::string::npos) << "the app's scope leaked: " << last_error();
+  // A generated id.
+  llmsvc_context* g = nullptr;
+  ASSERT_EQ(llmsvc_context_new(svc, nullptr, &g), LLMSVC_OK) << last_error();
+  const std::string gid = llmsvc_context_id(g);
+  EXPECT_EQ(gid.rfind("ctx-", 0), 0u) << gid;
+  EXPECT_EQ(list_ids(svc), (std::set<std::string>{"a", "b", gid}));
+
+  auto co = greedy(4);
+  ASSERT_EQ(llmsvc_call(a, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_info info;
+  llmsvc_context_info_init(&info);
+  ASSERT_EQ(llmsvc_context_info_get(svc, "a", &info), LLMSVC_OK) << last_error();
+  EXPECT_STREQ(info.id, "a");
+  EXPECT_EQ(info.turns, 1);
+  EXPECT_GT(info.tokens, 4);
+  ASSERT_EQ(llmsvc_context_info_get(svc, "b", &info), LLMSVC_OK) << last_error();
+  EXPECT_EQ(info.raw, 1);
+  EXPECT_EQ(info.tokens, 0);
+
+  EXPECT_EQ(llmsvc_context_delete(svc, "a"), LLMSVC_ERR_BUSY);
+  llmsvc_context_close(a);
+  EXPECT_EQ(llmsvc_context_delete(svc, "a"), LLMSVC_OK) << last_error();
+  EXPECT_EQ(llmsvc_context_info_get(svc, "a", &info), LLMSVC_ERR_NOT_FOUND);
+  llmsvc_context* again = nullptr;
+  EXPECT_EQ(llmsvc_context_open(svc, "a", &again), LLMSVC_ERR_NOT_FOUND);
+  EXPECT_EQ(llmsvc_context_delete(svc, "nope"), LLMSVC_ERR_NOT_FOUND);
+  // Bad options are refused by the daemon's copy of the C API's rules, too.
+  co.top_p = 2.0f;
+  EXPECT_EQ(llmsvc_call(b, "x", 1, &co, nullptr, nullptr, nullptr), LLMSVC_ERR_INVALID_ARGUMENT);
+  llmsvc_context_close(b);
+  llmsvc_context_close(g);
+  EXPECT_EQ(list_ids(svc), (std::set<std::string>{"b", gid}));
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, CancelFromAnotherThread) {
+  llmsvc_service* svc = start_and_bind();
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "long", true);
+  Collected got;
+  std::thread canceller([&] {
+    while (got.pieces.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(llmsvc_context_cancel(ctx), LLMSVC_OK);
+  });
+  auto co = greedy(4000);
+  llmsvc_call_result r;
+  llmsvc_call_result_init(&r);
+  const char* prompt = "Once upon a time";
+  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect, &got, &r), LLMSVC_ERR_CANCELLED) << last_error();
+  canceller.join();
+  EXPECT_EQ(r.finish_reason, LLMSVC_FINISH_CANCELLED);
+  EXPECT_GE(r.generated_tokens, 2);
+  EXPECT_LT(r.generated_tokens, 4000);
+  // The context is usable afterwards, and a cancel while idle is a no-op.
+  EXPECT_EQ(llmsvc_context_cancel(ctx), LLMSVC_OK);
+  auto co2 = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, " and", 4, &co2, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, TwoConcurrentCallsOnTwoContexts) {
+  llmsvc_service* svc = start_and_bind();
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* c1 = new_context(svc, "one");
+  llmsvc_context* c2 = new_context(svc, "two");
+  Collected r1, r2;
+  llmsvc_status s1 = LLMSVC_ERR_INTERNAL, s2 = LLMSVC_ERR_INTERNAL;
+  std::thread t1([&] {
+    auto co = greedy(16);
+    s1 = llmsvc_call(c1, "Tell me about cats.", 19, &co, collect, &r1, nullptr);
+  });
+  std::thread t2([&] {
+    auto co = greedy(16);
+    s2 = llmsvc_call(c2, "Tell me about cats.", 19, &co, collect, &r2, nullptr);
+  });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(s1, LLMSVC_OK);
+  EXPECT_EQ(s2, LLMSVC_OK);
+  EXPECT_FALSE(r1.text.empty());
+  EXPECT_EQ(r1.text, r2.text);  // same prompt, same state, greedy: the same reply
+  llmsvc_context_close(c1);
+  llmsvc_context_close(c2);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, SigkillMidCallThenRestartKeepsEveryAcknowledgedTurn) {
+  DaemonProcess* d = &start();
+  llmsvc_service* svc = bind_to(d->target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "survivor");
+  auto co = greedy(8);
+  ASSERT_EQ(llmsvc_call(ctx, "Hello!", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_info before;
+  llmsvc_context_info_init(&before);
+  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &before), LLMSVC_OK) << last_error();
+  ASSERT_EQ(before.turns, 1);
+
+  Collected got;
+  std::thread killer([&] {
+    while (got.pieces.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    d->kill_and_wait(SIGKILL);
+  });
+  auto long_call = greedy(4000);
+  const char* prompt = "Write a long story about the sea.";
+  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &long_call, collect, &got, nullptr), LLMSVC_ERR_UNAVAILABLE);
+  killer.join();
+  EXPECT_FALSE(last_error().empty());
+  // While the daemon is down, the service says so.
+  llmsvc_context_info info;
+  llmsvc_context_info_init(&info);
+  EXPECT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_ERR_UNAVAILABLE);
+
+  d = &start();  // the same socket and state
+  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_OK) << last_error();
+  EXPECT_EQ(info.turns, before.turns);  // the acknowledged turn, not the interrupted one
+  EXPECT_EQ(info.tokens, before.tokens);
+  // The old context handle works again: reconnected and reopened by id.
+  ASSERT_EQ(llmsvc_call(ctx, "Bye!", 4, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_OK) << last_error();
+  EXPECT_EQ(info.turns, 2);
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, SigtermFinishesOrCancelsCallsAndExitsZero) {
+  DaemonProcess& d = start({"--stop-timeout-ms", "500"});
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "t", true);
+  Collected got;
+  llmsvc_status st = LLMSVC_ERR_INTERNAL;
+  llmsvc_call_result r;
+  llmsvc_call_result_init(&r);
+  std::thread caller([&] {
+    auto co = greedy(100000);
+    st = llmsvc_call(ctx, "Once upon a time", 16, &co, collect, &got, &r);
+  });
+  while (got.pieces.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int status = d.kill_and_wait(SIGTERM);
+  caller.join();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The call in flight was cancelled within the bound and still got its RESULT.
+  EXPECT_EQ(st, LLMSVC_ERR_CANCELLED) << last_error();
+  EXPECT_EQ(r.finish_reason, LLMSVC_FINISH_CANCELLED);
+  EXPECT_FALSE(std::filesystem::exists(d.socket_path()));
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+// Raw socket helpers for hostile clients.
+int raw_connect(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void raw_send(int fd, const std::string& bytes) {
+  ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  (void)n;
+}
+
+// HELLO (PROTOCOL.md section 10): versions 1..1, 1 MiB, client "cli".
+const std::string kHello("LLMS\x01\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00"
+                         "\x01\x00\x01\x00\x00\x00\x10\x00\x03\x00\x00\x00" "cli", 31);
+
+// Reads until EOF (or 10 s); returns what came.
+std::string read_to_eof(int fd) {
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
+  DaemonProcess& d = start();
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "victim", true);
+  Collected got;
+  llmsvc_status st = LLMSVC_ERR_INTERNAL;
+  std::thread caller([&] {
+    auto co = greedy(48);
+    st = llmsvc_call(ctx, "The quick brown fox", 19, &co, collect, &got, nullptr);
+  });
+  // Garbage: answered with an ERROR frame ("LLMS" magic) and closed.
+  int g = raw_connect(d.socket_path());
+  ASSERT_GE(g, 0);
+  raw_send(g, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string answer = read_to_eof(g);
+  ::close(g);
+  EXPECT_EQ(answer.substr(0, 4), "LLMS");
+  // A header announcing more than the handshake limit: refused the same way.
+  int h = raw_connect(d.socket_path());
+  ASSERT_GE(h, 0);
+  std::string big("LLMS\x01\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\x7f", 16);
+  raw_send(h, big);
+  EXPECT_EQ(read_to_eof(h).substr(0, 4), "LLMS");
+  ::close(h);
+  // Truncated frames: half a header, half a HELLO, then gone.
+  for (size_t cut : {size_t{3}, size_t{10}, size_t{20}}) {
+    int t = raw_connect(d.socket_path());
+    ASSERT_GE(t, 0);
+    raw_send(t, kHello.substr(0, cut));
+    ::close(t);
+  }
+  // Random bytes from many connections at once.
+  std::vector<int> fds;
+  for (int i = 0; i < 16; ++i) {
+    int f = raw_connect(d.socket_path());
+    ASSERT_GE(f, 0);
+    std::string junk(512, '\0');
+    for (size_t k = 0; k < junk.size(); ++k) junk[k] = static_cast<char>((k * 131 + static_cast<size_t>(i) * 7) & 0xff);
+    raw_send(f, junk);
+    fds.push_back(f);
+  }
+  for (int f : fds) ::close(f);
+  caller.join();
+  EXPECT_EQ(st, LLMSVC_OK) << last_error();
+  EXPECT_FALSE(got.text.empty());
+  // The daemon is still there for everyone.
+  auto co = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, " again", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_service* other = bind_to(d.target());
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(list_ids(other), (std::set<std::string>{"victim"}));
+  llmsvc_unbind(other);
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, MoreConcurrentCallsThanMaxCallsWaitTheirTurn) {
+  DaemonProcess& d = start({"--max-calls", "2"});
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  constexpr int kCalls = 5;
+  std::vector<llmsvc_context*> ctx;
+  for (char name[] = "c0"; name[1] < '0' + kCalls; ++name[1]) ctx.push_back(new_context(svc, name));
+  std::vector<llmsvc_status> st(kCalls, LLMSVC_ERR_INTERNAL);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      auto co = greedy(6);
+      st[i] = llmsvc_call(ctx[i], "Hi", 2, &co, nullptr, nullptr, nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(st[i], LLMSVC_OK) << i;
+  for (auto* c : ctx) llmsvc_context_close(c);
+  llmsvc_unbind(svc);
+}
+
+TEST_F(Daemon, SocketActivatedBySystemdAndNotifies) {
+  // A datagram socket standing in for systemd's notify socket.
+  const std::string notify_path = dir_ + "/notify";
+  const int nfd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, notify_path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(nfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  DaemonProcess& d = start({}, [&](DaemonProcess& p) {
+    p.socket_activated();
+    p.add_env("NOTIFY_SOCKET=" + notify_path);
+  });
+  llmsvc_service* svc = bind_to(d.target());  // the first connection starts llmsvcd
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "activated");
+  auto co = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+  const int status = d.kill_and_wait(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(std::filesystem::exists(d.socket_path()));  // systemd's socket is not the daemon's to remove
+  std::string notes;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(nfd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n <= 0) break;
+    notes.append(buf, static_cast<size_t>(n)).push_back('\n');
+  }
+  ::close(nfd);
+  EXPECT_NE(notes.find("READY=1"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("STATUS=serving"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("STOPPING=1"), std::string::npos) << notes;
+}
+
+TEST_F(Daemon, SilentConnectionsTimeOutAndIdleClientsKeepAlive) {
+  DaemonProcess& d = start({"--idle-timeout-ms", "300"});
+  // No HELLO within 5 s: closed.
+  const int silent = raw_connect(d.socket_path());
+  ASSERT_GE(silent, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_to_eof(silent), "");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::seconds(4));
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  ::close(silent);
+  // Handshaken, then silent for longer than the idle timeout: closed.
+  const int idle = raw_connect(d.socket_path());
+  ASSERT_GE(idle, 0);
+  raw_send(idle, kHello);
+  const std::string welcome = read_to_eof(idle);
+  EXPECT_EQ(welcome.substr(0, 6), std::string("LLMS\x02\x00", 6));  // WELCOME, then the close
+  ::close(idle);
+  // A bound client idle for longer than the idle timeout is still connected (it pings).
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "idle");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  auto co = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
+// Runs `body` in a child process as `uid`; returns its exit code (0: every check passed;
+// otherwise the number of the failed check).
+int as_user(uid_t uid, const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (drops to two unprivileged uids)";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);  // the socket's directory, reachable by both
+  DaemonProcess& d = start();
+  const std::string target = d.target();
+  constexpr uid_t kAlice = 65534, kBob = 65533;
+  auto exists_for_caller = [&](const char* id) {
+    llmsvc_service* svc = bind_to(target);
+    llmsvc_context_info info;
+    llmsvc_context_info_init(&info);
+    const llmsvc_status st = llmsvc_context_info_get(svc, id, &info);
+    llmsvc_unbind(svc);
+    return st;
+  };
+  // Alice makes a context with one turn.
+  EXPECT_EQ(as_user(kAlice, [&] {
+              llmsvc_service* svc = bind_to(target);
+              if (!svc) return 1;
+              llmsvc_context* c = new_context(svc, "secret");
+              if (!c) return 2;
+              auto co = greedy(4);
+              if (llmsvc_call(c, "My PIN is 1234.", 15, &co, nullptr, nullptr, nullptr) != LLMSVC_OK) return 3;
+              llmsvc_context_close(c);
+              llmsvc_unbind(svc);
+              return 0;
+            }),
+            0);
+  // Bob cannot list, open, describe or delete it; his "secret" is his own.
+  EXPECT_EQ(as_user(kBob, [&] {
+              llmsvc_service* svc = bind_to(target);
+              if (!svc) return 1;
+              if (!list_ids(svc).empty()) return 2;
+              llmsvc_context* c = nullptr;
+              if (llmsvc_context_open(svc, "secret", &c) != LLMSVC_ERR_NOT_FOUND) return 3;
+              if (exists_for_caller("secret") != LLMSVC_ERR_NOT_FOUND) return 4;
+              if (llmsvc_context_delete(svc, "secret") != LLMSVC_ERR_NOT_FOUND) return 5;
+              c = new_context(svc, "secret");
+              if (!c) return 6;
+              llmsvc_context_close(c);
+              if (list_ids(svc) != std::set<std::string>{"secret"}) return 7;
+              if (llmsvc_context_delete(svc, "secret") != LLMSVC_OK) return 8;
+              llmsvc_stats stats;
+              llmsvc_stats_init(&stats);
+              if (llmsvc_get_stats(svc, &stats) != LLMSVC_OK || stats.calls != 0 || stats.known_contexts != 0) return 9;
+              llmsvc_unbind(svc);
+              return 0;
+            }),
+            0);
+  // Alice's context is untouched, and root (another uid) does not see it either.
+  EXPECT_EQ(as_user(kAlice, [&] {
+              llmsvc_service* svc = bind_to(target);
+              if (list_ids(svc) != std::set<std::string>{"secret"}) return 1;
+              llmsvc_context_info info;
+              llmsvc_context_info_init(&info);
+              if (llmsvc_context_info_get(svc, "secret", &info) != LLMSVC_OK || info.turns != 1) return 2;
+              llmsvc_unbind(svc);
+              return 0;
+            }),
+            0);
+  EXPECT_EQ(exists_for_caller("secret"), LLMSVC_ERR_NOT_FOUND);
+  // On storage: one directory per uid, 0700.
+  struct stat st {};
+  const std::string alice_dir = d.state_dir() + "/contexts/uid-65534";
+  ASSERT_EQ(::stat(alice_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(std::filesystem::exists(alice_dir + "/secret/context.json"));
+}
+
+}  // namespace

@@ -1,0 +1,138 @@
+// llmsvcd's pieces without a model: the TOML configuration and the listening socket
+// (stale files replaced, live sockets and other files left alone).
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "base/file_io.h"
+#include "runtime/service/config.h"
+#include "runtime/service/listen_socket.h"
+
+namespace llmsvc::service {
+namespace {
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/llmsvcd-unit-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { (void)fileio::remove_tree(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+using Config = TempDir;
+using ListenSocket = TempDir;
+
+TEST_F(Config, ReadsEveryKey) {
+  const std::string path = write("c.toml", R"(
+model = "/m.gguf"
+state_dir = "/var/lib/llmsvc"
+listen = "/run/llmsvc/llmsvc.sock"
+socket_mode = "0660"
+threads = 3
+n_ctx = 2048
+kv_budget_bytes = 1073741824
+kv_ratio = 0.25
+idle_timeout_ms = 30000
+max_calls = 8
+stop_timeout_ms = 2000
+[quotas]
+)");
+  DaemonConfig c;
+  ASSERT_TRUE(load_config_file(path, c).ok());
+  EXPECT_EQ(c.model, "/m.gguf");
+  EXPECT_EQ(c.state_dir, "/var/lib/llmsvc");
+  EXPECT_EQ(c.listen, "/run/llmsvc/llmsvc.sock");
+  EXPECT_EQ(c.socket_mode, 0660u);
+  EXPECT_EQ(c.threads, 3);
+  EXPECT_EQ(c.n_ctx, 2048);
+  EXPECT_EQ(c.kv_budget_bytes, 1073741824u);
+  EXPECT_DOUBLE_EQ(c.kv_ratio, 0.25);
+  EXPECT_EQ(c.idle_timeout_ms, 30000u);
+  EXPECT_EQ(c.max_calls, 8u);
+  EXPECT_EQ(c.stop_timeout_ms, 2000);
+}
+
+TEST_F(Config, MissingKeysKeepDefaults) {
+  DaemonConfig c;
+  ASSERT_TRUE(load_config_file(write("c.toml", "threads = 1\n"), c).ok());
+  EXPECT_EQ(c.threads, 1);
+  EXPECT_EQ(c.max_calls, 4u);
+  EXPECT_EQ(c.socket_mode, 0666u);
+}
+
+TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
+  for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
+                           "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n"}) {
+    DaemonConfig c;
+    Status st = load_config_file(write("c.toml", text), c);
+    EXPECT_EQ(st.code(), Code::invalid_argument) << text;
+    EXPECT_NE(st.message().find("c.toml"), std::string::npos) << st.message();
+  }
+  DaemonConfig c;
+  EXPECT_FALSE(load_config_file(dir_ + "/missing.toml", c).ok());
+}
+
+TEST(ParseMode, Octal) {
+  EXPECT_EQ(*parse_mode("0666"), 0666u);
+  EXPECT_EQ(*parse_mode("600"), 0600u);
+  EXPECT_FALSE(parse_mode("").ok());
+  EXPECT_FALSE(parse_mode("0x1").ok());
+  EXPECT_FALSE(parse_mode("77777").ok());
+}
+
+TEST_F(ListenSocket, CreatesWithTheMode) {
+  const std::string path = dir_ + "/s.sock";
+  auto fd = listen_unix(path, 0660);
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  ::close(*fd);
+}
+
+TEST_F(ListenSocket, ReplacesAStaleSocketButNotALiveOne) {
+  const std::string path = dir_ + "/s.sock";
+  auto live = listen_unix(path, 0666);
+  ASSERT_TRUE(live.ok());
+  auto second = listen_unix(path, 0666);  // someone accepts there
+  EXPECT_EQ(second.status().code(), Code::exists);
+  EXPECT_NE(second.status().message().find("another daemon"), std::string::npos);
+  ::close(*live);  // the file stays: a daemon that died
+  auto again = listen_unix(path, 0666);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  ::close(*again);
+}
+
+TEST_F(ListenSocket, NeverRemovesOtherFiles) {
+  const std::string path = write("not-a-socket", "data");
+  auto fd = listen_unix(path, 0666);
+  EXPECT_EQ(fd.status().code(), Code::exists);
+  EXPECT_TRUE(fileio::exists(path));
+  EXPECT_FALSE(listen_unix(dir_ + "/" + std::string(200, 'x'), 0666).ok());  // too long for sun_path
+}
+
+TEST(SystemdFds, NoneWithoutSystemd) {
+  ::unsetenv("LISTEN_FDS");
+  ::unsetenv("LISTEN_PID");
+  auto fds = systemd_listen_fds();
+  ASSERT_TRUE(fds.ok());
+  EXPECT_TRUE(fds->empty());
+}
+
+}  // namespace
+}  // namespace llmsvc::service
