@@ -83,8 +83,8 @@ std::set<std::string> list_ids(llmsvc_service* svc, llmsvc_status* st = nullptr)
 class Daemon : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(llmsvc::test::default_model_path()))
-      GTEST_SKIP() << "default model not found; run tools/scripts/fetch_model.sh";
+    ASSERT_TRUE(std::filesystem::exists(llmsvc::test::default_model_path()))
+        << "default model not found; run tools/scripts/fetch_model.sh";
     dir_ = make_dir();
     ASSERT_FALSE(dir_.empty());
   }
