@@ -396,15 +396,15 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
     file_good.erase(c);
   };
   std::vector<int> recompute = plan.recompute;
-  // Loads: each chunk in the format its file holds. Whole files in batches when nothing is
-  // recomputed (or for a partial tail); otherwise full chunks layer by layer, overlapped.
+  // Loads: each chunk in the format its file holds. Whole files in batches, before the
+  // recompute pass, unless the plan overlaps them with it (then full chunks layer by layer).
   std::vector<int> whole, layered;
   for (int c : plan.load) {
     const bool was_swapped = ctx.kv.state(c) == policy::ChunkState::swapped;
     if (Status s = bring(c, ctx.kv.format(c)); !s.ok()) return fail(s);
     if (was_swapped) file_good.insert(c);
     const bool full = (c + 1) * C <= ctx.n_evaluated;
-    (recompute.empty() || !full ? whole : layered).push_back(c);
+    (!plan.overlap || !full ? whole : layered).push_back(c);
   }
   const uint64_t model_hash = model_->content_hash();
   if (!whole.empty()) {
