@@ -1,4 +1,5 @@
-// The swap-recompute split: move the most bytes-per-token chunks to recompute while it helps.
+// The swap-recompute split: move the most bytes-per-token chunks to recompute while it helps,
+// each split timed overlapped and not.
 #include "policy/switch_planner.h"
 
 #include <algorithm>
@@ -26,25 +27,34 @@ SwitchPlan plan_switch_in(const std::vector<MissingChunk>& missing, int n_layer,
   std::stable_sort(swapped.begin(), swapped.end(), [](const MissingChunk* a, const MissingChunk* b) {
     return static_cast<double>(a->file_bytes) * std::max(b->tokens, 1) > static_cast<double>(b->file_bytes) * std::max(a->tokens, 1);
   });
-  double bytes = 0;
-  for (const MissingChunk* m : swapped) bytes += static_cast<double>(m->file_bytes) / L;
+  double bytes = 0;  // all layers
+  for (const MissingChunk* m : swapped) bytes += static_cast<double>(m->file_bytes);
   int k = static_cast<int>(swapped.size());
-  // Per-layer time with the first `moved` swapped chunks recomputed.
-  auto layer_s = [&](int moved_tokens, int loads, double load_bytes) {
-    return std::max(cost.recompute_s(moved_tokens, context_tokens), cost.load_s(loads, load_bytes));
+  // Whole switch time with `tokens` recomputed and `loads` chunks of `load_bytes` loaded:
+  // the cheaper of overlapped (per layer, the larger of the two) and whole files then
+  // recompute. Sets `overlapped` to which one.
+  auto switch_s = [&](int tokens, int loads, double load_bytes, bool& overlapped) {
+    const double rc = cost.recompute_s(tokens, context_tokens);
+    const double over = L * std::max(rc, cost.load_s(loads, load_bytes / L));
+    const double seq = cost.load_s(loads, load_bytes) + L * rc;
+    overlapped = tokens > 0 && loads > 0 && over < seq;
+    return overlapped ? over : seq;
   };
   int best_moved = 0;
-  double best = layer_s(rc_tokens, k, bytes);
+  bool best_overlap = false;
+  double best = switch_s(rc_tokens, k, bytes, best_overlap);
   const double load_only = best;
   int moved_tokens = rc_tokens;
   for (int i = 0; i < static_cast<int>(swapped.size()); ++i) {
     moved_tokens += swapped[i]->tokens;
-    bytes -= static_cast<double>(swapped[i]->file_bytes) / L;
+    bytes -= static_cast<double>(swapped[i]->file_bytes);
     --k;
-    const double t = layer_s(moved_tokens, k, std::max(bytes, 0.0));
+    bool overlapped = false;
+    const double t = switch_s(moved_tokens, k, std::max(bytes, 0.0), overlapped);
     if (t < best) {
       best = t;
       best_moved = i + 1;
+      best_overlap = overlapped;
     }
   }
   SwitchPlan plan;
@@ -54,8 +64,9 @@ SwitchPlan plan_switch_in(const std::vector<MissingChunk>& missing, int n_layer,
     (i < best_moved ? plan.recompute : plan.load).push_back(swapped[i]->index);
   std::sort(plan.load.begin(), plan.load.end());
   std::sort(plan.recompute.begin(), plan.recompute.end());
-  plan.estimate_s = best * L;
-  plan.load_only_s = load_only * L;
+  plan.overlap = best_overlap;
+  plan.estimate_s = best;
+  plan.load_only_s = load_only;
   return plan;
 }
 

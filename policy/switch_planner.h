@@ -4,7 +4,11 @@
 //
 // Per layer, loading k chunks of b bytes and recomputing n tokens take load_s(k, b) and
 // recompute_s(n, m) (switch_cost.h); overlapped, a layer costs about the larger of the two,
-// and the whole switch n_layer times that. Dropped chunks (no usable file) must be
+// and the whole switch n_layer times that. Not overlapped, the loads read whole files in
+// one batch — the per-chunk cost paid once, not once per layer — and the recompute pass
+// follows: load_s(k, B) + n_layer * recompute_s(n, m). A split takes the cheaper of the two
+// (with nothing to recompute, whole files always win: a recompute pass has a fixed cost
+// that a few tokens cannot hide behind loads). Dropped chunks (no usable file) must be
 // recomputed; a swapped chunk may go either way. Moving a chunk from loading to recompute
 // saves its bytes and adds its tokens, so the chunks worth moving first are those with the
 // most bytes per token (the least compressed); the planner moves them in that order and
@@ -30,6 +34,9 @@ struct MissingChunk {
 struct SwitchPlan {
   std::vector<int> load;       // chunk indices, ascending
   std::vector<int> recompute;  // chunk indices, ascending
+  // Loads of full chunks layer by layer, overlapped with the recompute pass; else whole
+  // files first, then the recompute pass.
+  bool overlap = false;
   double estimate_s = 0;       // the plan's predicted time (all layers)
   double load_only_s = 0;      // predicted time had every swapped chunk been loaded
 };

@@ -37,6 +37,24 @@ struct EngineOptions {
   // A context made with another model file: refused with Code::model_mismatch, or (when
   // set, and the vocabulary is the same) reopened with its KV recomputed from its tokens.
   bool recompute_on_model_change = false;
+
+  // The memory policy's parts, each replaceable by what a baseline does (the trace
+  // benchmark's baselines and ablations; the defaults are llmsvc's policy).
+  enum class Eviction {
+    lctru,          // chunks: least compressed first, least recently used within a level (LLMS)
+    lru,            // chunks: least recently used context first, whatever the format
+    whole_context,  // every resident chunk of the least recently used context at once
+  };
+  Eviction eviction = Eviction::lctru;
+  // false: no ahead-of-time swap-out; a chunk without a current file is written (encoded,
+  // written, made durable) when it is evicted, on the path of the call that needs the
+  // memory. Only with kv_swap.
+  bool aot_swap_out = true;
+  // false: switch-in loads every swapped chunk and recomputes only the dropped ones, even
+  // with a switch-cost profile (no swap/recompute split, no overlap).
+  bool swap_recompute_pipeline = true;
+  // The switch-cost profile; empty: <state root>/switch-profile.json if it exists.
+  std::string switch_profile;
 };
 
 // A context as the engine sees it (loaded or only on storage).
