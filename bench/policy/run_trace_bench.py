@@ -113,8 +113,9 @@ def brief(run):
 
 
 def headline(b, presets):
-    trace = b.trace(16, b.a.calls)
-    b.log(f"(a)+(d) headline: 16 contexts, {b.a.calls} calls, presets {presets} + llama.cpp")
+    trace = b.trace(b.a.contexts, b.a.calls)
+    b.log(f"(a)+(d) headline: {b.a.contexts} contexts, {b.a.calls} calls, presets {presets}"
+          + ("" if b.a.no_llamacpp else " + llama.cpp"))
     runs, used = b.runs(trace, presets, ("fraction", 0.25), True)
     base = mean_ms(runs["llmsvc"])
     ratios = {}
@@ -125,13 +126,13 @@ def headline(b, presets):
     for name in ("whole_swap", "vllm_s"):  # vllm_s has no target; whole_swap's is above
         if name in runs and name not in ratios:
             ratios[name] = {"ratio": mean_ms(runs[name]) / base if base > 0 else float("inf")}
-    return {"trace": trace, "budget_bytes": used, "runs": runs, "ratios_vs_llmsvc": ratios}
+    return {"trace": trace, "n_contexts": b.a.contexts, "budget_bytes": used, "runs": runs, "ratios_vs_llmsvc": ratios}
 
 
 def scaling(b, head):
     out = {}
-    for n in ([2, 4] if b.a.quick else [2, 4, 8, 16]):
-        if n == 16:
+    for n in ([2, b.a.contexts] if b.a.quick else [2, 4, 8, 16]):
+        if n == b.a.contexts:
             runs = {k: v for k, v in head["runs"].items() if k in MAIN + ["llamacpp"]}
             used = head["budget_bytes"]
         else:
@@ -145,9 +146,9 @@ def capacity(b, head_trace):
     with open(head_trace) as f:
         t = json.load(f)
     mean_ctx_bytes = t["f16_bytes_per_token"] * sum(c["mean_tokens"] for c in t["contexts"]) / len(t["contexts"])
-    ns = [2, 4] if b.a.quick else [2, 4, 8, 12, 16, 24, 32]
+    ns = [2, 3] if b.a.quick else [2, 4, 8, 12, 16, 24, 32]
     out = {}
-    for m in ([2, 4] if b.a.quick else [2, 4, 8]):
+    for m in ([2] if b.a.quick else [2, 4, 8]):
         budget = int(m * mean_ctx_bytes)
         rows = {}
         for p in MAIN + ["llamacpp"]:
@@ -208,7 +209,8 @@ def plots(out_dir, res):
         save(fig, name)
 
     head = res["headline"]["runs"]
-    bars({k: v for k, v in head.items() if k in MAIN + ["llamacpp"]}, "switch-in, Markov trace, 16 contexts, budget 0.25",
+    bars({k: v for k, v in head.items() if k in MAIN + ["llamacpp"]},
+         f"switch-in, Markov trace, {res['headline']['n_contexts']} contexts, budget 0.25",
          "headline.png")
     bars({k: v for k, v in head.items() if k in ["llmsvc"] + ABLATIONS}, "ablations of llmsvc (headline setting)",
          "ablations.png")
@@ -250,7 +252,7 @@ def plots(out_dir, res):
 def summary(res):
     lines = []
     h = res["headline"]
-    lines.append(f"### (a) headline: Markov, 16 contexts, budget {h['budget_bytes'] / 2**20:.1f} MiB (0.25)\n")
+    lines.append(f"### (a) headline: Markov, {h['n_contexts']} contexts, budget {h['budget_bytes'] / 2**20:.1f} MiB (0.25)\n")
     lines.append("| policy | mean ms | p50 | p99 | switches mean | p99 | loaded | recomputed | x llmsvc | target |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
     base = mean_ms(h["runs"]["llmsvc"])
@@ -302,16 +304,18 @@ def main():
     ap.add_argument("--llamacpp-python", default=os.path.expanduser("~/.cache/llmsvc/venv-llamacpp/bin/python"))
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--calls", type=int, help="calls per trace for (a), (b), (d) (default 200; --quick 12)")
-    ap.add_argument("--sweep-calls", type=int, help="calls per trace for (c) (default 100; --quick 8)")
+    ap.add_argument("--contexts", type=int, help="contexts of the headline trace (default 16; --quick 3)")
+    ap.add_argument("--calls", type=int, help="calls per trace for (a), (b), (d) (default 200; --quick 6)")
+    ap.add_argument("--sweep-calls", type=int, help="calls per trace for (c) (default 100; --quick 4)")
     ap.add_argument("--interarrival", type=float, default=0.5, help="mean seconds between calls (Poisson)")
     ap.add_argument("--time-scale", type=float, help="x arrival times (0: back to back; default 1, --quick 0)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="short traces, fewer points: a smoke run, not a measurement")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
-    args.calls = args.calls or (12 if args.quick else 200)
-    args.sweep_calls = args.sweep_calls or (8 if args.quick else 100)
+    args.contexts = args.contexts or (3 if args.quick else 16)
+    args.calls = args.calls or (6 if args.quick else 200)
+    args.sweep_calls = args.sweep_calls or (4 if args.quick else 100)
     args.time_scale = args.time_scale if args.time_scale is not None else (0.0 if args.quick else 1.0)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
