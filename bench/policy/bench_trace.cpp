@@ -171,7 +171,7 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
   Json calls = Json::array();
   std::vector<double> all_ms, switch_ms;
   int prev = static_cast<int>(trace.contexts.size()) - 1;  // the warm-up's last context
-  int restarts = 0;
+  int restarts = 0, failed = 0;
   int64_t loaded = 0, recomputed = 0, tokens_recomputed = 0;
   const auto t0 = Clock::now();
   for (size_t i = 0; i < trace.calls.size(); ++i) {
@@ -204,7 +204,7 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
                 {"context_tokens", st.context_tokens}, {"swapped_out", st.chunks_swapped_out}});
     if (!s.ok()) {
       rec["error"] = s.message();
-      ++*failed_calls;
+      ++failed;
     } else if (!restart) {  // a restarted context was just prefilled: not a switch to measure
       all_ms.push_back(st.switch_in_ms);
       if (rec["switch"].get<bool>()) switch_ms.push_back(st.switch_in_ms);
@@ -218,6 +218,7 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
   e.flush_swap();
   const EngineStats after = e.stats();
   (void)fileio::remove_tree(state);
+  *failed_calls += failed;
   return Json{{"policy", p.name},
               {"engine", "llmsvc"},
               {"options", {{"kv_swap", p.kv_swap}, {"kv_ratio", p.kv_ratio}, {"eviction", eviction_name(p.eviction)},
@@ -235,6 +236,7 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
               {"swap_out_bytes", after.swap_out_bytes - before.swap_out_bytes},
               {"swap_out_deferred", after.swap_out_deferred - before.swap_out_deferred},
               {"restarts", restarts},
+              {"failed_calls", failed},
               {"warmup_s", warmup_s},
               {"wall_s", wall_s},
               {"calls", std::move(calls)}};

@@ -225,7 +225,7 @@ def run(trace, args):
             "chunks_loaded": 0, "chunks_recomputed": 0, "tokens_recomputed": 0, "restores": restores,
             # llama.cpp allocates each slot's cache whole, at f16.
             "kv_peak_bytes": k * n_ctx * per_token,
-            "restarts": restarts, "warmup_s": warmup_s, "wall_s": wall_s, "calls": records}
+            "restarts": restarts, "failed_calls": 0, "warmup_s": warmup_s, "wall_s": wall_s, "calls": records}
 
 
 def main():

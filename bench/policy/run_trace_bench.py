@@ -108,15 +108,15 @@ def mean_ms(run, which="all"):
 
 
 def brief(run):
-    """A run without its per-call records (they stay in the work files' last run only)."""
+    """A run without its per-call records."""
     return {k: v for k, v in run.items() if k != "calls"}
 
 
-def headline(b, presets):
+def headline(b, presets, with_llamacpp):
     trace = b.trace(b.a.contexts, b.a.calls)
     b.log(f"(a)+(d) headline: {b.a.contexts} contexts, {b.a.calls} calls, presets {presets}"
-          + ("" if b.a.no_llamacpp else " + llama.cpp"))
-    runs, used = b.runs(trace, presets, ("fraction", 0.25), True)
+          + (" + llama.cpp" if with_llamacpp and not b.a.no_llamacpp else ""))
+    runs, used = b.runs(trace, presets, ("fraction", 0.25), with_llamacpp)
     base = mean_ms(runs["llmsvc"])
     ratios = {}
     for name, target in TARGETS.items():
@@ -132,7 +132,7 @@ def headline(b, presets):
 def scaling(b, head):
     out = {}
     for n in ([2, b.a.contexts] if b.a.quick else [2, 4, 8, 16]):
-        if n == b.a.contexts:
+        if head is not None and n == b.a.contexts:
             runs = {k: v for k, v in head["runs"].items() if k in MAIN + ["llamacpp"]}
             used = head["budget_bytes"]
         else:
@@ -208,89 +208,115 @@ def plots(out_dir, res):
         plt.setp(ax.get_xticklabels(), rotation=20)
         save(fig, name)
 
-    head = res["headline"]["runs"]
-    bars({k: v for k, v in head.items() if k in MAIN + ["llamacpp"]},
-         f"switch-in, Markov trace, {res['headline']['n_contexts']} contexts, budget 0.25",
-         "headline.png")
-    bars({k: v for k, v in head.items() if k in ["llmsvc"] + ABLATIONS}, "ablations of llmsvc (headline setting)",
-         "ablations.png")
+    if "headline" in res:
+        head = res["headline"]["runs"]
+        bars({k: v for k, v in head.items() if k in MAIN + ["llamacpp"]},
+             f"switch-in, Markov trace, {res['headline']['n_contexts']} contexts, budget 0.25", "headline.png")
+        bars({k: v for k, v in head.items() if k in ["llmsvc"] + ABLATIONS}, "ablations of llmsvc (headline setting)",
+             "ablations.png")
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    ns = sorted(res["scaling"], key=int)
-    for p in MAIN + ["llamacpp"]:
-        xs = [int(n) for n in ns if p in res["scaling"][n]["runs"]]
-        if not xs:
-            continue
+    if "scaling" in res:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        ns = sorted(res["scaling"], key=int)
+        for p in MAIN + ["llamacpp"]:
+            xs = [n for n in ns if p in res["scaling"][n]["runs"]]
+            for ax, which in zip(axes, ("mean", "p99")):
+                if xs:
+                    ax.plot([int(n) for n in xs], [res["scaling"][n]["runs"][p]["switch_in_ms"]["all"][which] for n in xs],
+                            marker="o", label=p)
         for ax, which in zip(axes, ("mean", "p99")):
-            ax.plot(xs, [res["scaling"][n]["runs"][p]["switch_in_ms"]["all"][which] for n in ns
-                         if p in res["scaling"][n]["runs"]], marker="o", label=p)
-    for ax, which in zip(axes, ("mean", "p99")):
-        ax.set_xlabel("active contexts")
-        ax.set_ylabel(f"{which} switch-in (ms)")
-        ax.set_yscale("log")
-        ax.set_xscale("log", base=2)
-    axes[0].legend(fontsize=8)
-    save(fig, "scaling.png")
+            ax.set_xlabel("active contexts")
+            ax.set_ylabel(f"{which} switch-in (ms)")
+            ax.set_yscale("log")
+            ax.set_xscale("log", base=2)
+        axes[0].legend(fontsize=8)
+        save(fig, "scaling.png")
 
-    fig, axes = plt.subplots(1, len(BOUNDS_MS), figsize=(10, 4))
-    budgets = sorted(res["capacity"], key=int)
-    presets = [p for p in MAIN + ["llamacpp"] if p in res["capacity"][budgets[0]]["presets"]]
-    width = 0.8 / max(len(presets), 1)
-    for ax, bound in zip(axes, BOUNDS_MS):
-        for i, p in enumerate(presets):
-            ax.bar([j + i * width for j in range(len(budgets))],
-                   [res["capacity"][m]["presets"][p]["max_contexts"][f"{bound:g}ms"] for m in budgets], width, label=p)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(budgets))])
-        ax.set_xticklabels([f"{m} ctx budget" for m in budgets])
-        ax.set_ylabel("most active contexts")
-        ax.set_title(f"mean switch-in <= {bound:g} ms")
-    axes[0].legend(fontsize=8)
-    save(fig, "capacity.png")
+    if "capacity" in res:
+        fig, axes = plt.subplots(1, len(BOUNDS_MS), figsize=(10, 4))
+        budgets = sorted(res["capacity"], key=int)
+        presets = [p for p in MAIN + ["llamacpp"] if p in res["capacity"][budgets[0]]["presets"]]
+        width = 0.8 / max(len(presets), 1)
+        for ax, bound in zip(axes, BOUNDS_MS):
+            for i, p in enumerate(presets):
+                ax.bar([j + i * width for j in range(len(budgets))],
+                       [res["capacity"][m]["presets"][p]["max_contexts"][f"{bound:g}ms"] for m in budgets], width,
+                       label=p)
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(budgets))])
+            ax.set_xticklabels([f"{m} ctx budget" for m in budgets])
+            ax.set_ylabel("most active contexts")
+            ax.set_title(f"mean switch-in <= {bound:g} ms")
+        axes[0].legend(fontsize=8)
+        save(fig, "capacity.png")
     return files
 
 
-def summary(res):
-    lines = []
-    h = res["headline"]
-    lines.append(f"### (a) headline: Markov, {h['n_contexts']} contexts, budget {h['budget_bytes'] / 2**20:.1f} MiB (0.25)\n")
-    lines.append("| policy | mean ms | p50 | p99 | switches mean | p99 | loaded | recomputed | x llmsvc | target |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
-    base = mean_ms(h["runs"]["llmsvc"])
+def summary_headline(h):
+    lines = [f"### (a) headline: Markov, {h['n_contexts']} contexts, budget {h['budget_bytes'] / 2**20:.1f} MiB (0.25)\n",
+             "| policy | mean ms | p50 | p99 | switches mean | p99 | loaded | recomputed | x llmsvc | target |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    base = mean_ms(h["runs"]["llmsvc"]) if "llmsvc" in h["runs"] else 0
     for name, r in h["runs"].items():
+        if name not in MAIN + ["llamacpp"]:
+            continue
         a, s = r["switch_in_ms"]["all"], r["switch_in_ms"]["switches"]
         t = h["ratios_vs_llmsvc"].get(name, {})
         target = (f">= {t['target']:g}x: {'met' if t['met'] else 'NOT met'}" if "target" in t else "")
         ratio = f"{a['mean'] / base:.2f}" if base > 0 else "-"
         lines.append(f"| {name} | {a['mean']:.2f} | {a['p50']:.2f} | {a['p99']:.2f} | {s['mean']:.2f} | {s['p99']:.2f} | "
                      f"{r['chunks_loaded']} | {r['chunks_recomputed']} | {ratio} | {target} |")
-    lines.append("\n### (b) switch-in (ms, mean / p99) by active contexts, budget 0.25\n")
-    ns = sorted(res["scaling"], key=int)
-    lines.append("| policy | " + " | ".join(f"{n} ctx" for n in ns) + " |")
-    lines.append("|---|" + "---|" * len(ns))
-    for p in MAIN + ["llamacpp"]:
-        cells = []
-        for n in ns:
-            r = res["scaling"][n]["runs"].get(p)
-            cells.append(f"{mean_ms(r):.1f} / {r['switch_in_ms']['all']['p99']:.1f}" if r else "-")
-        if any(c != "-" for c in cells):
-            lines.append(f"| {p} | " + " | ".join(cells) + " |")
-    lines.append("\n### (c) most active contexts under a mean switch-in bound\n")
-    budgets = sorted(res["capacity"], key=int)
-    lines.append("| policy | " + " | ".join(f"{m} ctx budget, {b:g} ms" for m in budgets for b in BOUNDS_MS) + " |")
-    lines.append("|---|" + "---|" * (len(budgets) * len(BOUNDS_MS)))
-    for p in MAIN + ["llamacpp"]:
-        if p not in res["capacity"][budgets[0]]["presets"]:
-            continue
-        cells = [str(res["capacity"][m]["presets"][p]["max_contexts"][f"{b:g}ms"]) for m in budgets for b in BOUNDS_MS]
-        lines.append(f"| {p} | " + " | ".join(cells) + " |")
-    lines.append("\n### (d) ablations (headline setting)\n")
-    lines.append("| policy | mean ms | p99 | loaded | recomputed |")
-    lines.append("|---|---|---|---|---|")
+    lines += ["\n### (d) ablations (headline setting)\n", "| policy | mean ms | p99 | loaded | recomputed |",
+              "|---|---|---|---|---|"]
     for name in ["llmsvc"] + ABLATIONS:
         r = h["runs"].get(name)
         if r:
             lines.append(f"| {name} | {mean_ms(r):.2f} | {r['switch_in_ms']['all']['p99']:.2f} | {r['chunks_loaded']} | "
                          f"{r['chunks_recomputed']} |")
+    return lines
+
+
+def summary_scaling(sc):
+    ns = sorted(sc, key=int)
+    lines = ["\n### (b) switch-in (ms, mean / p99) by active contexts, budget 0.25\n",
+             "| policy | " + " | ".join(f"{n} ctx" for n in ns) + " |", "|---|" + "---|" * len(ns)]
+    for p in MAIN + ["llamacpp"]:
+        cells = []
+        for n in ns:
+            r = sc[n]["runs"].get(p)
+            cells.append(f"{mean_ms(r):.1f} / {r['switch_in_ms']['all']['p99']:.1f}" if r else "-")
+        if any(c != "-" for c in cells):
+            lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def summary_capacity(cap):
+    budgets = sorted(cap, key=int)
+    lines = ["\n### (c) most active contexts under a mean switch-in bound\n",
+             "| policy | " + " | ".join(f"{m} ctx budget, {b:g} ms" for m in budgets for b in BOUNDS_MS) + " |",
+             "|---|" + "---|" * (len(budgets) * len(BOUNDS_MS))]
+    for p in MAIN + ["llamacpp"]:
+        if p in cap[budgets[0]]["presets"]:
+            cells = [str(cap[m]["presets"][p]["max_contexts"][f"{b:g}ms"]) for m in budgets for b in BOUNDS_MS]
+            lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def failures(res):
+    """Runs in which calls failed (bench_trace records why in each call), as lines."""
+    runs = [("headline", r) for r in res.get("headline", {}).get("runs", {}).values()]
+    runs += [(f"{n} contexts", r) for n, sc in res.get("scaling", {}).items() for r in sc["runs"].values()]
+    return [f"- {where}, {r['policy']}: {r['failed_calls']} calls failed" for where, r in runs if r.get("failed_calls")]
+
+
+def summary(res):
+    lines = summary_headline(res["headline"]) if "headline" in res else []
+    if "scaling" in res:
+        lines += summary_scaling(res["scaling"])
+    if "capacity" in res:
+        lines += summary_capacity(res["capacity"])
+    failed = failures(res)
+    if failed:
+        lines += ["\n**Calls failed** (their records in the runs say why):"] + failed
     return "\n".join(lines)
 
 
@@ -303,6 +329,7 @@ def main():
     ap.add_argument("--switch-profile", help="reused if it exists, else made here (default <out>/switch-profile.json)")
     ap.add_argument("--llamacpp-python", default=os.path.expanduser("~/.cache/llmsvc/venv-llamacpp/bin/python"))
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--parts", default="a,b,c,d", help="which parts to run (a and d are one replay)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--contexts", type=int, help="contexts of the headline trace (default 16; --quick 3)")
     ap.add_argument("--calls", type=int, help="calls per trace for (a), (b), (d) (default 200; --quick 6)")
@@ -317,15 +344,21 @@ def main():
     args.calls = args.calls or (6 if args.quick else 200)
     args.sweep_calls = args.sweep_calls or (4 if args.quick else 100)
     args.time_scale = args.time_scale if args.time_scale is not None else (0.0 if args.quick else 1.0)
+    parts = set(args.parts.split(","))
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     b = Bench(args)
     b.prof = b.profile()
-    head = headline(b, MAIN + ABLATIONS)
-    res = {"config": {k: v for k, v in vars(args).items()}, "switch_profile": b.prof,
-           "headline": {k: v for k, v in head.items() if k != "runs"} | {"runs": {k: brief(v) for k, v in head["runs"].items()}}}
-    res["scaling"] = scaling(b, head)
-    res["capacity"] = capacity(b, head["trace"])
+    res = {"config": dict(vars(args)), "switch_profile": b.prof}
+    head = None
+    if parts & {"a", "d"}:
+        head = headline(b, (MAIN if "a" in parts else ["llmsvc"]) + (ABLATIONS if "d" in parts else []), "a" in parts)
+        # The headline keeps its per-call records; the sweeps keep summaries only.
+        res["headline"] = head
+    if "b" in parts:
+        res["scaling"] = scaling(b, head if "a" in parts else None)
+    if "c" in parts:
+        res["capacity"] = capacity(b, b.trace(args.contexts, args.calls))
     res["wall_s"] = time.time() - t0
     path = os.path.join(args.out, "trace_bench.json")
     with open(path, "w") as f:
