@@ -53,7 +53,8 @@ def latency_summary(ms):
 class Slot(LlamaCpp):
     """One llama_context over a shared model, holding at most one trace context at a time."""
 
-    def __init__(self, L, model, threads, n_ctx):  # noqa: super().__init__ would load the model again
+    # Not LlamaCpp.__init__: that loads a model of its own; slots share one, like llmsvc's contexts.
+    def __init__(self, L, model, threads, n_ctx):
         self.L, self.model = L, model
         cp = L.llama_context_default_params()
         cp.n_ctx = n_ctx
