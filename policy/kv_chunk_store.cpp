@@ -110,6 +110,11 @@ void KvSequence::release(int c) {
   }
 }
 
+void KvSequence::set_write_back(WriteBack fn) {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  write_back_ = std::move(fn);
+}
+
 void KvSequence::mark_stored(int c, uint64_t version) {
   std::lock_guard<std::mutex> lock(store_.mu_);
   if (c >= 0 && c < n_chunks()) chunks_[c].disk_version.store(version);
@@ -206,7 +211,8 @@ double KvSequence::density(int c) const {
   return s > 0 ? m / s : 0.0;
 }
 
-KvChunkStore::KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes) : geo_(geometry), budget_(budget_bytes) {}
+KvChunkStore::KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order)
+    : geo_(geometry), budget_(budget_bytes), order_(order) {}
 
 uint64_t KvChunkStore::used_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -278,7 +284,8 @@ bool KvChunkStore::evict_one_locked(const KvSequence* requester) {
     for (int c = 0; c < s->n_chunks(); ++c) {
       const KvSequence::Chunk& ch = s->chunks_[c];
       if (ch.state != ChunkState::resident) continue;
-      const std::pair<int, uint64_t> key{level(ch.format), s->last_use_};
+      const int lvl = order_ == EvictionOrder::lctru ? level(ch.format) : 0;
+      const std::pair<int, uint64_t> key{lvl, s->last_use_};
       if (victim < 0 || key < best) {
         best = key;
         victim_seq = s;
@@ -287,13 +294,27 @@ bool KvChunkStore::evict_one_locked(const KvSequence* requester) {
     }
   }
   if (victim < 0) return false;
-  KvSequence::Chunk& ch = victim_seq->chunks_[victim];
-  ch.state = ch.disk_version.load() == ch.version ? ChunkState::swapped : ChunkState::dropped;
+  if (order_ != EvictionOrder::whole_sequence) {
+    evict_chunk_locked(*victim_seq, victim);
+    return true;
+  }
+  for (int c = 0; c < victim_seq->n_chunks(); ++c)
+    if (victim_seq->chunks_[c].state == ChunkState::resident) evict_chunk_locked(*victim_seq, c);
+  return true;
+}
+
+void KvChunkStore::evict_chunk_locked(KvSequence& s, int c) {
+  KvSequence::Chunk& ch = s.chunks_[c];
+  bool current = ch.disk_version.load() == ch.version;
+  if (!current && s.write_back_ && s.write_back_(c)) {
+    ch.disk_version.store(ch.version);
+    current = true;
+  }
+  ch.state = current ? ChunkState::swapped : ChunkState::dropped;
   ch.mem.reset();
   used_ -= ch.bytes;  // mu_ is held: release() would lock it again
   ch.bytes = 0;
   evictions_++;
-  return true;
 }
 
 }  // namespace llmsvc::policy

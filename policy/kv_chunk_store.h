@@ -11,8 +11,9 @@
 // Working sets: a sequence inside a call is pinned; the store never takes its chunks.
 // When a claim would exceed the budget, the store evicts resident chunks of unpinned
 // sequences in LCTRU order: least compressed first (f16, then q8, q4, q2), least recently
-// used within a level. An evicted chunk whose swap file is current becomes swapped; any
-// other is dropped. Thread-safety: the store's mutex guards its accounting and every
+// used within a level (or, for the baselines the benchmarks compare with, plain LRU, or
+// whole sequences at a time). An evicted chunk whose swap file is current becomes swapped;
+// any other is written back first when its sequence has a write-back hook, else dropped. Thread-safety: the store's mutex guards its accounting and every
 // unpinned sequence's chunks; a pinned sequence's chunks belong to its call's thread.
 //
 // Swap currency: a chunk's version changes whenever its content may change (a row handed
@@ -25,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -51,6 +53,13 @@ struct KvGeometry {
 };
 
 enum class ChunkState : uint8_t { resident, swapped, dropped };
+
+// Which resident chunks leave memory first when a claim exceeds the budget.
+enum class EvictionOrder : uint8_t {
+  lctru,           // least compressed first, least recently used sequence within a level (LLMS)
+  lru,             // least recently used sequence first, whatever the format
+  whole_sequence,  // every resident chunk of the least recently used sequence at once
+};
 
 class KvChunkStore;
 
@@ -145,6 +154,14 @@ class KvSequence {
   // LRU clock: the store stamps a sequence when it is pinned.
   bool pinned() const { return pinned_; }
 
+  // Eviction's write-back (no ahead-of-time swap-out): called with the store's lock held, on
+  // the evicting thread, for a resident chunk whose file is not current, before its memory
+  // is freed; returns true once the file holds the chunk (it then becomes swapped, else
+  // dropped). It must not call back into the store (mark_stored, counts, ...). Clearing it
+  // (null) waits for a write-back in progress: its owner clears it before what it uses dies.
+  using WriteBack = std::function<bool(int c)>;
+  void set_write_back(WriteBack fn);
+
  private:
   friend class KvChunkStore;
   using Mem = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
@@ -170,13 +187,14 @@ class KvSequence {
   std::vector<Chunk> chunks_;
   bool pinned_ = false;
   uint64_t last_use_ = 0;
+  WriteBack write_back_;  // guarded by the store's lock
 };
 
 // Owns the budget and accounting shared by every sequence.
 class KvChunkStore {
  public:
   // budget_bytes == 0: no limit beyond the allocator.
-  KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes);
+  KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order = EvictionOrder::lctru);
 
   const KvGeometry& geometry() const { return geo_; }
   uint64_t budget_bytes() const { return budget_; }
@@ -198,11 +216,14 @@ class KvChunkStore {
   uint64_t next_version() { return version_clock_.fetch_add(1, std::memory_order_relaxed) + 1; }
   void add(KvSequence* s);
   void remove(KvSequence* s);
-  // Evicts one chunk (mu_ held); false when nothing is evictable.
+  // Evicts one chunk, or one sequence's chunks (mu_ held); false when nothing is evictable.
   bool evict_one_locked(const KvSequence* requester);
+  // Frees resident chunk c of s: swapped if its file is current (after a write-back), else dropped.
+  void evict_chunk_locked(KvSequence& s, int c);
 
   KvGeometry geo_;
   uint64_t budget_;
+  EvictionOrder order_;
   mutable std::mutex mu_;
   uint64_t used_ = 0;
   uint64_t peak_ = 0;

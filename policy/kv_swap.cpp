@@ -65,6 +65,28 @@ ChunkMeta chunk_file_meta(const KvGeometry& geo, uint64_t model_hash, std::span<
   return m;
 }
 
+namespace {
+
+// What chunk c's file holds: its meta and payload (a partial f16 chunk packed into `packed`).
+struct ChunkPayload {
+  ChunkMeta meta;
+  std::span<const uint8_t> bytes;
+};
+ChunkPayload chunk_payload(const KvSequence& seq, uint64_t model_hash, std::span<const uint64_t> hashes, int c,
+                           int n_valid, std::vector<uint8_t>& packed) {
+  const KvGeometry& geo = seq.geometry();
+  const hal::KvFormat format = seq.format(c);
+  ChunkPayload p{chunk_file_meta(geo, model_hash, hashes, c, n_valid, format),
+                 std::span<const uint8_t>(seq.chunk_data(c), geo.chunk_bytes(format))};
+  if (p.meta.n_tokens < geo.chunk_tokens) {
+    packed = pack_partial(geo, seq.chunk_data(c), p.meta.n_tokens);
+    p.bytes = packed;
+  }
+  return p;
+}
+
+}  // namespace
+
 Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, uint64_t model_hash,
                                            std::span<const int32_t> tokens, int n_valid, const ChunkStored& done,
                                            uint64_t max_pending) {
@@ -77,21 +99,15 @@ Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, ui
   for (int c = 0; c < seq.n_chunks() && c * C < n_valid; ++c) {
     if (seq.state(c) != ChunkState::resident || seq.disk_current(c)) continue;
     const int n = tokens_in_chunk(geo, c, n_valid);
-    const hal::KvFormat format = seq.format(c);
-    if (n < C && format != hal::KvFormat::f16) continue;  // only full chunks are ever compressed
+    if (n < C && seq.format(c) != hal::KvFormat::f16) continue;  // only full chunks are ever compressed
     if (store.pending_write_bytes() >= max_pending) {
       q.deferred++;
       continue;
     }
-    const ChunkMeta meta = chunk_file_meta(geo, model_hash, hashes, c, n_valid, format);
     std::vector<uint8_t> packed;
-    std::span<const uint8_t> payload(seq.chunk_data(c), geo.chunk_bytes(format));
-    if (n < C) {
-      packed = pack_partial(geo, seq.chunk_data(c), n);
-      payload = packed;
-    }
+    const ChunkPayload p = chunk_payload(seq, model_hash, hashes, c, n_valid, packed);
     const uint64_t version = seq.version(c);
-    Status s = store.store_async(meta, payload, [&seq, c, version, done](Result<ChunkIndex> r) {
+    Status s = store.store_async(p.meta, p.bytes, [&seq, c, version, done](Result<ChunkIndex> r) {
       if (r.ok()) seq.mark_stored(c, version);
       if (done) done(c, r.ok() ? r->file_size : 0, r.ok() ? Status::Ok() : r.status());
     });
@@ -100,10 +116,25 @@ Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, ui
       continue;
     }
     q.chunks++;
-    q.payload_bytes += payload.size();
+    q.payload_bytes += p.bytes.size();
   }
   if (!first_error.ok()) return first_error;
   return q;
+}
+
+Status store_chunk_now(const KvSequence& seq, SwapStore& store, uint64_t model_hash, std::span<const int32_t> tokens,
+                       int n_valid, int c) {
+  const KvGeometry& geo = seq.geometry();
+  n_valid = std::min(n_valid, static_cast<int>(tokens.size()));
+  if (c * geo.chunk_tokens >= n_valid) return Status(Code::invalid_argument, "kv swap: chunk holds no evaluated position");
+  if (tokens_in_chunk(geo, c, n_valid) < geo.chunk_tokens && seq.format(c) != hal::KvFormat::f16)
+    return Status(Code::invalid_argument, "kv swap: a partial chunk is always f16");
+  // Only the hashes up to chunk c: each covers every token before it.
+  const size_t upto = std::min(static_cast<size_t>(n_valid), static_cast<size_t>(c + 1) * geo.chunk_tokens);
+  const std::vector<uint64_t> hashes = chunk_token_hashes(tokens.first(upto), geo.chunk_tokens);
+  std::vector<uint8_t> packed;
+  const ChunkPayload p = chunk_payload(seq, model_hash, hashes, c, n_valid, packed);
+  return store.store(p.meta, p.bytes).status();
 }
 
 std::vector<Status> load_chunks(KvSequence& seq, SwapStore& store, uint64_t model_hash,

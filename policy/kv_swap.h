@@ -53,6 +53,13 @@ Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, ui
                                            std::span<const int32_t> tokens, int n_valid, const ChunkStored& done,
                                            uint64_t max_pending = kMaxPendingSwapBytes);
 
+// Writes resident chunk c to its file now, on the calling thread, and returns once it is
+// durable: eviction's write-back when there is no ahead-of-time swap-out (KvSequence::
+// WriteBack). Reads the chunk without the store's lock and does not mark the file current
+// (the caller does: it may hold that lock).
+Status store_chunk_now(const KvSequence& seq, SwapStore& store, uint64_t model_hash, std::span<const int32_t> tokens,
+                       int n_valid, int c);
+
 // Fills `chunks` (resident, in the format their files hold, just claimed) from their files,
 // in batches; one status per chunk. A loaded chunk is marked current (mark_loaded); a
 // failed one holds garbage and must be recomputed or released by the caller.

@@ -30,7 +30,8 @@ constexpr uint64_t kChunk = 30ull * 2 * 16 * 192 * 2;
 
 std::string root() { return std::getenv("LLMSVC_STATE_DIR"); }
 
-std::unique_ptr<Engine> make_engine(const std::string& state, uint64_t budget, double ratio, bool swap = true) {
+std::unique_ptr<Engine> make_engine(const std::string& state, uint64_t budget, double ratio, bool swap = true,
+                                    const std::function<void(EngineOptions&)>& tweak = {}) {
   EngineOptions o;
   o.model_path = test::default_model_path();
   o.n_threads = 2;
@@ -39,6 +40,7 @@ std::unique_ptr<Engine> make_engine(const std::string& state, uint64_t budget, d
   o.kv_ratio = ratio;
   o.state_dir = state;
   o.kv_swap = swap;
+  if (tweak) tweak(o);
   auto e = Engine::create(o);
   EXPECT_TRUE(e.ok()) << e.status().message();
   return e.ok() ? std::move(e).value() : nullptr;
@@ -306,6 +308,75 @@ TEST_F(EngineSwap, SwapOffRecomputes) {
   EXPECT_EQ(pressed.loaded, 0);
   EXPECT_GT(pressed.recomputed, 0);
   EXPECT_FALSE(fs::exists(fs::path(root()) / "off-tight" / "contexts" / "t0" / "chunks" / "0.kvc"));
+}
+
+// The baselines' parts (trace benchmark): each keeps the answers exact.
+
+// No ahead-of-time swap-out: nothing is written when a call returns; a chunk is written
+// when it is evicted, and loaded back at switch-in like an AoT one.
+TEST_F(EngineSwap, WithoutAotChunksAreWrittenWhenEvicted) {
+  auto free_engine = make_engine(root() + "/wb-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f");
+  free_engine.reset();
+  auto e = make_engine(root() + "/wb-tight", 10 * kChunk, -1, true, [](EngineOptions& o) { o.aot_swap_out = false; });
+  int calls = 0;
+  const Rounds pressed = run_rounds(*e, "t", [&](int, int) {
+    e->flush_swap();
+    if (calls++ == 1) {
+      EXPECT_EQ(e->stats().swap_out_chunks, 0u) << "written when the call returned";
+    }
+  });
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GT(pressed.loaded, 0);
+  EXPECT_EQ(pressed.recomputed, 0) << "an evicted chunk was dropped, not written back";
+  EXPECT_GT(e->stats().swap_out_chunks, 0u);
+  EXPECT_LE(e->stats().kv_peak_bytes, 10 * kChunk);
+}
+
+// Whole-context eviction without swap (LMK: kill and recompute): a context is never partly
+// resident between calls, and the answers are unchanged.
+TEST_F(EngineSwap, WholeContextEvictionRecomputesWholeContexts) {
+  auto free_engine = make_engine(root() + "/lmk-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f", {}, 1, 12);
+  free_engine.reset();
+  auto e = make_engine(root() + "/lmk-tight", 10 * kChunk, -1, false,
+                       [](EngineOptions& o) { o.eviction = EngineOptions::Eviction::whole_context; });
+  int partly = 0, evicted = 0;
+  const Rounds pressed = run_rounds(*e, "t", [&](int round, int) {
+    if (round == 0) return;
+    for (const char* id : {"t0", "t1", "t2"}) {
+      auto info = e->context_info(id);
+      ASSERT_TRUE(info.ok());
+      if (info->chunks_resident != 0 && info->chunks_resident != info->chunks_total) partly++;
+      if (info->chunks_resident == 0) evicted++;
+    }
+  }, 1, 12);
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_EQ(partly, 0);
+  EXPECT_GT(evicted, 0) << "no context was evicted: the test proves nothing";
+  EXPECT_EQ(pressed.loaded, 0);
+  EXPECT_GT(pressed.recomputed, 0);
+}
+
+// Without the pipeline, a profile that favours recompute changes nothing: every swapped
+// chunk is loaded (compare PipelineSplitsLoadsAndRecomputeAndAnswersAreUnchanged).
+TEST_F(EngineSwap, WithoutPipelineEverySwappedChunkLoads) {
+  const std::string state = root() + "/nopipe";
+  write_slow_storage_profile(state);
+  auto e = make_engine(state, 10 * kChunk, -1, true, [](EngineOptions& o) { o.swap_recompute_pipeline = false; });
+  const Rounds pressed = run_rounds(*e, "t", [&](int, int) { e->flush_swap(); }, 1, 12);
+  EXPECT_GT(pressed.loaded, 0);
+  EXPECT_EQ(pressed.recomputed, 0);
+}
+
+// A profile named by EngineOptions::switch_profile is used wherever it lies.
+TEST_F(EngineSwap, ProfileNamedByOptionIsUsed) {
+  const std::string elsewhere = root() + "/profiles";
+  write_slow_storage_profile(elsewhere);
+  auto e = make_engine(root() + "/named-profile", 10 * kChunk, -1, true,
+                       [&](EngineOptions& o) { o.switch_profile = elsewhere + "/switch-profile.json"; });
+  const Rounds pressed = run_rounds(*e, "t", [&](int, int) { e->flush_swap(); }, 1, 12);
+  EXPECT_GT(pressed.recomputed, 0) << "the named profile was not used";
 }
 
 // Deleting a context removes its chunk files and table with it.

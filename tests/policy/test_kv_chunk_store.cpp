@@ -73,6 +73,86 @@ TEST(KvChunkStore, BudgetEvictsIdleSequencesLeastRecentlyUsedFirst) {
   EXPECT_LE(store.used_bytes(), 4 * chunk);
 }
 
+// Two idle sequences, a (used first, its chunks q8) and b (used later, f16), and a third
+// that needs one chunk more than the budget has: which one loses a chunk.
+struct OrderCase {
+  KvChunkStore store;
+  KvSequence a{store}, b{store}, c{store};
+  explicit OrderCase(EvictionOrder order) : store(kGeo, 4 * kGeo.chunk_bytes(), order) {
+    store.pin(a);
+    EXPECT_TRUE(a.reserve(8).ok());
+    EXPECT_TRUE(a.compress(0, hal::KvFormat::q8).ok());
+    EXPECT_TRUE(a.compress(1, hal::KvFormat::q8).ok());
+    store.unpin(a);
+    store.pin(b);
+    EXPECT_TRUE(b.reserve(8).ok());
+    store.unpin(b);
+    store.pin(c);
+  }
+};
+
+TEST(KvChunkStore, EvictionOrders) {
+  const size_t chunk = kGeo.chunk_bytes();
+  {  // LCTRU: the least compressed go first, though b was used more recently.
+    OrderCase t(EvictionOrder::lctru);
+    ASSERT_TRUE(t.c.reserve(4).ok());
+    EXPECT_EQ(t.b.count(ChunkState::resident), 1);
+    EXPECT_EQ(t.a.count(ChunkState::resident), 2);
+  }
+  {  // LRU: a was used first, whatever its format.
+    OrderCase t(EvictionOrder::lru);
+    ASSERT_TRUE(t.c.reserve(4).ok());
+    EXPECT_LT(t.a.count(ChunkState::resident), 2);
+    EXPECT_EQ(t.b.count(ChunkState::resident), 2);
+  }
+  {  // Whole sequences: one chunk needed, all of the least recently used sequence leaves.
+    KvChunkStore store(kGeo, 4 * chunk, EvictionOrder::whole_sequence);
+    KvSequence a(store), b(store), c(store);
+    for (KvSequence* s : {&a, &b}) {
+      store.pin(*s);
+      ASSERT_TRUE(s->reserve(8).ok());
+      store.unpin(*s);
+    }
+    store.pin(c);
+    ASSERT_TRUE(c.reserve(1).ok());
+    EXPECT_EQ(a.count(ChunkState::resident), 0);
+    EXPECT_EQ(a.count(ChunkState::dropped), 2);
+    EXPECT_EQ(b.count(ChunkState::resident), 2);
+    EXPECT_EQ(store.evictions(), 2u);
+    EXPECT_EQ(store.used_bytes(), 3 * chunk);
+  }
+}
+
+// Eviction's write-back: asked only for chunks without a current file; its answer decides
+// swapped or dropped; clearing it stops the calls.
+TEST(KvChunkStore, WriteBackDecidesSwappedOrDropped) {
+  const size_t chunk = kGeo.chunk_bytes();
+  KvChunkStore store(kGeo, 3 * chunk);
+  KvSequence a(store), b(store);
+  store.pin(a);
+  ASSERT_TRUE(a.reserve(12).ok());  // 3 chunks
+  a.mark_stored(1, a.version(1));   // chunk 1's file is current already
+  store.unpin(a);
+  std::vector<int> asked;
+  a.set_write_back([&](int c) {
+    asked.push_back(c);
+    return c == 0;  // chunk 0 written, chunk 2's write fails
+  });
+  store.pin(b);
+  ASSERT_TRUE(b.reserve(12).ok());  // evicts all three
+  EXPECT_EQ(asked, (std::vector<int>{0, 2}));
+  EXPECT_EQ(a.state(0), ChunkState::swapped);
+  EXPECT_TRUE(a.disk_current(0));
+  EXPECT_EQ(a.state(1), ChunkState::swapped);
+  EXPECT_EQ(a.state(2), ChunkState::dropped);
+  store.unpin(b);
+  a.set_write_back(nullptr);
+  store.pin(a);
+  ASSERT_TRUE(a.make_resident(2).ok());  // evicts one of b's: b has no hook, so dropped
+  EXPECT_EQ(b.count(ChunkState::dropped), 1);
+  EXPECT_EQ(asked.size(), 2u);
+}
+
 TEST(KvChunkStore, DensityIsMassPerObservingQuery) {
   KvChunkStore store(kGeo, 0);
   KvSequence seq(store);

@@ -16,6 +16,10 @@ namespace llmsvc {
 
 struct ContextState {
   ContextState(std::string id_, policy::KvChunkStore& store) : id(std::move(id_)), kv(store) {}
+  // Eviction's write-back (if any) uses `swap` and `tokens`: cleared before they go.
+  ~ContextState() { kv.set_write_back(nullptr); }
+  ContextState(const ContextState&) = delete;
+  ContextState& operator=(const ContextState&) = delete;
 
   std::string id;
   std::string system_prompt;

@@ -65,27 +65,42 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     if (io.ok()) swap_io = std::move(io).value();
     else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
   }
-  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), n_ctx, chunk,
-                                                              o.kv_budget_bytes, o.kv_ratio, std::move(state),
-                                                              o.recompute_on_model_change, std::move(swap_io)));
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), o, n_ctx,
+                                                              std::move(state), std::move(swap_io)));
 }
 
-EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-                       uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change,
-                       std::unique_ptr<policy::SwapIo> swap_io)
+namespace {
+
+policy::EvictionOrder eviction_order(EngineOptions::Eviction e) {
+  switch (e) {
+    case EngineOptions::Eviction::lru: return policy::EvictionOrder::lru;
+    case EngineOptions::Eviction::whole_context: return policy::EvictionOrder::whole_sequence;
+    case EngineOptions::Eviction::lctru: break;
+  }
+  return policy::EvictionOrder::lctru;
+}
+
+}  // namespace
+
+EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, const EngineOptions& o,
+                       int n_ctx, persist::StateDir state, std::unique_ptr<policy::SwapIo> swap_io)
     : device_(std::move(device)),
       model_(std::move(model)),
       n_ctx_(n_ctx),
-      store_(policy::KvGeometry{model_->config().n_layer, model_->config().n_head_kv, model_->config().head_dim, chunk_tokens}, kv_budget),
+      store_(policy::KvGeometry{model_->config().n_layer, model_->config().n_head_kv, model_->config().head_dim,
+                                o.chunk_tokens > 0 ? o.chunk_tokens : 16},
+             o.kv_budget_bytes, eviction_order(o.eviction)),
       state_(std::move(state)),
-      recompute_on_model_change_(recompute_on_model_change),
-      kv_ratio_(kv_ratio),
+      recompute_on_model_change_(o.recompute_on_model_change),
+      kv_ratio_(o.kv_ratio),
+      aot_swap_out_(o.aot_swap_out),
+      pipeline_(o.swap_recompute_pipeline),
       swap_io_(std::move(swap_io)),
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
-  const std::string profile = state_.root() + "/switch-profile.json";
-  if (fileio::exists(profile)) {
+  const std::string profile = o.switch_profile.empty() ? state_.root() + "/switch-profile.json" : o.switch_profile;
+  if (!o.switch_profile.empty() || fileio::exists(profile)) {
     auto cost = policy::load_switch_cost(profile);
     if (cost.ok()) switch_cost_ = *cost;
     else warn("ignoring the switch-cost profile: " + cost.status().message());
@@ -101,12 +116,27 @@ void EngineImpl::flush_swap() {
 
 void EngineImpl::warn(const std::string& msg) const { std::fprintf(stderr, "llmsvc: warning: %s\n", msg.c_str()); }
 
-std::unique_ptr<policy::SwapStore> EngineImpl::open_swap(std::string_view id) {
-  if (!swap_io_) return nullptr;
-  auto store = policy::SwapStore::open(*swap_io_, state_.chunks_dir(id));
-  if (store.ok()) return std::move(store).value();
-  warn("context '" + std::string(id) + "': its chunks will not be swapped: " + store.status().message());
-  return nullptr;
+void EngineImpl::open_swap(ContextState& ctx) {
+  if (!swap_io_) return;
+  auto store = policy::SwapStore::open(*swap_io_, state_.chunks_dir(ctx.id));
+  if (!store.ok()) {
+    warn("context '" + ctx.id + "': its chunks will not be swapped: " + store.status().message());
+    return;
+  }
+  ctx.swap = std::move(store).value();
+  if (aot_swap_out_) return;
+  // Runs under the KV store's lock while the context is outside any call (its tokens and
+  // evaluated count are not changing).
+  ctx.kv.set_write_back([this, c = &ctx](int chunk) {
+    const Status s = policy::store_chunk_now(c->kv, *c->swap, model_->content_hash(), c->tokens, c->n_evaluated, chunk);
+    if (s.ok()) {
+      swap_out_chunks_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    swap_out_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (!swap_failing_.exchange(true)) warn("context '" + c->id + "': chunk not written back: " + s.message());
+    return false;
+  });
 }
 
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
@@ -152,7 +182,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
   ctx->log = std::move(log).value();
-  ctx->swap = open_swap(id);
+  open_swap(*ctx);
   contexts_.emplace(id, std::move(ctx));
   stats_.known_contexts++;
   return id;
@@ -183,7 +213,7 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   ctx->turns = ctx->persisted_turns = hist.turns;
   ctx->n_persisted = ctx->tokens.size();
   ctx->log = std::move(log).value();
-  ctx->swap = open_swap(id);
+  open_swap(*ctx);
   // The next call loads the chunks whose files are good and recomputes the rest.
   restore_chunks(*ctx);
   ContextState* raw = ctx.get();
@@ -341,7 +371,7 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
   if (missing.empty()) return Status::Ok();
   // The cost-model split (some swapped chunks recomputed while the rest load, layer by
   // layer), or, without a profile, what the states say.
-  const policy::SwitchPlan plan = switch_cost_ ? policy::plan_switch_in(missing, model_->config().n_layer, ctx.n_evaluated, *switch_cost_)
+  const policy::SwitchPlan plan = switch_cost_ && pipeline_ ? policy::plan_switch_in(missing, model_->config().n_layer, ctx.n_evaluated, *switch_cost_)
                                                : policy::plan_by_state(missing);
 
   std::vector<int> brought;  // back in memory: released again if switch-in fails
@@ -439,7 +469,9 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
 void EngineImpl::swap_out(ContextState& ctx, CallStats& st) {
   if (!ctx.swap) return;
   const auto t0 = Clock::now();
-  auto queued = policy::store_changed_chunks(
+  // Without ahead-of-time swap-out, chunks are written only when evicted; the table still
+  // follows every call.
+  auto queued = !aot_swap_out_ ? Result<policy::SwapOutQueued>(policy::SwapOutQueued{}) : policy::store_changed_chunks(
       ctx.kv, *ctx.swap, model_->content_hash(), ctx.tokens, ctx.n_evaluated,
       [this, id = ctx.id](int c, uint64_t bytes, const Status& s) {
         if (s.ok()) {

@@ -23,9 +23,8 @@ namespace llmsvc {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, int n_ctx, int chunk_tokens,
-             uint64_t kv_budget, double kv_ratio, persist::StateDir state, bool recompute_on_model_change,
-             std::unique_ptr<policy::SwapIo> swap_io);
+  EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, const EngineOptions& options,
+             int n_ctx, persist::StateDir state, std::unique_ptr<policy::SwapIo> swap_io);
   // Waits for the swap writes still queued (their callbacks reach the contexts).
   ~EngineImpl() override;
 
@@ -58,8 +57,9 @@ class EngineImpl final : public Engine {
   // A context read from storage: its chunk table and chunk files decide which chunks are
   // swapped (loaded at switch-in) and which dropped, and how much was evaluated.
   void restore_chunks(ContextState& ctx);
-  // Opens the context's chunk directory as a SwapStore (null, logged, if it cannot).
-  std::unique_ptr<policy::SwapStore> open_swap(std::string_view id);
+  // Opens the context's chunk directory as its SwapStore (null, logged, if it cannot) and,
+  // without ahead-of-time swap-out, gives its sequence eviction's write-back.
+  void open_swap(ContextState& ctx);
   void warn(const std::string& msg) const;
   // After a call: compresses the context's full chunks by density (kv_ratio).
   Status compress(ContextState& ctx);
@@ -79,6 +79,8 @@ class EngineImpl final : public Engine {
   // two; without one, every swapped chunk is loaded (exact, no guessing).
   std::optional<policy::SwitchCost> switch_cost_;
   double kv_ratio_;
+  bool aot_swap_out_;  // else chunks are written when evicted (a baseline's write-back)
+  bool pipeline_;      // the swap/recompute split when there is a profile
 
   std::unique_ptr<policy::SwapIo> swap_io_;  // null: swap off
   // Written by the swap writer's callbacks.
