@@ -151,10 +151,6 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
   const bool with_profile = p.pipeline && p.kv_swap && !a.switch_profile.empty();
   if (with_profile) {
     o.switch_profile = a.switch_profile;
-    // Also where an engine that does not read EngineOptions::switch_profile looks for it.
-    auto text = fileio::read_file(a.switch_profile, 1 << 20);
-    if (!text.ok()) return fail_on(text.status(), "switch profile");
-    LLMSVC_RETURN_IF_ERROR(fileio::write_atomic(state + "/switch-profile.json", *text));
   } else if (p.pipeline && p.kv_swap) {
     std::fprintf(stderr, "bench_trace: %s without --switch-profile: switch-in loads every swapped chunk\n", p.name);
   }
