@@ -35,7 +35,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     return bad(path, os.str());
   }
   static const std::set<std::string> kKeys = {"model", "state_dir", "listen", "socket_mode", "threads", "n_ctx",
-                                              "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "max_calls",
+                                              "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "exit_idle_ms", "max_calls",
                                               "stop_timeout_ms", "quotas"};
   for (const auto& [k, v] : t) {
     if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
@@ -69,6 +69,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   LLMSVC_RETURN_IF_ERROR(integer("n_ctx", 0, 1 << 20, c.n_ctx));
   LLMSVC_RETURN_IF_ERROR(integer("kv_budget_bytes", 0, INT64_MAX, c.kv_budget_bytes));
   LLMSVC_RETURN_IF_ERROR(integer("idle_timeout_ms", 0, UINT32_MAX, c.idle_timeout_ms));
+  LLMSVC_RETURN_IF_ERROR(integer("exit_idle_ms", 0, UINT32_MAX, c.exit_idle_ms));
   LLMSVC_RETURN_IF_ERROR(integer("max_calls", 1, 1024, c.max_calls));
   LLMSVC_RETURN_IF_ERROR(integer("stop_timeout_ms", 0, 600000, c.stop_timeout_ms));
   if (t.contains("kv_ratio")) {

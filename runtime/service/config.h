@@ -10,6 +10,7 @@
 //   kv_budget_bytes = 0               # all contexts' resident KV; 0: no limit
 //   kv_ratio = 0.5                    # KV compression (average bits / 8); < 0: none
 //   idle_timeout_ms = 0               # close connections idle this long; 0: never
+//   exit_idle_ms = 0                  # socket-activated: exit after this long without clients; 0: never
 //   max_calls = 4                     # calls in flight per connection
 //   stop_timeout_ms = 5000            # SIGTERM: how long in-flight calls may go on
 //   [quotas] (next: per-app contexts, tokens, concurrent calls, KV share)
@@ -34,6 +35,7 @@ struct DaemonConfig {
   uint64_t kv_budget_bytes = 0;
   double kv_ratio = 0.5;
   uint32_t idle_timeout_ms = 0;
+  uint32_t exit_idle_ms = 0;  // only when systemd passed the sockets (it starts us again)
   uint32_t max_calls = 4;
   int stop_timeout_ms = 5000;
 };

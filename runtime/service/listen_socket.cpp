@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/file_io.h"
@@ -31,10 +32,17 @@ Result<sockaddr_un> unix_address(const std::string& path) {
 
 }  // namespace
 
-Result<std::vector<int>> systemd_listen_fds() {
-  std::vector<int> fds;
-  const int n = sd_listen_fds(1);  // unsets LISTEN_FDS etc.: children do not inherit them
+Result<std::vector<PassedSocket>> systemd_listen_fds() {
+  std::vector<PassedSocket> fds;
+  char** names = nullptr;
+  const int n = sd_listen_fds_with_names(1, &names);  // unsets LISTEN_FDS etc.: children do not inherit them
   if (n < 0) return Status(Code::io, std::string("sd_listen_fds: ") + std::strerror(-n));
+  std::vector<std::string> named;
+  for (int i = 0; names && names[i]; ++i) {
+    named.emplace_back(names[i]);
+    std::free(names[i]);
+  }
+  std::free(names);
   for (int i = 0; i < n; ++i) {
     const int fd = SD_LISTEN_FDS_START + i;
     if (sd_is_socket_unix(fd, SOCK_STREAM, 1, nullptr, 0) <= 0)
@@ -42,7 +50,7 @@ Result<std::vector<int>> systemd_listen_fds() {
                                                 ", which is not a listening AF_UNIX stream socket");
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return sys_error("fcntl");
-    fds.push_back(fd);
+    fds.push_back({fd, i < static_cast<int>(named.size()) ? named[i] : "unknown"});
   }
   return fds;
 }

@@ -14,7 +14,9 @@
 #include "runtime/service/config.h"
 #include "runtime/service/listen_socket.h"
 #include "runtime/service/log.h"
+#include "runtime/service/notify.h"
 #include "runtime/service/server.h"
+#include "runtime/service/syscall_filter.h"
 
 using namespace llmsvc;
 using namespace llmsvc::service;
@@ -32,7 +34,8 @@ int main(int argc, char** argv) {
   CLI::App app{"llmsvcd: the llmsvc daemon (one shared on-device LLM for every app)"};
   std::string config_file, listen, state_dir, model, socket_mode;
   int threads = -1;
-  int64_t idle_ms = -1, stop_ms = -1, max_calls = -1;
+  bool no_syscall_filter = false;
+  int64_t idle_ms = -1, exit_idle_ms = -1, stop_ms = -1, max_calls = -1;
   app.add_option("--config", config_file, "TOML configuration file (flags override it)");
   app.add_option("--listen", listen, "Unix socket path to listen on (unless systemd passes sockets)");
   app.add_option("--socket-mode", socket_mode, "permissions of the socket it creates (octal, default 0666)");
@@ -40,8 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--model", model, "GGUF model (default: the default model)");
   app.add_option("--threads", threads, "engine threads (0: all CPUs)");
   app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0: never)");
+  app.add_option("--exit-idle-ms", exit_idle_ms, "socket-activated: exit after this long without clients (0: never)");
   app.add_option("--stop-timeout-ms", stop_ms, "on SIGTERM, how long calls in flight may go on");
   app.add_option("--max-calls", max_calls, "calls in flight per connection")->check(CLI::Range(1, 1024));
+  app.add_flag("--no-syscall-filter", no_syscall_filter, "run without the seccomp allowlist (debugging only)");
   CLI11_PARSE(app, argc, argv);
 
   DaemonConfig cfg;
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
   }
   if (threads >= 0) cfg.threads = threads;
   if (idle_ms >= 0) cfg.idle_timeout_ms = static_cast<uint32_t>(idle_ms);
+  if (exit_idle_ms >= 0) cfg.exit_idle_ms = static_cast<uint32_t>(exit_idle_ms);
   if (stop_ms >= 0) cfg.stop_timeout_ms = static_cast<int>(stop_ms);
   if (max_calls > 0) cfg.max_calls = static_cast<uint32_t>(max_calls);
 
@@ -96,14 +102,26 @@ int main(int argc, char** argv) {
   so.max_calls = cfg.max_calls;
   so.idle_timeout_ms = cfg.idle_timeout_ms;
   so.stop_timeout_ms = cfg.stop_timeout_ms;
+  so.watchdog_us = watchdog_interval_us();
+  if (!passed->empty()) so.exit_idle_ms = cfg.exit_idle_ms;  // systemd keeps the socket and restarts us
   Server server(apps, so);
   if (!passed->empty()) {
-    for (int fd : *passed) server.add_listener(fd);
+    for (const PassedSocket& p : *passed) {
+      server.add_listener(p.fd);
+      log_line("listening on the socket systemd passed ('" + p.name + "')");
+    }
   } else {
     auto fd = listen_unix(cfg.listen, cfg.socket_mode);
     if (!fd.ok()) return fail(fd.status());
     server.add_listener(*fd, cfg.listen);
     log_line("listening on " + cfg.listen);
+  }
+  // Start-up is done (model mapped, listeners open, threads running): from here on only the
+  // allowlisted system calls.
+  if (!no_syscall_filter) {
+    auto filter = install_syscall_filter();
+    if (!filter.ok()) return fail(filter.status());
+    log_line("system-call filter on (" + *filter + ")");
   }
   return server.run();
 }

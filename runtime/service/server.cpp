@@ -102,7 +102,8 @@ int Server::run() {
   log_line("ready (" + std::to_string(listeners_.size()) + " listening sockets)");
 
   epoll_event events[64];
-  auto last_status = Clock::now();
+  auto last_status = Clock::now(), last_watchdog = Clock::now(), last_busy = Clock::now();
+  if (opt_.watchdog_us > 0) notify_watchdog();
   for (;;) {
     const int n = ::epoll_wait(epfd_, events, 64, 100);
     if (n < 0 && errno != EINTR) {
@@ -148,6 +149,19 @@ int Server::run() {
     if (!stopping_ && now - last_status > std::chrono::seconds(5)) {
       notify_status("serving: " + status_line());
       last_status = now;
+    }
+    if (opt_.watchdog_us > 0 && now - last_watchdog >= std::chrono::microseconds(opt_.watchdog_us / 2)) {
+      notify_watchdog();
+      last_watchdog = now;
+    }
+    if (!stopping_ && opt_.exit_idle_ms > 0) {
+      if (!sessions_.empty() || calls_running_.load() > 0) {
+        last_busy = now;
+      } else if (now - last_busy > std::chrono::milliseconds(opt_.exit_idle_ms)) {
+        // Clients that connect from now on wait in systemd's socket, which starts us again.
+        log_line("no clients for " + std::to_string(opt_.exit_idle_ms) + " ms: exiting");
+        begin_shutdown();
+      }
     }
     if (stopping_) {
       if (!cancelled_all_ && now >= stop_deadline_) {

@@ -11,6 +11,9 @@
 // it is cancelled and the connection closed); handshake 5 s; idle connections closed after
 // idle_timeout_ms when set.
 //
+// systemd: READY once listening, STATUS with live figures every 5 s, WATCHDOG=1 every half
+// watchdog interval from the event loop (a loop that hangs stops them), STOPPING on exit.
+//
 // SIGTERM / SIGINT: stop accepting, refuse new requests (UNAVAILABLE), let calls in flight
 // run for stop_timeout_ms, cancel the rest (they end with RESULT), flush, return 0.
 #pragma once
@@ -38,6 +41,10 @@ struct ServerOptions {
   uint32_t max_prompt_bytes = 256u << 10;
   uint32_t max_calls = 4;            // per connection
   uint32_t idle_timeout_ms = 0;      // 0: never
+  // Exit (0, as on SIGTERM) after this long with no connection at all; 0: never. Only for
+  // socket activation: systemd keeps the socket and starts the daemon on the next client.
+  uint32_t exit_idle_ms = 0;
+  uint64_t watchdog_us = 0;          // the service manager's watchdog; 0: none
   int handshake_timeout_ms = 5000;
   int write_timeout_ms = 30000;
   int stop_timeout_ms = 5000;

@@ -89,6 +89,19 @@ class DaemonProcess {
     return ok;
   }
 
+  // Waits for it to exit by itself: the wait status, or -1 while it still runs after timeout_ms.
+  int wait_exit(int timeout_ms) {
+    if (pid_ <= 0) return -1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (std::chrono::steady_clock::now() > deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pid_ = -1;
+    return status;
+  }
+
   // Sends `sig` and waits for the exit; returns the wait status (-1 if not running or not
   // gone within timeout_ms, after which it is SIGKILLed).
   int kill_and_wait(int sig, int timeout_ms = 30000) {

@@ -11,6 +11,9 @@
 #include <cstring>
 #include <functional>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -437,17 +440,65 @@ TEST_F(Daemon, MoreConcurrentCallsThanMaxCallsWaitTheirTurn) {
   llmsvc_unbind(svc);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A datagram socket standing in for systemd's notify socket. Like systemd it reads all the
+// time: a datagram queue holds only net.unix.max_dgram_qlen messages (10 here), and a
+// sender blocks once it is full.
+class NotifySocket {
+ public:
+  explicit NotifySocket(std::string path) : path_(std::move(path)), fd_(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    timeval tv{0, 50000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    reader_ = std::thread([this] {
+      char buf[4096];
+      while (!stop_) {
+        const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+        if (n <= 0) continue;
+        std::lock_guard<std::mutex> lock(mu_);
+        notes_.append(buf, static_cast<size_t>(n)).push_back('\n');
+      }
+    });
+  }
+  ~NotifySocket() {
+    stop_ = true;
+    reader_.join();
+    ::close(fd_);
+  }
+  std::string env() const { return "NOTIFY_SOCKET=" + path_; }
+  // Every notification received so far, one per line.
+  std::string received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return notes_;
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::string notes_;
+  std::thread reader_;
+};
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+  return n;
+}
+
 TEST_F(Daemon, SocketActivatedBySystemdAndNotifies) {
-  // A datagram socket standing in for systemd's notify socket.
-  const std::string notify_path = dir_ + "/notify";
-  const int nfd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, notify_path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(::bind(nfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  NotifySocket notify(dir_ + "/notify");
   DaemonProcess& d = start({}, [&](DaemonProcess& p) {
     p.socket_activated();
-    p.add_env("NOTIFY_SOCKET=" + notify_path);
+    p.add_env(notify.env());
   });
   llmsvc_service* svc = bind_to(d.target());  // the first connection starts llmsvcd
   ASSERT_NE(svc, nullptr);
@@ -460,17 +511,38 @@ TEST_F(Daemon, SocketActivatedBySystemdAndNotifies) {
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(std::filesystem::exists(d.socket_path()));  // systemd's socket is not the daemon's to remove
-  std::string notes;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::recv(nfd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n <= 0) break;
-    notes.append(buf, static_cast<size_t>(n)).push_back('\n');
-  }
-  ::close(nfd);
+  const std::string notes = notify.received();
   EXPECT_NE(notes.find("READY=1"), std::string::npos) << notes;
   EXPECT_NE(notes.find("STATUS=serving"), std::string::npos) << notes;
   EXPECT_NE(notes.find("STOPPING=1"), std::string::npos) << notes;
+}
+
+// Socket-activated with --exit-idle-ms: once its last client is gone it exits 0 by itself
+// (systemd keeps the socket); meanwhile it feeds the watchdog every half interval.
+TEST_F(Daemon, SocketActivatedExitsWhenIdleAndFeedsTheWatchdog) {
+  NotifySocket notify(dir_ + "/notify");
+  DaemonProcess& d = start({"--exit-idle-ms", "1500"}, [&](DaemonProcess& p) {
+    p.socket_activated();
+    p.add_env(notify.env());
+    p.add_env("WATCHDOG_USEC=200000");
+  });
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "idle");
+  auto co = greedy(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+  const int status = d.wait_exit(30000);
+  ASSERT_NE(status, -1) << "still running long after its last client left; its log:\n" << read_text(d.log_path());
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const std::string notes = notify.received();
+  EXPECT_GE(count(notes, "WATCHDOG=1"), 5u) << notes;  // 1.5 s idle at least, one every 100 ms
+  EXPECT_NE(notes.find("STOPPING=1"), std::string::npos) << notes;
+  const std::string text = read_text(d.log_path());
+  EXPECT_NE(text.find("listening on the socket systemd passed"), std::string::npos) << text;
+  EXPECT_NE(text.find("no clients for 1500 ms: exiting"), std::string::npos) << text;
 }
 
 TEST_F(Daemon, SilentConnectionsTimeOutAndIdleClientsKeepAlive) {
@@ -584,3 +656,25 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
 }
 
 }  // namespace
+
+
+// The running daemon is confined by its seccomp allowlist: the kernel reports a filter on
+// it, its own start-up probes (an IPv4 socket, an execve) were refused with EPERM, and it
+// still serves calls (every other test here runs under the filter too).
+TEST_F(Daemon, RunsUnderItsSyscallFilter) {
+  DaemonProcess& d = start();
+  llmsvc_service* svc = bind_to(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = new_context(svc, "confined");
+  auto co = greedy(4);
+  EXPECT_EQ(llmsvc_call(ctx, "Hello", 5, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+  const std::string status = read_text("/proc/" + std::to_string(d.pid()) + "/status");
+  EXPECT_NE(status.find("Seccomp:\t2"), std::string::npos) << status;
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  const std::string log = read_text(d.log_path());
+  EXPECT_NE(log.find("system-call filter on (socket(AF_INET): Operation not permitted, execve: Operation not permitted)"),
+            std::string::npos)
+      << log;
+}

@@ -47,6 +47,7 @@ n_ctx = 2048
 kv_budget_bytes = 1073741824
 kv_ratio = 0.25
 idle_timeout_ms = 30000
+exit_idle_ms = 60000
 max_calls = 8
 stop_timeout_ms = 2000
 [quotas]
@@ -62,6 +63,7 @@ stop_timeout_ms = 2000
   EXPECT_EQ(c.kv_budget_bytes, 1073741824u);
   EXPECT_DOUBLE_EQ(c.kv_ratio, 0.25);
   EXPECT_EQ(c.idle_timeout_ms, 30000u);
+  EXPECT_EQ(c.exit_idle_ms, 60000u);
   EXPECT_EQ(c.max_calls, 8u);
   EXPECT_EQ(c.stop_timeout_ms, 2000);
 }
