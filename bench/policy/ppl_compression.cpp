@@ -8,10 +8,23 @@
 // engine does (policy/context_compression.h). The tokens of each window's second half are
 // scored, like llama.cpp's perplexity tool, so every scored token sees a compressed history.
 //
+// Each row also gives the change in mean NLL per window against f16 and against static int4,
+// with its standard error over windows (paired): quantization noise alone moves a 30-window
+// figure by a few tenths of a percent, so differences smaller than ~2 standard errors are noise.
+//
+// --set picks other rows, for measuring where the loss comes from (f16 first in every set):
+//   parts   K only / V only at 4 and 2 bits (decoded in place, so K and V can differ)
+//   sink    chunk 0 (the attention sink) at another width than the rest
+//   sink2   chunk 0's K vs V; chunk 0 at 8 bits paid by two 2-bit chunks (forced or oracle)
+//   summary int4 with chunk 0 at 8 bits / f16, and the two ways of paying for 8 bits
+//   decile  int4 with one decile of chunks (by final f16-pass density) at 2 bits
+//   early   among chunks 1-15, a fifth at 2 bits by density or by position, the rest f16
+//   layers  2 bits on one sixth of the layers, the rest f16
+//   alloc   the allocator over other chunk weights (sum of squared / largest token density)
+//
 //   bench_ppl_compression [--model PATH] [--text PATH] [--ctx 512] [--call 64]
-//                         [--windows N] [--threads 2] [--json PATH]
+//                         [--windows N] [--threads 2] [--json PATH] [--set NAME]
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -83,7 +96,8 @@ Status compress(const Policy& p, policy::KvSequence& seq, int n_evaluated, Windo
 // Measurement helpers (--set other than "default"): the error of a q format applied to parts
 // of an f16 chunk, by quantizing and decoding in place (the chunk stays f16, so K and V, or
 // layers, can take different widths; attention over decoded values equals the q path's up to
-// f16 rounding of the decoded values).
+// f16 rounding of the decoded values). Such chunks stay f16 in the "mean bits" and "KV vs f16"
+// columns.
 void fake_quant(policy::KvSequence& seq, int c, int layer, hal::KvPart part, hal::KvFormat f) {
   if (f == hal::KvFormat::f16) return;
   const hal::KvBlockShape shape = seq.geometry().shape();
@@ -129,64 +143,8 @@ int oracle_rank(const WindowState& ws, int c, int n) {
   return r;
 }
 
-// Exploration: the allocator's enumeration with another loss (weights, err at 8/4/2 bits).
-std::vector<uint8_t> alloc_variant(const std::vector<double>& w, double ratio, const double err[3]) {
-  const int64_t n = static_cast<int64_t>(w.size());
-  std::vector<uint8_t> bits(w.size(), 2);
-  if (n == 0) return bits;
-  const int64_t budget = static_cast<int64_t>(std::floor(ratio * 4.0 * n + 1e-9));
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return w[a] > w[b]; });
-  std::vector<double> prefix(n + 1, 0.0);
-  for (int64_t k = 0; k < n; ++k) prefix[k + 1] = prefix[k] + w[order[k]];
-  double best = INFINITY;
-  int64_t b8 = 0, b4 = 0;
-  for (int64_t n8 = 0; n8 <= n; ++n8) {
-    const int64_t room = budget - n - 3 * n8;
-    if (room < 0) break;
-    const int64_t n4 = std::min(room, n - n8);
-    const double loss = prefix[n8] * err[0] + (prefix[n8 + n4] - prefix[n8]) * err[1] + (prefix[n] - prefix[n8 + n4]) * err[2];
-    if (loss < best) best = loss, b8 = n8, b4 = n4;
-  }
-  for (int64_t k = 0; k < n; ++k) bits[order[k]] = k < b8 ? 8 : k < b8 + b4 ? 4 : 2;
-  return bits;
-}
-
-// The same loss with each chunk capped at its current width (chunks only narrow), exact:
-// within chunks of equal cap the optimum is monotone in weight, so enumerate the 8-bit count
-// among the uncapped and the 4-bit count among those capped at 4; the rest of the budget goes
-// to 4-bit uncapped chunks.
-std::vector<uint8_t> alloc_capped(const std::vector<double>& w, const std::vector<int>& cap, double ratio, const double err[3]) {
-  const int64_t n = static_cast<int64_t>(w.size());
-  std::vector<uint8_t> bits(w.size(), 2);
-  if (n == 0) return bits;
-  const int64_t budget = static_cast<int64_t>(std::floor(ratio * 4.0 * n + 1e-9));
-  std::vector<int64_t> g8, g4;
-  for (int64_t i = 0; i < n; ++i) if (cap[i] >= 8) g8.push_back(i); else if (cap[i] >= 4) g4.push_back(i);
-  auto by_w = [&](int64_t a, int64_t b) { return w[a] > w[b]; };
-  std::stable_sort(g8.begin(), g8.end(), by_w);
-  std::stable_sort(g4.begin(), g4.end(), by_w);
-  std::vector<double> p8(g8.size() + 1, 0.0), p4(g4.size() + 1, 0.0);
-  for (size_t k = 0; k < g8.size(); ++k) p8[k + 1] = p8[k] + w[g8[k]];
-  for (size_t k = 0; k < g4.size(); ++k) p4[k + 1] = p4[k] + w[g4[k]];
-  const int64_t a = static_cast<int64_t>(g8.size()), b = static_cast<int64_t>(g4.size());
-  double best = INFINITY;
-  int64_t b8 = 0, b4 = 0, bk = 0;
-  for (int64_t n8 = 0; n8 <= a; ++n8)
-    for (int64_t k4 = 0; k4 <= b; ++k4) {
-      const int64_t room = budget - n - 3 * n8 - k4;  // every chunk at 2 costs n units
-      if (room < 0) break;
-      const int64_t n4 = std::min(room, a - n8);
-      const double loss = p8[n8] * err[0] + (p8[n8 + n4] - p8[n8]) * err[1] + (p8[a] - p8[n8 + n4]) * err[2] +
-                          p4[k4] * err[1] + (p4[b] - p4[k4]) * err[2];
-      if (loss < best) best = loss, b8 = n8, b4 = n4, bk = k4;
-    }
-  for (int64_t k = 0; k < a; ++k) bits[g8[k]] = k < b8 ? 8 : k < b8 + b4 ? 4 : 2;
-  for (int64_t k = 0; k < b; ++k) bits[g4[k]] = k < bk ? 4 : 2;
-  return bits;
-}
-
+// Exploration: the policy's allocator over other chunk weights than the mean density
+// (sum of squared token densities; largest token density), with or without the caps.
 enum class Weight { mean, sq, max };
 std::vector<double> chunk_weights_variant(const policy::KvSequence& seq, int n, Weight wk) {
   std::vector<double> w(n, 0.0);
@@ -206,17 +164,14 @@ std::vector<double> chunk_weights_variant(const policy::KvSequence& seq, int n, 
   return w;
 }
 
-Policy variant(std::string name, double ratio, Weight wk, std::array<double, 3> err, bool capped = false) {
+Policy variant(std::string name, double ratio, Weight wk, bool capped) {
   return {std::move(name), Kind::custom, ratio, hal::KvFormat::f16,
           [=](policy::KvSequence& seq, int n_evaluated, WindowState&) -> Status {
             const int n = policy::compressible_chunks(seq, n_evaluated);
             const std::vector<double> w = chunk_weights_variant(seq, n, wk);
-            if (capped) {
-              std::vector<int> cap(n);
-              for (int c = 0; c < n; ++c) cap[c] = std::min(8, hal::kv_format_bits(seq.format(c)));
-              return policy::apply_bits(seq, alloc_capped(w, cap, ratio, err.data()));
-            }
-            return policy::apply_bits(seq, alloc_variant(w, ratio, err.data()));
+            std::vector<uint8_t> cap;
+            for (int c = 0; capped && c < n; ++c) cap.push_back(static_cast<uint8_t>(hal::kv_format_bits(seq.format(c))));
+            return policy::apply_bits(seq, policy::allocate_bits(w, ratio, cap));
           }};
 }
 
@@ -399,13 +354,21 @@ int main_impl(int argc, char** argv) {
       }
     policies.push_back(per_chunk("f16, chunk0 int2", [=](int c, const WindowState&) { return all(c == 0 ? F::q2 : F::f16, c == 0 ? F::q2 : F::f16); }));
     policies.push_back(per_chunk("f16, chunk0 int4", [=](int c, const WindowState&) { return all(c == 0 ? F::q4 : F::f16, c == 0 ? F::q4 : F::f16); }));
-  } else if (set == "sink2") {
+  } else if (set == "sink2" || set == "summary") {
     // Which part of chunk 0 carries its damage, and what paying for its 8 bits costs: with the
     // two chunks a 64-token first call forces (1 and 2), or the two sparsest of chunks 3-15 by
     // final density (an oracle bound on the payers).
     policies.push_back({"static int4", Kind::uniform, 0.5, F::q4});
-    policies.push_back(per_chunk("int4, chunk0 K8 V4", [=](int c, const WindowState&) { return c == 0 ? all(F::q8, F::q4) : all(F::q4, F::q4); }));
-    policies.push_back(per_chunk("int4, chunk0 K4 V8", [=](int c, const WindowState&) { return c == 0 ? all(F::q4, F::q8) : all(F::q4, F::q4); }));
+    auto sink_at = [=](F first) {
+      return [=](int c, const WindowState&) { return c == 0 ? all(first, first) : all(F::q4, F::q4); };
+    };
+    if (set == "summary") {
+      policies.push_back(per_chunk("int4, chunk0 int8", sink_at(F::q8)));
+      policies.push_back(per_chunk("int4, chunk0 f16", sink_at(F::f16)));
+    } else {
+      policies.push_back(per_chunk("int4, chunk0 K8 V4", [=](int c, const WindowState&) { return c == 0 ? all(F::q8, F::q4) : all(F::q4, F::q4); }));
+      policies.push_back(per_chunk("int4, chunk0 K4 V8", [=](int c, const WindowState&) { return c == 0 ? all(F::q4, F::q8) : all(F::q4, F::q4); }));
+    }
     policies.push_back(per_chunk("int4, 0 int8, 1-2 int2", [=](int c, const WindowState&) {
       const F f = c == 0 ? F::q8 : c <= 2 ? F::q2 : F::q4;
       return all(f, f);
@@ -447,26 +410,14 @@ int main_impl(int argc, char** argv) {
         return all(f, f);
       }));
   } else if (set == "alloc") {
-    const std::array<double, 3> pow4 = {std::ldexp(1.0, -16), std::ldexp(1.0, -8), std::ldexp(1.0, -4)};
-    const std::array<double, 3> step = {1.0 / (255.0 * 255.0), 1.0 / 225.0, 1.0 / 9.0};
     policies.push_back({"static int4", Kind::uniform, 0.5, F::q4});
-    for (double r : {0.5, 0.375}) {
-      const std::string rs = r == 0.5 ? "0.5" : "0.375";
-      policies.push_back(variant("mean pow4 " + rs, r, Weight::mean, pow4));
-      policies.push_back(variant("mean step " + rs, r, Weight::mean, step));
-      policies.push_back(variant("sq pow4 " + rs, r, Weight::sq, pow4));
-      policies.push_back(variant("sq step " + rs, r, Weight::sq, step));
-      policies.push_back(variant("max step " + rs, r, Weight::max, step));
-    }
-  } else if (set == "alloc2") {
-    const std::array<double, 3> step = {1.0 / (255.0 * 255.0), 1.0 / 225.0, 1.0 / 9.0};
-    policies.push_back({"static int4", Kind::uniform, 0.5, F::q4});
-    const std::array<double, 3> pow4 = {std::ldexp(1.0, -16), std::ldexp(1.0, -8), std::ldexp(1.0, -4)};
-    const std::array<double, 3> meas = {1.0, 35.0, 1190.0};  // static rows' damage, int8:int4:int2
-    policies.push_back(variant("sq meas capped 0.5", 0.5, Weight::sq, meas, true));
-    policies.push_back(variant("sq pow4 capped 0.5", 0.5, Weight::sq, pow4, true));
-    policies.push_back(variant("max pow4 capped 0.5", 0.5, Weight::max, pow4, true));
-    (void)step;
+    for (double r : {0.5, 0.375})
+      for (bool capped : {false, true}) {
+        const std::string rs = (r == 0.5 ? " 0.5" : " 0.375") + std::string(capped ? " capped" : "");
+        policies.push_back(variant("mean" + rs, r, Weight::mean, capped));
+        policies.push_back(variant("sq" + rs, r, Weight::sq, capped));
+        policies.push_back(variant("max" + rs, r, Weight::max, capped));
+      }
   } else if (set == "layers") {
     const int g = (n_layer + 5) / 6;
     for (int lo = 0; lo < n_layer; lo += g)
