@@ -25,7 +25,7 @@ std::vector<double> chunk_densities(const KvSequence& seq, int n);
 Status apply_bits(KvSequence& seq, std::span<const uint8_t> bits);
 
 // The whole step: densities of the compressible chunks, allocate_bits at `ratio` (of the
-// 8-bit base), apply_bits. ratio <= 0: nothing.
+// 8-bit base) with each chunk capped at its current width, apply_bits. ratio <= 0: nothing.
 Status compress_context(KvSequence& seq, int n_evaluated, double ratio);
 
 }  // namespace llmsvc::policy
