@@ -221,8 +221,13 @@ void Server::accept_all(int listen_fd) {
   for (;;) {
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The connection stays in the backlog and the listener stays readable: without a
+        // pause the loop would spin on it. Try again in a while.
+        pause_accepting(fileio::errno_text(errno));
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         log_line("accept: " + fileio::errno_text(errno));
+      }
       return;
     }
     auto who = peer_identity(fd);
@@ -242,6 +247,33 @@ void Server::accept_all(int listen_fd) {
     }
     sessions_[fd] = s;
     ++accepted_;
+    accept_starved_ = false;
+  }
+}
+
+void Server::pause_accepting(const std::string& why) {
+  if (accept_paused_) return;
+  accept_paused_ = true;
+  accept_resume_ = Clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
+  for (const Listener& l : listeners_) {
+    epoll_event ev{};
+    ev.data.fd = l.fd;
+    ::epoll_ctl(epfd_, EPOLL_CTL_MOD, l.fd, &ev);  // no events: the backlog waits
+  }
+  // Once per episode, not once per attempt.
+  if (!accept_starved_)
+    log_line("cannot accept (" + why + ") with " + std::to_string(sessions_.size()) +
+             " connections open: new ones wait until some close");
+  accept_starved_ = true;
+}
+
+void Server::resume_accepting() {
+  accept_paused_ = false;
+  for (const Listener& l : listeners_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = l.fd;
+    ::epoll_ctl(epfd_, EPOLL_CTL_MOD, l.fd, &ev);
   }
 }
 
@@ -617,6 +649,7 @@ void Server::take_outboxes() {
 
 void Server::check_timers() {
   const auto now = Clock::now();
+  if (accept_paused_ && now >= accept_resume_ && !stopping_) resume_accepting();
   std::vector<std::pair<SessionPtr, std::string>> expired;
   for (auto& [fd, s] : sessions_) {
     if (s->state.phase() == p::Phase::handshake && ms_between(s->accepted, now) > opt_.handshake_timeout_ms) {

@@ -84,6 +84,10 @@ class Server {
   void update_interest(const SessionPtr& s);
   void drop(const SessionPtr& s, const std::string& why);
   void take_outboxes();
+  // Out of descriptors or memory for a new connection: stop watching the listeners for a
+  // while (the backlog keeps the connections), then watch them again.
+  void pause_accepting(const std::string& why);
+  void resume_accepting();
   void check_timers();
   void begin_shutdown();
   void cancel_all();
@@ -108,6 +112,10 @@ class Server {
   std::vector<SessionPtr> dirty_;  // sessions with outbox entries
   std::atomic<int> calls_running_{0};
 
+  static constexpr int kAcceptPauseMs = 100;
+  bool accept_paused_ = false;
+  bool accept_starved_ = false;  // the last accept failed for want of resources (logged once)
+  Clock::time_point accept_resume_{};
   bool stopping_ = false;
   bool cancelled_all_ = false;
   Clock::time_point stop_deadline_{};
