@@ -290,6 +290,26 @@ TEST(ProtocolFrame, WriterQueuesAndRefuses) {
   EXPECT_EQ(r.queued(), 2u);
 }
 
+// The writer lays payloads out as version 1 until its owner sets the agreed version.
+TEST(ProtocolFrame, WriterUsesTheAgreedVersion) {
+  CallStats cs;
+  cs.chunks_loaded = 3;
+  const CallResult r{0, "", 1, cs};
+  FrameWriter w(Role::server, kDefaultMaxPayload);
+  EXPECT_EQ(w.version(), kMinVersion);
+  ASSERT_TRUE(w.write(5, r).ok());
+  std::vector<uint8_t> got(w.pending().begin(), w.pending().end());
+  EXPECT_EQ(got, frame_of(Role::server, 5, r, 1));
+  w.consume(got.size());
+  w.set_version(2);
+  ASSERT_TRUE(w.write(5, r).ok());
+  got.assign(w.pending().begin(), w.pending().end());
+  EXPECT_EQ(got, frame_of(Role::server, 5, r, 2));
+  auto m = decode_frame(Frame{MsgType::call_result, 5, std::vector<uint8_t>(got.begin() + kHeaderBytes, got.end())}, 2);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(std::get<CallResult>(*m).stats.chunks_loaded, 3);
+}
+
 TEST(ProtocolFrame, WriterCompactsLongQueues) {
   FrameWriter w(Role::server, kDefaultMaxPayload);
   std::vector<uint8_t> all;
