@@ -311,7 +311,7 @@ struct Piece {
   bool operator==(const Piece&) const = default;
 };
 
-// llmsvc_call_result without struct_size: the engine's CallStats but its token ids.
+// llmsvc_call_result without struct_size: the engine's CallStats, without its token ids.
 struct CallStats {
   int32_t prompt_tokens = 0;
   int32_t generated_tokens = 0;
