@@ -3,7 +3,8 @@
 // to every message decoder, must either be refused with a named Code::invalid_argument /
 // invalid_utf8, or decode into messages that re-encode to the very same bytes (the encoding is
 // canonical; only the handshake's ignored tail is dropped) and decode again to the same value.
-// Input format: tests/protocol/fuzz_input.h.
+// Every input is tried at every protocol version this build speaks (each lays some payloads
+// out differently). Input format: tests/protocol/fuzz_input.h.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,9 +29,10 @@ bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind
 
 bool extensible(MsgType t) { return t == MsgType::hello || t == MsgType::welcome; }
 
-// A decoder's verdict on `payload` as a `type`: a named refusal or an exact round trip.
-void exercise_payload(MsgType type, std::span<const uint8_t> payload) {
-  auto m = decode_message(type, payload);
+// A decoder's verdict on `payload` as a `type` at `version`: a named refusal or an exact
+// round trip.
+void exercise_payload(MsgType type, std::span<const uint8_t> payload, uint16_t version) {
+  auto m = decode_message(type, payload, version);
   if (!m.ok()) {
     const Status st = m.status();
     check(st.code() == Code::invalid_argument || st.code() == Code::invalid_utf8);
@@ -42,13 +44,13 @@ void exercise_payload(MsgType type, std::span<const uint8_t> payload) {
   }
   check(type_of(*m) == type);
   std::vector<uint8_t> again;
-  check(encode_payload(*m, again).ok());
+  check(encode_payload(*m, again, version).ok());
   if (extensible(type)) {
     check(again.size() <= payload.size() && std::equal(again.begin(), again.end(), payload.begin()));
   } else {
     check(again.size() == payload.size() && std::equal(again.begin(), again.end(), payload.begin()));
   }
-  auto m2 = decode_message(type, again);
+  auto m2 = decode_message(type, again, version);
   check(m2.ok() && *m2 == *m);
 }
 
@@ -88,12 +90,15 @@ void exercise_stream(Role receiver, std::span<const uint8_t> bytes, size_t chunk
     check(f.type == whole.frames[i].type && f.stream == whole.frames[i].stream && f.payload == whole.frames[i].payload);
     const size_t size = kHeaderBytes + f.payload.size();
     check(pos + size <= bytes.size());
-    exercise_payload(f.type, f.payload);
-    // A frame that decodes is re-framed to its own bytes (the handshake's to a prefix of its payload).
-    if (auto m = decode_frame(f); m.ok() && !extensible(f.type)) {
-      std::vector<uint8_t> again;
-      check(append_frame(again, sender, f.stream, *m, kMinMaxPayload).ok());
-      check(again.size() == size && std::equal(again.begin(), again.end(), bytes.begin() + static_cast<std::ptrdiff_t>(pos)));
+    for (uint16_t v = kMinVersion; v <= kMaxVersion; ++v) {
+      exercise_payload(f.type, f.payload, v);
+      // A frame that decodes is re-framed to its own bytes (the handshake's to a prefix of its payload).
+      if (auto m = decode_frame(f, v); m.ok() && !extensible(f.type)) {
+        std::vector<uint8_t> again;
+        check(append_frame(again, sender, f.stream, *m, kMinMaxPayload, v).ok());
+        check(again.size() == size &&
+              std::equal(again.begin(), again.end(), bytes.begin() + static_cast<std::ptrdiff_t>(pos)));
+      }
     }
     pos += size;
   }
@@ -112,7 +117,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::copy(rest.begin() + 2, rest.end(), payload.get());
     // Every decoder gets the payload, whatever type the input names.
     for (uint32_t raw = 0; raw <= 0xFF; ++raw)
-      if (const TypeInfo* t = find_type(static_cast<uint16_t>(raw))) exercise_payload(t->type, {payload.get(), n});
+      if (const TypeInfo* t = find_type(static_cast<uint16_t>(raw)))
+        for (uint16_t v = kMinVersion; v <= kMaxVersion; ++v) exercise_payload(t->type, {payload.get(), n}, v);
     return 0;
   }
   exercise_stream(test::fuzz_receiver(mode), rest, test::fuzz_chunk(mode));

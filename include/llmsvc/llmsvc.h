@@ -259,7 +259,9 @@ typedef struct llmsvc_stats {
   uint64_t generated_tokens;  /* tokens generated, all calls */
   uint64_t kv_bytes;          /* bytes of resident KV cache */
   uint64_t weight_bytes;      /* bytes of model weights */
-  /* Added after v1. */
+  /* Added after v1. Through llmsvcd, kv_peak_bytes and the swap_out_ figures are the daemon's
+   * as a whole (one KV budget and one swap writer serve every app); the others are the calling
+   * app's. A daemon older than these fields reports them as 0. */
   uint64_t kv_peak_bytes;      /* the most resident KV cache held at once */
   uint64_t chunks_loaded;      /* KV chunks loaded from storage at switch-in, all calls */
   uint64_t chunks_recomputed;  /* KV chunks recomputed from their tokens at switch-in */

@@ -50,30 +50,39 @@ Result<ContextOptions> read_context_options(const llmsvc_context_options* option
 Result<CallParams> read_call_options(const llmsvc_call_options* options);
 
 // Call options held elsewhere under the C fields' names, with `stop` as strings (the CLI's
-// arguments, the daemon's CALL), checked by read_call_options: one place has the rules.
+// arguments, the daemon's CALL), as the C struct: `o->stop` points into `stops`, whose
+// entries point into `a.stop`; both must outlive `o`. Unchecked but for NUL bytes in a stop.
 template <class Args>
-Result<CallParams> read_call_args(const Args& a) {
-  llmsvc_call_options o;
-  init(&o);
-  o.seed = a.seed;
-  o.temperature = a.temperature;
-  o.top_k = a.top_k;
-  o.top_p = a.top_p;
-  o.min_p = a.min_p;
-  o.repeat_penalty = a.repeat_penalty;
-  o.repeat_last_n = a.repeat_last_n;
-  o.max_tokens = a.max_tokens;
+Status fill_call_options(const Args& a, llmsvc_call_options* o, std::vector<const char*>& stops) {
+  init(o);
+  o->seed = a.seed;
+  o->temperature = a.temperature;
+  o->top_k = a.top_k;
+  o->top_p = a.top_p;
+  o->min_p = a.min_p;
+  o->repeat_penalty = a.repeat_penalty;
+  o->repeat_last_n = a.repeat_last_n;
+  o->max_tokens = a.max_tokens;
   if constexpr (requires { a.slo_ttft_ratio; }) {
-    o.slo_ttft_ratio = a.slo_ttft_ratio;
-    o.slo_tpot_ratio = a.slo_tpot_ratio;
+    o->slo_ttft_ratio = a.slo_ttft_ratio;
+    o->slo_tpot_ratio = a.slo_tpot_ratio;
   }
-  std::vector<const char*> stops;
+  stops.clear();
   for (const std::string& s : a.stop) {
     if (s.find('\0') != std::string::npos) return Status(Code::invalid_argument, "a stop string holds a NUL byte");
     stops.push_back(s.c_str());
   }
-  o.stop = stops.data();
-  o.n_stop = stops.size();
+  o->stop = stops.data();
+  o->n_stop = stops.size();
+  return Status::Ok();
+}
+
+// The same options checked by read_call_options: one place has the rules.
+template <class Args>
+Result<CallParams> read_call_args(const Args& a) {
+  llmsvc_call_options o;
+  std::vector<const char*> stops;
+  LLMSVC_RETURN_IF_ERROR(fill_call_options(a, &o, stops));
   return read_call_options(&o);  // copies the strings out
 }
 

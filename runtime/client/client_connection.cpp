@@ -61,7 +61,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     if (auto frame = reader.next()) {
-      auto m = p::decode_frame(*frame);
+      auto m = p::decode_frame(*frame, state.version());
       if (!m.ok()) return unavailable("llmsvcd handshake: " + m.status().message());
       auto r = state.on_receive(frame->stream, *m);
       if (!r.ok()) return unavailable("llmsvcd handshake: " + r.status().message());
@@ -96,6 +96,7 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
 ClientConnection::ClientConnection(int fd, p::Welcome welcome, p::ConnectionState state)
     : fd_(fd), welcome_(std::move(welcome)), state_(std::move(state)) {
   writer_.set_max_payload(welcome_.max_frame_payload);
+  writer_.set_version(welcome_.version);
   reader_ = std::thread([this] { reader_loop(); });
 }
 
@@ -225,7 +226,7 @@ void ClientConnection::reader_loop() {
     }
     (void)reader.feed(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)));
     while (auto frame = reader.next()) {
-      auto m = p::decode_frame(*frame);
+      auto m = p::decode_frame(*frame, welcome_.version);
       if (!m.ok()) return fail_all("llmsvcd sent a bad " + std::string(p::type_info(frame->type).name) + ": " +
                                    m.status().message());
       if (const auto* ping = std::get_if<p::Ping>(&*m)) {

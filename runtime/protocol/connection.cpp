@@ -115,6 +115,7 @@ Status ConnectionState::on_send(uint32_t stream, const Message& m) {
   if (type == MsgType::welcome) {
     if (!hello_seen_ || phase_ != Phase::handshake) return violation(who, "WELCOME not answering a HELLO");
     max_calls_ = std::get<Welcome>(m).max_calls;
+    version_ = std::get<Welcome>(m).version;
     phase_ = Phase::ready;
     return Status::Ok();
   }
@@ -158,6 +159,7 @@ Result<Received> ConnectionState::on_receive(uint32_t stream, const Message& m) 
   if (type == MsgType::welcome) {
     if (!hello_seen_ || phase_ != Phase::handshake) return violation(who, "WELCOME not answering a HELLO");
     max_calls_ = std::get<Welcome>(m).max_calls;
+    version_ = std::get<Welcome>(m).version;
     phase_ = Phase::ready;
     return r;
   }

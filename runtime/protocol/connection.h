@@ -47,6 +47,9 @@ class ConnectionState {
 
   Role role() const { return self_; }
   Phase phase() const { return phase_; }
+  // The protocol version the WELCOME agreed on (kMinVersion before it): how payloads are laid
+  // out from then on, both ways.
+  uint16_t version() const { return version_; }
   uint32_t max_calls() const { return max_calls_; }
   // Requests in flight, and CALLs among them.
   size_t in_flight() const { return streams_.size(); }
@@ -71,6 +74,7 @@ class ConnectionState {
   Role self_;
   Phase phase_ = Phase::handshake;
   bool hello_seen_ = false;  // HELLO sent (client) / received (server)
+  uint16_t version_ = kMinVersion;
   uint32_t max_calls_ = 1;
   uint32_t calls_ = 0;
   std::unordered_map<uint32_t, MsgType> streams_;  // requests in flight by stream id

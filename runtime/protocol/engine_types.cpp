@@ -31,6 +31,10 @@ void info_fields(W& w, C& c, Op op) {
   op(w.chunks_swapped, c.chunks_swapped);
   op(w.chunks_dropped, c.chunks_dropped);
   op(w.kv_resident_bytes, c.kv_resident_bytes);
+  op(w.chunks_f16, c.chunks_f16);
+  op(w.chunks_q8, c.chunks_q8);
+  op(w.chunks_q4, c.chunks_q4);
+  op(w.chunks_q2, c.chunks_q2);
 }
 
 template <class W, class C, class Op>
@@ -41,6 +45,17 @@ void stats_fields(W& w, C& c, Op op) {
   op(w.generated_tokens, c.generated_tokens);
   op(w.kv_bytes, c.kv_bytes);
   op(w.weight_bytes, c.weight_bytes);
+  op(w.kv_peak_bytes, c.kv_peak_bytes);
+  op(w.kv_evictions, c.kv_evictions);
+  op(w.chunks_loaded, c.chunks_loaded);
+  op(w.chunks_recomputed, c.chunks_recomputed);
+  op(w.chunk_load_failures, c.chunk_load_failures);
+  op(w.tokens_recomputed, c.tokens_recomputed);
+  op(w.switch_in_ms, c.switch_in_ms);
+  op(w.swap_out_chunks, c.swap_out_chunks);
+  op(w.swap_out_bytes, c.swap_out_bytes);
+  op(w.swap_out_failures, c.swap_out_failures);
+  op(w.swap_out_deferred, c.swap_out_deferred);
 }
 
 template <class W, class C, class Op>
@@ -53,6 +68,12 @@ void call_stats_fields(W& w, C& c, Op op) {
   op(w.prefill_ms, c.prefill_ms);
   op(w.decode_ms, c.decode_ms);
   op(w.tpot_ms, c.tpot_ms);
+  op(w.chunks_loaded, c.chunks_loaded);
+  op(w.chunks_recomputed, c.chunks_recomputed);
+  op(w.chunk_load_failures, c.chunk_load_failures);
+  op(w.tokens_recomputed, c.tokens_recomputed);
+  op(w.chunks_swapped_out, c.chunks_swapped_out);
+  op(w.swap_out_ms, c.swap_out_ms);
 }
 
 }  // namespace

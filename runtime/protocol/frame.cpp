@@ -46,7 +46,7 @@ Result<FrameHeader> parse_header(std::span<const uint8_t, kHeaderBytes> b, Role 
   FrameHeader h;
   h.stream = load32(b.data() + 8);
   h.length = load32(b.data() + 12);
-  if (flags != 0) return bad("flags " + hex(flags, 4) + " set (none are defined in version 1)");
+  if (flags != 0) return bad("flags " + hex(flags, 4) + " set (no flag is defined)");
   const TypeInfo* info = find_type(type);
   if (info == nullptr) return bad("unknown message type " + hex(type, 4));
   if (!receivable(*info, receiver))
@@ -60,7 +60,9 @@ Result<FrameHeader> parse_header(std::span<const uint8_t, kHeaderBytes> b, Role 
   return h;
 }
 
-Result<Message> decode_frame(const Frame& frame) { return decode_message(frame.type, frame.payload); }
+Result<Message> decode_frame(const Frame& frame, uint16_t version) {
+  return decode_message(frame.type, frame.payload, version);
+}
 
 Status check_send(MsgType type, Role sender, uint32_t stream) {
   const TypeInfo& info = type_info(type);

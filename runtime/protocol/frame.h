@@ -2,7 +2,7 @@
 //
 //   offset 0  magic "LLMS"     offset 8   stream id   u32 LE
 //   offset 4  type    u16 LE   offset 12  payload len u32 LE
-//   offset 6  flags   u16 LE (0 in version 1)
+//   offset 6  flags   u16 LE (0: no flag is defined)
 //
 // FrameReader reassembles frames from reads of any size and checks each header before its
 // payload is allocated. FrameWriter encodes messages into a send queue. Neither touches a
@@ -42,14 +42,17 @@ Result<FrameHeader> parse_header(std::span<const uint8_t, kHeaderBytes> bytes, R
 // The stream rule of a type (stream 0, or a request's non-zero id).
 Status check_stream(const TypeInfo& info, uint32_t stream);
 
-// Decodes a received frame's payload.
-Result<Message> decode_frame(const Frame& frame);
+// Decodes a received frame's payload, laid out as the connection's protocol `version` has it
+// (kMinVersion before the handshake is done: HELLO, WELCOME and ERROR are alike in every
+// version).
+Result<Message> decode_frame(const Frame& frame, uint16_t version);
 
-// Appends one whole frame (header and payload) sent by `sender`; `out` is unchanged on failure
-// (a type `sender` may not send, the stream rule, a field, payload > max_payload).
-// M is a message struct or the Message variant.
+// Appends one whole frame (header and payload, as protocol `version` lays it out) sent by
+// `sender`; `out` is unchanged on failure (a type `sender` may not send, the stream rule, a
+// field, payload > max_payload). M is a message struct or the Message variant.
 template <class M>
-Status append_frame(std::vector<uint8_t>& out, Role sender, uint32_t stream, const M& m, uint32_t max_payload);
+Status append_frame(std::vector<uint8_t>& out, Role sender, uint32_t stream, const M& m, uint32_t max_payload,
+                    uint16_t version = kMaxVersion);
 
 class FrameReader {
  public:
@@ -93,11 +96,16 @@ class FrameWriter {
       : sender_(sender), max_payload_(max_payload) {}
 
   void set_max_payload(uint32_t max_payload) { max_payload_ = max_payload; }
+  // The version the handshake agreed on. Until then kMinVersion: what is sent before it
+  // (HELLO, WELCOME, ERROR) is the same in every version, and a writer whose owner forgot
+  // to set it fails loudly against a newer peer rather than sending fields an older one lacks.
+  void set_version(uint16_t version) { version_ = version; }
+  uint16_t version() const { return version_; }
 
   // Queues one frame; nothing is queued on failure.
   template <class M>
   Status write(uint32_t stream, const M& m) {
-    return append_frame(buffer_, sender_, stream, m, max_payload_);
+    return append_frame(buffer_, sender_, stream, m, max_payload_, version_);
   }
 
   // Bytes queued and not yet sent; after sending n of them, consume(n).
@@ -108,6 +116,7 @@ class FrameWriter {
  private:
   Role sender_;
   uint32_t max_payload_;
+  uint16_t version_ = kMinVersion;
   std::vector<uint8_t> buffer_;
   size_t sent_ = 0;
 };
@@ -120,14 +129,15 @@ Status check_send(MsgType type, Role sender, uint32_t stream);
 Status seal_frame(std::vector<uint8_t>& out, size_t start, MsgType type, uint32_t stream, uint32_t max_payload);
 
 template <class M>
-Status append_frame(std::vector<uint8_t>& out, Role sender, uint32_t stream, const M& m, uint32_t max_payload) {
+Status append_frame(std::vector<uint8_t>& out, Role sender, uint32_t stream, const M& m, uint32_t max_payload,
+                    uint16_t version) {
   if constexpr (std::is_same_v<M, Message>) {
-    return std::visit([&](const auto& x) { return append_frame(out, sender, stream, x, max_payload); }, m);
+    return std::visit([&](const auto& x) { return append_frame(out, sender, stream, x, max_payload, version); }, m);
   } else {
     LLMSVC_RETURN_IF_ERROR(check_send(M::kType, sender, stream));
     const size_t start = out.size();
     out.resize(start + kHeaderBytes);
-    Status s = encode_payload(m, out);
+    Status s = encode_payload(m, out, version);
     if (s.ok()) s = seal_frame(out, start, M::kType, stream, max_payload);
     if (!s.ok()) out.resize(start);
     return s;

@@ -1,7 +1,11 @@
-// The messages of protocol version 1 (docs/PROTOCOL.md, "Messages"). Each struct lists its
-// fields once, in wire order, in `fields(io, m)`: a template run by the Encoder (m const) and
-// by the Decoder (m filled in), so both directions check the same rules. The option, info,
-// result and stats messages mirror the C structs of include/llmsvc/llmsvc.h field by field.
+// The messages of the protocol (docs/PROTOCOL.md, "Messages"). Each struct lists its fields
+// once, in wire order, in `fields(io, m)`: a template run by the Encoder (m const) and by the
+// Decoder (m filled in), so both directions check the same rules. The option, info, result and
+// stats messages mirror the engine's figures behind the C structs of include/llmsvc/llmsvc.h.
+//
+// Versions: a later version only appends fields, after an `io.version()` check, so one list
+// serves every version (docs/PROTOCOL.md section 8). A field a connection's version lacks is
+// neither sent nor read: it stays 0.
 #pragma once
 
 #include <cstdint>
@@ -207,6 +211,11 @@ struct ContextInfoReply {
   int32_t chunks_swapped = 0;
   int32_t chunks_dropped = 0;
   uint64_t kv_resident_bytes = 0;
+  // Version 2: the resident chunks by format.
+  int32_t chunks_f16 = 0;
+  int32_t chunks_q8 = 0;
+  int32_t chunks_q4 = 0;
+  int32_t chunks_q2 = 0;
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
@@ -218,7 +227,12 @@ struct ContextInfoReply {
     LLMSVC_RETURN_IF_ERROR(io.count("chunks_resident", m.chunks_resident));
     LLMSVC_RETURN_IF_ERROR(io.count("chunks_swapped", m.chunks_swapped));
     LLMSVC_RETURN_IF_ERROR(io.count("chunks_dropped", m.chunks_dropped));
-    return io.u64("kv_resident_bytes", m.kv_resident_bytes);
+    LLMSVC_RETURN_IF_ERROR(io.u64("kv_resident_bytes", m.kv_resident_bytes));
+    if (io.version() < kVersionPolicyFigures) return Status::Ok();
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_f16", m.chunks_f16));
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_q8", m.chunks_q8));
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_q4", m.chunks_q4));
+    return io.count("chunks_q2", m.chunks_q2);
   }
   bool operator==(const ContextInfoReply&) const = default;
 };
@@ -297,7 +311,7 @@ struct Piece {
   bool operator==(const Piece&) const = default;
 };
 
-// llmsvc_call_result without struct_size.
+// llmsvc_call_result without struct_size: the engine's CallStats, without its token ids.
 struct CallStats {
   int32_t prompt_tokens = 0;
   int32_t generated_tokens = 0;
@@ -307,6 +321,14 @@ struct CallStats {
   double prefill_ms = 0;
   double decode_ms = 0;
   double tpot_ms = 0;
+  // Version 2: switch-in (chunks loaded / recomputed, loads that failed, tokens recomputed)
+  // and the swap-out at the end of the call.
+  int32_t chunks_loaded = 0;
+  int32_t chunks_recomputed = 0;
+  int32_t chunk_load_failures = 0;
+  int32_t tokens_recomputed = 0;
+  int32_t chunks_swapped_out = 0;
+  double swap_out_ms = 0;
   bool operator==(const CallStats&) const = default;
 };
 
@@ -333,12 +355,19 @@ struct CallResult {
     LLMSVC_RETURN_IF_ERROR(io.f64("stats.ttft_ms", s.ttft_ms));
     LLMSVC_RETURN_IF_ERROR(io.f64("stats.prefill_ms", s.prefill_ms));
     LLMSVC_RETURN_IF_ERROR(io.f64("stats.decode_ms", s.decode_ms));
-    return io.f64("stats.tpot_ms", s.tpot_ms);
+    LLMSVC_RETURN_IF_ERROR(io.f64("stats.tpot_ms", s.tpot_ms));
+    if (io.version() < kVersionPolicyFigures) return Status::Ok();
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunks_loaded", s.chunks_loaded));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunks_recomputed", s.chunks_recomputed));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunk_load_failures", s.chunk_load_failures));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.tokens_recomputed", s.tokens_recomputed));
+    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunks_swapped_out", s.chunks_swapped_out));
+    return io.f64("stats.swap_out_ms", s.swap_out_ms);
   }
   bool operator==(const CallResult&) const = default;
 };
 
-// llmsvc_stats without struct_size.
+// llmsvc_stats without struct_size: the engine's EngineStats.
 struct StatsReply {
   static constexpr MsgType kType = MsgType::stats_reply;
   static constexpr bool kExtensible = false;
@@ -349,6 +378,18 @@ struct StatsReply {
   uint64_t generated_tokens = 0;
   uint64_t kv_bytes = 0;
   uint64_t weight_bytes = 0;
+  // Version 2: the KV memory (peak, evictions), switch-in summed over calls, swap-out.
+  uint64_t kv_peak_bytes = 0;
+  uint64_t kv_evictions = 0;
+  uint64_t chunks_loaded = 0;
+  uint64_t chunks_recomputed = 0;
+  uint64_t chunk_load_failures = 0;
+  uint64_t tokens_recomputed = 0;
+  double switch_in_ms = 0;
+  uint64_t swap_out_chunks = 0;
+  uint64_t swap_out_bytes = 0;
+  uint64_t swap_out_failures = 0;
+  uint64_t swap_out_deferred = 0;
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
@@ -358,27 +399,41 @@ struct StatsReply {
     LLMSVC_RETURN_IF_ERROR(io.u64("prompt_tokens", m.prompt_tokens));
     LLMSVC_RETURN_IF_ERROR(io.u64("generated_tokens", m.generated_tokens));
     LLMSVC_RETURN_IF_ERROR(io.u64("kv_bytes", m.kv_bytes));
-    return io.u64("weight_bytes", m.weight_bytes);
+    LLMSVC_RETURN_IF_ERROR(io.u64("weight_bytes", m.weight_bytes));
+    if (io.version() < kVersionPolicyFigures) return Status::Ok();
+    LLMSVC_RETURN_IF_ERROR(io.u64("kv_peak_bytes", m.kv_peak_bytes));
+    LLMSVC_RETURN_IF_ERROR(io.u64("kv_evictions", m.kv_evictions));
+    LLMSVC_RETURN_IF_ERROR(io.u64("chunks_loaded", m.chunks_loaded));
+    LLMSVC_RETURN_IF_ERROR(io.u64("chunks_recomputed", m.chunks_recomputed));
+    LLMSVC_RETURN_IF_ERROR(io.u64("chunk_load_failures", m.chunk_load_failures));
+    LLMSVC_RETURN_IF_ERROR(io.u64("tokens_recomputed", m.tokens_recomputed));
+    LLMSVC_RETURN_IF_ERROR(io.f64("switch_in_ms", m.switch_in_ms));
+    LLMSVC_RETURN_IF_ERROR(io.u64("swap_out_chunks", m.swap_out_chunks));
+    LLMSVC_RETURN_IF_ERROR(io.u64("swap_out_bytes", m.swap_out_bytes));
+    LLMSVC_RETURN_IF_ERROR(io.u64("swap_out_failures", m.swap_out_failures));
+    return io.u64("swap_out_deferred", m.swap_out_deferred);
   }
   bool operator==(const StatsReply&) const = default;
 };
 
-// Every message of version 1, in the order of the type table.
+// Every message type (those of version 1; version 2 added none), in the order of the type table.
 using Message = std::variant<Hello, Welcome, Ping, Pong, Error, Ack, ContextNew, ContextOpen, ContextClose,
                              ContextDelete, ContextList, ContextInfo, Call, Cancel, Stats, ContextOpened,
                              ContextListReply, ContextInfoReply, Piece, CallResult, StatsReply>;
 
-// Appends m's payload (no frame header) to `out`; on failure `out` may hold a partial payload.
+// Appends m's payload (no frame header), as protocol `version` lays it out, to `out`; on
+// failure `out` may hold a partial payload.
 template <class M>
-Status encode_payload(const M& m, std::vector<uint8_t>& out) {
-  Encoder e(out, type_info(M::kType).name);
+Status encode_payload(const M& m, std::vector<uint8_t>& out, uint16_t version = kMaxVersion) {
+  Encoder e(out, type_info(M::kType).name, version);
   LLMSVC_RETURN_IF_ERROR(M::fields(e, m));
   return e.finish(M::kExtensible);
 }
 
+// The message from a payload laid out as protocol `version` has it (fields it lacks: 0).
 template <class M>
-Result<M> decode_payload(std::span<const uint8_t> payload) {
-  Decoder d(payload, type_info(M::kType).name);
+Result<M> decode_payload(std::span<const uint8_t> payload, uint16_t version = kMaxVersion) {
+  Decoder d(payload, type_info(M::kType).name, version);
   M m;
   LLMSVC_RETURN_IF_ERROR(M::fields(d, m));
   LLMSVC_RETURN_IF_ERROR(d.finish(M::kExtensible));
@@ -386,9 +441,9 @@ Result<M> decode_payload(std::span<const uint8_t> payload) {
 }
 
 MsgType type_of(const Message& m);
-Status encode_payload(const Message& m, std::vector<uint8_t>& out);
-// The message of type `type` from its payload; Code::invalid_argument (or invalid_utf8) naming
-// the field otherwise.
-Result<Message> decode_message(MsgType type, std::span<const uint8_t> payload);
+Status encode_payload(const Message& m, std::vector<uint8_t>& out, uint16_t version = kMaxVersion);
+// The message of type `type` from its payload (as protocol `version` lays it out);
+// Code::invalid_argument (or invalid_utf8) naming the field otherwise.
+Result<Message> decode_message(MsgType type, std::span<const uint8_t> payload, uint16_t version = kMaxVersion);
 
 }  // namespace llmsvc::protocol

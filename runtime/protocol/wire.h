@@ -44,10 +44,14 @@ inline constexpr Bounds kAnyText{0, kMaxMaxPayload};
 // Length prefix of an absent optional text.
 inline constexpr uint32_t kAbsent = 0xFFFFFFFFu;
 
-// Appends fields to `out`, refusing values the decoder would refuse.
+// Appends fields to `out`, refusing values the decoder would refuse. `version` is the
+// protocol version of the connection: a message writes only the fields that version has.
 class Encoder {
  public:
-  Encoder(std::vector<uint8_t>& out, std::string_view msg) : out_(out), msg_(msg) {}
+  Encoder(std::vector<uint8_t>& out, std::string_view msg, uint16_t version = kMaxVersion)
+      : out_(out), msg_(msg), version_(version) {}
+
+  uint16_t version() const { return version_; }
 
   Status u16(const char* field, uint16_t v);
   Status u16_in(const char* field, uint16_t v, uint16_t lo, uint16_t hi);
@@ -73,12 +77,17 @@ class Encoder {
   void put(T v);  // little-endian, sizeof(T) bytes
   std::vector<uint8_t>& out_;
   std::string_view msg_;
+  uint16_t version_;
 };
 
-// Reads fields from a payload; every read is bounds-checked.
+// Reads fields from a payload; every read is bounds-checked. `version` as for the Encoder:
+// a message reads only the fields that version has (those a later one appends stay 0).
 class Decoder {
  public:
-  Decoder(std::span<const uint8_t> in, std::string_view msg) : in_(in), msg_(msg) {}
+  Decoder(std::span<const uint8_t> in, std::string_view msg, uint16_t version = kMaxVersion)
+      : in_(in), msg_(msg), version_(version) {}
+
+  uint16_t version() const { return version_; }
 
   Status u16(const char* field, uint16_t& v);
   Status u16_in(const char* field, uint16_t& v, uint16_t lo, uint16_t hi);
@@ -109,6 +118,7 @@ class Decoder {
   std::span<const uint8_t> in_;
   size_t pos_ = 0;
   std::string_view msg_;
+  uint16_t version_;
 };
 
 }  // namespace llmsvc::protocol

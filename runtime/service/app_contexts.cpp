@@ -83,15 +83,27 @@ Status AppContexts::call(const AppIdentity& app, std::string_view id, std::strin
   f.calls++;
   f.prompt_tokens += static_cast<uint64_t>(std::max(0, stats->prompt_tokens));
   f.generated_tokens += static_cast<uint64_t>(std::max(0, stats->generated_tokens));
+  f.chunks_loaded += static_cast<uint64_t>(std::max(0, stats->chunks_loaded));
+  f.chunks_recomputed += static_cast<uint64_t>(std::max(0, stats->chunks_recomputed));
+  f.chunk_load_failures += static_cast<uint64_t>(std::max(0, stats->chunk_load_failures));
+  f.tokens_recomputed += static_cast<uint64_t>(std::max(0, stats->tokens_recomputed));
+  f.switch_in_ms += stats->switch_in_ms;
   return s;
 }
 
 Result<EngineStats> AppContexts::stats(const AppIdentity& app) const {
   auto ids = list(app);
   if (!ids.ok()) return ids.status();
+  const EngineStats device = engine_.stats();
   EngineStats s;
   s.known_contexts = static_cast<int32_t>(ids->size());
-  s.weight_bytes = engine_.stats().weight_bytes;
+  s.weight_bytes = device.weight_bytes;
+  s.kv_peak_bytes = device.kv_peak_bytes;
+  s.kv_evictions = device.kv_evictions;
+  s.swap_out_chunks = device.swap_out_chunks;
+  s.swap_out_bytes = device.swap_out_bytes;
+  s.swap_out_failures = device.swap_out_failures;
+  s.swap_out_deferred = device.swap_out_deferred;
   for (const std::string& id : *ids) {
     if (auto info = engine_.context_info(app.scope() + "/" + id); info.ok()) s.kv_bytes += info->kv_resident_bytes;
   }
@@ -100,6 +112,11 @@ Result<EngineStats> AppContexts::stats(const AppIdentity& app) const {
     s.calls = it->second.calls;
     s.prompt_tokens = it->second.prompt_tokens;
     s.generated_tokens = it->second.generated_tokens;
+    s.chunks_loaded = it->second.chunks_loaded;
+    s.chunks_recomputed = it->second.chunks_recomputed;
+    s.chunk_load_failures = it->second.chunk_load_failures;
+    s.tokens_recomputed = it->second.tokens_recomputed;
+    s.switch_in_ms = it->second.switch_in_ms;
   }
   return s;
 }

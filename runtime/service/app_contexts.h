@@ -38,12 +38,17 @@ class AppContexts {
   Result<ContextInfo> info(const AppIdentity& app, std::string_view id) const;
   Status call(const AppIdentity& app, std::string_view id, std::string_view prompt, const CallParams& params,
               const PieceFn& on_piece, CallStats* stats);
-  // The app's figures: its contexts, calls and tokens, its resident KV; the model's weights.
+  // The app's figures: its contexts, calls, tokens and switch-ins, its resident KV. The
+  // device's: the model's weights, and the KV memory every app shares (peak, evictions,
+  // swap-out): one budget and one swap writer serve all apps, and the engine counts them
+  // only as a whole.
   Result<EngineStats> stats(const AppIdentity& app) const;
 
  private:
   struct AppFigures {
     uint64_t calls = 0, prompt_tokens = 0, generated_tokens = 0;
+    uint64_t chunks_loaded = 0, chunks_recomputed = 0, chunk_load_failures = 0, tokens_recomputed = 0;
+    double switch_in_ms = 0;
   };
   Result<std::string> key(const AppIdentity& app, std::string_view id) const;
   static Status unscoped(const AppIdentity& app, Status s);

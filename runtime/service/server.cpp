@@ -352,7 +352,7 @@ void Server::connection_error(const SessionPtr& s, const Status& st) {
 }
 
 void Server::handle_frame(const SessionPtr& s, const p::Frame& frame) {
-  auto m = p::decode_frame(frame);
+  auto m = p::decode_frame(frame, s->state.version());
   if (!m.ok()) {
     if (frame.stream != 0 && s->state.phase() == p::Phase::ready) {
       Status tracked = s->state.on_bad_request(frame.stream, frame.type);
@@ -378,6 +378,7 @@ void Server::handle_frame(const SessionPtr& s, const p::Frame& frame) {
     s->writer.set_max_payload(hello->max_frame_payload);
     s->peer_max_payload = hello->max_frame_payload;
     send(s, 0, w);
+    s->writer.set_version(s->state.version());  // what follows is laid out as the agreed version
     s->reader.set_max_payload(opt_.max_frame_payload);
     return;
   }

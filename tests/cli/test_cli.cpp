@@ -1,39 +1,22 @@
 // The llmsvc CLI as a user meets it: argument errors, the missing-model hint, and (with
 // the default model fetched) info, tokenize, run --json and chat.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/cli/cli_runner.h"
 #include "tests/common/test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Outcome = llmsvc::test::CliOutcome;
+using llmsvc::test::slurp;
+using llmsvc::test::shell_quote;
 
 class Cli : public ::testing::Test {
  protected:
@@ -47,22 +30,10 @@ class Cli : public ::testing::Test {
 
   // Runs the CLI with `args`; `env` is prepended as VAR=value words; stdin from `input`.
   Outcome cli(const std::vector<std::string>& args, const std::string& env = "", const std::string& input = "") {
-    std::ofstream(dir_ / "in") << input;
-    std::string cmd = "env " + env + " " + quote(LLMSVC_CLI);
-    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
-    for (const auto& a : args) cmd.append(" ").append(quote(a));
-    cmd.append(" <").append(quote((dir_ / "in").string()));
-    cmd.append(" >").append(quote((dir_ / "out").string()));
-    cmd.append(" 2>").append(quote((dir_ / "err").string()));
-    Outcome r;
-    int status = std::system(cmd.c_str());
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir_ / "out");
-    r.err = slurp(dir_ / "err");
-    return r;
+    return llmsvc::test::run_cli(dir_, LLMSVC_CLI, args, env, input);
   }
 
-  std::string no_model_env() { return "LLMSVC_MODEL_DIR=" + quote((dir_ / "empty").string()); }
+  std::string no_model_env() { return "LLMSVC_MODEL_DIR=" + shell_quote((dir_ / "empty").string()); }
 
   fs::path dir_;
 };
@@ -182,15 +153,17 @@ TEST_F(CliModel, RunJsonHasTheFields) {
   Outcome r = cli({"run", "--json", "--max-tokens", "8", "--threads", "2", "What is the capital of France?"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  for (const char* k :
-       {"prompt_tokens", "tokens", "text", "prefill_ms", "decode_ms", "ttft_ms", "tokens_per_s", "finish_reason"}) {
+  for (const char* k : {"n_prompt_tokens", "n_tokens", "tokens", "text", "prefill_ms", "decode_ms", "ttft_ms",
+                        "tokens_per_s", "finish_reason"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
-  ASSERT_TRUE(j["prompt_tokens"].is_array());
-  EXPECT_GT(j["prompt_tokens"].size(), 0u);
+  EXPECT_GT(j["n_prompt_tokens"].get<int>(), 0);
+  EXPECT_GT(j["n_tokens"].get<int>(), 0);
+  EXPECT_LE(j["n_tokens"].get<int>(), 8);
+  // The pieces' tokens: at most one per generated token.
   ASSERT_TRUE(j["tokens"].is_array());
   EXPECT_GT(j["tokens"].size(), 0u);
-  EXPECT_LE(j["tokens"].size(), 8u);
+  EXPECT_LE(j["tokens"].size(), j["n_tokens"].get<size_t>());
   EXPECT_TRUE(j["text"].is_string());
   EXPECT_TRUE(j["finish_reason"] == "eos" || j["finish_reason"] == "length") << j["finish_reason"];
   EXPECT_GE(j["prefill_ms"].get<double>(), 0.0);

@@ -1,6 +1,7 @@
 // Sample messages of every type (several shapes of the ones with optional and repeated
 // fields), each with the stream it travels on and its sender. The protocol tests round-trip
-// them and fuzz/make_protocol_seeds writes them as the fuzzer's seed corpus.
+// them and fuzz/make_protocol_seeds writes them as the fuzzer's seed corpus. New samples go
+// at the end: a sample's index names its seed files.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,34 @@ inline std::vector<Sample> protocol_samples() {
   v.push_back({S, 12, CallResult{10, "cancelled", 4, CallStats{3, 1, 4, 0, 1, 1, 0, 0}}});
   v.push_back({C, 13, Stats{}});
   v.push_back({S, 13, StatsReply{2, 5, 100, 2000, 3000, 1u << 20, 90u << 20}});
+  // Version 2's figures, every one non-zero.
+  ContextInfoReply info{"notes", false, 700, 4, 44, 30, 10, 4, 5u << 20};
+  info.chunks_f16 = 2;
+  info.chunks_q8 = 7;
+  info.chunks_q4 = 20;
+  info.chunks_q2 = 1;
+  v.push_back({S, 14, info});
+  CallStats cs{40, 16, 756, 31.5, 60.25, 20.5, 150.0, 10.0};
+  cs.chunks_loaded = 12;
+  cs.chunks_recomputed = 3;
+  cs.chunk_load_failures = 1;
+  cs.tokens_recomputed = 48;
+  cs.chunks_swapped_out = 5;
+  cs.swap_out_ms = 2.75;
+  v.push_back({S, 15, CallResult{0, "", 2, cs}});
+  StatsReply st{1, 3, 9, 400, 144, 3u << 20, 90u << 20};
+  st.kv_peak_bytes = 6u << 20;
+  st.kv_evictions = 77;
+  st.chunks_loaded = 50;
+  st.chunks_recomputed = 8;
+  st.chunk_load_failures = 2;
+  st.tokens_recomputed = 128;
+  st.switch_in_ms = 93.5;
+  st.swap_out_chunks = 120;
+  st.swap_out_bytes = 40u << 20;
+  st.swap_out_failures = 1;
+  st.swap_out_deferred = 6;
+  v.push_back({S, 16, st});
   return v;
 }
 

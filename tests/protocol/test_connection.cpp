@@ -48,6 +48,23 @@ TEST(Connection, HandshakeReachesReady) {
   EXPECT_EQ(p.server.max_calls(), 2u);
 }
 
+// Both ends record the version the WELCOME agreed on: how every later payload is laid out.
+TEST(Connection, BothEndsKnowTheAgreedVersion) {
+  for (uint16_t v : {uint16_t{1}, uint16_t{2}}) {
+    ConnectionState client(Role::client), server(Role::server);
+    EXPECT_EQ(client.version(), kMinVersion);
+    EXPECT_EQ(server.version(), kMinVersion);
+    Welcome w = welcome(1);
+    w.version = v;
+    ASSERT_TRUE(client.on_send(0, Hello{}).ok());
+    ASSERT_TRUE(server.on_receive(0, Hello{}).ok());
+    ASSERT_TRUE(server.on_send(0, w).ok());
+    ASSERT_TRUE(client.on_receive(0, w).ok());
+    EXPECT_EQ(server.version(), v);
+    EXPECT_EQ(client.version(), v);
+  }
+}
+
 TEST(Connection, HelloMustComeFirst) {
   ConnectionState server(Role::server);
   auto r = server.on_receive(1, ContextList{});

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <set>
 
 #include "runtime/protocol/frame.h"
 #include "tests/protocol/fuzz_input.h"
@@ -18,9 +19,10 @@ namespace {
 
 Role peer(Role r) { return r == Role::server ? Role::client : Role::server; }
 
-std::vector<uint8_t> frame_of(Role sender, uint32_t stream, const Message& m, uint32_t max = kDefaultMaxPayload) {
+std::vector<uint8_t> frame_of(Role sender, uint32_t stream, const Message& m, uint16_t version = kMaxVersion,
+                              uint32_t max = kDefaultMaxPayload) {
   std::vector<uint8_t> out;
-  Status s = append_frame(out, sender, stream, m, max);
+  Status s = append_frame(out, sender, stream, m, max, version);
   EXPECT_TRUE(s.ok()) << s.message();
   return out;
 }
@@ -43,12 +45,12 @@ std::vector<uint8_t> unhex(std::string_view h) {
 
 // The hex examples of docs/PROTOCOL.md, byte for byte.
 TEST(ProtocolFrame, HexExamplesOfTheSpec) {
-  EXPECT_EQ(frame_of(Role::client, 0, Hello{1, 1, kDefaultMaxPayload, "cli"}),
+  EXPECT_EQ(frame_of(Role::client, 0, Hello{1, 2, kDefaultMaxPayload, "cli"}),
             unhex("4c4c4d53 0100 0000 00000000 0f000000"
-                  "0100 0100 00001000 03000000 636c69"));
-  EXPECT_EQ(frame_of(Role::server, 0, Welcome{1, kDefaultMaxPayload, 262144, 4096, 4, 30000, "llmsvcd", "m"}),
+                  "0100 0200 00001000 03000000 636c69"));
+  EXPECT_EQ(frame_of(Role::server, 0, Welcome{2, kDefaultMaxPayload, 262144, 4096, 4, 30000, "llmsvcd", "m"}),
             unhex("4c4c4d53 0200 0000 00000000 26000000"
-                  "0100 00001000 00000400 00100000 04000000 30750000 07000000 6c6c6d73766364 01000000 6d"));
+                  "0200 00001000 00000400 00100000 04000000 30750000 07000000 6c6c6d73766364 01000000 6d"));
   EXPECT_EQ(frame_of(Role::client, 1, ContextNew{"notes", std::nullopt, false}),
             unhex("4c4c4d53 1000 0000 01000000 0e000000"
                   "05000000 6e6f746573 ffffffff 00"));
@@ -67,10 +69,23 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 a000 0000 02000000 0d000000"
                   "b2260000 05000000 48656c6c6f"));
   EXPECT_EQ(frame_of(Role::client, 0, Cancel{2}), unhex("4c4c4d53 2100 0000 00000000 04000000 02000000"));
-  EXPECT_EQ(frame_of(Role::server, 2, CallResult{10, "cancelled", 4, CallStats{5, 1, 6, 0, 1.5, 1.5, 0, 0}}),
+  EXPECT_EQ(frame_of(Role::server, 2, CallResult{10, "cancelled", 4, CallStats{5, 1, 6, 0, 1.5, 1.5, 0, 0}}, 1),
             unhex("4c4c4d53 a100 0000 02000000 46000000"
                   "0a000000 09000000 63616e63656c6c6564 04 05000000 01000000 06000000"
                   "0000000000000000 000000000000f83f 000000000000f83f 0000000000000000 0000000000000000"));
+  CallStats cs{5, 8, 120, 12.5, 20.0, 7.5, 35.0, 5.0};
+  cs.chunks_loaded = 6;
+  cs.chunks_recomputed = 1;
+  cs.tokens_recomputed = 16;
+  cs.chunks_swapped_out = 2;
+  cs.swap_out_ms = 0.25;
+  const std::string v1_part =
+      "00000000 00000000 02 05000000 08000000 78000000"
+      "0000000000002940 0000000000003440 0000000000001e40 0000000000804140 0000000000001440";
+  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}),
+            unhex("4c4c4d53 a100 0000 05000000 59000000" + v1_part +
+                  "06000000 01000000 00000000 10000000 02000000 000000000000d03f"));
+  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}, 1), unhex("4c4c4d53 a100 0000 05000000 3d000000" + v1_part));
   EXPECT_EQ(frame_of(Role::server, 3, Error{8, "no context 'x'"}),
             unhex("4c4c4d53 0500 0000 03000000 16000000 08000000 0e000000 6e6f20636f6e7465787420277827"));
   EXPECT_EQ(frame_of(Role::server, 4, Ack{}), unhex("4c4c4d53 0600 0000 04000000 00000000"));
@@ -95,7 +110,7 @@ void expect_frames(FrameReader& r, const std::vector<test::Sample>& sent) {
     ASSERT_TRUE(f.has_value());
     EXPECT_EQ(f->type, type_of(s.message));
     EXPECT_EQ(f->stream, s.stream);
-    auto m = decode_frame(*f);
+    auto m = decode_frame(*f, kMaxVersion);
     ASSERT_TRUE(m.ok()) << m.status().message();
     EXPECT_TRUE(*m == s.message) << type_info(f->type).name;
   }
@@ -162,7 +177,7 @@ TEST(ProtocolFrame, HeaderRefusals) {
   auto h = header(0x0003, 0, 0, 8);
   h[0] = 'G';
   expect(verdict(Role::server, h), "frame: bad magic 0x534d4c47 (not an llmsvc protocol stream)");
-  expect(verdict(Role::server, header(0x0003, 1, 0, 8)), "frame: flags 0x0001 set (none are defined in version 1)");
+  expect(verdict(Role::server, header(0x0003, 1, 0, 8)), "frame: flags 0x0001 set (no flag is defined)");
   expect(verdict(Role::server, header(0x0007, 0, 0, 0)), "frame: unknown message type 0x0007");
   expect(verdict(Role::server, header(0xFFFF, 0, 0, 0)), "frame: unknown message type 0xffff");
   expect(verdict(Role::server, header(0x0002, 0, 0, 0)), "frame: WELCOME is not sent by a client");
@@ -237,7 +252,7 @@ TEST(ProtocolFrame, GarbageStreamsFailCleanly) {
     for (size_t i = 0; i < bytes.size() && r.error().ok(); i += chunk)
       (void)r.feed(std::span<const uint8_t>(bytes).subspan(i, std::min(chunk, bytes.size() - i)));
     while (auto f = r.next()) {
-      auto m = decode_frame(*f);
+      auto m = decode_frame(*f, static_cast<uint16_t>(kMinVersion + trial % kMaxVersion));
       if (!m.ok()) {
         EXPECT_TRUE(m.status().code() == Code::invalid_argument || m.status().code() == Code::invalid_utf8);
         EXPECT_EQ(m.status().message().rfind(std::string(type_info(f->type).name), 0), 0u) << m.status().message();
@@ -275,6 +290,26 @@ TEST(ProtocolFrame, WriterQueuesAndRefuses) {
   EXPECT_EQ(r.queued(), 2u);
 }
 
+// The writer lays payloads out as version 1 until its owner sets the agreed version.
+TEST(ProtocolFrame, WriterUsesTheAgreedVersion) {
+  CallStats cs;
+  cs.chunks_loaded = 3;
+  const CallResult r{0, "", 1, cs};
+  FrameWriter w(Role::server, kDefaultMaxPayload);
+  EXPECT_EQ(w.version(), kMinVersion);
+  ASSERT_TRUE(w.write(5, r).ok());
+  std::vector<uint8_t> got(w.pending().begin(), w.pending().end());
+  EXPECT_EQ(got, frame_of(Role::server, 5, r, 1));
+  w.consume(got.size());
+  w.set_version(2);
+  ASSERT_TRUE(w.write(5, r).ok());
+  got.assign(w.pending().begin(), w.pending().end());
+  EXPECT_EQ(got, frame_of(Role::server, 5, r, 2));
+  auto m = decode_frame(Frame{MsgType::call_result, 5, std::vector<uint8_t>(got.begin() + kHeaderBytes, got.end())}, 2);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(std::get<CallResult>(*m).stats.chunks_loaded, 3);
+}
+
 TEST(ProtocolFrame, WriterCompactsLongQueues) {
   FrameWriter w(Role::server, kDefaultMaxPayload);
   std::vector<uint8_t> all;
@@ -295,13 +330,19 @@ TEST(ProtocolFrame, WriterCompactsLongQueues) {
 }
 
 // The committed seed corpus of fuzz/protocol_fuzzer (written by fuzz/make_protocol_seeds)
-// still decodes: it pins the version-1 layouts.
+// still decodes, each seed at the version its name gives (NAME.vN.*; none: the newest): it
+// pins every version's layouts.
 TEST(ProtocolFrame, CommittedFuzzSeedsDecode) {
   DIR* dir = opendir(LLMSVC_FUZZ_CORPUS);
   ASSERT_NE(dir, nullptr) << LLMSVC_FUZZ_CORPUS;
   int files = 0;
+  std::set<uint16_t> versions;
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] == '.') continue;
+    uint16_t version = kMaxVersion;
+    for (uint16_t v = kMinVersion; v < kMaxVersion; ++v)
+      if (std::string(e->d_name).find(".v" + std::to_string(v) + ".") != std::string::npos) version = v;
+    versions.insert(version);
     std::ifstream in(std::string(LLMSVC_FUZZ_CORPUS) + "/" + e->d_name, std::ios::binary);
     std::vector<uint8_t> seed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_FALSE(seed.empty()) << e->d_name;
@@ -309,7 +350,7 @@ TEST(ProtocolFrame, CommittedFuzzSeedsDecode) {
     const std::span<const uint8_t> rest = std::span<const uint8_t>(seed).subspan(1);
     if (seed[0] & test::kFuzzPayloadMode) {
       ASSERT_GE(rest.size(), 2u);
-      auto m = decode_message(static_cast<MsgType>(rest[0] | rest[1] << 8), rest.subspan(2));
+      auto m = decode_message(static_cast<MsgType>(rest[0] | rest[1] << 8), rest.subspan(2), version);
       EXPECT_TRUE(m.ok()) << e->d_name << ": " << m.status().message();
       continue;
     }
@@ -318,12 +359,13 @@ TEST(ProtocolFrame, CommittedFuzzSeedsDecode) {
     EXPECT_FALSE(r.mid_frame()) << e->d_name;
     EXPECT_GT(r.queued(), 0u) << e->d_name;
     while (auto f = r.next()) {
-      auto m = decode_frame(*f);
+      auto m = decode_frame(*f, version);
       EXPECT_TRUE(m.ok()) << e->d_name << ": " << m.status().message();
     }
   }
   closedir(dir);
   EXPECT_GT(files, 30);
+  EXPECT_EQ(versions.size(), static_cast<size_t>(kMaxVersion - kMinVersion + 1)) << "a version without seeds";
 }
 
 }  // namespace

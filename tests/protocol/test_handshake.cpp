@@ -19,11 +19,30 @@ TEST(ProtocolHandshake, PicksTheHighestCommonVersion) {
 }
 
 TEST(ProtocolHandshake, NoCommonVersion) {
-  auto v = negotiate(Hello{2, 3, kDefaultMaxPayload, ""});
+  auto v = negotiate(Hello{3, 4, kDefaultMaxPayload, ""});
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), Code::unsupported);
-  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 2..3, the server 1..1");
+  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 3..4, the server 1..2");
   EXPECT_FALSE(negotiate(Hello{1, 1, kDefaultMaxPayload, ""}, 2, 2).ok());
+}
+
+// This build speaks 1..2: an old client (1..1) still gets version 1 from the new daemon, and
+// the new client (it offers 1..2) gets version 1 from an old daemon (1..1), or 2 from a new one.
+TEST(ProtocolHandshake, VersionTwoMeetsVersionOnePeers) {
+  EXPECT_EQ(kMinVersion, 1);
+  EXPECT_EQ(kMaxVersion, 2);
+  auto v = negotiate(Hello{1, 1, kDefaultMaxPayload, "old client"});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 1);
+  const Hello ours;  // what the client sends
+  EXPECT_EQ(ours.min_version, 1);
+  EXPECT_EQ(ours.max_version, 2);
+  v = negotiate(ours, 1, 1);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 1);
+  v = negotiate(ours);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 2);
 }
 
 TEST(ProtocolHandshake, ClientChecksTheWelcome) {

@@ -1,5 +1,6 @@
 // Every message: round trip, every truncation refused, trailing bytes, lengths and counts past
 // their limits, invalid UTF-8 in every text field, out-of-range values; errors name the field.
+// Versions: a later version only appends; a version-1 payload decodes with the later fields 0.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,11 +14,30 @@
 namespace llmsvc::protocol {
 namespace {
 
-std::vector<uint8_t> payload_of(const Message& m) {
+std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion) {
   std::vector<uint8_t> out;
-  Status s = encode_payload(m, out);
+  Status s = encode_payload(m, out, version);
   EXPECT_TRUE(s.ok()) << s.message();
   return out;
+}
+
+// `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
+// out field by field, apart from messages.h, so that a field put under the wrong version shows.
+Message as_of_version(Message m, uint16_t version) {
+  if (version >= kVersionPolicyFigures) return m;
+  if (auto* info = std::get_if<ContextInfoReply>(&m)) {
+    info->chunks_f16 = info->chunks_q8 = info->chunks_q4 = info->chunks_q2 = 0;
+  } else if (auto* result = std::get_if<CallResult>(&m)) {
+    CallStats& s = result->stats;
+    s.chunks_loaded = s.chunks_recomputed = s.chunk_load_failures = s.tokens_recomputed = s.chunks_swapped_out = 0;
+    s.swap_out_ms = 0;
+  } else if (auto* stats = std::get_if<StatsReply>(&m)) {
+    stats->kv_peak_bytes = stats->kv_evictions = stats->chunks_loaded = stats->chunks_recomputed = 0;
+    stats->chunk_load_failures = stats->tokens_recomputed = 0;
+    stats->switch_in_ms = 0;
+    stats->swap_out_chunks = stats->swap_out_bytes = stats->swap_out_failures = stats->swap_out_deferred = 0;
+  }
+  return m;
 }
 
 std::string name_of(const Message& m) { return std::string(type_info(type_of(m)).name); }
@@ -48,13 +68,30 @@ TEST(ProtocolMessages, EveryTypeHasASample) {
 }
 
 TEST(ProtocolMessages, RoundTripIsExact) {
-  for (const auto& s : test::protocol_samples()) {
-    const auto bytes = payload_of(s.message);
-    auto back = decode_message(type_of(s.message), bytes);
-    ASSERT_TRUE(back.ok()) << name_of(s.message) << ": " << back.status().message();
-    EXPECT_TRUE(*back == s.message) << name_of(s.message);
-    EXPECT_EQ(payload_of(*back), bytes) << name_of(s.message);
+  for (uint16_t v = kMinVersion; v <= kMaxVersion; ++v) {
+    for (const auto& s : test::protocol_samples()) {
+      const auto bytes = payload_of(s.message, v);
+      auto back = decode_message(type_of(s.message), bytes, v);
+      ASSERT_TRUE(back.ok()) << name_of(s.message) << " v" << v << ": " << back.status().message();
+      EXPECT_TRUE(*back == as_of_version(s.message, v)) << name_of(s.message) << " v" << v;
+      EXPECT_EQ(payload_of(*back, v), bytes) << name_of(s.message) << " v" << v;
+    }
   }
+}
+
+// The extension rule (docs/PROTOCOL.md section 8): each version's payload is the previous
+// version's with fields appended, and the version-2 samples do carry something new.
+TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
+  std::set<MsgType> grew;
+  for (const auto& s : test::protocol_samples()) {
+    for (uint16_t v = kMinVersion; v < kMaxVersion; ++v) {
+      const auto older = payload_of(s.message, v), newer = payload_of(s.message, static_cast<uint16_t>(v + 1));
+      ASSERT_LE(older.size(), newer.size()) << name_of(s.message);
+      EXPECT_TRUE(std::equal(older.begin(), older.end(), newer.begin())) << name_of(s.message) << " v" << v;
+      if (older.size() < newer.size()) grew.insert(type_of(s.message));
+    }
+  }
+  EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply}));
 }
 
 TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {
@@ -67,31 +104,35 @@ TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {
 }
 
 TEST(ProtocolMessages, EveryTruncationIsRefused) {
-  for (const auto& s : test::protocol_samples()) {
-    const auto bytes = payload_of(s.message);
-    for (size_t n = 0; n < bytes.size(); ++n) {
-      // An exact-size heap copy: ASan sees any read past the cut.
-      std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
-      cut.shrink_to_fit();
-      auto r = decode_message(type_of(s.message), cut);
-      ASSERT_FALSE(r.ok()) << name_of(s.message) << " cut to " << n << " of " << bytes.size();
-      EXPECT_EQ(r.status().message().rfind(name_of(s.message) + ".", 0), 0u) << r.status().message();
+  for (uint16_t v = kMinVersion; v <= kMaxVersion; ++v) {
+    for (const auto& s : test::protocol_samples()) {
+      const auto bytes = payload_of(s.message, v);
+      for (size_t n = 0; n < bytes.size(); ++n) {
+        // An exact-size heap copy: ASan sees any read past the cut.
+        std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
+        cut.shrink_to_fit();
+        auto r = decode_message(type_of(s.message), cut, v);
+        ASSERT_FALSE(r.ok()) << name_of(s.message) << " v" << v << " cut to " << n << " of " << bytes.size();
+        EXPECT_EQ(r.status().message().rfind(name_of(s.message) + ".", 0), 0u) << r.status().message();
+      }
     }
   }
 }
 
 TEST(ProtocolMessages, TrailingBytesRefusedExceptInTheHandshake) {
-  for (const auto& s : test::protocol_samples()) {
-    auto bytes = payload_of(s.message);
-    bytes.insert(bytes.end(), {0x01, 0x02, 0x03});
-    const MsgType t = type_of(s.message);
-    auto r = decode_message(t, bytes);
-    if (t == MsgType::hello || t == MsgType::welcome) {
-      ASSERT_TRUE(r.ok()) << r.status().message();
-      EXPECT_TRUE(*r == s.message);
-    } else {
-      ASSERT_FALSE(r.ok()) << name_of(s.message);
-      EXPECT_EQ(r.status().message(), name_of(s.message) + ": 3 trailing bytes after the last field");
+  for (uint16_t v = kMinVersion; v <= kMaxVersion; ++v) {
+    for (const auto& s : test::protocol_samples()) {
+      auto bytes = payload_of(s.message, v);
+      bytes.insert(bytes.end(), {0x01, 0x02, 0x03});
+      const MsgType t = type_of(s.message);
+      auto r = decode_message(t, bytes, v);
+      if (t == MsgType::hello || t == MsgType::welcome) {
+        ASSERT_TRUE(r.ok()) << r.status().message();
+        EXPECT_TRUE(*r == s.message);
+      } else {
+        ASSERT_FALSE(r.ok()) << name_of(s.message);
+        EXPECT_EQ(r.status().message(), name_of(s.message) + ": 3 trailing bytes after the last field");
+      }
     }
   }
 }
@@ -239,7 +280,8 @@ TEST(ProtocolMessages, ValuesOutOfRange) {
 
 TEST(ProtocolMessages, UnknownStatusFromANewerPeer) {
   auto r = decode_payload<CallResult>(Raw().u32(99).str("quota of a kind we do not know").u8(0).u32(0).u32(0).u32(0)
-                                          .u64(0).u64(0).u64(0).u64(0).u64(0).b);
+                                          .u64(0).u64(0).u64(0).u64(0).u64(0).b,
+                                      1);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->status, 99u);
   EXPECT_EQ(code_from_wire(r->status), Code::internal);
@@ -253,6 +295,56 @@ TEST(ProtocolMessages, UnknownStatusFromANewerPeer) {
     EXPECT_EQ((Error{v, "m"}.to_status().message()), "m");
   }
   EXPECT_TRUE(CallResult{}.to_status().ok());
+}
+
+// What a version-1 daemon sends (built field by field, not by the encoder): on a connection that
+// agreed on version 1 it decodes, and the figures version 2 appended read 0. The same bytes on a
+// version-2 connection are refused (truncated, naming the first field version 1 lacks), and a
+// version-2 payload on a version-1 connection has trailing bytes: a field is never misread.
+TEST(ProtocolMessages, VersionOnePayloadsDecodeWithTheLaterFieldsZero) {
+  Raw result;
+  result.u32(0).str("").u8(2).u32(40).u32(16).u32(756);
+  for (double ms : {31.5, 60.25, 20.5, 150.0, 10.0}) {
+    uint64_t bits;
+    std::memcpy(&bits, &ms, 8);
+    result.u64(bits);
+  }
+  auto r = decode_payload<CallResult>(result.b, 1);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->finish_reason, 2);
+  EXPECT_EQ(r->stats.context_tokens, 756);
+  EXPECT_EQ(r->stats.tpot_ms, 10.0);
+  EXPECT_EQ(r->stats, (CallStats{40, 16, 756, 31.5, 60.25, 20.5, 150.0, 10.0}));
+  EXPECT_EQ(r->stats.chunks_loaded, 0);
+  EXPECT_EQ(r->stats.chunks_recomputed, 0);
+  EXPECT_EQ(r->stats.swap_out_ms, 0.0);
+  auto r2 = decode_payload<CallResult>(result.b, 2);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.status().message(), "RESULT.stats.chunks_loaded: truncated (4 bytes needed, 0 left)");
+
+  Raw stats;
+  stats.u32(1).u32(3).u64(9).u64(400).u64(144).u64(3u << 20).u64(90u << 20);
+  auto s = decode_payload<StatsReply>(stats.b, 1);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(*s, (StatsReply{1, 3, 9, 400, 144, 3u << 20, 90u << 20}));
+  EXPECT_EQ(s->kv_peak_bytes, 0u);
+  EXPECT_EQ(s->swap_out_bytes, 0u);
+  EXPECT_EQ(decode_payload<StatsReply>(stats.b, 2).status().message(),
+            "STATS_REPLY.kv_peak_bytes: truncated (8 bytes needed, 0 left)");
+
+  Raw info;
+  info.str("notes").u8(0).u32(700).u32(4).u32(44).u32(30).u32(10).u32(4).u64(5u << 20);
+  auto i = decode_payload<ContextInfoReply>(info.b, 1);
+  ASSERT_TRUE(i.ok()) << i.status().message();
+  EXPECT_EQ(*i, (ContextInfoReply{"notes", false, 700, 4, 44, 30, 10, 4, 5u << 20}));
+  EXPECT_EQ(i->chunks_f16 + i->chunks_q8 + i->chunks_q4 + i->chunks_q2, 0);
+  EXPECT_EQ(decode_payload<ContextInfoReply>(info.b, 2).status().message(),
+            "CONTEXT_INFO_REPLY.chunks_f16: truncated (4 bytes needed, 0 left)");
+
+  // Version 2's layout read as version 1: the appended figures are trailing bytes.
+  const auto v2 = payload_of(as_of_version(ContextInfoReply{"notes", false, 700, 4, 44, 30, 10, 4, 5u << 20}, 2));
+  EXPECT_EQ(decode_payload<ContextInfoReply>(v2, 1).status().message(),
+            "CONTEXT_INFO_REPLY: 16 trailing bytes after the last field");
 }
 
 TEST(ProtocolMessages, FloatsKeepTheirBits) {

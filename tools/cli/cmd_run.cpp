@@ -1,10 +1,13 @@
-// `llmsvc run`: one prompt, the reply streamed to stdout (or one JSON report with --json).
+// `llmsvc run`: one prompt, the reply streamed to stdout (or one JSON report with --json), on
+// a one-shot context of the service --target names.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "runtime/api/validate.h"
+#include "tools/cli/api_client.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -20,24 +23,43 @@ struct RunArgs {
   std::string prompt;
 };
 
-nlohmann::json report_json(const RunArgs& args, const std::string& text, const CallStats& st) {
+// What the streamed pieces brought.
+struct Reply {
+  std::string text;
+  std::vector<int32_t> tokens;  // each piece's last token
+  bool json = false;
+};
+
+int on_piece(const char* piece, size_t len, int32_t token, void* user) {
+  auto* r = static_cast<Reply*>(user);
+  r->text.append(piece, len);
+  if (token >= 0) r->tokens.push_back(token);
+  if (!r->json) {
+    std::fwrite(piece, 1, len, stdout);
+    std::fflush(stdout);  // stream as generated, even into a pipe
+  }
+  return 0;
+}
+
+nlohmann::json report_json(const RunArgs& args, const Reply& reply, const llmsvc_call_result& r) {
   nlohmann::json j;
   j["prompt"] = args.prompt;
-  j["prompt_tokens"] = st.prompt_ids;
-  j["tokens"] = st.generated_ids;
-  j["text"] = text;
-  j["n_prompt_tokens"] = st.prompt_tokens;
-  j["n_tokens"] = st.generated_tokens;
-  j["context_tokens"] = st.context_tokens;
-  j["switch_in_ms"] = st.switch_in_ms;
-  j["prefill_ms"] = st.prefill_ms;
-  j["ttft_ms"] = st.ttft_ms;
-  j["decode_ms"] = st.decode_ms;
-  j["tpot_ms"] = st.tpot_ms;
+  j["text"] = reply.text;
+  // The C API streams pieces, each naming the last token it completes: a token whose text
+  // ends no piece (the end of turn, half a code point, a stop string's) is not listed.
+  j["tokens"] = reply.tokens;
+  j["n_prompt_tokens"] = r.prompt_tokens;
+  j["n_tokens"] = r.generated_tokens;
+  j["context_tokens"] = r.context_tokens;
+  j["switch_in_ms"] = r.switch_in_ms;
+  j["prefill_ms"] = r.prefill_ms;
+  j["ttft_ms"] = r.ttft_ms;
+  j["decode_ms"] = r.decode_ms;
+  j["tpot_ms"] = r.tpot_ms;
   // Decode rate: tokens after the first over the time after the first (decode_ms).
   j["tokens_per_s"] =
-      st.generated_tokens > 1 && st.decode_ms > 0 ? (st.generated_tokens - 1) * 1000.0 / st.decode_ms : 0.0;
-  j["finish_reason"] = finish_name(st.finish);
+      r.generated_tokens > 1 && r.decode_ms > 0 ? (r.generated_tokens - 1) * 1000.0 / r.decode_ms : 0.0;
+  j["finish_reason"] = finish_name(r.finish_reason);
   j["seed"] = args.sampling.seed;
   return j;
 }
@@ -45,41 +67,45 @@ nlohmann::json report_json(const RunArgs& args, const std::string& text, const C
 int run(const RunArgs& args) {
   if (auto st = api::check_utf8(args.prompt.data(), args.prompt.size(), "prompt"); !st.ok()) return report(st);
   if (auto st = api::check_utf8(args.system.data(), args.system.size(), "system prompt"); !st.ok()) return report(st);
-  auto params = to_call_params(args.sampling);
-  if (!params.ok()) return report(params.status());
-  auto engine = load_engine(args.model);
-  if (!engine.ok()) return report(engine.status());
+  llmsvc_call_options options;
+  std::vector<const char*> stops;
+  if (Status st = to_call_options(args.sampling, &options, stops); !st.ok()) return report(st);
+  auto svc = bind_service(args.model);
+  if (!svc.ok()) return report(svc.status());
 
-  ContextOptions copts;
-  copts.raw = args.raw;
-  copts.system_prompt = args.system;
-  auto id = (*engine)->create_context(copts);
-  if (!id.ok()) return report(id.status());
+  llmsvc_context_options copts;
+  llmsvc_context_options_init(&copts);
+  copts.raw = args.raw ? 1 : 0;
+  copts.system_prompt = args.system.empty() ? nullptr : args.system.c_str();
+  llmsvc_context* raw_ctx = nullptr;
+  if (llmsvc_status st = llmsvc_context_new(svc->get(), &copts, &raw_ctx); st != LLMSVC_OK)
+    return report(api_status(st));
+  ContextPtr ctx(raw_ctx);
+  const std::string id = llmsvc_context_id(ctx.get());
 
   install_interrupt_handler();
-  params->cancel = &g_interrupted;
-  std::string text;
-  auto on_piece = [&](std::string_view piece, int32_t) {
-    text.append(piece);
-    if (!args.json) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);  // stream as generated, even into a pipe
-    }
-    return true;
-  };
-  CallStats stats;
-  Status st = (*engine)->call(*id, args.prompt, *params, on_piece, &stats);
+  Reply reply;
+  reply.json = args.json;
+  llmsvc_call_result result;
+  llmsvc_call_result_init(&result);
+  llmsvc_status st;
+  {
+    CancelOnInterrupt cancel(ctx.get());
+    st = llmsvc_call(ctx.get(), args.prompt.data(), args.prompt.size(), &options, on_piece, &reply, &result);
+  }
+  const Status call_status = api_status(st);  // before other calls clear the detail
   // A one-shot context: nothing to keep once the reply is out.
-  (void)(*engine)->delete_context(*id);
+  ctx.reset();
+  (void)llmsvc_context_delete(svc->get(), id.c_str());
 
-  if (args.json && (st.ok() || st.code() == Code::cancelled)) {
+  if (args.json && (st == LLMSVC_OK || st == LLMSVC_ERR_CANCELLED)) {
     std::printf("%s\n",
-                report_json(args, text, stats).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else if (!args.json && (!text.empty() && text.back() != '\n')) {
+                report_json(args, reply, result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (!args.json && (!reply.text.empty() && reply.text.back() != '\n')) {
     std::fputc('\n', stdout);
   }
-  if (st.code() == Code::cancelled && g_interrupted.load()) return kExitInterrupted;
-  if (!st.ok()) return report(st);
+  if (st == LLMSVC_ERR_CANCELLED && g_interrupted.load()) return kExitInterrupted;
+  if (st != LLMSVC_OK) return report(call_status);
   return 0;
 }
 
@@ -88,11 +114,12 @@ int run(const RunArgs& args) {
 void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "generate a reply to one prompt, streamed to stdout");
+  add_target_option(*cmd, args->model);
   add_model_options(*cmd, args->model);
   add_sampling_options(*cmd, args->sampling);
   cmd->add_flag("--raw", args->raw, "feed the prompt as it is, without the chat template");
   cmd->add_option("--system", args->system, "system prompt (chat mode)");
-  cmd->add_flag("--json", args->json, "print one JSON object: token ids, text, timings, finish reason");
+  cmd->add_flag("--json", args->json, "print one JSON object: text, the pieces' tokens, timings, finish reason");
   cmd->add_option("prompt", args->prompt, "the prompt")->required();
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }

@@ -1,4 +1,4 @@
-// What the subcommands share: option sets, engine loading, error output, Ctrl-C.
+// What the subcommands share: option sets, error output, Ctrl-C.
 #include "tools/cli/common.h"
 
 #include <signal.h>
@@ -8,7 +8,6 @@
 #include "runtime/api/default_model.h"
 #include "runtime/api/last_error.h"
 #include "runtime/api/options.h"
-#include "tools/cli/progress.h"
 
 namespace llmsvc::cli {
 
@@ -35,24 +34,12 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
   cmd.add_option("--stop", args.stop, "stop string (repeatable)");
 }
 
-Result<CallParams> to_call_params(const SamplingArgs& args) { return api::read_call_args(args); }
+Status to_call_options(const SamplingArgs& args, llmsvc_call_options* o, std::vector<const char*>& stops) {
+  LLMSVC_RETURN_IF_ERROR(api::fill_call_options(args, o, stops));
+  return api::read_call_options(o).status();
+}
 
 Result<std::string> model_path(const ModelArgs& args) { return api::resolve_model_path(args.model); }
-
-Result<std::unique_ptr<Engine>> load_engine(const ModelArgs& args) {
-  // The same reader as llmsvc_bind: one place decides defaults and the model path.
-  llmsvc_bind_options o;
-  api::init(&o);
-  o.target = "embedded";
-  o.model_path = args.model.empty() ? nullptr : args.model.c_str();
-  o.n_threads = args.threads;
-  o.n_ctx = args.n_ctx;
-  o.state_dir = args.state_dir.empty() ? nullptr : args.state_dir.c_str();
-  auto config = api::read_bind_options(&o);
-  if (!config.ok()) return config.status();
-  LoadProgress progress("loading " + config->engine.model_path);
-  return Engine::create(config->engine);
-}
 
 int report(const Status& status) {
   std::fprintf(stderr, "llmsvc: %s: %s\n", api::status_name(api::to_c(status.code())), status.message().c_str());
@@ -67,19 +54,19 @@ void install_interrupt_handler() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-const char* finish_name(FinishReason reason) {
+const char* finish_name(int32_t reason) {
   switch (reason) {
-    case FinishReason::none:
+    case LLMSVC_FINISH_NONE:
       return "none";
-    case FinishReason::eos:
+    case LLMSVC_FINISH_EOS:
       return "eos";
-    case FinishReason::length:
+    case LLMSVC_FINISH_LENGTH:
       return "length";
-    case FinishReason::stop:
+    case LLMSVC_FINISH_STOP:
       return "stop";
-    case FinishReason::cancelled:
+    case LLMSVC_FINISH_CANCELLED:
       return "cancelled";
-    case FinishReason::context_full:
+    case LLMSVC_FINISH_CONTEXT_FULL:
       return "context_full";
   }
   return "unknown";

@@ -1,4 +1,4 @@
-// What the subcommands share: model and sampling options, engine loading, error output.
+// What the subcommands share: model and sampling options, error output, Ctrl-C.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/core/engine/engine.h"
+#include "llmsvc/llmsvc.h"
 
 namespace llmsvc::cli {
 
@@ -17,6 +17,7 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitInterrupted = 130;
 
 struct ModelArgs {
+  std::string target;  // run, chat, ctx: "embedded", "unix:PATH"; empty: $LLMSVC_TARGET, else embedded
   std::string model;  // empty: the default model
   int threads = 0;
   int n_ctx = 0;
@@ -37,13 +38,11 @@ struct SamplingArgs {
 };
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args);
 
-// Validated through the C API's own option reader, so both accept the same values.
-Result<CallParams> to_call_params(const SamplingArgs& args);
+// The sampling arguments as llmsvc_call_options (o->stop points into `stops`), checked with
+// the C API's own option reader: a bad value is reported before any model loads.
+Status to_call_options(const SamplingArgs& args, llmsvc_call_options* o, std::vector<const char*>& stops);
 
-// Resolves the model (default + fetch hint when missing) and loads it, with a progress
-// indication on a terminal.
-Result<std::unique_ptr<Engine>> load_engine(const ModelArgs& args);
-// The model path the arguments name (resolved like load_engine does).
+// The model path the arguments name (the default model, with the fetch hint when missing).
 Result<std::string> model_path(const ModelArgs& args);
 
 // Prints "llmsvc: LLMSVC_ERR_...: detail" to stderr; returns kExitFailure.
@@ -54,6 +53,7 @@ extern std::atomic<bool> g_interrupted;
 // Ctrl-C sets g_interrupted and interrupts a blocking read instead of killing us.
 void install_interrupt_handler();
 
-const char* finish_name(FinishReason reason);
+// "eos", "length", ... for an llmsvc_finish_reason.
+const char* finish_name(int32_t reason);
 
 }  // namespace llmsvc::cli

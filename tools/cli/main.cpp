@@ -1,4 +1,5 @@
-// llmsvc: run, chat with, tokenize with and inspect a model, on the embedded engine.
+// llmsvc: run, chat with, tokenize with and inspect a model; run, chat and ctx go through llmsvc.h
+// (embedded, or the llmsvcd daemon with --target unix:PATH).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
