@@ -4,10 +4,14 @@
 // cleanly afterwards. No timing assertions (the figures are bench/service's).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <barrier>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -51,18 +55,9 @@ TEST_F(DaemonLoad, SixtyFourClientsAtOnceGetTheSameGreedyAnswers) {
   for (int i = 0; i < kClients; ++i) {
     threads.emplace_back([&, i] {
       Client& c = clients[i];
-      llmsvc_bind_options bo;
-      llmsvc_bind_options_init(&bo);
-      bo.target = target.c_str();
-      llmsvc_service* svc = nullptr;
-      llmsvc_context* ctx = nullptr;
-      const std::string id = "client-" + std::to_string(i);
-      llmsvc_context_options co;
-      llmsvc_context_options_init(&co);
-      co.id = id.c_str();
-      co.raw = 1;
-      if (llmsvc_bind(&bo, &svc) != LLMSVC_OK || llmsvc_context_new(svc, &co, &ctx) != LLMSVC_OK)
-        c.error = "setup: " + last_api_error();
+      llmsvc_service* svc = bind_target(target);
+      llmsvc_context* ctx = svc ? create_context(svc, ("client-" + std::to_string(i)).c_str(), true) : nullptr;
+      if (!ctx) c.error = "setup failed";
       start_together.arrive_and_wait();  // every connection is up; the calls start together
       for (int k = 0; ctx && k < kCalls; ++k) {
         Collected got;
@@ -270,6 +265,40 @@ TEST_F(DaemonLoad, FloodsOfBadAndSilentConnectionsLeaveClientsAndTheDaemonWhole)
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
   // TearDown: SIGTERM, exit 0.
+}
+
+// Known bug, kept disabled until the daemon handles it: when llmsvcd is out of file
+// descriptors (here a local app holds silent handshaken connections, which nothing times out
+// by default), accept4 fails with EMFILE and the listener stays readable, so the loop spins
+// at full CPU writing "accept: errno 24" to the log as fast as it can (hundreds of thousands
+// of lines a second) for as long as a connection waits in the backlog.
+TEST_F(DaemonLoad, DISABLED_OutOfFileDescriptorsNeitherSpinsNorFloodsTheLog) {
+  DaemonProcess& d = start_daemon();
+  const rlimit low{48, 48};
+  ASSERT_EQ(::prlimit(d.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
+  std::vector<int> held;
+  for (int i = 0; i < 64; ++i) {  // past the limit: the last ones wait in the backlog
+    const int fd = raw_connect(d.socket_path());
+    if (fd < 0) break;
+    raw_send(fd, kRawHello);
+    held.push_back(fd);
+  }
+  auto cpu_ticks = [&] {
+    std::ifstream in("/proc/" + std::to_string(d.pid()) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long ticks = 0;
+    for (int i = 0; i < 13 && rest >> field; ++i)
+      if (i >= 11) ticks += std::stol(field);  // utime, stime
+    return ticks;
+  };
+  const long before = cpu_ticks();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const long used = cpu_ticks() - before;
+  EXPECT_LT(used, ::sysconf(_SC_CLK_TCK) / 4) << "llmsvcd used " << used << " ticks in 1 s while idle";
+  EXPECT_LT(std::filesystem::file_size(d.log_path()), 64u * 1024) << "the log is flooded";
+  for (int fd : held) ::close(fd);
 }
 
 }  // namespace
