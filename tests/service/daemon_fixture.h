@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,17 @@ inline llmsvc_context* create_context(llmsvc_service* svc, const char* id, bool 
   llmsvc_context* ctx = nullptr;
   EXPECT_EQ(llmsvc_context_new(svc, &o, &ctx), LLMSVC_OK) << id << ": " << last_api_error();
   return ctx;
+}
+
+// The ids llmsvc_context_list gives (a test failure if it fails).
+inline std::set<std::string> list_context_ids(llmsvc_service* svc) {
+  std::set<std::string> ids;
+  EXPECT_EQ(llmsvc_context_list(
+                svc, [](const char* id, void* u) { static_cast<std::set<std::string>*>(u)->insert(id); return 0; },
+                &ids),
+            LLMSVC_OK)
+      << last_api_error();
+  return ids;
 }
 
 class DaemonTest : public ::testing::Test {

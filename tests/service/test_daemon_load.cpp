@@ -11,8 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,16 +26,6 @@ namespace {
 using namespace llmsvc::test;
 
 using DaemonLoad = DaemonTest;
-
-std::set<std::string> list_ids(llmsvc_service* svc) {
-  std::set<std::string> ids;
-  EXPECT_EQ(llmsvc_context_list(
-                svc, [](const char* id, void* u) { static_cast<std::set<std::string>*>(u)->insert(id); return 0; },
-                &ids),
-            LLMSVC_OK)
-      << last_api_error();
-  return ids;
-}
 
 TEST_F(DaemonLoad, SixtyFourClientsAtOnceGetTheSameGreedyAnswers) {
   constexpr int kClients = 64, kCalls = 2, kTokens = 3;
@@ -97,7 +87,7 @@ TEST_F(DaemonLoad, SixtyFourClientsAtOnceGetTheSameGreedyAnswers) {
   EXPECT_EQ(stats.generated_tokens, uint64_t{kClients * kCalls * kTokens});
   EXPECT_EQ(stats.known_contexts, kClients);
   EXPECT_EQ(stats.open_contexts, 0);
-  EXPECT_EQ(list_ids(svc).size(), size_t{kClients});
+  EXPECT_EQ(list_context_ids(svc).size(), size_t{kClients});
   llmsvc_unbind(svc);
 }
 
@@ -261,7 +251,7 @@ TEST_F(DaemonLoad, FloodsOfBadAndSilentConnectionsLeaveClientsAndTheDaemonWhole)
   EXPECT_EQ(llmsvc_call(ctx, "Once upon a time", 16, &opt, collect_piece, &got, nullptr), LLMSVC_OK)
       << last_api_error();
   EXPECT_FALSE(got.text.empty());
-  EXPECT_EQ(list_ids(svc), (std::set<std::string>{"after", "good-0", "good-1", "good-2"}));
+  EXPECT_EQ(list_context_ids(svc), (std::set<std::string>{"after", "good-0", "good-1", "good-2"}));
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
   // TearDown: SIGTERM, exit 0.
