@@ -30,6 +30,9 @@ class DaemonProcess {
   void socket_activated() { activated_ = true; }
   // NAME=VALUE for the daemon's environment.
   void add_env(std::string assignment) { env_.push_back(std::move(assignment)); }
+  // The model and engine threads it is started with (defaults: the default model, 2).
+  void set_model(std::string path) { model_ = std::move(path); }
+  void set_threads(int threads) { threads_ = threads; }
   ~DaemonProcess() { kill_and_wait(SIGKILL); }
 
   std::string socket_path() const { return dir_ + "/s.sock"; }
@@ -47,7 +50,7 @@ class DaemonProcess {
       args.push_back(LLMSVCD_PATH);
     }
     for (const std::string& a :
-         std::vector<std::string>{"--state-dir", state_dir(), "--model", default_model_path(), "--threads", "2"})
+         std::vector<std::string>{"--state-dir", state_dir(), "--model", model_, "--threads", std::to_string(threads_)})
       args.push_back(a);
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = ::fork();
@@ -127,6 +130,8 @@ class DaemonProcess {
   std::string dir_;
   std::vector<std::string> extra_;
   std::vector<std::string> env_;
+  std::string model_ = default_model_path();
+  int threads_ = 2;
   bool activated_ = false;
   pid_t pid_ = -1;
 };
