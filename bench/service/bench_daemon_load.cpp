@@ -140,6 +140,7 @@ int main_impl(int argc, char** argv) {
   }
   const double wall_s = *std::max_element(done.begin(), done.end()) / 1000.0;
   const uint64_t peak_rss = proc_status_bytes(pid, "VmHWM"), end_rss = proc_status_bytes(pid, "VmRSS");
+  const uint64_t end_anon = proc_status_bytes(pid, "RssAnon"), end_file = proc_status_bytes(pid, "RssFile");
   const uint64_t model_bytes = file_bytes(model);
   const uint64_t allowed = budget + model_bytes + overhead;
 
@@ -189,8 +190,8 @@ int main_impl(int argc, char** argv) {
               median(done) / 1000, percentile(done, 100) / 1000);
   std::printf("%-28s min %9.1f ms  p50 %9.1f ms  max %9.1f ms\n", "per-client median latency",
               percentile(client_p50, 0), median(client_p50), percentile(client_p50, 100));
-  std::printf("\n%-28s %10.1f MiB (idle after start %.1f, at the end %.1f)\n", "daemon peak RSS (VmHWM)",
-              peak_rss / mib, idle_rss / mib, end_rss / mib);
+  std::printf("\n%-28s %10.1f MiB (idle after start %.1f, at the end %.1f: anonymous %.1f, file %.1f)\n",
+              "daemon peak RSS (VmHWM)", peak_rss / mib, idle_rss / mib, end_rss / mib, end_anon / mib, end_file / mib);
   std::printf("%-28s %10.1f MiB = KV budget %.1f + model file %.1f + fixed overhead %.1f\n", "configured bound",
               allowed / mib, budget / mib, model_bytes / mib, overhead / mib);
   std::printf("%-28s %10s (peak - budget - model = %.1f MiB)\n", "peak within bound", peak_rss <= allowed ? "yes" : "NO",
@@ -221,6 +222,8 @@ int main_impl(int argc, char** argv) {
   j["memory_bytes"] = {{"peak_rss", peak_rss},
                        {"idle_rss_after_start", idle_rss},
                        {"end_rss", end_rss},
+                       {"end_rss_anon", end_anon},
+                       {"end_rss_file", end_file},
                        {"kv_budget", budget},
                        {"model_file", model_bytes},
                        {"fixed_overhead", overhead},
