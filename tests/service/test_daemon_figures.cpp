@@ -57,10 +57,11 @@ struct Figures {
 };
 
 // a: a long prompt; b: another (under the budget, a's chunks leave memory); a again: its
-// switch-in brings them back. Before b's call a scratch context is deleted: a delete flushes
-// the swap writer (docs/ARCHITECTURE.md, "KV swap in the engine"), so a's chunk files are
-// durable and its evicted chunks are swapped, not dropped, in both runs alike: without that
-// sync point, loaded versus recomputed would depend on the writer's timing.
+// switch-in brings them back (and b's leave). Before b's call and before a's second one a
+// scratch context is deleted: a delete flushes the swap writer (docs/ARCHITECTURE.md, "KV
+// swap in the engine"), so the chunk files of the call before are durable and the chunks
+// evicted next are swapped, not dropped, in both runs alike: without these sync points,
+// swapped versus dropped (and so loaded versus recomputed) would depend on the writer's timing.
 Figures run_sequence(llmsvc_service* svc) {
   Figures f;
   llmsvc_call_result_init(&f.back);
@@ -73,12 +74,15 @@ Figures run_sequence(llmsvc_service* svc) {
   llmsvc_context* a = new_raw_context(svc, "a");
   llmsvc_context* b = new_raw_context(svc, "b");
   llmsvc_context* scratch = new_raw_context(svc, "scratch");
-  if (!a || !b || !scratch) return f;
+  llmsvc_context* scratch2 = new_raw_context(svc, "scratch2");
+  if (!a || !b || !scratch || !scratch2) return f;
   const std::string pa = long_prompt("rivers"), pb = long_prompt("mountains");
   EXPECT_EQ(llmsvc_call(a, pa.data(), pa.size(), &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
   llmsvc_context_close(scratch);
   EXPECT_EQ(llmsvc_context_delete(svc, "scratch"), LLMSVC_OK) << last_error();
   EXPECT_EQ(llmsvc_call(b, pb.data(), pb.size(), &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context_close(scratch2);
+  EXPECT_EQ(llmsvc_context_delete(svc, "scratch2"), LLMSVC_OK) << last_error();
   const char* again = " In short:";
   EXPECT_EQ(llmsvc_call(a, again, std::strlen(again), &co, nullptr, nullptr, &f.back), LLMSVC_OK) << last_error();
   EXPECT_EQ(llmsvc_get_stats(svc, &f.stats), LLMSVC_OK) << last_error();
