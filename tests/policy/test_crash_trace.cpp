@@ -30,6 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kContexts = 4;
+constexpr int kFullTokens = 600;  // a context this long takes no more calls (all of them: the child ends)
 constexpr uint64_t kChunk = 30ull * 2 * 16 * 192 * 2;  // SmolLM2 f16 chunk (see test_engine_swap.cpp)
 constexpr int32_t kVocab = 49152;
 
@@ -38,7 +39,9 @@ std::unique_ptr<Engine> make_engine(const std::string& state, bool swap) {
   o.model_path = test::default_model_path();
   o.n_threads = 1;
   o.n_ctx = 1024;
-  o.kv_budget_bytes = swap ? 24 * kChunk : 0;  // about a third of the four contexts
+  // The largest context (up to kFullTokens + a call, 39 chunks) must fit while it is in a
+  // call; the four together reach about 160 chunks.
+  o.kv_budget_bytes = swap ? 48 * kChunk : 0;
   o.kv_ratio = -1;  // f16: loaded and recomputed chunks must agree bit for bit
   o.state_dir = state;
   o.kv_swap = swap;
@@ -85,7 +88,12 @@ bool read_all(int fd, void* p, size_t n) {
   if (!e) _exit(2);
   std::mt19937 rng(seed);
   for (;;) {
-    const int c = static_cast<int>(rng() % kContexts);
+    int c = static_cast<int>(rng() % kContexts), full = 0;
+    for (; full < kContexts; ++full, c = (c + 1) % kContexts) {
+      auto info = e->context_info(ctx_id(c));
+      if (!info.ok() || info->tokens < kFullTokens) break;
+    }
+    if (full == kContexts) _exit(5);  // every context is long enough
     if (!e->open_context(ctx_id(c)).ok()) {
       ContextOptions co;
       co.id = ctx_id(c);
@@ -96,7 +104,10 @@ bool read_all(int fd, void* p, size_t n) {
     p.max_tokens = 1;  // every token evaluated in a batch: recompute is bit-exact
     CallStats st;
     const Status s = e->call(ctx_id(c), " and then, a little later,", p, nullptr, &st);
-    if (!s.ok()) _exit(s.code() == Code::context_overflow ? 5 : 4);
+    if (!s.ok()) {
+      std::fprintf(stderr, "child: call on %s failed: %s\n", ctx_id(c).c_str(), s.message().c_str());
+      _exit(4);
+    }
     std::vector<int32_t> added = st.prompt_ids;
     added.insert(added.end(), st.generated_ids.begin(), st.generated_ids.end());
     const int32_t head[2] = {c, static_cast<int32_t>(added.size())};
@@ -147,7 +158,7 @@ TEST(CrashTrace, SigkillAnywhereLosesNoAcknowledgedTurnAndLeavesGoodChunkFiles) 
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
     if (WIFEXITED(status)) {
-      ASSERT_EQ(WEXITSTATUS(status), 5) << "the child failed a call";
+      ASSERT_EQ(WEXITSTATUS(status), 5) << "the child failed (its reason is above)";
     }
     close(fds[0]);
     for (int c = 0; c < kContexts; ++c) {
@@ -189,7 +200,10 @@ TEST(CrashTrace, SigkillAnywhereLosesNoAcknowledgedTurnAndLeavesGoodChunkFiles) 
     }
   }
   EXPECT_EQ(loaded_answers, recomputed_answers);
-  std::printf("%d runs, %d kills, %d acknowledged calls; %d chunks loaded at the end\n", 30, kills, total_acks, loaded);
+  std::printf("%d runs, %d kills, %d acknowledged calls; %d chunks loaded at the end; contexts of", 30, kills, total_acks,
+              loaded);
+  for (const auto& a : acked) std::printf(" %zu", a.size());
+  std::printf(" tokens\n");
   EXPECT_GT(loaded, 0) << "no chunk file survived to be loaded: the test proves nothing";
 }
 
