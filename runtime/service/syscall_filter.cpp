@@ -33,7 +33,7 @@ constexpr const char* kAllowed[] = {
     // files: state directory, chunk files, history logs, the model
     "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2", "lseek",
     "openat", "open", "close", "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "fstat", "newfstatat", "stat",
-    "lstat", "statx", "fstatfs", "statfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64",
+    "lstat", "statx", "fstatfs", "statfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
     "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "ftruncate", "fallocate",
     "fsync", "fdatasync", "sync_file_range", "fchmod", "fchmodat", "umask", "getcwd", "fadvise64", "readahead",
     // swap I/O
