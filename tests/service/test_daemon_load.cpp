@@ -262,6 +262,11 @@ TEST_F(DaemonLoad, FloodsOfBadAndSilentConnectionsLeaveClientsAndTheDaemonWhole)
 // readable. The daemon must not spin on it (it pauses its listeners) nor flood its log (one
 // line per episode). Then, once connections close, new clients are served again.
 TEST_F(DaemonLoad, OutOfFileDescriptorsNeitherSpinsNorFloodsTheLog) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer runtime opens descriptors of its own (LeakSanitizer reads /proc at exit), so
+  // under a 48-descriptor limit it is the runtime that fails; the Release run covers this.
+  GTEST_SKIP() << "not under a sanitizer";
+#endif
   DaemonProcess& d = start_daemon();
   const rlimit low{48, 48};
   ASSERT_EQ(::prlimit(d.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
