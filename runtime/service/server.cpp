@@ -247,7 +247,6 @@ void Server::accept_all(int listen_fd) {
     }
     sessions_[fd] = s;
     ++accepted_;
-    accept_starved_ = false;
   }
 }
 
@@ -260,11 +259,18 @@ void Server::pause_accepting(const std::string& why) {
     ev.data.fd = l.fd;
     ::epoll_ctl(epfd_, EPOLL_CTL_MOD, l.fd, &ev);  // no events: the backlog waits
   }
-  // Once per episode, not once per attempt.
-  if (!accept_starved_)
-    log_line("cannot accept (" + why + ") with " + std::to_string(sessions_.size()) +
-             " connections open: new ones wait until some close");
-  accept_starved_ = true;
+  const auto now = Clock::now();
+  if (starved_logged_ && now - *starved_logged_ < std::chrono::seconds(kStarvedLogEveryS)) {
+    ++starved_unlogged_;
+    return;
+  }
+  std::string line = "cannot accept (" + why + ") with " + std::to_string(sessions_.size()) +
+                     " connections open: new ones wait until some close";
+  if (starved_unlogged_ > 0)
+    line += " (" + std::to_string(starved_unlogged_) + " more such pauses since the last line)";
+  log_line(line);
+  starved_logged_ = now;
+  starved_unlogged_ = 0;
 }
 
 void Server::resume_accepting() {

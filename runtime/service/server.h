@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,7 +115,12 @@ class Server {
 
   static constexpr int kAcceptPauseMs = 100;
   bool accept_paused_ = false;
-  bool accept_starved_ = false;  // the last accept failed for want of resources (logged once)
+  // Running out of descriptors is logged at most once a minute, with how many failed
+  // accepts went unlogged since: starvation oscillates (a transient descriptor closes, one
+  // accept succeeds, the next fails), so "once per episode" alone still repeats.
+  static constexpr int kStarvedLogEveryS = 60;
+  std::optional<Clock::time_point> starved_logged_;
+  uint64_t starved_unlogged_ = 0;
   Clock::time_point accept_resume_{};
   bool stopping_ = false;
   bool cancelled_all_ = false;

@@ -260,7 +260,7 @@ TEST_F(DaemonLoad, FloodsOfBadAndSilentConnectionsLeaveClientsAndTheDaemonWhole)
 // Out of file descriptors (here a local app holds silent handshaken connections, which
 // nothing times out by default), accept4 fails with EMFILE while the listener stays
 // readable. The daemon must not spin on it (it pauses its listeners) nor flood its log (one
-// line per episode). Then, once connections close, new clients are served again.
+// line a minute at most). Then, once connections close, new clients are served again.
 TEST_F(DaemonLoad, OutOfFileDescriptorsNeitherSpinsNorFloodsTheLog) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // Absent resource: UBSan's vptr check probes memory through a pipe, which needs two free
@@ -278,7 +278,7 @@ TEST_F(DaemonLoad, OutOfFileDescriptorsNeitherSpinsNorFloodsTheLog) {
     held.push_back(fd);
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  // One line per episode, not one per attempt.
+  // One line, not one per attempt (nor per short recovery).
   std::ifstream log(d.log_path());
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   size_t lines = 0;
