@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
     return 2;
   }
-  const hal::KvFormat formats[] = {hal::KvFormat::f16, hal::KvFormat::q8, hal::KvFormat::q4, hal::KvFormat::q2};
+  const hal::KvFormat formats[] = {hal::KvFormat::f16, hal::KvFormat::q8, hal::KvFormat::q4, hal::KvFormat::q3, hal::KvFormat::q2};
   const ChunkCodec codecs[] = {ChunkCodec::none, ChunkCodec::lz4, ChunkCodec::zstd};
   uint32_t seed = 1;
   for (ChunkCodec codec : codecs)

@@ -6,13 +6,15 @@
 // head_dim channels (kv_dim = n_head_kv * head_dim channels per token, kv_dim % 8 == 0).
 //
 //   f16        codes only: u16 halves [token][channel].
-//   q8/q4/q2   asymmetric integer codes of B = 8/4/2 bits, x = min + scale * code:
+//   q8/q4/q3/q2  asymmetric integer codes of B = 8/4/3/2 bits, x = min + scale * code:
 //     keys     channel-wise (KIVI): one (min, scale) per channel over the block's tokens.
 //              params: f16 min[kv_dim], then f16 scale[kv_dim]; then codes.
 //     values   token-wise per head: one (min, scale) per (token, head).
 //              params: f16 min[n_tokens][n_head_kv], then f16 scale[n_tokens][n_head_kv]; then codes.
-//     codes    [token][channel], B bits each, packed little-endian within bytes: channel j of
-//              a row is bits [(j % (8/B)) * B, +B) of byte j / (8/B); a row is kv_dim * B / 8 bytes.
+//     codes    [token][channel], B bits each, a little-endian bit stream per row: channel j is
+//              bits [j * B, +B) of the row, bit k being bit k % 8 of byte k / 8 (for B = 8/4/2:
+//              bits [(j % (8/B)) * B, +B) of byte j / (8/B); for B = 3 each 8 channels fill 3
+//              bytes). A row is kv_dim * B / 8 bytes.
 //
 // Params come first so that they are read once per block; every block starts 2-byte aligned
 // (all its sizes are even).
@@ -23,7 +25,7 @@
 
 namespace llmsvc::hal {
 
-enum class KvFormat : uint8_t { f16 = 16, q8 = 8, q4 = 4, q2 = 2 };
+enum class KvFormat : uint8_t { f16 = 16, q8 = 8, q4 = 4, q3 = 3, q2 = 2 };
 
 // Bits per code.
 constexpr int kv_format_bits(KvFormat f) { return static_cast<int>(f); }

@@ -27,7 +27,7 @@ uint64_t xxh3(std::span<const uint8_t> b) { return XXH3_64bits(b.data(), b.size(
 bool valid_format(uint8_t f) {
   using hal::KvFormat;
   return f == uint8_t(KvFormat::f16) || f == uint8_t(KvFormat::q8) || f == uint8_t(KvFormat::q4) ||
-         f == uint8_t(KvFormat::q2);
+         f == uint8_t(KvFormat::q3) || f == uint8_t(KvFormat::q2);
 }
 
 std::string layer_name(size_t l) { return "layer " + std::to_string(l) + ": "; }

@@ -38,6 +38,9 @@ Status compress_context(KvSequence& seq, int n_evaluated, double ratio) {
   // use on a chunk narrowed by an earlier call goes to the others instead of being lost.
   std::vector<uint8_t> cap(static_cast<size_t>(n));
   for (int c = 0; c < n; ++c) cap[c] = static_cast<uint8_t>(hal::kv_format_bits(seq.format(c)));
+  // A young context keeps 8 bits: its densities are not yet known well enough to narrow a
+  // chunk for good (see kAllocationHorizonChunks).
+  if (n < kAllocationHorizonChunks) return apply_bits(seq, std::vector<uint8_t>(static_cast<size_t>(n), 8));
   return apply_bits(seq, allocate_bits(density, ratio, cap));
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 namespace llmsvc::policy {
 namespace {
@@ -18,7 +19,8 @@ int level(hal::KvFormat f) {
     case hal::KvFormat::f16: return 0;
     case hal::KvFormat::q8: return 1;
     case hal::KvFormat::q4: return 2;
-    case hal::KvFormat::q2: return 3;
+    case hal::KvFormat::q3: return 3;
+    case hal::KvFormat::q2: return 4;
   }
   return 0;
 }
@@ -167,6 +169,7 @@ KvSequence::Counts KvSequence::counts() const {
     else if (ch.state == ChunkState::dropped) n.dropped++;
     else if (ch.format == hal::KvFormat::q8) n.q8++;
     else if (ch.format == hal::KvFormat::q4) n.q4++;
+    else if (ch.format == hal::KvFormat::q3) n.q3++;
     else if (ch.format == hal::KvFormat::q2) n.q2++;
     else n.f16++;
   }
@@ -278,14 +281,18 @@ void KvChunkStore::release(size_t bytes) {
 bool KvChunkStore::evict_one_locked(const KvSequence* requester) {
   KvSequence* victim_seq = nullptr;
   int victim = -1;
-  std::pair<int, uint64_t> best{std::numeric_limits<int>::max(), 0};
+  std::tuple<bool, int, uint64_t> best{true, std::numeric_limits<int>::max(), 0};
   for (KvSequence* s : seqs_) {
     if (s->pinned_ || s == requester) continue;
     for (int c = 0; c < s->n_chunks(); ++c) {
       const KvSequence::Chunk& ch = s->chunks_[c];
       if (ch.state != ChunkState::resident) continue;
       const int lvl = order_ == EvictionOrder::lctru ? level(ch.format) : 0;
-      const std::pair<int, uint64_t> key{lvl, s->last_use_};
+      // Without a write-back hook (ahead-of-time swap-out), a chunk whose file is not current
+      // would be dropped: its write is still queued (the call that changed it just ended) or
+      // failed. Taking clean chunks first costs a load later instead of a recompute.
+      const bool dirty = !s->write_back_ && ch.disk_version.load() != ch.version;
+      const std::tuple<bool, int, uint64_t> key{dirty, lvl, s->last_use_};
       if (victim < 0 || key < best) {
         best = key;
         victim_seq = s;

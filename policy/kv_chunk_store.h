@@ -4,16 +4,19 @@
 // A chunk holds C consecutive positions of every layer. In memory it is one allocation:
 // for each layer, the K block then the V block, in the chunk's format (hal/kv_format.h)
 // for a block shape of C tokens. States:
-//   resident  in memory: f16 (being filled, or not compressed) or q8/q4/q2 (full chunks only)
+//   resident  in memory: f16 (being filled, or not compressed) or q8/q4/q3/q2 (full chunks only)
 //   swapped   only in its swap file (brought back by loading it)
 //   dropped   nowhere; recomputed from its tokens when needed
 //
 // Working sets: a sequence inside a call is pinned; the store never takes its chunks.
 // When a claim would exceed the budget, the store evicts resident chunks of unpinned
-// sequences in LCTRU order: least compressed first (f16, then q8, q4, q2), least recently
-// used within a level (or, for the baselines the benchmarks compare with, plain LRU, or
-// whole sequences at a time). An evicted chunk whose swap file is current becomes swapped;
-// any other is written back first when its sequence has a write-back hook, else dropped. Thread-safety: the store's mutex guards its accounting and every
+// sequences in LCTRU order: least compressed first (f16, then q8, q4, q3, q2), least recently
+// used within a level (or, for the baselines the benchmarks compare with, plain LRU, or whole
+// sequences at a time). Without a write-back hook, chunks whose swap file is current go
+// before all others: an ahead-of-time write still queued must not turn into a recompute. An
+// evicted chunk whose swap file is current becomes swapped; any other is written back first
+// when its sequence has a write-back hook, else dropped. Thread-safety: the store's mutex
+// guards its accounting and every
 // unpinned sequence's chunks; a pinned sequence's chunks belong to its call's thread.
 //
 // Swap currency: a chunk's version changes whenever its content may change (a row handed
@@ -90,9 +93,9 @@ class KvSequence {
   int count(ChunkState s) const;
   // Every count at once (one consistent snapshot), resident chunks by format.
   struct Counts {
-    int f16 = 0, q8 = 0, q4 = 0, q2 = 0, swapped = 0, dropped = 0;
+    int f16 = 0, q8 = 0, q4 = 0, q3 = 0, q2 = 0, swapped = 0, dropped = 0;
     uint64_t resident_bytes = 0;
-    int resident() const { return f16 + q8 + q4 + q2; }
+    int resident() const { return f16 + q8 + q4 + q3 + q2; }
   };
   Counts counts() const;
 

@@ -214,6 +214,7 @@ void WithBits(KvFormat f, const F& fn) {
   switch (f) {
     case KvFormat::q8: return fn(std::integral_constant<int, 8>());
     case KvFormat::q4: return fn(std::integral_constant<int, 4>());
+    case KvFormat::q3: return fn(std::integral_constant<int, 3>());
     case KvFormat::q2: return fn(std::integral_constant<int, 2>());
     case KvFormat::f16: break;
   }

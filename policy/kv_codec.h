@@ -1,5 +1,5 @@
 // KV block codecs: one layer's keys or values of one chunk, between f16 and the integer
-// formats of hal/kv_format.h (keys channel-wise, values token-wise per head, 8/4/2 bits).
+// formats of hal/kv_format.h (keys channel-wise, values token-wise per head, 8/4/3/2 bits).
 //
 // Encoding: asymmetric, round to nearest. For each group (a key channel over the block's
 // tokens, or one token's head_dim values of one head) min = the group's smallest value and
@@ -22,7 +22,7 @@
 
 namespace llmsvc::policy {
 
-// Encodes an f16 block (n_tokens rows of kv_dim halves, [token][channel]) into `to` (q8/q4/q2).
+// Encodes an f16 block (n_tokens rows of kv_dim halves, [token][channel]) into `to` (q8/q4/q3/q2).
 void kv_quantize(hal::KvPart part, const hal::KvBlockShape& shape, const uint16_t* src, hal::KvFormat to, void* dst);
 
 // Re-encodes a q block into another q format (in practice a narrower one: 8 -> 4, 8 -> 2,

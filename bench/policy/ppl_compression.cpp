@@ -1,5 +1,5 @@
 // Perplexity of a model whose KV cache is compressed between calls, per compression policy:
-// f16 (none), static int8 / int4 / int2 (every compressible chunk), and LLMS's
+// f16 (none), static int8 / int4 / int3 / int2 (every compressible chunk), and LLMS's
 // tolerance-aware allocation at several ratios, with an ablation that gives the bits in the
 // reverse order of density (same average, least informed choice).
 //
@@ -21,6 +21,8 @@
 //   early   among chunks 1-15, a fifth at 2 bits by density or by position, the rest f16
 //   layers  2 bits on one sixth of the layers, the rest f16
 //   alloc   the allocator over other chunk weights (sum of squared / largest token density)
+//   llms    static int4 and the policy at 0.75 / 0.5 / 0.375 only
+//   q3      the 3-bit width: the allocator with and without it, chunk 0 at 8 bits paid at 3
 //
 //   bench_ppl_compression [--model PATH] [--text PATH] [--ctx 512] [--call 64]
 //                         [--windows N] [--threads 2] [--json PATH] [--set NAME]
@@ -164,14 +166,15 @@ std::vector<double> chunk_weights_variant(const policy::KvSequence& seq, int n, 
   return w;
 }
 
-Policy variant(std::string name, double ratio, Weight wk, bool capped) {
+Policy variant(std::string name, double ratio, Weight wk, bool capped,
+               std::vector<uint8_t> widths = {std::begin(policy::kKvWidths), std::end(policy::kKvWidths)}) {
   return {std::move(name), Kind::custom, ratio, hal::KvFormat::f16,
           [=](policy::KvSequence& seq, int n_evaluated, WindowState&) -> Status {
             const int n = policy::compressible_chunks(seq, n_evaluated);
             const std::vector<double> w = chunk_weights_variant(seq, n, wk);
             std::vector<uint8_t> cap;
             for (int c = 0; capped && c < n; ++c) cap.push_back(static_cast<uint8_t>(hal::kv_format_bits(seq.format(c))));
-            return policy::apply_bits(seq, policy::allocate_bits(w, ratio, cap));
+            return policy::apply_bits(seq, policy::allocate_bits(w, ratio, cap, widths));
           }};
 }
 
@@ -321,10 +324,28 @@ int main_impl(int argc, char** argv) {
   const int n_layer = (*model)->config().n_layer;
   const int n_comp = n_ctx / 16 - 1;  // chunks compressible at a window's end
   auto all = [n_layer](F k, F v) { return LayerFormats(n_layer, {k, v}); };
+  // Chunk 0 at 8 bits, the rest int4 but k payers at `payer` width: chunks 1..k (those the
+  // first 64-token calls force), or the k sparsest of chunks 3-15 by final density (an oracle).
+  auto sink_paid_by = [=](F payer, int k, bool oracle) {
+    return [=](int c, const WindowState& ws) {
+      bool pays = c >= 1 && c <= k;
+      if (oracle) {
+        const std::vector<double>& d = *ws.final_density;
+        std::vector<int> idx;
+        for (int j = 3; j <= 15 && j < n_comp; ++j) idx.push_back(j);
+        std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return d[a] < d[b]; });
+        idx.resize(std::min<size_t>(static_cast<size_t>(k), idx.size()));
+        pays = std::find(idx.begin(), idx.end(), c) != idx.end();
+      }
+      const F f = c == 0 ? F::q8 : pays ? payer : F::q4;
+      return all(f, f);
+    };
+  };
   if (set == "default") {
     policies.insert(policies.end(), {
         {"static int8", Kind::uniform, 1.0, F::q8},
         {"static int4", Kind::uniform, 0.5, F::q4},
+        {"static int3", Kind::uniform, 0.375, F::q3},
         {"static int2", Kind::uniform, 0.25, F::q2},
         {"llms 0.75", Kind::llms, 0.75, F::f16},
         {"llms 0.5", Kind::llms, 0.5, F::f16},
@@ -369,19 +390,8 @@ int main_impl(int argc, char** argv) {
       policies.push_back(per_chunk("int4, chunk0 K8 V4", [=](int c, const WindowState&) { return c == 0 ? all(F::q8, F::q4) : all(F::q4, F::q4); }));
       policies.push_back(per_chunk("int4, chunk0 K4 V8", [=](int c, const WindowState&) { return c == 0 ? all(F::q4, F::q8) : all(F::q4, F::q4); }));
     }
-    policies.push_back(per_chunk("int4, 0 int8, 1-2 int2", [=](int c, const WindowState&) {
-      const F f = c == 0 ? F::q8 : c <= 2 ? F::q2 : F::q4;
-      return all(f, f);
-    }));
-    policies.push_back(per_chunk("int4, 0 int8, 2 sparsest int2", [=](int c, const WindowState& ws) {
-      const std::vector<double>& d = *ws.final_density;
-      std::vector<int> idx;
-      for (int j = 3; j <= 15 && j < n_comp; ++j) idx.push_back(j);
-      std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return d[a] < d[b]; });
-      const bool payer = idx.size() >= 2 && (c == idx[0] || c == idx[1]);
-      const F f = c == 0 ? F::q8 : payer ? F::q2 : F::q4;
-      return all(f, f);
-    }));
+    policies.push_back(per_chunk("int4, 0 int8, 1-2 int2", sink_paid_by(F::q2, 2, false)));
+    policies.push_back(per_chunk("int4, 0 int8, 2 sparsest int2", sink_paid_by(F::q2, 2, true)));
   } else if (set == "decile") {
     // int4 everywhere, one decile of chunks (by final density, chunk 0 excluded) at 2 bits.
     policies.push_back({"static int4", Kind::uniform, 0.5, F::q4});
@@ -418,6 +428,18 @@ int main_impl(int argc, char** argv) {
         policies.push_back(variant("sq" + rs, r, Weight::sq, capped));
         policies.push_back(variant("max" + rs, r, Weight::max, capped));
       }
+  } else if (set == "llms") {
+    policies.push_back({"static int4", Kind::uniform, 0.5, F::q4});
+    for (double r : {0.75, 0.5, 0.375}) policies.push_back({"llms " + std::to_string(r).substr(0, 5), Kind::llms, r, F::f16});
+  } else if (set == "q3") {
+    // The 3-bit width: the allocator with and without it, and chunk 0 at 8 bits paid by four
+    // 3-bit chunks (those a 64-token first call forces, 1-4, or the four sparsest of 3-15).
+    policies.push_back({"static int4", Kind::uniform, 0.5, F::q4});
+    policies.push_back({"static int3", Kind::uniform, 0.375, F::q3});
+    policies.push_back({"llms 0.5", Kind::llms, 0.5, F::f16});
+    policies.push_back(variant("llms 0.5 {8,4,2}", 0.5, Weight::mean, true, {8, 4, 2}));
+    policies.push_back(per_chunk("int4, 0 int8, 1-4 int3", sink_paid_by(F::q3, 4, false)));
+    policies.push_back(per_chunk("int4, 0 int8, 4 sparsest int3", sink_paid_by(F::q3, 4, true)));
   } else if (set == "layers") {
     const int g = (n_layer + 5) / 6;
     for (int lo = 0; lo < n_layer; lo += g)

@@ -377,7 +377,7 @@ template <int B, class DF>
 void GroupLanes(DF df, float* x, size_t dim);  // never instantiated here
 #else
 template <int B, class DF>
-constexpr bool kCanGroup = B < 8 && hn::MaxLanes(DF()) >= 4;
+constexpr bool kCanGroup = B < 8 && 8 % B == 0 && hn::MaxLanes(DF()) >= 4;  // 3 bits: codes in order
 
 // In place, each group of K = 8 / B vectors at x: lane i of vector sub becomes element
 // i * K + sub of the group (the order GroupedCodeKeys reads channels in).
@@ -751,6 +751,7 @@ HWY_INLINE void PvColsSeg(DF df, const Plan& p, const SetView& sv, const float* 
       switch (ch.format) {
         case KvFormat::q8: PvSegQ<8>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
         case KvFormat::q4: PvSegQ<4>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
+        case KvFormat::q3: PvSegQ<3>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
         default: PvSegQ<2>(df, vb, p.n_head_kv, kv_head, c0, j0, j1, pp, pstride, a); break;
       }
       continue;
@@ -833,6 +834,7 @@ HWY_INLINE hn::Vec<DF> LoadValue(DF df, const Plan& p, const KvChunkView& ch, in
   switch (ch.format) {
     case KvFormat::q8: codes = LoadCodes<8>(df, row, c); break;
     case KvFormat::q4: codes = LoadCodes<4>(df, row, c); break;
+    case KvFormat::q3: codes = LoadCodes<3>(df, row, c); break;
     default: codes = LoadCodes<2>(df, row, c); break;
   }
   return hn::MulAdd(hn::Set(df, fp16_to_fp32(vb.scale[i])), hn::ConvertTo(df, codes), hn::Set(df, fp16_to_fp32(vb.min[i])));
@@ -934,6 +936,7 @@ void ScoreSegs(DF df, const Plan& p, const RowSet& rs, const SetView& sv, int s0
           switch (ch.format) {
             case KvFormat::q8: run(std::integral_constant<int, 8>()); break;
             case KvFormat::q4: run(std::integral_constant<int, 4>()); break;
+            case KvFormat::q3: run(std::integral_constant<int, 3>()); break;
             default: run(std::integral_constant<int, 2>()); break;
           }
         });

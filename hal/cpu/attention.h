@@ -1,4 +1,4 @@
-// CPU attention over a chunked KV cache (f16, or q8/q4/q2 read in place), with the numerics of llama.cpp's CPU path
+// CPU attention over a chunked KV cache (f16, or q8/q4/q3/q2 read in place), with the numerics of llama.cpp's CPU path
 // (f16 KV cache, flash attention off) bit for bit, so that logits match it token for token:
 //   q is rounded to f16; s_j = f16(q) . K_j in f32; s_j *= scale; m = max_j s_j;
 //   e_j = exp(s_j - m) with ggml's vector expf; sum = sum_j e_j in double, one f32 lane sum
@@ -25,7 +25,7 @@
 // order whatever the split, so results do not depend on the thread count nor on the other
 // tokens of a batch. K/V stay where they are: f16 lanes are widened to f32 in registers.
 //
-// Compressed chunks (q8/q4/q2, hal/kv_format.h) are read in place too, their codes widened
+// Compressed chunks (q8/q4/q3/q2, hal/kv_format.h) are read in place too, their codes widened
 // in registers (hal/cpu/kv_codes-inl.h): the result is the same computation over the f32
 // decoded values min + scale * code, q still rounded to f16 and weights to f16 as above.
 // Keys (channel-wise): s_j = (f16(q) . min + (f16(q) * scale) . c_j) * scale_attn, the two

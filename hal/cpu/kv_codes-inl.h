@@ -6,7 +6,8 @@
 // Codes are handled as int32 lanes in channel order: lane i of a vector of n lanes is channel
 // ch + i. Where n * B >= 8 the n codes fill whole bytes (ch is a multiple of n, so they start
 // on a byte boundary) and are widened in registers with shifts and masks; otherwise (n = 1 or
-// 2 lanes at 2 bits, a scalar target or a tiny head_dim) bit by bit.
+// 2 lanes at 2 bits, a scalar target or a tiny head_dim) bit by bit. 3-bit codes are read as
+// one or two 24-bit groups (8 channels each) broadcast to every lane and shifted per lane.
 #if defined(LLMSVC_HAL_CPU_KV_CODES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LLMSVC_HAL_CPU_KV_CODES_INL_H_
 #undef LLMSVC_HAL_CPU_KV_CODES_INL_H_
@@ -96,11 +97,28 @@ HWY_INLINE V RoundUpF16(DF df, V v) {
   return hnk::Mul(hnk::Ceil(hnk::Div(v, g)), g);  // v / g <= 2^11: exact, and so is the product
 }
 
-// Bits of channel c's code in a row of B-bit codes: byte c / (8 / B), shift (c % (8 / B)) * B.
+// Bits of channel c's code in a row of B-bit codes: bits [c * B, +B) of the row's little-endian
+// bit stream (for B dividing 8: byte c / (8 / B), shift (c % (8 / B)) * B).
 template <int B>
 HWY_INLINE int32_t CodeAt(const uint8_t* HWY_RESTRICT row, size_t c) {
-  constexpr size_t kPer = 8 / B;
-  return (row[c / kPer] >> ((c % kPer) * B)) & ((1 << B) - 1);
+  if constexpr (8 % B == 0) {
+    constexpr size_t kPer = 8 / B;
+    return (row[c / kPer] >> ((c % kPer) * B)) & ((1 << B) - 1);
+  } else {
+    const size_t bit = c * B;  // B < 8: the code spans at most two bytes
+    const uint32_t two = row[bit / 8] | (((bit % 8) + B > 8 ? uint32_t(row[bit / 8 + 1]) : 0u) << 8);
+    return static_cast<int32_t>((two >> (bit % 8)) & ((1u << B) - 1));
+  }
+}
+
+// Sets channel c's code in a row of B-bit codes, leaving the other bits as they are.
+template <int B>
+HWY_INLINE void SetCodeAt(uint8_t* HWY_RESTRICT row, size_t c, int32_t code) {
+  for (int k = 0; k < B; ++k) {
+    const size_t bit = c * B + static_cast<size_t>(k);
+    const uint8_t mask = static_cast<uint8_t>(1u << (bit % 8));
+    row[bit / 8] = static_cast<uint8_t>(((code >> k) & 1) ? (row[bit / 8] | mask) : (row[bit / 8] & ~mask));
+  }
 }
 
 // The codes of channels [ch, ch + Lanes(df)) of a row of B-bit codes.
@@ -131,6 +149,20 @@ HWY_INLINE hnk::Vec<hnk::Rebind<int32_t, DF>> LoadCodes(DF df, const uint8_t* HW
     const auto n = hnk::PromoteTo(du32h, nib);
     const auto w = hnk::And(hnk::Or(n, hnk::ShiftLeft<14>(n)), hnk::Set(du32h, 0x00030003u));
     return hnk::PromoteTo(di, hnk::BitCast(du16, w));
+  } else if constexpr (B == 3 && kN >= 8 && kN <= 16 && !HWY_HAVE_SCALABLE) {
+    // n = 8 or 16 channels from ch (a multiple of 8): one or two 3-byte groups. Lane i takes
+    // group i / 8 and shifts it right by 3 * (i % 8).
+    const hnk::RebindToUnsigned<decltype(di)> du;
+    const uint8_t* g = row + ch / 8 * 3;
+    const uint32_t g0 = g[0] | uint32_t(g[1]) << 8 | uint32_t(g[2]) << 16;
+    auto words = hnk::Set(du, g0);
+    const auto lane = hnk::Iota(du, 0);
+    if constexpr (kN == 16) {
+      const uint32_t g1 = g[3] | uint32_t(g[4]) << 8 | uint32_t(g[5]) << 16;
+      words = hnk::IfThenElse(hnk::Lt(lane, hnk::Set(du, 8u)), words, hnk::Set(du, g1));
+    }
+    const auto shift = hnk::Mul(hnk::And(lane, hnk::Set(du, 7u)), hnk::Set(du, 3u));
+    return hnk::BitCast(di, hnk::And(words >> shift, hnk::Set(du, 7u)));
   } else {
     HWY_ALIGN int32_t t[kN];
     const size_t n = hnk::Lanes(df);
@@ -172,13 +204,25 @@ HWY_INLINE void StoreCodes(DF df, VI codes, uint8_t* HWY_RESTRICT row, size_t ch
     const hnk::Rebind<int32_t, DF> di;
     HWY_ALIGN int32_t t[kN];
     hnk::Store(codes, di, t);
-    constexpr size_t kPer = 8 / B;
     const size_t n = hnk::Lanes(df);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t c = ch + i;
-      const int shift = static_cast<int>((c % kPer) * B);
-      uint8_t& byte = row[c / kPer];
-      byte = static_cast<uint8_t>((byte & ~(((1 << B) - 1) << shift)) | (t[i] << shift));
+    if constexpr (8 % B == 0) {
+      constexpr size_t kPer = 8 / B;
+      for (size_t i = 0; i < n; ++i) {
+        const size_t c = ch + i;
+        const int shift = static_cast<int>((c % kPer) * B);
+        uint8_t& byte = row[c / kPer];
+        byte = static_cast<uint8_t>((byte & ~(((1 << B) - 1) << shift)) | (t[i] << shift));
+      }
+    } else if (n % 8 == 0 && ch % 8 == 0) {
+      // Whole groups of 8 codes: B bytes each, written outright.
+      for (size_t i = 0; i < n; i += 8) {
+        uint64_t word = 0;
+        for (size_t k = 0; k < 8; ++k) word |= static_cast<uint64_t>(t[i + k]) << (k * B);
+        uint8_t* g = row + (ch + i) / 8 * B;
+        for (int b = 0; b < B; ++b) g[b] = static_cast<uint8_t>(word >> (8 * b));
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) SetCodeAt<B>(row, ch + i, t[i]);
     }
   }
 }

@@ -169,6 +169,8 @@ typedef struct llmsvc_context_info {
   int32_t chunks_q8;
   int32_t chunks_q4;
   int32_t chunks_q2;
+  /* Added after v2: 3-bit chunks (also counted in chunks_resident). */
+  int32_t chunks_q3;
 } llmsvc_context_info;
 
 LLMSVC_API void llmsvc_context_info_init(llmsvc_context_info* info);

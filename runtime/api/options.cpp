@@ -252,6 +252,7 @@ void write_context_info(const ContextInfo& info, llmsvc_context_info* out) {
   r.chunks_q8 = info.chunks_q8;
   r.chunks_q4 = info.chunks_q4;
   r.chunks_q2 = info.chunks_q2;
+  r.chunks_q3 = info.chunks_q3;
   copy_out(r, out);
 }
 

@@ -35,6 +35,7 @@ void info_fields(W& w, C& c, Op op) {
   op(w.chunks_q8, c.chunks_q8);
   op(w.chunks_q4, c.chunks_q4);
   op(w.chunks_q2, c.chunks_q2);
+  op(w.chunks_q3, c.chunks_q3);
 }
 
 template <class W, class C, class Op>

@@ -216,6 +216,8 @@ struct ContextInfoReply {
   int32_t chunks_q8 = 0;
   int32_t chunks_q4 = 0;
   int32_t chunks_q2 = 0;
+  // Version 3: 3-bit chunks.
+  int32_t chunks_q3 = 0;
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
@@ -232,7 +234,9 @@ struct ContextInfoReply {
     LLMSVC_RETURN_IF_ERROR(io.count("chunks_f16", m.chunks_f16));
     LLMSVC_RETURN_IF_ERROR(io.count("chunks_q8", m.chunks_q8));
     LLMSVC_RETURN_IF_ERROR(io.count("chunks_q4", m.chunks_q4));
-    return io.count("chunks_q2", m.chunks_q2);
+    LLMSVC_RETURN_IF_ERROR(io.count("chunks_q2", m.chunks_q2));
+    if (io.version() < kVersionQ3Chunks) return Status::Ok();
+    return io.count("chunks_q3", m.chunks_q3);
   }
   bool operator==(const ContextInfoReply&) const = default;
 };

@@ -9,11 +9,13 @@
 namespace llmsvc::protocol {
 
 // Protocol versions this implementation speaks (negotiated by Hello / Welcome). Version 2
-// appends the memory policy's figures to RESULT, STATS_REPLY and CONTEXT_INFO_REPLY
-// (docs/PROTOCOL.md section 8.1); a connection that agreed on 1 carries the version-1 layouts.
+// appends the memory policy's figures to RESULT, STATS_REPLY and CONTEXT_INFO_REPLY, version 3
+// the count of 3-bit chunks to CONTEXT_INFO_REPLY (docs/PROTOCOL.md section 8.1); a connection
+// carries the layouts of the version it agreed on.
 inline constexpr uint16_t kMinVersion = 1;
-inline constexpr uint16_t kMaxVersion = 2;
+inline constexpr uint16_t kMaxVersion = 3;
 inline constexpr uint16_t kVersionPolicyFigures = 2;
+inline constexpr uint16_t kVersionQ3Chunks = 3;
 
 // Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
 inline constexpr size_t kHeaderBytes = 16;

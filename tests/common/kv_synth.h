@@ -52,14 +52,17 @@ inline void append_kv_block(std::vector<uint8_t>& out, const std::vector<float>&
   }
   for (int g = 0; g < groups; ++g) kv_synth_detail::put_f16(out, mn[g]);
   for (int g = 0; g < groups; ++g) kv_synth_detail::put_f16(out, scale[g]);
-  const size_t row = hal::kv_block_row_bytes(f, s), per_byte = 8 / bits;
+  const size_t row = hal::kv_block_row_bytes(f, s);
   for (int t = 0; t < T; ++t) {
     std::vector<uint8_t> codes(row, 0);
     for (int c = 0; c < C; ++c) {
       const int g = group_of(t, c);
       const float q = scale[g] > 0 ? (x[size_t(t) * C + c] - mn[g]) / scale[g] : 0.0f;
       const int code = std::clamp(static_cast<int>(std::lround(q)), 0, levels);
-      codes[c / per_byte] |= static_cast<uint8_t>(code << ((c % per_byte) * bits));
+      for (int k = 0; k < bits; ++k) {  // bits [c * bits, +bits) of the row's little-endian bit stream
+        const size_t bit = static_cast<size_t>(c) * bits + k;
+        codes[bit / 8] |= static_cast<uint8_t>(((code >> k) & 1) << (bit % 8));
+      }
     }
     out.insert(out.end(), codes.begin(), codes.end());
   }

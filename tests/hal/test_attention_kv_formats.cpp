@@ -1,4 +1,4 @@
-// Attention over compressed chunks (q8/q4/q2, hal/kv_format.h, encoded by policy/kv_codec)
+// Attention over compressed chunks (q8/q4/q3/q2, hal/kv_format.h, encoded by policy/kv_codec)
 // and the key-mass output, for GQA shapes, sliding windows, decode and prefill, mixed chunk
 // lists, every SIMD target, 1 to 3 threads:
 //  - against a double-precision reference of the same numerics over the exact decoded values
@@ -119,8 +119,12 @@ Decoded element(const Cache& c, size_t i, bool key, int j, int ch) {
   uint16_t mn, sc;
   std::memcpy(&mn, b.data() + 2 * g, 2);
   std::memcpy(&sc, b.data() + 2 * (pairs + g), 2);
-  const uint8_t byte = b[4 * pairs + static_cast<size_t>(j) * kv_dim * B / 8 + ch / (8 / B)];
-  const int code = (byte >> ((ch % (8 / B)) * B)) & ((1 << B) - 1);
+  const uint8_t* row = b.data() + 4 * pairs + static_cast<size_t>(j) * kv_dim * B / 8;
+  int code = 0;  // bits [ch * B, +B) of the row's little-endian bit stream
+  for (int k = 0; k < B; ++k) {
+    const size_t bit = static_cast<size_t>(ch) * B + k;
+    code |= ((row[bit / 8] >> (bit % 8)) & 1) << k;
+  }
   const double m = fp16_to_fp32(mn), s = fp16_to_fp32(sc) * code;
   return {m + s, std::fabs(m) + s};
 }
@@ -367,20 +371,23 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(QCase{"q8_gqa3", 9, 3, 64, 300, 1, 0, 2.0f, {F::q8}},
                       QCase{"q4_gqa3", 9, 3, 64, 300, 1, 0, 2.0f, {F::q4}},
                       QCase{"q2_gqa3", 9, 3, 64, 300, 1, 0, 2.0f, {F::q2}},
+                      QCase{"q3_gqa3", 9, 3, 64, 300, 1, 0, 2.0f, {F::q3}},
+                      QCase{"q3_head_dim_128", 8, 2, 128, 400, 1, 0, 2.0f, {F::q3, F::q8}},
+                      QCase{"q3_head_dim_40", 6, 2, 40, 90, 1, 0, 2.0f, {F::q3, F::q4}},
                       QCase{"f16_mass", 9, 3, 64, 300, 1, 0, 2.0f, {F::f16}},
-                      QCase{"mixed_long_threads", 9, 3, 64, 1000, 1, 0, 2.0f, {F::q2, F::q4, F::q8, F::f16}},
+                      QCase{"mixed_long_threads", 9, 3, 64, 1000, 1, 0, 2.0f, {F::q2, F::q4, F::q3, F::q8, F::f16}},
                       QCase{"q4_gqa4_window", 8, 2, 64, 500, 1, 37, 2.0f, {F::q4, F::q8}},
                       QCase{"q2_head_dim_128", 8, 2, 128, 700, 1, 0, 2.0f, {F::q2, F::q8}},
                       QCase{"q4_head_dim_40", 6, 2, 40, 90, 1, 0, 2.0f, {F::q4, F::q2}},
-                      QCase{"mixed_head_dim_6", 8, 4, 6, 70, 1, 0, 2.0f, {F::q2, F::q4, F::q8}},
+                      QCase{"mixed_head_dim_6", 8, 4, 6, 70, 1, 0, 2.0f, {F::q2, F::q3, F::q4, F::q8}},
                       QCase{"q8_mqa_16_heads", 16, 1, 64, 300, 1, 0, 2.0f, {F::q8, F::q2}},
                       QCase{"q8_peaky", 9, 3, 64, 600, 1, 0, 40.0f, {F::q8}},
                       QCase{"one_full_q4_chunk", 4, 4, 64, 16, 1, 0, 2.0f, {F::q4}}),
     [](const auto& info) { return std::string(info.param.name); });
 
-const QCase kPrefill[] = {QCase{"mixed_continue", 9, 3, 64, 300, 45, 0, 2.0f, {F::q8, F::q2, F::f16, F::q4}},
+const QCase kPrefill[] = {QCase{"mixed_continue", 9, 3, 64, 300, 45, 0, 2.0f, {F::q8, F::q2, F::f16, F::q3, F::q4}},
                           QCase{"q4_gqa4_window", 8, 2, 64, 260, 120, 50, 2.0f, {F::q4}},
-                          QCase{"q2_head_dim_20", 8, 4, 20, 96, 64, 9, 2.0f, {F::q2, F::q8}},
+                          QCase{"q2_head_dim_20", 8, 4, 20, 96, 64, 9, 2.0f, {F::q2, F::q3, F::q8}},
                           QCase{"mixed_fresh_prompt", 9, 3, 64, 80, 80, 0, 2.0f, {F::q2, F::q4}},
                           QCase{"q8_few_tokens_window", 8, 2, 64, 700, 7, 100, 2.0f, {F::q8, F::q4}}};
 INSTANTIATE_TEST_SUITE_P(Prefill, AttentionKvFormatTest, ::testing::ValuesIn(kPrefill),

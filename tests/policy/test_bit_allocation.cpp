@@ -1,9 +1,11 @@
 // allocate_bits: meets the budget, is monotone in density, and is optimal (checked against
-// exhaustive search over every assignment of small instances).
+// exhaustive search over every assignment of small instances, for {8, 4, 3, 2} and {8, 4, 2}).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "policy/bit_allocation.h"
@@ -26,16 +28,17 @@ TEST(BitAllocation, ExtremesAndBudget) {
   for (double r : {0.3, 0.5, 0.75}) EXPECT_LE(total_bits(allocate_bits(d, r)), r * 8 * d.size() + 1e-9) << r;
 }
 
-// Brute force over all 3^n assignments within the budget (and the caps, when given).
-double best_loss(const std::vector<double>& d, double ratio, const std::vector<uint8_t>& cap = {}) {
-  const int n = static_cast<int>(d.size());
+// Brute force over every assignment of `widths` within the budget (and the caps, when given).
+double best_loss(const std::vector<double>& d, double ratio, const std::vector<uint8_t>& cap = {},
+                 std::span<const uint8_t> widths = kKvWidths) {
+  const int n = static_cast<int>(d.size()), k = static_cast<int>(widths.size());
   int combos = 1;
-  for (int i = 0; i < n; ++i) combos *= 3;
+  for (int i = 0; i < n; ++i) combos *= k;
   double best = INFINITY;
   for (int c = 0; c < combos; ++c) {
     std::vector<uint8_t> b(n);
     int x = c, sum = 0;
-    for (int i = 0; i < n; ++i, x /= 3) sum += b[i] = static_cast<uint8_t>(2 << (x % 3));
+    for (int i = 0; i < n; ++i, x /= k) sum += b[i] = widths[x % k];
     if (sum > std::floor(ratio * 8 * n + 1e-9)) continue;
     bool fits = true;
     for (int i = 0; i < n && !cap.empty(); ++i) fits = fits && b[i] <= cap[i];
@@ -63,22 +66,28 @@ TEST(BitAllocation, OptimalAgainstExhaustiveSearch) {
         }
       }
     }
+    // Without the 3-bit width (the paper's {8, 4, 2}): optimal among those widths.
+    constexpr uint8_t kNo3[] = {8, 4, 2};
+    const auto bits842 = allocate_bits(d, ratio, {}, kNo3);
+    for (uint8_t b : bits842) EXPECT_NE(b, 3);
+    const double best842 = best_loss(d, ratio, {}, kNo3);
+    EXPECT_NEAR(allocation_loss(d, bits842), best842, 1e-12 * (1 + best842)) << trial;
   }
 }
 
-// Chunks only narrow: with each chunk capped at its current width (16 = f16, 8, 4, 2) the
+// Chunks only narrow: with each chunk capped at its current width (16 = f16, 8, 4, 3, 2) the
 // allocation stays within the caps, and is optimal among assignments that do.
 TEST(BitAllocation, CappedOptimalAgainstExhaustiveSearch) {
   std::mt19937 rng(11);
   std::exponential_distribution<double> dens(1.0);
-  const uint8_t caps[] = {16, 8, 4, 2};
+  const uint8_t caps[] = {16, 8, 4, 3, 2};
   for (int trial = 0; trial < 500; ++trial) {
     const int n = 1 + static_cast<int>(rng() % 7);
     std::vector<double> d(n);
     std::vector<uint8_t> cap(n);
     for (int i = 0; i < n; ++i) {
       d[i] = dens(rng);
-      cap[i] = caps[rng() % 4];
+      cap[i] = caps[rng() % 5];
     }
     const double ratio = 0.25 + 0.75 * (rng() % 1000) / 1000.0;
     const auto bits = allocate_bits(d, ratio, cap);
@@ -108,6 +117,22 @@ TEST(BitAllocation, HalfRatioKeepsTheDensestAtEightBits) {
   const auto bits = allocate_bits(d, 0.5);
   EXPECT_EQ(bits[3], 8);
   EXPECT_LE(total_bits(bits), 32);
+}
+
+TEST(BitAllocation, SinkKeepsEightBitsPaidByThreeBitChunks) {
+  // An attention-sink-like chunk 20x denser than 15 flat ones, at 50%: it keeps 8 bits and
+  // four of the others pay at 3 bits (4 x (err(3) - err(4)) < 20 x (err(4) - err(8))). With
+  // {8, 4, 2} two would have to drop to 2 bits, which costs more than the sink gains.
+  std::vector<double> d(16, 1.0);
+  d[0] = 20.0;
+  const auto bits = allocate_bits(d, 0.5);
+  EXPECT_EQ(bits[0], 8);
+  EXPECT_EQ(std::count(bits.begin(), bits.end(), 3), 4);
+  EXPECT_EQ(std::count(bits.begin(), bits.end(), 2), 0);
+  EXPECT_EQ(total_bits(bits), 64);
+  EXPECT_EQ(quant_error(4), 1.0 / 225);
+  constexpr uint8_t kNo3[] = {8, 4, 2};
+  EXPECT_EQ(allocate_bits(d, 0.5, {}, kNo3), std::vector<uint8_t>(16, 4));
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ using test::make_meta;
 using test::synth_chunk_payload;
 
 constexpr ChunkCodec kCodecs[] = {ChunkCodec::none, ChunkCodec::lz4, ChunkCodec::zstd};
-constexpr KvFormat kFormats[] = {KvFormat::f16, KvFormat::q8, KvFormat::q4, KvFormat::q2};
+constexpr KvFormat kFormats[] = {KvFormat::f16, KvFormat::q8, KvFormat::q4, KvFormat::q3, KvFormat::q2};
 
 std::vector<uint8_t> encode_ok(const ChunkMeta& m, const std::vector<uint8_t>& payload, ChunkEncoding enc) {
   auto r = encode_chunk(m, payload, enc);
@@ -183,7 +183,7 @@ TEST(ChunkFile, BadArgumentsAreRefused) {
   refused(m, "multiple of 8");
   m = good, m.n_head_kv = 65535, m.head_dim = 65535;
   refused(m, "kv_dim");
-  m = good, m.format = static_cast<KvFormat>(3);
+  m = good, m.format = static_cast<KvFormat>(5);
   refused(m, "format");
   m = good, m.first_pos = -1;
   refused(m, "positions");
@@ -423,7 +423,7 @@ TEST(ChunkFile, CommittedSeedFilesDecode) {
   }
   EXPECT_GE(n, 12u);
   EXPECT_EQ(codecs.size(), 3u);
-  EXPECT_EQ(formats.size(), 4u);
+  EXPECT_EQ(formats.size(), 5u);  // f16, q8, q4, q3, q2
 }
 
 TEST(ChunkFile, FileNames) { EXPECT_EQ(chunk_file_name(42), "42.kvc"); }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "llmsvc/llmsvc.h"
+#include "policy/context_compression.h"  // kAllocationHorizonChunks
 #include "tests/common/test_paths.h"
 
 namespace {
@@ -98,13 +99,14 @@ TEST(EngineBudget, EvictedChunksAreRecomputedAndAnswersUnchanged) {
   llmsvc_context_info_init(&info);
   ASSERT_EQ(llmsvc_context_info_get(svc, "t0", &info), LLMSVC_OK);
   EXPECT_GT(info.chunks_dropped + info.chunks_swapped, 0) << "the budget never pressed: the test proves nothing";
-  EXPECT_EQ(info.chunks_f16 + info.chunks_q8 + info.chunks_q4 + info.chunks_q2, info.chunks_resident);
+  EXPECT_EQ(info.chunks_f16 + info.chunks_q8 + info.chunks_q4 + info.chunks_q3 + info.chunks_q2, info.chunks_resident);
   llmsvc_unbind(svc);
   EXPECT_EQ(pressed, reference);
 }
 
-// With compression at the default ratio (4 bits on average), the same conversation holds a
-// quarter of the f16 bytes or less once its chunks are full, and keeps answering.
+// With compression at the default ratio (4 bits on average), the same conversation holds half
+// the f16 bytes while its contexts are young (8 bits below policy::kAllocationHorizonChunks
+// compressible chunks) and a quarter once they are past it, and keeps answering.
 TEST(EngineBudget, CompressionShrinksIdleContexts) {
   ASSERT_TRUE(std::filesystem::exists(llmsvc::test::default_model_path())) << "run tools/scripts/fetch_model.sh";
   const std::string root = std::getenv("LLMSVC_STATE_DIR");
@@ -117,9 +119,18 @@ TEST(EngineBudget, CompressionShrinksIdleContexts) {
     llmsvc_context_info_init(&info);
     ASSERT_EQ(llmsvc_context_info_get(svc, id, &info), LLMSVC_OK);
     ASSERT_GE(info.chunks_resident, 4) << id;
-    // Two chunks stay f16 (the partial one and the last full one); the rest average 4 bits
-    // (plus their min/scale parameters), a quarter of f16.
-    EXPECT_LT(info.kv_resident_bytes, 2 * chunk + (info.chunks_resident - 2) * chunk * 3 / 10) << id;
+    // At most two chunks stay f16 (the partial one and the one holding the last evaluated
+    // position); the rest are 8-bit while young, else 4 bits on average (plus their min/scale
+    // parameters).
+    EXPECT_LE(info.chunks_f16, 2) << id;
+    const int compressed = info.chunks_resident - info.chunks_f16;
+    const bool young = compressed < llmsvc::policy::kAllocationHorizonChunks;
+    if (young) {
+      EXPECT_EQ(info.chunks_q8, compressed) << id;
+    }
+    const uint64_t per = young ? chunk * 60 / 100 : chunk * 35 / 100;  // q8 0.58, q4 0.33 with params
+    EXPECT_LT(info.kv_resident_bytes, info.chunks_f16 * chunk + compressed * per) << id;
+    EXPECT_LT(info.kv_resident_bytes, static_cast<uint64_t>(info.chunks_resident) * chunk * 3 / 4) << id;
   }
   llmsvc_unbind(svc);
 }

@@ -147,8 +147,8 @@ TEST_F(EngineSwap, Q8SwappedChunksLoadBackIdentical) {
   EXPECT_EQ(pressed.recomputed, 0);
   auto info = e->context_info("t0");
   ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->chunks_f16 + info->chunks_q8 + info->chunks_q4 + info->chunks_q2, info->chunks_resident);
-  EXPECT_EQ(info->chunks_q4 + info->chunks_q2, 0);
+  EXPECT_EQ(info->chunks_f16 + info->chunks_q8 + info->chunks_q4 + info->chunks_q3 + info->chunks_q2, info->chunks_resident);
+  EXPECT_EQ(info->chunks_q4 + info->chunks_q3 + info->chunks_q2, 0);
 }
 
 void flip_bit(const fs::path& p, uint64_t offset) {

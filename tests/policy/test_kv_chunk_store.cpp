@@ -123,6 +123,18 @@ TEST(KvChunkStore, EvictionOrders) {
   }
 }
 
+// Without a write-back hook (ahead-of-time swap-out) a chunk whose file is not current would
+// be dropped, so chunks with a current file leave first, whatever their level: here a's q8
+// chunk 1, though LCTRU alone takes b's f16 chunks first (EvictionOrders).
+TEST(KvChunkStore, CurrentFilesLeaveFirstWithoutWriteBack) {
+  OrderCase t(EvictionOrder::lctru);
+  t.a.mark_stored(1, t.a.version(1));
+  ASSERT_TRUE(t.c.reserve(4).ok());
+  EXPECT_EQ(t.a.state(1), ChunkState::swapped);
+  EXPECT_EQ(t.a.state(0), ChunkState::resident);
+  EXPECT_EQ(t.b.count(ChunkState::resident), 2);
+}
+
 // Eviction's write-back: asked only for chunks without a current file; its answer decides
 // swapped or dropped; clearing it stops the calls.
 TEST(KvChunkStore, WriteBackDecidesSwappedOrDropped) {

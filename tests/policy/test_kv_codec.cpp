@@ -24,10 +24,19 @@ using hal::KvPart;
 using hal::cpu::fp16_to_fp32;
 using hal::cpu::fp32_to_fp16;
 
-constexpr KvFormat kQFormats[] = {KvFormat::q8, KvFormat::q4, KvFormat::q2};
+constexpr KvFormat kQFormats[] = {KvFormat::q8, KvFormat::q4, KvFormat::q3, KvFormat::q2};
 constexpr KvPart kParts[] = {KvPart::key, KvPart::value};
 
-const char* name(KvFormat f) { return f == KvFormat::q8 ? "q8" : f == KvFormat::q4 ? "q4" : f == KvFormat::q2 ? "q2" : "f16"; }
+const char* name(KvFormat f) {
+  switch (f) {
+    case KvFormat::q8: return "q8";
+    case KvFormat::q4: return "q4";
+    case KvFormat::q3: return "q3";
+    case KvFormat::q2: return "q2";
+    case KvFormat::f16: break;
+  }
+  return "f16";
+}
 const char* name(KvPart p) { return p == KvPart::key ? "key" : "value"; }
 
 // ---- The reference: the format as documented, element by element. ----
@@ -47,7 +56,7 @@ size_t n_groups(KvPart part, const KvBlockShape& s) {
 }
 
 // Reads a block's bytes as hal/kv_format.h lays them out: f16 mins, f16 scales, code rows with
-// channel j at bits [(j % (8/B)) * B, +B) of byte j / (8/B).
+// channel j at bits [j * B, +B) of the row's little-endian bit stream, read bit by bit.
 RefBlock parse(KvPart part, const KvBlockShape& s, KvFormat f, const std::vector<uint8_t>& bytes) {
   const int B = hal::kv_format_bits(f);
   const size_t g = n_groups(part, s), kv_dim = static_cast<size_t>(s.kv_dim());
@@ -64,8 +73,12 @@ RefBlock parse(KvPart part, const KvBlockShape& s, KvFormat f, const std::vector
   const size_t row_bytes = kv_dim * B / 8;
   for (int t = 0; t < s.n_tokens; ++t)
     for (size_t j = 0; j < kv_dim; ++j) {
-      const uint8_t byte = codes[t * row_bytes + j / (8 / B)];
-      r.code.push_back((byte >> ((j % (8 / B)) * B)) & ((1 << B) - 1));
+      int code = 0;
+      for (int k = 0; k < B; ++k) {
+        const size_t bit = j * B + k;
+        code |= ((codes[t * row_bytes + bit / 8] >> (bit % 8)) & 1) << k;
+      }
+      r.code.push_back(code);
     }
   return r;
 }
@@ -324,7 +337,7 @@ TEST(KvCodec, EmptyAndF16) {
   EXPECT_EQ(x, y);
 }
 
-// Narrower formats lose precision monotonically: the mean error of q2 > q4 > q8 on random data.
+// Narrower formats lose precision monotonically: the mean error of q2 > q3 > q4 > q8 on random data.
 TEST(KvCodec, ErrorGrowsAsBitsShrink) {
   const KvBlockShape s{16, 3, 64};
   std::mt19937 rng(21);

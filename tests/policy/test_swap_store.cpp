@@ -71,7 +71,7 @@ class SwapStoreTest : public ::testing::TestWithParam<std::tuple<ReaderKind, Chu
 };
 
 TEST_P(SwapStoreTest, ChunksComeBackWholeAndLayerByLayer) {
-  for (KvFormat f : {KvFormat::f16, KvFormat::q8, KvFormat::q4, KvFormat::q2}) {
+  for (KvFormat f : {KvFormat::f16, KvFormat::q8, KvFormat::q4, KvFormat::q3, KvFormat::q2}) {
     const auto chunks = make_chunks(12, f);
     const auto stored = store_all(chunks);
     std::vector<ChunkMeta> metas;

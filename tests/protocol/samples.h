@@ -74,6 +74,7 @@ inline std::vector<Sample> protocol_samples() {
   info.chunks_q8 = 7;
   info.chunks_q4 = 20;
   info.chunks_q2 = 1;
+  info.chunks_q3 = 3;  // version 3
   v.push_back({S, 14, info});
   CallStats cs{40, 16, 756, 31.5, 60.25, 20.5, 150.0, 10.0};
   cs.chunks_loaded = 12;

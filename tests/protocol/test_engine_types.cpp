@@ -136,6 +136,7 @@ TEST(ProtocolEngineTypes, ContextInfoArrivesWhole) {
   in.chunks_q8 = 49;
   in.chunks_q4 = 50;
   in.chunks_q2 = 51;
+  in.chunks_q3 = 52;
   const llmsvc::ContextInfo out = from_wire(through_wire(to_wire(in), kMaxVersion));
   EXPECT_EQ(out.id, "notes");
   EXPECT_TRUE(out.raw);
@@ -150,10 +151,15 @@ TEST(ProtocolEngineTypes, ContextInfoArrivesWhole) {
   EXPECT_EQ(out.chunks_q8, 49);
   EXPECT_EQ(out.chunks_q4, 50);
   EXPECT_EQ(out.chunks_q2, 51);
+  EXPECT_EQ(out.chunks_q3, 52);
+
+  const llmsvc::ContextInfo v2 = from_wire(through_wire(to_wire(in), 2));
+  EXPECT_EQ(v2.chunks_q2, 51);
+  EXPECT_EQ(v2.chunks_q3, 0);
 
   const llmsvc::ContextInfo old = from_wire(through_wire(to_wire(in), 1));
   EXPECT_EQ(old.kv_resident_bytes, 47u);
-  EXPECT_EQ(old.chunks_f16 + old.chunks_q8 + old.chunks_q4 + old.chunks_q2, 0);
+  EXPECT_EQ(old.chunks_f16 + old.chunks_q8 + old.chunks_q4 + old.chunks_q3 + old.chunks_q2, 0);
 }
 
 }  // namespace

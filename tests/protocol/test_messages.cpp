@@ -24,6 +24,9 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionQ3Chunks) {
+    if (auto* info = std::get_if<ContextInfoReply>(&m)) info->chunks_q3 = 0;
+  }
   if (version >= kVersionPolicyFigures) return m;
   if (auto* info = std::get_if<ContextInfoReply>(&m)) {
     info->chunks_f16 = info->chunks_q8 = info->chunks_q4 = info->chunks_q2 = 0;
@@ -80,7 +83,7 @@ TEST(ProtocolMessages, RoundTripIsExact) {
 }
 
 // The extension rule (docs/PROTOCOL.md section 8): each version's payload is the previous
-// version's with fields appended, and the version-2 samples do carry something new.
+// version's with fields appended, and the version-2 and -3 samples do carry something new.
 TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
   std::set<MsgType> grew;
   for (const auto& s : test::protocol_samples()) {
@@ -337,12 +340,12 @@ TEST(ProtocolMessages, VersionOnePayloadsDecodeWithTheLaterFieldsZero) {
   auto i = decode_payload<ContextInfoReply>(info.b, 1);
   ASSERT_TRUE(i.ok()) << i.status().message();
   EXPECT_EQ(*i, (ContextInfoReply{"notes", false, 700, 4, 44, 30, 10, 4, 5u << 20}));
-  EXPECT_EQ(i->chunks_f16 + i->chunks_q8 + i->chunks_q4 + i->chunks_q2, 0);
+  EXPECT_EQ(i->chunks_f16 + i->chunks_q8 + i->chunks_q4 + i->chunks_q3 + i->chunks_q2, 0);
   EXPECT_EQ(decode_payload<ContextInfoReply>(info.b, 2).status().message(),
             "CONTEXT_INFO_REPLY.chunks_f16: truncated (4 bytes needed, 0 left)");
 
   // Version 2's layout read as version 1: the appended figures are trailing bytes.
-  const auto v2 = payload_of(as_of_version(ContextInfoReply{"notes", false, 700, 4, 44, 30, 10, 4, 5u << 20}, 2));
+  const auto v2 = payload_of(as_of_version(ContextInfoReply{"notes", false, 700, 4, 44, 30, 10, 4, 5u << 20}, 2), 2);
   EXPECT_EQ(decode_payload<ContextInfoReply>(v2, 1).status().message(),
             "CONTEXT_INFO_REPLY: 16 trailing bytes after the last field");
 }

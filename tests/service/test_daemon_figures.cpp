@@ -96,7 +96,7 @@ Figures run_sequence(llmsvc_service* svc) {
 void expect_chunk_counts_add_up(const llmsvc_context_info& i) {
   EXPECT_GT(i.chunks_total, 0) << i.id;
   EXPECT_EQ(i.chunks_resident + i.chunks_swapped + i.chunks_dropped, i.chunks_total) << i.id;
-  EXPECT_EQ(i.chunks_f16 + i.chunks_q8 + i.chunks_q4 + i.chunks_q2, i.chunks_resident) << i.id;
+  EXPECT_EQ(i.chunks_f16 + i.chunks_q8 + i.chunks_q4 + i.chunks_q3 + i.chunks_q2, i.chunks_resident) << i.id;
 }
 
 class DaemonFigures : public ::testing::Test {

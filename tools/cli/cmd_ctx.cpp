@@ -29,7 +29,7 @@ nlohmann::json to_json(const llmsvc_context_info& i) {
           {"chunks", {{"total", i.chunks_total}, {"resident", i.chunks_resident}, {"swapped", i.chunks_swapped},
                       {"dropped", i.chunks_dropped},
                       {"resident_by_format", {{"f16", i.chunks_f16}, {"q8", i.chunks_q8}, {"q4", i.chunks_q4},
-                                              {"q2", i.chunks_q2}}}}},
+                                              {"q3", i.chunks_q3}, {"q2", i.chunks_q2}}}}},
           {"kv_resident_bytes", i.kv_resident_bytes}};
 }
 

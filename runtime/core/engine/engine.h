@@ -67,8 +67,8 @@ struct ContextInfo {
   std::string system_prompt;
   // KV chunks by state (a chunk holds chunk_tokens positions; the last may be partial).
   int32_t chunks_total = 0;
-  int32_t chunks_resident = 0;   // in memory, any format: f16 + q8 + q4 + q2 below
-  int32_t chunks_f16 = 0, chunks_q8 = 0, chunks_q4 = 0, chunks_q2 = 0;
+  int32_t chunks_resident = 0;   // in memory, any format: f16 + q8 + q4 + q3 + q2 below
+  int32_t chunks_f16 = 0, chunks_q8 = 0, chunks_q4 = 0, chunks_q3 = 0, chunks_q2 = 0;
   int32_t chunks_swapped = 0;    // only on storage
   int32_t chunks_dropped = 0;    // nowhere: recomputed from the tokens when needed
   uint64_t kv_resident_bytes = 0;

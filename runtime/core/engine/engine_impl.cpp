@@ -276,6 +276,7 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
       info.chunks_f16 = n.f16;
       info.chunks_q8 = n.q8;
       info.chunks_q4 = n.q4;
+      info.chunks_q3 = n.q3;
       info.chunks_q2 = n.q2;
       info.chunks_swapped = n.swapped;
       // A call in flight may already hold chunks for tokens not yet on storage.
