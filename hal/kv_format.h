@@ -30,6 +30,9 @@ enum class KvFormat : uint8_t { f16 = 16, q8 = 8, q4 = 4, q3 = 3, q2 = 2 };
 // Bits per code.
 constexpr int kv_format_bits(KvFormat f) { return static_cast<int>(f); }
 
+// Whether a byte read from storage names a format (its bits per code).
+constexpr bool kv_format_valid(uint8_t f) { return f == 16 || f == 8 || f == 4 || f == 3 || f == 2; }
+
 enum class KvPart : uint8_t { key = 0, value = 1 };
 
 struct KvBlockShape {

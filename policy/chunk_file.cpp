@@ -24,11 +24,6 @@ Status io_error(const std::string& what) { return Status(Code::io, "chunk file: 
 
 uint64_t xxh3(std::span<const uint8_t> b) { return XXH3_64bits(b.data(), b.size()); }
 
-bool valid_format(uint8_t f) {
-  using hal::KvFormat;
-  return f == uint8_t(KvFormat::f16) || f == uint8_t(KvFormat::q8) || f == uint8_t(KvFormat::q4) ||
-         f == uint8_t(KvFormat::q3) || f == uint8_t(KvFormat::q2);
-}
 
 std::string layer_name(size_t l) { return "layer " + std::to_string(l) + ": "; }
 
@@ -47,7 +42,7 @@ Status check_chunk_meta(const ChunkMeta& m, Code code) {
   auto bad = [code](const std::string& what) {
     return Status(code, std::string(code == Code::io ? "chunk file: " : "chunk meta: ") + what);
   };
-  if (!valid_format(static_cast<uint8_t>(m.format)))
+  if (!hal::kv_format_valid(static_cast<uint8_t>(m.format)))
     return bad("unknown KV format " + std::to_string(static_cast<unsigned>(m.format)));
   if (m.n_tokens == 0) return bad("n_tokens is 0");
   if (m.n_layer == 0) return bad("n_layer is 0");

@@ -32,6 +32,18 @@ TEST(ChunkTable, RoundTrip) {
   EXPECT_EQ(t->chunks[1].format, 16);
 }
 
+TEST(ChunkTable, EveryKvFormatRoundTrips) {
+  for (uint8_t f : {16, 8, 4, 3, 2}) {
+    ChunkTable in = sample();
+    in.chunks[0].format = f;
+    auto bytes = encode_chunk_table(in);
+    ASSERT_TRUE(bytes.ok()) << int(f) << ": " << bytes.status().message();
+    auto out = parse_chunk_table(*bytes);
+    ASSERT_TRUE(out.ok()) << int(f);
+    EXPECT_EQ(out->chunks[0].format, f);
+  }
+}
+
 TEST(ChunkTable, DamageIsRefused) {
   const std::vector<uint8_t> good = *encode_chunk_table(sample());
   for (size_t i = 0; i < good.size(); ++i) {

@@ -256,13 +256,19 @@ TEST_F(EngineSwap, PipelineLayerFrameFailuresAreRecomputedAgain) {
 // A context's chunks survive the process: a new engine opening it loads every chunk from
 // its file (none recomputed) and continues exactly as the engine that never stopped, with
 // compression at the default ratio too (the chunk table keeps formats and densities).
-void restart_case(double ratio, const std::string& tag) {
-  const char* prompts[] = {"The history of Rome begins", " Then", " And later", " Finally"};
+// long_first: the first prompt is ~300 tokens, past policy::kAllocationHorizonChunks, so at
+// ratio 0.5 the allocation narrows chunks below 8 bits (else a young context stays q8).
+void restart_case(double ratio, const std::string& tag, bool long_first = false) {
+  std::string first = "The history of Rome begins";
+  if (long_first)
+    for (int i = 0; i < 24; ++i)
+      first += " Year " + std::to_string(100 + 7 * i) + ": the city grew, its roads reached the coast and its markets filled.";
+  const std::string prompts[] = {first, " Then", " And later", " Finally"};
   std::vector<std::string> reference;
   {
     auto e = make_engine(root() + "/" + tag + "-ref", 0, ratio);
     create(*e, "c");
-    for (const char* p : prompts) reference.push_back(call(*e, "c", p).text);
+    for (const std::string& p : prompts) reference.push_back(call(*e, "c", p).text);
   }
   const std::string state = root() + "/" + tag + "-restart";
   std::vector<std::string> answers;
@@ -270,6 +276,11 @@ void restart_case(double ratio, const std::string& tag) {
     auto e = make_engine(state, 0, ratio);
     create(*e, "c");
     for (int i = 0; i < 2; ++i) answers.push_back(call(*e, "c", prompts[i]).text);
+    if (long_first) {  // narrower than 8 bits: the chunk table must carry those formats
+      auto info = e->context_info("c");
+      ASSERT_TRUE(info.ok());
+      EXPECT_GT(info->chunks_q4 + info->chunks_q3 + info->chunks_q2, 0) << tag;
+    }
   }  // the engine's end flushes its swap writes
   for (int i = 2; i < 4; ++i) {
     auto e = make_engine(state, 0, ratio);
@@ -296,6 +307,7 @@ void restart_case(double ratio, const std::string& tag) {
 
 TEST_F(EngineSwap, RestartLoadsChunksFromFilesF16) { restart_case(-1, "f16"); }
 TEST_F(EngineSwap, RestartLoadsChunksFromFilesCompressed) { restart_case(0.5, "half"); }
+TEST_F(EngineSwap, RestartLoadsChunksFromFilesPastTheAllocationHorizon) { restart_case(0.5, "long", true); }
 
 // Swap off: evicted chunks are dropped and recomputed, the answers unchanged (f16).
 TEST_F(EngineSwap, SwapOffRecomputes) {

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "base/file_io.h"
+#include "hal/kv_format.h"
 
 namespace llmsvc::persist {
 namespace {
@@ -34,8 +35,6 @@ T get(const uint8_t* p) {
   return v;
 }
 
-bool valid_format(uint8_t f) { return f == 16 || f == 8 || f == 4 || f == 2; }
-
 Status bad(const std::string& what) { return Status(Code::io, "chunk table: " + what); }
 
 }  // namespace
@@ -55,7 +54,7 @@ Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t) {
   put<int32_t>(out, t.n_evaluated);
   put<uint32_t>(out, static_cast<uint32_t>(t.chunks.size()));
   for (const ChunkTable::Entry& e : t.chunks) {
-    if (!valid_format(e.format) || e.mass.size() != C || e.seen.size() != C)
+    if (!hal::kv_format_valid(e.format) || e.mass.size() != C || e.seen.size() != C)
       return Status(Code::invalid_argument, "chunk table: bad entry");
     out.push_back(e.format);
     for (float m : e.mass) put<float>(out, m);
@@ -87,7 +86,7 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
   for (uint32_t c = 0; c < n; ++c) {
     ChunkTable::Entry& e = t.chunks[c];
     e.format = *p++;
-    if (!valid_format(e.format)) return bad("chunk " + std::to_string(c) + ": bad format");
+    if (!hal::kv_format_valid(e.format)) return bad("chunk " + std::to_string(c) + ": bad format");
     e.mass.resize(C);
     e.seen.resize(C);
     for (size_t i = 0; i < C; ++i, p += 4) {

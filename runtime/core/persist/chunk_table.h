@@ -39,7 +39,7 @@ struct ChunkTable {
 // Code::invalid_argument for an inconsistent table (entry lengths, counts).
 Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t);
 // Parses untrusted bytes; Code::io names what is wrong (masses must be finite and >= 0,
-// formats 16/8/4/2, n_chunks == ceil(n_evaluated / chunk_tokens)).
+// formats 16/8/4/3/2, n_chunks == ceil(n_evaluated / chunk_tokens)).
 Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> bytes);
 // Code::not_found when there is no table.
 Result<ChunkTable> read_chunk_table(const std::string& path);
