@@ -114,8 +114,8 @@ typedef struct llmsvc_bind_options {
    *  Contexts outside a call give up chunks when others need room; they come back on use. */
   uint64_t kv_budget_bytes;
   /** Embedded: KV compression after each call, as the average bits of a context's chunks over
-   *  8 (chunks ranked by the attention they receive get 8, 4 or 2 bits). 0: the default, 0.5;
-   *  negative: no compression (f16); at most 1. */
+   *  8 (chunks ranked by the attention they receive get 8, 4, 3 or 2 bits; a context under 256
+   *  tokens keeps 8). 0: the default, 0.5; negative: no compression (f16); at most 1. */
   float kv_ratio;
 } llmsvc_bind_options;
 
