@@ -33,15 +33,14 @@ Status compress_context(KvSequence& seq, int n_evaluated, double ratio) {
   if (ratio <= 0) return Status::Ok();
   const int n = compressible_chunks(seq, n_evaluated);
   if (n == 0) return Status::Ok();
-  const std::vector<double> density = chunk_densities(seq, n);
+  // A young context keeps 8 bits: its densities are not yet known well enough to narrow a
+  // chunk for good (see kAllocationHorizonChunks).
+  if (n < kAllocationHorizonChunks) return apply_bits(seq, std::vector<uint8_t>(static_cast<size_t>(n), 8));
   // Chunks only narrow: cap each at its current width, so that budget the allocation cannot
   // use on a chunk narrowed by an earlier call goes to the others instead of being lost.
   std::vector<uint8_t> cap(static_cast<size_t>(n));
   for (int c = 0; c < n; ++c) cap[c] = static_cast<uint8_t>(hal::kv_format_bits(seq.format(c)));
-  // A young context keeps 8 bits: its densities are not yet known well enough to narrow a
-  // chunk for good (see kAllocationHorizonChunks).
-  if (n < kAllocationHorizonChunks) return apply_bits(seq, std::vector<uint8_t>(static_cast<size_t>(n), 8));
-  return apply_bits(seq, allocate_bits(density, ratio, cap));
+  return apply_bits(seq, allocate_bits(chunk_densities(seq, n), ratio, cap));
 }
 
 }  // namespace llmsvc::policy

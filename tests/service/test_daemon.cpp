@@ -22,10 +22,15 @@
 #include "base/file_io.h"
 #include "llmsvc/llmsvc.h"
 #include "tests/service/daemon_process.h"
+#include "tests/service/raw_client.h"
 
 namespace {
 
 using llmsvc::test::DaemonProcess;
+using llmsvc::test::kRawHello;
+using llmsvc::test::raw_connect;
+using llmsvc::test::raw_send;
+using llmsvc::test::read_to_eof;
 
 std::string last_error() { return llmsvc_last_error(); }
 
@@ -326,41 +331,7 @@ TEST_F(Daemon, SigtermFinishesOrCancelsCallsAndExitsZero) {
   llmsvc_unbind(svc);
 }
 
-// Raw socket helpers for hostile clients.
-int raw_connect(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-void raw_send(int fd, const std::string& bytes) {
-  ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  (void)n;
-}
-
-// HELLO (PROTOCOL.md section 10): versions 1..1, 1 MiB, client "cli".
-const std::string kHello("LLMS\x01\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00"
-                         "\x01\x00\x01\x00\x00\x00\x10\x00\x03\x00\x00\x00" "cli", 31);
-
-// Reads until EOF (or 10 s); returns what came.
-std::string read_to_eof(int fd) {
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string got;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  return got;
-}
+// Hostile clients use the raw socket helpers of tests/service/raw_client.h.
 
 TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   DaemonProcess& d = start();
@@ -391,7 +362,7 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   for (size_t cut : {size_t{3}, size_t{10}, size_t{20}}) {
     int t = raw_connect(d.socket_path());
     ASSERT_GE(t, 0);
-    raw_send(t, kHello.substr(0, cut));
+    raw_send(t, kRawHello.substr(0, cut));
     ::close(t);
   }
   // Random bytes from many connections at once.
@@ -559,7 +530,7 @@ TEST_F(Daemon, SilentConnectionsTimeOutAndIdleClientsKeepAlive) {
   // Handshaken, then silent for longer than the idle timeout: closed.
   const int idle = raw_connect(d.socket_path());
   ASSERT_GE(idle, 0);
-  raw_send(idle, kHello);
+  raw_send(idle, kRawHello);
   const std::string welcome = read_to_eof(idle);
   EXPECT_EQ(welcome.substr(0, 6), std::string("LLMS\x02\x00", 6));  // WELCOME, then the close
   ::close(idle);
