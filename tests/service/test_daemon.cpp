@@ -21,64 +21,13 @@
 
 #include "base/file_io.h"
 #include "llmsvc/llmsvc.h"
+#include "tests/service/daemon_fixture.h"
 #include "tests/service/daemon_process.h"
 #include "tests/service/raw_client.h"
 
 namespace {
 
-using llmsvc::test::DaemonProcess;
-using llmsvc::test::kRawHello;
-using llmsvc::test::raw_connect;
-using llmsvc::test::raw_send;
-using llmsvc::test::read_to_eof;
-
-std::string last_error() { return llmsvc_last_error(); }
-
-struct Collected {
-  std::string text;
-  std::vector<int32_t> tokens;
-  std::atomic<int> pieces{0};
-};
-
-int collect(const char* piece, size_t len, int32_t token, void* user) {
-  auto* c = static_cast<Collected*>(user);
-  c->text.append(piece, len);
-  c->tokens.push_back(token);
-  c->pieces++;
-  return 0;
-}
-
-llmsvc_call_options greedy(int32_t max_tokens) {
-  llmsvc_call_options o;
-  llmsvc_call_options_init(&o);
-  o.max_tokens = max_tokens;
-  return o;
-}
-
-std::string make_dir() {
-  char tmpl[] = "/tmp/llmsvcd-test-XXXXXX";
-  const char* d = ::mkdtemp(tmpl);
-  return d ? d : "";
-}
-
-llmsvc_service* bind_to(const std::string& target) {
-  llmsvc_bind_options o;
-  llmsvc_bind_options_init(&o);
-  o.target = target.c_str();
-  llmsvc_service* svc = nullptr;
-  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
-  return svc;
-}
-
-llmsvc_context* new_context(llmsvc_service* svc, const char* id, bool raw = false) {
-  llmsvc_context_options o;
-  llmsvc_context_options_init(&o);
-  o.id = id;
-  o.raw = raw;
-  llmsvc_context* ctx = nullptr;
-  EXPECT_EQ(llmsvc_context_new(svc, &o, &ctx), LLMSVC_OK) << id << ": " << last_error();
-  return ctx;
-}
+using namespace llmsvc::test;  // the fixture's helpers: bind_target, create_context, collect_piece ...
 
 std::set<std::string> list_ids(llmsvc_service* svc, llmsvc_status* st = nullptr) {
   std::set<std::string> ids;
@@ -88,34 +37,13 @@ std::set<std::string> list_ids(llmsvc_service* svc, llmsvc_status* st = nullptr)
   return ids;
 }
 
-class Daemon : public ::testing::Test {
+// The shared fixture (daemon_fixture.h), with this file's short names.
+class Daemon : public llmsvc::test::DaemonTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(std::filesystem::exists(llmsvc::test::default_model_path()))
-        << "default model not found; run tools/scripts/fetch_model.sh";
-    dir_ = make_dir();
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override {
-    // Every daemon still running stops cleanly (under ASan: also without leaks).
-    for (auto& d : daemons_) {
-      if (d->pid() <= 0) continue;
-      const int status = d->kill_and_wait(SIGTERM);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "llmsvcd exit status " << status;
-    }
-    daemons_.clear();
-    if (!dir_.empty()) (void)llmsvc::fileio::remove_tree(dir_);
-  }
   DaemonProcess& start(std::vector<std::string> args = {}, const std::function<void(DaemonProcess&)>& setup = {}) {
-    daemons_.push_back(std::make_unique<DaemonProcess>(dir_, std::move(args)));
-    if (setup) setup(*daemons_.back());
-    EXPECT_TRUE(daemons_.back()->start()) << "llmsvcd did not start; see " << daemons_.back()->log_path();
-    return *daemons_.back();
+    return start_daemon(std::move(args), setup);
   }
-  llmsvc_service* start_and_bind() { return bind_to(start().target()); }
-
-  std::string dir_;
-  std::vector<std::unique_ptr<DaemonProcess>> daemons_;
+  llmsvc_service* start_and_bind() { return bind_target(start().target()); }
 };
 
 TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
@@ -131,22 +59,22 @@ TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
     o.model_path = model.c_str();
     o.n_threads = 2;
     llmsvc_service* svc = nullptr;
-    ASSERT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
-    llmsvc_context* ctx = new_context(svc, "same");
-    auto co = greedy(24);
-    ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect, &embedded, &er), LLMSVC_OK) << last_error();
+    ASSERT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_api_error();
+    llmsvc_context* ctx = create_context(svc, "same");
+    auto co = greedy_options(24);
+    ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &embedded, &er), LLMSVC_OK) << last_api_error();
     llmsvc_context_close(ctx);
     llmsvc_unbind(svc);
   }
   DaemonProcess& d = start();
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "same");
+  llmsvc_context* ctx = create_context(svc, "same");
   Collected remote;
   llmsvc_call_result rr;
   llmsvc_call_result_init(&rr);
-  auto co = greedy(24);
-  ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect, &remote, &rr), LLMSVC_OK) << last_error();
+  auto co = greedy_options(24);
+  ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &remote, &rr), LLMSVC_OK) << last_api_error();
   EXPECT_EQ(remote.text, embedded.text);
   EXPECT_EQ(remote.tokens, embedded.tokens);
   EXPECT_FALSE(remote.text.empty());
@@ -158,7 +86,7 @@ TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
   EXPECT_GT(rr.ttft_ms, 0.0);
   llmsvc_stats stats;
   llmsvc_stats_init(&stats);
-  ASSERT_EQ(llmsvc_get_stats(svc, &stats), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_get_stats(svc, &stats), LLMSVC_OK) << last_api_error();
   EXPECT_EQ(stats.calls, 1u);
   EXPECT_EQ(stats.known_contexts, 1);
   EXPECT_EQ(stats.open_contexts, 1);
@@ -170,37 +98,37 @@ TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
 TEST_F(Daemon, ListInfoDeleteAndErrors) {
   llmsvc_service* svc = start_and_bind();
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* a = new_context(svc, "a");
-  llmsvc_context* b = new_context(svc, "b", true);
+  llmsvc_context* a = create_context(svc, "a");
+  llmsvc_context* b = create_context(svc, "b", true);
   llmsvc_context* dup = nullptr;
   llmsvc_context_options o;
   llmsvc_context_options_init(&o);
   o.id = "a";
   EXPECT_EQ(llmsvc_context_new(svc, &o, &dup), LLMSVC_ERR_EXISTS);
-  EXPECT_NE(last_error().find("'a'"), std::string::npos) << last_error();
-  EXPECT_EQ(last_error().find("uid-"), std::string::npos) << "the app's scope leaked: " << last_error();
+  EXPECT_NE(last_api_error().find("'a'"), std::string::npos) << last_api_error();
+  EXPECT_EQ(last_api_error().find("uid-"), std::string::npos) << "the app's scope leaked: " << last_api_error();
   // A generated id.
   llmsvc_context* g = nullptr;
-  ASSERT_EQ(llmsvc_context_new(svc, nullptr, &g), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_context_new(svc, nullptr, &g), LLMSVC_OK) << last_api_error();
   const std::string gid = llmsvc_context_id(g);
   EXPECT_EQ(gid.rfind("ctx-", 0), 0u) << gid;
   EXPECT_EQ(list_ids(svc), (std::set<std::string>{"a", "b", gid}));
 
-  auto co = greedy(4);
-  ASSERT_EQ(llmsvc_call(a, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  auto co = greedy_options(4);
+  ASSERT_EQ(llmsvc_call(a, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);
-  ASSERT_EQ(llmsvc_context_info_get(svc, "a", &info), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_context_info_get(svc, "a", &info), LLMSVC_OK) << last_api_error();
   EXPECT_STREQ(info.id, "a");
   EXPECT_EQ(info.turns, 1);
   EXPECT_GT(info.tokens, 4);
-  ASSERT_EQ(llmsvc_context_info_get(svc, "b", &info), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_context_info_get(svc, "b", &info), LLMSVC_OK) << last_api_error();
   EXPECT_EQ(info.raw, 1);
   EXPECT_EQ(info.tokens, 0);
 
   EXPECT_EQ(llmsvc_context_delete(svc, "a"), LLMSVC_ERR_BUSY);
   llmsvc_context_close(a);
-  EXPECT_EQ(llmsvc_context_delete(svc, "a"), LLMSVC_OK) << last_error();
+  EXPECT_EQ(llmsvc_context_delete(svc, "a"), LLMSVC_OK) << last_api_error();
   EXPECT_EQ(llmsvc_context_info_get(svc, "a", &info), LLMSVC_ERR_NOT_FOUND);
   llmsvc_context* again = nullptr;
   EXPECT_EQ(llmsvc_context_open(svc, "a", &again), LLMSVC_ERR_NOT_FOUND);
@@ -217,25 +145,25 @@ TEST_F(Daemon, ListInfoDeleteAndErrors) {
 TEST_F(Daemon, CancelFromAnotherThread) {
   llmsvc_service* svc = start_and_bind();
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "long", true);
+  llmsvc_context* ctx = create_context(svc, "long", true);
   Collected got;
   std::thread canceller([&] {
     while (got.pieces.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_EQ(llmsvc_context_cancel(ctx), LLMSVC_OK);
   });
-  auto co = greedy(4000);
+  auto co = greedy_options(4000);
   llmsvc_call_result r;
   llmsvc_call_result_init(&r);
   const char* prompt = "Once upon a time";
-  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect, &got, &r), LLMSVC_ERR_CANCELLED) << last_error();
+  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &got, &r), LLMSVC_ERR_CANCELLED) << last_api_error();
   canceller.join();
   EXPECT_EQ(r.finish_reason, LLMSVC_FINISH_CANCELLED);
   EXPECT_GE(r.generated_tokens, 2);
   EXPECT_LT(r.generated_tokens, 4000);
   // The context is usable afterwards, and a cancel while idle is a no-op.
   EXPECT_EQ(llmsvc_context_cancel(ctx), LLMSVC_OK);
-  auto co2 = greedy(2);
-  EXPECT_EQ(llmsvc_call(ctx, " and", 4, &co2, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  auto co2 = greedy_options(2);
+  EXPECT_EQ(llmsvc_call(ctx, " and", 4, &co2, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
 }
@@ -243,17 +171,17 @@ TEST_F(Daemon, CancelFromAnotherThread) {
 TEST_F(Daemon, TwoConcurrentCallsOnTwoContexts) {
   llmsvc_service* svc = start_and_bind();
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* c1 = new_context(svc, "one");
-  llmsvc_context* c2 = new_context(svc, "two");
+  llmsvc_context* c1 = create_context(svc, "one");
+  llmsvc_context* c2 = create_context(svc, "two");
   Collected r1, r2;
   llmsvc_status s1 = LLMSVC_ERR_INTERNAL, s2 = LLMSVC_ERR_INTERNAL;
   std::thread t1([&] {
-    auto co = greedy(16);
-    s1 = llmsvc_call(c1, "Tell me about cats.", 19, &co, collect, &r1, nullptr);
+    auto co = greedy_options(16);
+    s1 = llmsvc_call(c1, "Tell me about cats.", 19, &co, collect_piece, &r1, nullptr);
   });
   std::thread t2([&] {
-    auto co = greedy(16);
-    s2 = llmsvc_call(c2, "Tell me about cats.", 19, &co, collect, &r2, nullptr);
+    auto co = greedy_options(16);
+    s2 = llmsvc_call(c2, "Tell me about cats.", 19, &co, collect_piece, &r2, nullptr);
   });
   t1.join();
   t2.join();
@@ -268,14 +196,14 @@ TEST_F(Daemon, TwoConcurrentCallsOnTwoContexts) {
 
 TEST_F(Daemon, SigkillMidCallThenRestartKeepsEveryAcknowledgedTurn) {
   DaemonProcess* d = &start();
-  llmsvc_service* svc = bind_to(d->target());
+  llmsvc_service* svc = bind_target(d->target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "survivor");
-  auto co = greedy(8);
-  ASSERT_EQ(llmsvc_call(ctx, "Hello!", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context* ctx = create_context(svc, "survivor");
+  auto co = greedy_options(8);
+  ASSERT_EQ(llmsvc_call(ctx, "Hello!", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_info before;
   llmsvc_context_info_init(&before);
-  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &before), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &before), LLMSVC_OK) << last_api_error();
   ASSERT_EQ(before.turns, 1);
 
   Collected got;
@@ -283,23 +211,23 @@ TEST_F(Daemon, SigkillMidCallThenRestartKeepsEveryAcknowledgedTurn) {
     while (got.pieces.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     d->kill_and_wait(SIGKILL);
   });
-  auto long_call = greedy(4000);
+  auto long_call = greedy_options(4000);
   const char* prompt = "Write a long story about the sea.";
-  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &long_call, collect, &got, nullptr), LLMSVC_ERR_UNAVAILABLE);
+  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &long_call, collect_piece, &got, nullptr), LLMSVC_ERR_UNAVAILABLE);
   killer.join();
-  EXPECT_FALSE(last_error().empty());
+  EXPECT_FALSE(last_api_error().empty());
   // While the daemon is down, the service says so.
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);
   EXPECT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_ERR_UNAVAILABLE);
 
   d = &start();  // the same socket and state
-  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_OK) << last_api_error();
   EXPECT_EQ(info.turns, before.turns);  // the acknowledged turn, not the interrupted one
   EXPECT_EQ(info.tokens, before.tokens);
   // The old context handle works again: reconnected and reopened by id.
-  ASSERT_EQ(llmsvc_call(ctx, "Bye!", 4, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
-  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_OK) << last_error();
+  ASSERT_EQ(llmsvc_call(ctx, "Bye!", 4, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+  ASSERT_EQ(llmsvc_context_info_get(svc, "survivor", &info), LLMSVC_OK) << last_api_error();
   EXPECT_EQ(info.turns, 2);
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
@@ -307,16 +235,16 @@ TEST_F(Daemon, SigkillMidCallThenRestartKeepsEveryAcknowledgedTurn) {
 
 TEST_F(Daemon, SigtermFinishesOrCancelsCallsAndExitsZero) {
   DaemonProcess& d = start({"--stop-timeout-ms", "500"});
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "t", true);
+  llmsvc_context* ctx = create_context(svc, "t", true);
   Collected got;
   llmsvc_status st = LLMSVC_ERR_INTERNAL;
   llmsvc_call_result r;
   llmsvc_call_result_init(&r);
   std::thread caller([&] {
-    auto co = greedy(100000);
-    st = llmsvc_call(ctx, "Once upon a time", 16, &co, collect, &got, &r);
+    auto co = greedy_options(100000);
+    st = llmsvc_call(ctx, "Once upon a time", 16, &co, collect_piece, &got, &r);
   });
   while (got.pieces.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const int status = d.kill_and_wait(SIGTERM);
@@ -324,7 +252,7 @@ TEST_F(Daemon, SigtermFinishesOrCancelsCallsAndExitsZero) {
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // The call in flight was cancelled within the bound and still got its RESULT.
-  EXPECT_EQ(st, LLMSVC_ERR_CANCELLED) << last_error();
+  EXPECT_EQ(st, LLMSVC_ERR_CANCELLED) << last_api_error();
   EXPECT_EQ(r.finish_reason, LLMSVC_FINISH_CANCELLED);
   EXPECT_FALSE(std::filesystem::exists(d.socket_path()));
   llmsvc_context_close(ctx);
@@ -335,14 +263,14 @@ TEST_F(Daemon, SigtermFinishesOrCancelsCallsAndExitsZero) {
 
 TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   DaemonProcess& d = start();
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "victim", true);
+  llmsvc_context* ctx = create_context(svc, "victim", true);
   Collected got;
   llmsvc_status st = LLMSVC_ERR_INTERNAL;
   std::thread caller([&] {
-    auto co = greedy(48);
-    st = llmsvc_call(ctx, "The quick brown fox", 19, &co, collect, &got, nullptr);
+    auto co = greedy_options(48);
+    st = llmsvc_call(ctx, "The quick brown fox", 19, &co, collect_piece, &got, nullptr);
   });
   // Garbage: answered with an ERROR frame ("LLMS" magic) and closed.
   int g = raw_connect(d.socket_path());
@@ -377,12 +305,12 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   }
   for (int f : fds) ::close(f);
   caller.join();
-  EXPECT_EQ(st, LLMSVC_OK) << last_error();
+  EXPECT_EQ(st, LLMSVC_OK) << last_api_error();
   EXPECT_FALSE(got.text.empty());
   // The daemon is still there for everyone.
-  auto co = greedy(2);
-  EXPECT_EQ(llmsvc_call(ctx, " again", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
-  llmsvc_service* other = bind_to(d.target());
+  auto co = greedy_options(2);
+  EXPECT_EQ(llmsvc_call(ctx, " again", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+  llmsvc_service* other = bind_target(d.target());
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(list_ids(other), (std::set<std::string>{"victim"}));
   llmsvc_unbind(other);
@@ -392,16 +320,16 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
 
 TEST_F(Daemon, MoreConcurrentCallsThanMaxCallsWaitTheirTurn) {
   DaemonProcess& d = start({"--max-calls", "2"});
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
   constexpr int kCalls = 5;
   std::vector<llmsvc_context*> ctx;
-  for (char name[] = "c0"; name[1] < '0' + kCalls; ++name[1]) ctx.push_back(new_context(svc, name));
+  for (char name[] = "c0"; name[1] < '0' + kCalls; ++name[1]) ctx.push_back(create_context(svc, name));
   std::vector<llmsvc_status> st(kCalls, LLMSVC_ERR_INTERNAL);
   std::vector<std::thread> threads;
   for (int i = 0; i < kCalls; ++i) {
     threads.emplace_back([&, i] {
-      auto co = greedy(6);
+      auto co = greedy_options(6);
       st[i] = llmsvc_call(ctx[i], "Hi", 2, &co, nullptr, nullptr, nullptr);
     });
   }
@@ -471,11 +399,11 @@ TEST_F(Daemon, SocketActivatedBySystemdAndNotifies) {
     p.socket_activated();
     p.add_env(notify.env());
   });
-  llmsvc_service* svc = bind_to(d.target());  // the first connection starts llmsvcd
+  llmsvc_service* svc = bind_target(d.target());  // the first connection starts llmsvcd
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "activated");
-  auto co = greedy(2);
-  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context* ctx = create_context(svc, "activated");
+  auto co = greedy_options(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
   const int status = d.kill_and_wait(SIGTERM);
@@ -497,11 +425,11 @@ TEST_F(Daemon, SocketActivatedExitsWhenIdleAndFeedsTheWatchdog) {
     p.add_env(notify.env());
     p.add_env("WATCHDOG_USEC=200000");
   });
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "idle");
-  auto co = greedy(2);
-  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context* ctx = create_context(svc, "idle");
+  auto co = greedy_options(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
   const int status = d.wait_exit(30000);
@@ -535,12 +463,12 @@ TEST_F(Daemon, SilentConnectionsTimeOutAndIdleClientsKeepAlive) {
   EXPECT_EQ(welcome.substr(0, 6), std::string("LLMS\x02\x00", 6));  // WELCOME, then the close
   ::close(idle);
   // A bound client idle for longer than the idle timeout is still connected (it pings).
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "idle");
+  llmsvc_context* ctx = create_context(svc, "idle");
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-  auto co = greedy(2);
-  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  auto co = greedy_options(2);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
 }
@@ -565,7 +493,7 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
   const std::string target = d.target();
   constexpr uid_t kAlice = 65534, kBob = 65533;
   auto exists_for_caller = [&](const char* id) {
-    llmsvc_service* svc = bind_to(target);
+    llmsvc_service* svc = bind_target(target);
     llmsvc_context_info info;
     llmsvc_context_info_init(&info);
     const llmsvc_status st = llmsvc_context_info_get(svc, id, &info);
@@ -574,11 +502,11 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
   };
   // Alice makes a context with one turn.
   EXPECT_EQ(as_user(kAlice, [&] {
-              llmsvc_service* svc = bind_to(target);
+              llmsvc_service* svc = bind_target(target);
               if (!svc) return 1;
-              llmsvc_context* c = new_context(svc, "secret");
+              llmsvc_context* c = create_context(svc, "secret");
               if (!c) return 2;
-              auto co = greedy(4);
+              auto co = greedy_options(4);
               if (llmsvc_call(c, "My PIN is 1234.", 15, &co, nullptr, nullptr, nullptr) != LLMSVC_OK) return 3;
               llmsvc_context_close(c);
               llmsvc_unbind(svc);
@@ -587,14 +515,14 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
             0);
   // Bob cannot list, open, describe or delete it; his "secret" is his own.
   EXPECT_EQ(as_user(kBob, [&] {
-              llmsvc_service* svc = bind_to(target);
+              llmsvc_service* svc = bind_target(target);
               if (!svc) return 1;
               if (!list_ids(svc).empty()) return 2;
               llmsvc_context* c = nullptr;
               if (llmsvc_context_open(svc, "secret", &c) != LLMSVC_ERR_NOT_FOUND) return 3;
               if (exists_for_caller("secret") != LLMSVC_ERR_NOT_FOUND) return 4;
               if (llmsvc_context_delete(svc, "secret") != LLMSVC_ERR_NOT_FOUND) return 5;
-              c = new_context(svc, "secret");
+              c = create_context(svc, "secret");
               if (!c) return 6;
               llmsvc_context_close(c);
               if (list_ids(svc) != std::set<std::string>{"secret"}) return 7;
@@ -608,7 +536,7 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
             0);
   // Alice's context is untouched, and root (another uid) does not see it either.
   EXPECT_EQ(as_user(kAlice, [&] {
-              llmsvc_service* svc = bind_to(target);
+              llmsvc_service* svc = bind_target(target);
               if (list_ids(svc) != std::set<std::string>{"secret"}) return 1;
               llmsvc_context_info info;
               llmsvc_context_info_init(&info);
@@ -634,11 +562,11 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
 // still serves calls (every other test here runs under the filter too).
 TEST_F(Daemon, RunsUnderItsSyscallFilter) {
   DaemonProcess& d = start();
-  llmsvc_service* svc = bind_to(d.target());
+  llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
-  llmsvc_context* ctx = new_context(svc, "confined");
-  auto co = greedy(4);
-  EXPECT_EQ(llmsvc_call(ctx, "Hello", 5, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_error();
+  llmsvc_context* ctx = create_context(svc, "confined");
+  auto co = greedy_options(4);
+  EXPECT_EQ(llmsvc_call(ctx, "Hello", 5, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
   const std::string status = read_text("/proc/" + std::to_string(d.pid()) + "/status");
