@@ -1,0 +1,17 @@
+/* tests.h — the test tables, one per test_*.c file (each ends with an entry whose id is NULL). */
+#ifndef LLMSVC_CONFORMANCE_TESTS_H
+#define LLMSVC_CONFORMANCE_TESTS_H
+
+#include "runner.h"
+
+extern const conf_test conf_lifecycle_tests[];   /* LIFE-*    test_lifecycle.c */
+extern const conf_test conf_status_tests[];      /* STATUS-*  test_status.c */
+extern const conf_test conf_struct_size_tests[]; /* SIZE-*    test_struct_size.c */
+extern const conf_test conf_stream_tests[];      /* STREAM-*  test_stream.c */
+extern const conf_test conf_determinism_tests[]; /* DET-*     test_determinism.c */
+extern const conf_test conf_stats_tests[];       /* STATS-*   test_stats.c */
+extern const conf_test conf_persist_tests[];     /* PERSIST-* test_persist.c */
+extern const conf_test conf_thread_tests[];      /* THREAD-*  test_threads.c */
+extern const conf_test conf_isolation_tests[];   /* ISO-*     test_isolation.c */
+
+#endif /* LLMSVC_CONFORMANCE_TESTS_H */
