@@ -37,9 +37,7 @@ class UnixTransport final : public api::Transport {
     req.raw = options.raw;
     auto opened = single<p::ContextOpened>((*conn)->round_trip(req));
     if (!opened.ok()) return opened.status();
-    Open& o = open_[opened->id];
-    o.handle = opened->handle;
-    o.refs++;
+    open_[opened->id].handle = opened->handle;
     return opened->id;
   }
 
@@ -48,22 +46,19 @@ class UnixTransport final : public api::Transport {
     auto conn = connection_locked();
     if (!conn.ok()) return conn.status();
     auto it = open_.find(id);
-    if (it != open_.end() && it->second.handle != 0) {
-      it->second.refs++;
-      return Status::Ok();
-    }
+    if (it != open_.end() && it->second.handle != 0) return Status::Ok();
     auto opened = single<p::ContextOpened>((*conn)->round_trip(p::ContextOpen{std::string(id)}));
     if (!opened.ok()) return opened.status();
-    Open& o = open_[std::string(id)];
-    o.handle = opened->handle;
-    o.refs++;
+    open_[std::string(id)].handle = opened->handle;
     return Status::Ok();
   }
 
+  // Called once, when the app closes its last handle on `id` (api::Service counts them): one
+  // daemon handle per id, whatever the number of app handles.
   void close_context(std::string_view id) override {
     std::lock_guard lock(mu_);
     auto it = open_.find(id);
-    if (it == open_.end() || --it->second.refs > 0) return;
+    if (it == open_.end()) return;
     const uint32_t handle = it->second.handle;
     open_.erase(it);
     if (handle != 0 && conn_ && conn_->alive()) (void)conn_->round_trip(p::ContextClose{handle});
@@ -183,7 +178,6 @@ class UnixTransport final : public api::Transport {
  private:
   struct Open {
     uint32_t handle = 0;  // on conn_; 0 when its reopen failed
-    int refs = 0;         // app handles open on this id
   };
   struct InCall {
     std::shared_ptr<ClientConnection> conn;
