@@ -50,9 +50,10 @@ stop_daemon() {
     sleep 0.05
     i=$((i + 1))
   done
-  rc=$(cat "$dir/exit.$n")
-  if [ "$rc" != 0 ]; then
-    echo "# llmsvcd exited $rc after SIGTERM; its log:" >&2
+  # Not "rc": these functions share the caller's variables (POSIX sh has no locals).
+  exit_status=$(cat "$dir/exit.$n")
+  if [ "$exit_status" != 0 ]; then
+    echo "# llmsvcd exited $exit_status after SIGTERM; its log:" >&2
     sed 's/^/#   /' "$dir/llmsvcd.$n.log" >&2
     return 1
   fi
