@@ -499,6 +499,30 @@ static void oversized_prompt(conf_t* t) {
   llmsvc_unbind(svc);
 }
 
+/* STATUS-16: a prompt of hundreds of kilobytes or more is longer than any context allows:
+ * CONTEXT_OVERFLOW, whatever transport limits it meets on the way. */
+static void huge_prompt(conf_t* t) {
+  if (t->env->is_unix)
+    conf_todo(t, "llmsvcd: a prompt past max_prompt_bytes (256 KiB) or the frame limit (1 MiB) is INVALID_ARGUMENT");
+  llmsvc_service* svc = conf_bind(t, t->env->target);
+  CONF_REQUIRE(t, svc != NULL);
+  char id[80];
+  conf_unique_id(id, sizeof id, "huge");
+  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
+  CONF_REQUIRE(t, ctx != NULL);
+  const size_t sizes[] = {300u << 10, 1100u << 10};
+  char* prompt = malloc(sizes[1]);
+  CONF_REQUIRE(t, prompt != NULL);
+  for (size_t i = 0; i + 1 < sizes[1]; i += 2) memcpy(prompt + i, " 7", 2);
+  for (int k = 0; k < 2; k++) {
+    llmsvc_call_options o = conf_greedy(1);
+    CONF_STATUS(t, llmsvc_call(ctx, prompt, sizes[k], &o, NULL, NULL, NULL), LLMSVC_ERR_CONTEXT_OVERFLOW);
+  }
+  free(prompt);
+  conf_close_and_delete(t, svc, ctx);
+  llmsvc_unbind(svc);
+}
+
 /* STATUS-14: the model path is an embedded field: a missing file is MODEL_NOT_FOUND and a file
  * that is not GGUF is MODEL_INVALID embedded; bound to the daemon the field is ignored. */
 static void model_errors(conf_t* t) {
@@ -575,4 +599,5 @@ const conf_test conf_status_tests[] = {
     {"STATUS-13", "a prompt longer than the context: CONTEXT_OVERFLOW, context unchanged", oversized_prompt},
     {"STATUS-14", "model path: MODEL_NOT_FOUND / MODEL_INVALID embedded, ignored by the daemon", model_errors},
     {"STATUS-15", "llmsvc_last_error is per thread and \"\" after a success", last_error_per_thread},
+    {"STATUS-16", "a prompt of hundreds of KiB / over a MiB: CONTEXT_OVERFLOW on every transport", huge_prompt},
     {NULL, NULL, NULL}};
