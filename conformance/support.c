@@ -56,6 +56,23 @@ void conf_close_and_delete(conf_t* t, llmsvc_service* svc, llmsvc_context* ctx) 
     conf_fail_at(t, __FILE__, __LINE__, "delete %s: %s (%s)", id, llmsvc_status_name(st), llmsvc_last_error());
 }
 
+int conf_setup(conf_t* t, conf_fixture* f, const char* tag, int raw) {
+  f->svc = conf_bind(t, t->env->target);
+  conf_unique_id(f->id, sizeof f->id, tag);
+  f->ctx = f->svc ? conf_new_context(t, f->svc, f->id, raw, NULL) : NULL;
+  if (f->ctx) return 1;
+  llmsvc_unbind(f->svc);
+  f->svc = NULL;
+  return 0;
+}
+
+void conf_teardown(conf_t* t, conf_fixture* f) {
+  conf_close_and_delete(t, f->svc, f->ctx);
+  llmsvc_unbind(f->svc);
+  f->ctx = NULL;
+  f->svc = NULL;
+}
+
 llmsvc_call_options conf_greedy(int32_t max_tokens) {
   llmsvc_call_options o;
   llmsvc_call_options_init(&o);

@@ -17,6 +17,17 @@ void conf_unique_id(char* buf, size_t size, const char* tag);
 llmsvc_context* conf_new_context(conf_t* t, llmsvc_service* svc, const char* id, int raw, const char* system_prompt);
 /* Closes `ctx` and deletes its context (a failure if the delete fails). */
 void conf_close_and_delete(conf_t* t, llmsvc_service* svc, llmsvc_context* ctx);
+/* What most tests start from: a binding to the target and a new context on it. */
+typedef struct conf_fixture {
+  llmsvc_service* svc;
+  llmsvc_context* ctx;
+  char id[80];
+} conf_fixture;
+/* Binds and makes a context with a unique id built from `tag`; 0 (a failure recorded, nothing
+ * left bound) when either fails. */
+int conf_setup(conf_t* t, conf_fixture* f, const char* tag, int raw);
+/* Closes and deletes the fixture's context and unbinds. */
+void conf_teardown(conf_t* t, conf_fixture* f);
 /* Greedy call options with `max_tokens`. */
 llmsvc_call_options conf_greedy(int32_t max_tokens);
 /* info_get through `svc`; a failure (and a zeroed info) if it fails. */

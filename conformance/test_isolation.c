@@ -35,6 +35,15 @@ static llmsvc_service* bind_quiet(const char* target) {
   return llmsvc_bind(&o, &svc) == LLMSVC_OK ? svc : NULL;
 }
 
+/* A new chat context named `id`; NULL when that fails. */
+static llmsvc_context* new_named(llmsvc_service* svc, const char* id) {
+  llmsvc_context_options o;
+  llmsvc_context_options_init(&o);
+  o.id = id;
+  llmsvc_context* ctx = NULL;
+  return llmsvc_context_new(svc, &o, &ctx) == LLMSVC_OK ? ctx : NULL;
+}
+
 static int listed_cb(const char* id, void* user) {
   const char** want = user;
   if (strcmp(id, *want) == 0) *want = NULL; /* found */
@@ -52,11 +61,8 @@ static int is_listed(llmsvc_service* svc, const char* id) {
 static int alice_creates(const char* target, const char* id) {
   llmsvc_service* svc = bind_quiet(target);
   if (!svc) return 1;
-  llmsvc_context_options o;
-  llmsvc_context_options_init(&o);
-  o.id = id;
-  llmsvc_context* ctx = NULL;
-  if (llmsvc_context_new(svc, &o, &ctx) != LLMSVC_OK) return 2;
+  llmsvc_context* ctx = new_named(svc, id);
+  if (!ctx) return 2;
   llmsvc_call_options co = conf_greedy(2);
   if (llmsvc_call(ctx, "My PIN is 1234.", 15, &co, NULL, NULL, NULL) != LLMSVC_OK) return 3;
   llmsvc_context_close(ctx);
@@ -85,11 +91,8 @@ static int bob_cannot_reach(const char* target, const char* id) {
 static int bob_same_id(const char* target, const char* id) {
   llmsvc_service* svc = bind_quiet(target);
   if (!svc) return 1;
-  llmsvc_context_options o;
-  llmsvc_context_options_init(&o);
-  o.id = id;
-  llmsvc_context* ctx = NULL;
-  if (llmsvc_context_new(svc, &o, &ctx) != LLMSVC_OK) return 2;
+  llmsvc_context* ctx = new_named(svc, id);
+  if (!ctx) return 2;
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);
   if (llmsvc_context_info_get(svc, id, &info) != LLMSVC_OK || info.tokens != 0 || info.turns != 0) return 3;

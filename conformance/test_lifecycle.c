@@ -183,12 +183,11 @@ static void ids(conf_t* t) {
 /* LIFE-9: a context opened twice gives two working handles; delete is BUSY while either is
  * open, succeeds once both are closed, and the id is then gone. */
 static void open_close_delete(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "twice");
-  llmsvc_context* a = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, a != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "twice", 1));
+  llmsvc_service* svc = f.svc;
+  llmsvc_context* a = f.ctx;
+  const char* id = f.id;
   llmsvc_context* b = NULL;
   CONF_STATUS(t, llmsvc_context_open(svc, id, &b), LLMSVC_OK);
   CONF_CHECK(t, b != NULL && b != a);

@@ -124,25 +124,20 @@ static void handle_survives_daemon_restart(conf_t* t) {
     conf_skip(t, "cannot restart an external daemon (no --restart-cmd / LLMSVC_CONF_RESTART_CMD)");
     return;
   }
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "survivor");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "survivor", 1));
   llmsvc_call_options o = conf_greedy(3);
   llmsvc_call_result r;
   llmsvc_call_result_init(&r);
-  CONF_STATUS(t, llmsvc_call(ctx, "A, B, C,", 8, &o, NULL, NULL, &r), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "A, B, C,", 8, &o, NULL, NULL, &r), LLMSVC_OK);
   const int32_t tokens = r.context_tokens;
   if (restart_service(t)) {
     llmsvc_call_result_init(&r);
-    CONF_STATUS(t, llmsvc_call(ctx, " D,", 3, &o, NULL, NULL, &r), LLMSVC_OK);
+    CONF_STATUS(t, llmsvc_call(f.ctx, " D,", 3, &o, NULL, NULL, &r), LLMSVC_OK);
     CONF_CHECK(t, r.context_tokens == tokens + r.prompt_tokens + r.generated_tokens, "context %d after %d",
                r.context_tokens, tokens);
   }
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 const conf_test conf_persist_tests[] = {

@@ -26,12 +26,8 @@ static int has_detail(void) { return llmsvc_last_error()[0] != '\0'; }
 
 /* STATUS-1: NULL handles and out pointers are INVALID_ARGUMENT, with a detail, out untouched. */
 static void null_arguments(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "null");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "null", 1));
   llmsvc_bind_options bo;
   llmsvc_bind_options_init(&bo);
   bo.target = t->env->target;
@@ -41,28 +37,28 @@ static void null_arguments(conf_t* t) {
   llmsvc_context* c = SENTINEL_CTX;
   CONF_STATUS(t, llmsvc_context_new(NULL, NULL, &c), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
-  CONF_STATUS(t, llmsvc_context_new(svc, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_context_open(NULL, id, &c), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_context_open(svc, NULL, &c), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_new(f.svc, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_open(NULL, f.id, &c), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_open(f.svc, NULL, &c), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
-  CONF_STATUS(t, llmsvc_context_open(svc, id, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_open(f.svc, f.id, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, c == SENTINEL_CTX, "out written on failure");
 
-  CONF_STATUS(t, llmsvc_context_delete(NULL, id), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_context_delete(svc, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_delete(NULL, f.id), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_delete(f.svc, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
 
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);
   info.tokens = -7;
-  CONF_STATUS(t, llmsvc_context_info_get(NULL, id, &info), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_context_info_get(svc, NULL, &info), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_context_info_get(svc, id, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_info_get(NULL, f.id, &info), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_info_get(f.svc, NULL, &info), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_info_get(f.svc, f.id, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
   CONF_CHECK(t, info.tokens == -7 && info.id[0] == '\0', "out written on failure");
 
   CONF_STATUS(t, llmsvc_context_list(NULL, never, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_context_list(svc, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_context_list(f.svc, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
   CONF_STATUS(t, llmsvc_context_cancel(NULL), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
@@ -71,7 +67,7 @@ static void null_arguments(conf_t* t) {
   llmsvc_call_result_init(&r);
   r.generated_tokens = -7;
   CONF_STATUS(t, llmsvc_call(NULL, "Hi", 2, NULL, NULL, NULL, &r), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_call(ctx, NULL, 5, NULL, NULL, NULL, &r), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_call(f.ctx, NULL, 5, NULL, NULL, NULL, &r), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
   CONF_CHECK(t, r.generated_tokens == -7, "out written on failure");
 
@@ -79,18 +75,17 @@ static void null_arguments(conf_t* t) {
   llmsvc_stats_init(&s);
   s.calls = 777;
   CONF_STATUS(t, llmsvc_get_stats(NULL, &s), LLMSVC_ERR_INVALID_ARGUMENT);
-  CONF_STATUS(t, llmsvc_get_stats(svc, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_STATUS(t, llmsvc_get_stats(f.svc, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_CHECK(t, has_detail());
   CONF_CHECK(t, s.calls == 777, "out written on failure");
 
   /* The documented NULLs that are fine: options, callback, result, and a NULL prompt of length 0
    * (on a context that already holds tokens: an empty raw context has nothing to go on). */
   llmsvc_call_options o = conf_greedy(1);
-  CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, NULL, NULL, NULL, NULL), LLMSVC_OK);
-  CONF_STATUS(t, llmsvc_call(ctx, NULL, 0, &o, NULL, NULL, NULL), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, NULL, NULL, NULL, NULL), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, NULL, 0, &o, NULL, NULL, NULL), LLMSVC_OK);
   CONF_CHECK(t, llmsvc_last_error()[0] == '\0', "a success clears the detail: '%s'", llmsvc_last_error());
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-2: a prompt that is not UTF-8 is INVALID_UTF8: nothing streamed, the context and the
@@ -107,13 +102,9 @@ static void invalid_utf8_prompt(conf_t* t) {
       {"x\x80y", 3},             /* a lone continuation byte */
       {"\xff", 1},               /* never valid */
   };
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "utf8");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
-  llmsvc_context_info before = conf_info(t, svc, id);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "utf8", 1));
+  llmsvc_context_info before = conf_info(t, f.svc, f.id);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     conf_text c;
     conf_text_init(&c);
@@ -121,17 +112,16 @@ static void invalid_utf8_prompt(conf_t* t) {
     llmsvc_call_result_init(&r);
     r.context_tokens = -7;
     llmsvc_call_options o = conf_greedy(2);
-    CONF_STATUS(t, llmsvc_call(ctx, bad[i].bytes, bad[i].len, &o, conf_collect, &c, &r), LLMSVC_ERR_INVALID_UTF8);
+    CONF_STATUS(t, llmsvc_call(f.ctx, bad[i].bytes, bad[i].len, &o, conf_collect, &c, &r), LLMSVC_ERR_INVALID_UTF8);
     CONF_CHECK(t, has_detail());
     CONF_CHECK(t, c.pieces == 0 && r.context_tokens == -7, "case %zu: streamed or wrote a result", i);
     conf_text_free(&c);
   }
-  llmsvc_context_info after = conf_info(t, svc, id);
+  llmsvc_context_info after = conf_info(t, f.svc, f.id);
   CONF_CHECK(t, after.tokens == before.tokens, "tokens %d -> %d", before.tokens, after.tokens);
   llmsvc_call_options o = conf_greedy(1);
-  CONF_STATUS(t, llmsvc_call(ctx, "a\0b", 3, &o, NULL, NULL, NULL), LLMSVC_OK);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "a\0b", 3, &o, NULL, NULL, NULL), LLMSVC_OK);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-3: the other strings are validated too: id, system prompt, stop string, target. */
@@ -212,12 +202,8 @@ static void bad_ids(conf_t* t) {
 /* STATUS-5: call option values outside their documented ranges are INVALID_ARGUMENT, and
  * nothing is generated. */
 static void bad_call_options(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "badopt");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "badopt", 1));
   char long_stop[258];
   memset(long_stop, 's', 257);
   long_stop[257] = '\0';
@@ -246,11 +232,11 @@ static void bad_call_options(conf_t* t) {
     }
     conf_text c;
     conf_text_init(&c);
-    CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, conf_collect, &c, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+    CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, &o, conf_collect, &c, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
     CONF_CHECK(t, has_detail() && c.pieces == 0, "case %d", k);
     conf_text_free(&c);
   }
-  llmsvc_context_info info = conf_info(t, svc, id);
+  llmsvc_context_info info = conf_info(t, f.svc, f.id);
   CONF_CHECK(t, info.tokens == 0, "refused calls left %d tokens", info.tokens);
   /* The edges of the ranges are valid. */
   const char* stops16[16];
@@ -262,14 +248,13 @@ static void bad_call_options(conf_t* t) {
   o.repeat_last_n = -1;
   o.stop = stops16;
   o.n_stop = 16;
-  CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
   o = conf_greedy(1);
   o.stop = long_stops;
   o.n_stop = 1;
   o.repeat_last_n = 0;
-  CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-6: a target that is neither "embedded" nor "unix:PATH" is INVALID_ARGUMENT. */
@@ -390,12 +375,8 @@ static void busy_context(conf_t* t) {
 /* STATUS-10: a callback returning non-zero cancels: CANCELLED, no piece after it, the result
  * written (finish reason CANCELLED), what was generated kept in the context. */
 static void cancel_from_callback(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "cancel-cb");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "cancel-cb", 1));
   conf_text c;
   conf_text_init(&c);
   c.cancel_after = 2;
@@ -404,40 +385,34 @@ static void cancel_from_callback(conf_t* t) {
   llmsvc_call_result_init(&r);
   r.finish_reason = -1;
   const char* prompt = "1, 2, 3, 4, 5, 6,";
-  CONF_STATUS(t, llmsvc_call(ctx, prompt, strlen(prompt), &o, conf_collect, &c, &r), LLMSVC_ERR_CANCELLED);
+  CONF_STATUS(t, llmsvc_call(f.ctx, prompt, strlen(prompt), &o, conf_collect, &c, &r), LLMSVC_ERR_CANCELLED);
   CONF_CHECK(t, has_detail());
   CONF_CHECK(t, c.pieces == 2 && c.pieces_after_cancel == 0, "%d pieces, %d after the cancel", c.pieces,
              c.pieces_after_cancel);
   CONF_CHECK(t, r.finish_reason == LLMSVC_FINISH_CANCELLED, "finish reason %d", r.finish_reason);
   CONF_CHECK(t, r.generated_tokens >= 2 && r.generated_tokens < 64, "generated %d", r.generated_tokens);
-  llmsvc_context_info info = conf_info(t, svc, id);
+  llmsvc_context_info info = conf_info(t, f.svc, f.id);
   CONF_CHECK(t, info.tokens == r.context_tokens && r.context_tokens == r.prompt_tokens + r.generated_tokens,
              "context %d, result %d = %d + %d", info.tokens, r.context_tokens, r.prompt_tokens, r.generated_tokens);
   /* The context goes on: the next call is not cancelled. */
   llmsvc_call_options o2 = conf_greedy(2);
-  CONF_STATUS(t, llmsvc_call(ctx, " 9,", 3, &o2, NULL, NULL, NULL), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, " 9,", 3, &o2, NULL, NULL, NULL), LLMSVC_OK);
   conf_text_free(&c);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-11: cancel on an idle context is a no-op that succeeds: the next call runs in full. */
 static void cancel_while_idle(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "cancel-idle");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
-  CONF_STATUS(t, llmsvc_context_cancel(ctx), LLMSVC_OK);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "cancel-idle", 1));
+  CONF_STATUS(t, llmsvc_context_cancel(f.ctx), LLMSVC_OK);
   llmsvc_call_options o = conf_greedy(3);
   llmsvc_call_result r;
   llmsvc_call_result_init(&r);
-  CONF_STATUS(t, llmsvc_call(ctx, "1, 2, 3,", 8, &o, NULL, NULL, &r), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "1, 2, 3,", 8, &o, NULL, NULL, &r), LLMSVC_OK);
   CONF_CHECK(t, r.generated_tokens == 3 && r.finish_reason == LLMSVC_FINISH_LENGTH, "%d tokens, finish %d",
              r.generated_tokens, r.finish_reason);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-12: unix: where no daemon listens is UNAVAILABLE: a missing path, and a socket file
@@ -474,12 +449,8 @@ static void unavailable(conf_t* t) {
  * unchanged and takes the next call. The prompt is ~6000 tokens: more than any n_ctx
  * (at most 4096) and less than any transport's prompt size limit. */
 static void oversized_prompt(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "overflow");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "overflow", 1));
   size_t n = 6000;
   char* prompt = malloc(2 * n + 1);
   CONF_REQUIRE(t, prompt != NULL);
@@ -488,15 +459,14 @@ static void oversized_prompt(conf_t* t) {
   conf_text c;
   conf_text_init(&c);
   llmsvc_call_options o = conf_greedy(2);
-  CONF_STATUS(t, llmsvc_call(ctx, prompt, 2 * n, &o, conf_collect, &c, NULL), LLMSVC_ERR_CONTEXT_OVERFLOW);
+  CONF_STATUS(t, llmsvc_call(f.ctx, prompt, 2 * n, &o, conf_collect, &c, NULL), LLMSVC_ERR_CONTEXT_OVERFLOW);
   CONF_CHECK(t, has_detail() && c.pieces == 0);
-  llmsvc_context_info info = conf_info(t, svc, id);
+  llmsvc_context_info info = conf_info(t, f.svc, f.id);
   CONF_CHECK(t, info.tokens == 0, "%d tokens after the refused prompt", info.tokens);
-  CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
   free(prompt);
   conf_text_free(&c);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-16: a prompt of hundreds of kilobytes or more is longer than any context allows:
@@ -504,23 +474,18 @@ static void oversized_prompt(conf_t* t) {
 static void huge_prompt(conf_t* t) {
   if (t->env->is_unix)
     conf_todo(t, "llmsvcd: a prompt past max_prompt_bytes (256 KiB) or the frame limit (1 MiB) is INVALID_ARGUMENT");
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  conf_unique_id(id, sizeof id, "huge");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, conf_setup(t, &f, "huge", 1));
   const size_t sizes[] = {300u << 10, 1100u << 10};
   char* prompt = malloc(sizes[1]);
   CONF_REQUIRE(t, prompt != NULL);
   for (size_t i = 0; i + 1 < sizes[1]; i += 2) memcpy(prompt + i, " 7", 2);
   for (int k = 0; k < 2; k++) {
     llmsvc_call_options o = conf_greedy(1);
-    CONF_STATUS(t, llmsvc_call(ctx, prompt, sizes[k], &o, NULL, NULL, NULL), LLMSVC_ERR_CONTEXT_OVERFLOW);
+    CONF_STATUS(t, llmsvc_call(f.ctx, prompt, sizes[k], &o, NULL, NULL, NULL), LLMSVC_ERR_CONTEXT_OVERFLOW);
   }
   free(prompt);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* STATUS-14: the model path is an embedded field: a missing file is MODEL_NOT_FOUND and a file

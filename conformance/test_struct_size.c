@@ -17,25 +17,20 @@
 #define CONTEXT_OPTIONS_V1 SIZE_THROUGH(llmsvc_context_options, raw)
 #define CALL_OPTIONS_V1 SIZE_THROUGH(llmsvc_call_options, slo_tpot_ratio)
 
-/* A context with a few tokens for the tests below; NULL on failure. */
-static llmsvc_context* context_with_tokens(conf_t* t, llmsvc_service* svc, char* id, size_t id_size) {
-  conf_unique_id(id, id_size, "size");
-  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
-  if (!ctx) return NULL;
+/* The fixture with a few tokens in its raw context, for the tests below; 0 on failure. */
+static int setup_with_tokens(conf_t* t, conf_fixture* f) {
+  if (!conf_setup(t, f, "size", 1)) return 0;
   llmsvc_call_options o = conf_greedy(2);
-  llmsvc_status st = llmsvc_call(ctx, "Once upon a time", 16, &o, NULL, NULL, NULL);
+  llmsvc_status st = llmsvc_call(f->ctx, "Once upon a time", 16, &o, NULL, NULL, NULL);
   if (st != LLMSVC_OK) conf_fail_at(t, __FILE__, __LINE__, "call: %s", llmsvc_status_name(st));
-  return ctx;
+  return 1;
 }
 
 /* SIZE-1: every struct with a struct_size below its first version is INVALID_ARGUMENT. */
 static void too_small(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  llmsvc_context* ctx = context_with_tokens(t, svc, id, sizeof id);
-  CONF_REQUIRE(t, ctx != NULL);
-  llmsvc_context_info before = conf_info(t, svc, id);
+  conf_fixture f;
+  CONF_REQUIRE(t, setup_with_tokens(t, &f));
+  llmsvc_context_info before = conf_info(t, f.svc, f.id);
   const size_t sizes[] = {0, sizeof(size_t)};
   for (int k = 0; k < 3; k++) {
     llmsvc_bind_options b;
@@ -50,33 +45,32 @@ static void too_small(conf_t* t) {
     llmsvc_context_options_init(&co);
     co.struct_size = k < 2 ? sizes[k] : CONTEXT_OPTIONS_V1 - 1;
     llmsvc_context* c = NULL;
-    CONF_STATUS(t, llmsvc_context_new(svc, &co, &c), LLMSVC_ERR_INVALID_ARGUMENT);
+    CONF_STATUS(t, llmsvc_context_new(f.svc, &co, &c), LLMSVC_ERR_INVALID_ARGUMENT);
 
     llmsvc_call_options o = conf_greedy(1);
     o.struct_size = k < 2 ? sizes[k] : CALL_OPTIONS_V1 - 1;
-    CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
+    CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
 
     llmsvc_call_result r;
     llmsvc_call_result_init(&r);
     r.struct_size = k < 2 ? sizes[k] : CALL_RESULT_V1 - 1;
     llmsvc_call_options ok = conf_greedy(1);
-    CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &ok, NULL, NULL, &r), LLMSVC_ERR_INVALID_ARGUMENT);
+    CONF_STATUS(t, llmsvc_call(f.ctx, "Hi", 2, &ok, NULL, NULL, &r), LLMSVC_ERR_INVALID_ARGUMENT);
 
     llmsvc_stats s2;
     llmsvc_stats_init(&s2);
     s2.struct_size = k < 2 ? sizes[k] : STATS_V1 - 1;
-    CONF_STATUS(t, llmsvc_get_stats(svc, &s2), LLMSVC_ERR_INVALID_ARGUMENT);
+    CONF_STATUS(t, llmsvc_get_stats(f.svc, &s2), LLMSVC_ERR_INVALID_ARGUMENT);
 
     llmsvc_context_info info;
     llmsvc_context_info_init(&info);
     info.struct_size = k < 2 ? sizes[k] : INFO_V1 - 1;
-    CONF_STATUS(t, llmsvc_context_info_get(svc, id, &info), LLMSVC_ERR_INVALID_ARGUMENT);
+    CONF_STATUS(t, llmsvc_context_info_get(f.svc, f.id, &info), LLMSVC_ERR_INVALID_ARGUMENT);
   }
   /* None of the refused calls reached the context. */
-  llmsvc_context_info after = conf_info(t, svc, id);
+  llmsvc_context_info after = conf_info(t, f.svc, f.id);
   CONF_CHECK(t, after.tokens == before.tokens && before.tokens > 0, "tokens %d -> %d", before.tokens, after.tokens);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* SIZE-2: option structs from a newer caller (larger, zeroed tail) are accepted, and so is a
@@ -127,11 +121,8 @@ static void larger_options(conf_t* t) {
 
 /* SIZE-3: result structs from a newer caller are filled, the tail and struct_size untouched. */
 static void larger_results(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  llmsvc_context* ctx = context_with_tokens(t, svc, id, sizeof id);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, setup_with_tokens(t, &f));
   struct {
     llmsvc_call_result v;
     unsigned char tail[32];
@@ -140,7 +131,7 @@ static void larger_results(conf_t* t) {
   r.v.struct_size = sizeof r;
   memset(r.tail, 0xA5, sizeof r.tail);
   llmsvc_call_options o = conf_greedy(2);
-  CONF_STATUS(t, llmsvc_call(ctx, " and", 4, &o, NULL, NULL, &r.v), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, " and", 4, &o, NULL, NULL, &r.v), LLMSVC_OK);
   CONF_CHECK(t, r.v.struct_size == sizeof r && r.v.generated_tokens == 2);
   for (size_t i = 0; i < sizeof r.tail; i++) CONF_CHECK(t, r.tail[i] == 0xA5, "call result tail byte %zu", i);
 
@@ -151,7 +142,7 @@ static void larger_results(conf_t* t) {
   llmsvc_stats_init(&s.v);
   s.v.struct_size = sizeof s;
   memset(s.tail, 0xA5, sizeof s.tail);
-  CONF_STATUS(t, llmsvc_get_stats(svc, &s.v), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_get_stats(f.svc, &s.v), LLMSVC_OK);
   CONF_CHECK(t, s.v.struct_size == sizeof s && s.v.weight_bytes > 0);
   for (size_t i = 0; i < sizeof s.tail; i++) CONF_CHECK(t, s.tail[i] == 0xA5, "stats tail byte %zu", i);
 
@@ -162,21 +153,17 @@ static void larger_results(conf_t* t) {
   llmsvc_context_info_init(&info.v);
   info.v.struct_size = sizeof info;
   memset(info.tail, 0xA5, sizeof info.tail);
-  CONF_STATUS(t, llmsvc_context_info_get(svc, id, &info.v), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_context_info_get(f.svc, f.id, &info.v), LLMSVC_OK);
   CONF_CHECK(t, info.v.struct_size == sizeof info && info.v.tokens == r.v.context_tokens);
   for (size_t i = 0; i < sizeof info.tail; i++) CONF_CHECK(t, info.tail[i] == 0xA5, "info tail byte %zu", i);
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 /* SIZE-4: result structs from an older caller (an earlier version's size) are accepted and
  * only the fields that version knew are written. */
 static void older_results(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
-  char id[80];
-  llmsvc_context* ctx = context_with_tokens(t, svc, id, sizeof id);
-  CONF_REQUIRE(t, ctx != NULL);
+  conf_fixture f;
+  CONF_REQUIRE(t, setup_with_tokens(t, &f));
 
   llmsvc_call_result r;
   llmsvc_call_result_init(&r);
@@ -184,7 +171,7 @@ static void older_results(conf_t* t) {
   r.chunks_loaded = -11;
   r.chunks_recomputed = -12;
   llmsvc_call_options o = conf_greedy(2);
-  CONF_STATUS(t, llmsvc_call(ctx, " and", 4, &o, NULL, NULL, &r), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_call(f.ctx, " and", 4, &o, NULL, NULL, &r), LLMSVC_OK);
   CONF_CHECK(t, r.struct_size == CALL_RESULT_V1 && r.generated_tokens == 2 && r.context_tokens > 0);
   CONF_CHECK(t, r.chunks_loaded == -11 && r.chunks_recomputed == -12, "fields past v1 written");
 
@@ -193,7 +180,7 @@ static void older_results(conf_t* t) {
   s.struct_size = STATS_V1;
   s.kv_peak_bytes = 77;
   s.swap_out_failures = 78;
-  CONF_STATUS(t, llmsvc_get_stats(svc, &s), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_get_stats(f.svc, &s), LLMSVC_OK);
   CONF_CHECK(t, s.weight_bytes > 0 && s.kv_peak_bytes == 77 && s.swap_out_failures == 78);
 
   llmsvc_context_info v1;
@@ -201,8 +188,8 @@ static void older_results(conf_t* t) {
   v1.struct_size = INFO_V1;
   v1.chunks_f16 = -3;
   v1.chunks_q3 = -4;
-  CONF_STATUS(t, llmsvc_context_info_get(svc, id, &v1), LLMSVC_OK);
-  CONF_CHECK(t, v1.tokens == r.context_tokens && strcmp(v1.id, id) == 0);
+  CONF_STATUS(t, llmsvc_context_info_get(f.svc, f.id, &v1), LLMSVC_OK);
+  CONF_CHECK(t, v1.tokens == r.context_tokens && strcmp(v1.id, f.id) == 0);
   CONF_CHECK(t, v1.chunks_f16 == -3 && v1.chunks_q3 == -4, "fields past v1 written");
 
   /* Version 2 knew the 8/4/2-bit counts but not chunks_q3. */
@@ -210,10 +197,9 @@ static void older_results(conf_t* t) {
   llmsvc_context_info_init(&v2);
   v2.struct_size = INFO_V2;
   v2.chunks_q3 = -4;
-  CONF_STATUS(t, llmsvc_context_info_get(svc, id, &v2), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_context_info_get(f.svc, f.id, &v2), LLMSVC_OK);
   CONF_CHECK(t, v2.tokens == r.context_tokens && v2.chunks_q3 == -4, "chunks_q3 written to a v2 struct");
-  conf_close_and_delete(t, svc, ctx);
-  llmsvc_unbind(svc);
+  conf_teardown(t, &f);
 }
 
 const conf_test conf_struct_size_tests[] = {
