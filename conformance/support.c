@@ -137,6 +137,25 @@ llmsvc_status conf_call_fresh(conf_t* t, llmsvc_service* svc, const char* prompt
   return st;
 }
 
+void conf_caller_init(conf_caller* c, llmsvc_context* ctx, const char* prompt, int32_t max_tokens,
+                      llmsvc_token_fn on_piece, void* user) {
+  memset(c, 0, sizeof *c);
+  c->ctx = ctx;
+  c->prompt = prompt;
+  c->max_tokens = max_tokens;
+  c->on_piece = on_piece;
+  c->user = user;
+  c->status = LLMSVC_ERR_INTERNAL; /* until the call has answered */
+  llmsvc_call_result_init(&c->result);
+}
+
+void* conf_call_thread(void* caller) {
+  conf_caller* c = caller;
+  llmsvc_call_options o = conf_greedy(c->max_tokens);
+  c->status = llmsvc_call(c->ctx, c->prompt, strlen(c->prompt), &o, c->on_piece, c->user, &c->result);
+  return NULL;
+}
+
 int conf_utf8_valid(const char* s, size_t n) {
   const unsigned char* p = (const unsigned char*)s;
   size_t i = 0;

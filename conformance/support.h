@@ -54,6 +54,22 @@ int conf_collect(const char* piece, size_t len, int32_t token, void* user);
 llmsvc_status conf_call_fresh(conf_t* t, llmsvc_service* svc, const char* prompt, int raw, int32_t max_tokens,
                               conf_text* out, llmsvc_call_result* result);
 
+/* One greedy call made on a thread of its own: conf_call_thread is the pthread start routine,
+ * a conf_caller its argument. */
+typedef struct conf_caller {
+  llmsvc_context* ctx;
+  const char* prompt;
+  int32_t max_tokens;
+  llmsvc_token_fn on_piece; /* may be NULL */
+  void* user;
+  llmsvc_call_result result;
+  llmsvc_status status;
+} conf_caller;
+
+void conf_caller_init(conf_caller* c, llmsvc_context* ctx, const char* prompt, int32_t max_tokens,
+                      llmsvc_token_fn on_piece, void* user);
+void* conf_call_thread(void* caller);
+
 /* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
 int conf_utf8_valid(const char* s, size_t n);
 /* The tokens of two collections are the same, in order. */

@@ -206,23 +206,38 @@ static void open_close_delete(conf_t* t) {
   llmsvc_unbind(svc);
 }
 
+/* Two bindings of the app and a context, with one call made, through the first. */
+typedef struct two_bindings_fixture {
+  llmsvc_service* a;
+  llmsvc_service* b;
+  llmsvc_context* ctx; /* open through a */
+  char id[80];
+} two_bindings_fixture;
+
+static int two_bindings_setup(conf_t* t, two_bindings_fixture* f, const char* tag) {
+  f->a = conf_bind(t, t->env->target);
+  f->b = conf_bind(t, t->env->target);
+  conf_unique_id(f->id, sizeof f->id, tag);
+  f->ctx = f->a && f->b ? conf_new_context(t, f->a, f->id, 1, NULL) : NULL;
+  if (f->ctx) {
+    llmsvc_call_options o = conf_greedy(1);
+    CONF_STATUS(t, llmsvc_call(f->ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
+    return 1;
+  }
+  llmsvc_unbind(f->a);
+  llmsvc_unbind(f->b);
+  return 0;
+}
+
 /* LIFE-10: delete is BUSY while a handle is open through another binding of the same app. */
 static void delete_busy_across_bindings(conf_t* t) {
-  llmsvc_service* a = conf_bind(t, t->env->target);
-  llmsvc_service* b = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, a && b);
-  char id[80];
-  conf_unique_id(id, sizeof id, "held");
-  llmsvc_context* ctx = conf_new_context(t, a, id, 1, NULL);
-  if (ctx) {
-    llmsvc_call_options o = conf_greedy(1);
-    CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
-    CONF_STATUS(t, llmsvc_context_delete(b, id), LLMSVC_ERR_BUSY);
-    llmsvc_context_close(ctx);
-  }
-  llmsvc_unbind(a);
-  CONF_STATUS(t, llmsvc_context_delete(b, id), LLMSVC_OK);
-  llmsvc_unbind(b);
+  two_bindings_fixture f;
+  CONF_REQUIRE(t, two_bindings_setup(t, &f, "held"));
+  CONF_STATUS(t, llmsvc_context_delete(f.b, f.id), LLMSVC_ERR_BUSY);
+  llmsvc_context_close(f.ctx);
+  llmsvc_unbind(f.a);
+  CONF_STATUS(t, llmsvc_context_delete(f.b, f.id), LLMSVC_OK);
+  llmsvc_unbind(f.b);
 }
 
 /* LIFE-13: once every handle is closed, another binding of the app can delete the context
@@ -230,21 +245,13 @@ static void delete_busy_across_bindings(conf_t* t) {
 static void delete_after_close_across_bindings(conf_t* t) {
   if (!t->env->is_unix)
     conf_todo(t, "embedded: a closed context stays loaded, its history locked, until its binding is unbound");
-  llmsvc_service* a = conf_bind(t, t->env->target);
-  llmsvc_service* b = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, a && b);
-  char id[80];
-  conf_unique_id(id, sizeof id, "closed");
-  llmsvc_context* ctx = conf_new_context(t, a, id, 1, NULL);
-  if (ctx) {
-    llmsvc_call_options o = conf_greedy(1);
-    CONF_STATUS(t, llmsvc_call(ctx, "Hi", 2, &o, NULL, NULL, NULL), LLMSVC_OK);
-    llmsvc_context_close(ctx);
-    CONF_STATUS(t, llmsvc_context_delete(b, id), LLMSVC_OK);
-  }
-  llmsvc_unbind(a);
-  llmsvc_context_delete(b, id); /* cleans up after a failure above; NOT_FOUND otherwise */
-  llmsvc_unbind(b);
+  two_bindings_fixture f;
+  CONF_REQUIRE(t, two_bindings_setup(t, &f, "closed"));
+  llmsvc_context_close(f.ctx);
+  CONF_STATUS(t, llmsvc_context_delete(f.b, f.id), LLMSVC_OK);
+  llmsvc_unbind(f.a);
+  llmsvc_context_delete(f.b, f.id); /* cleans up after a failure above; NOT_FOUND otherwise */
+  llmsvc_unbind(f.b);
 }
 
 typedef struct listed {

@@ -324,17 +324,9 @@ static void existing_id(conf_t* t) {
 /* STATUS-9: a call on a context inside another call (through a second handle) is BUSY. The
  * first call waits in its callback until the second has answered, so the overlap is certain. */
 typedef struct busy_probe {
-  llmsvc_context* other;
-  llmsvc_status got;
+  conf_caller other; /* the call through the second handle */
   int tried;
 } busy_probe;
-
-static void* busy_call(void* arg) {
-  busy_probe* p = arg;
-  llmsvc_call_options o = conf_greedy(1);
-  p->got = llmsvc_call(p->other, "Hi", 2, &o, NULL, NULL, NULL);
-  return NULL;
-}
 
 static int call_other_while_busy(const char* piece, size_t len, int32_t token, void* user) {
   (void)piece;
@@ -345,7 +337,7 @@ static int call_other_while_busy(const char* piece, size_t len, int32_t token, v
     p->tried = 1;
     /* From another thread: a context handle is used by one thread at a time. */
     pthread_t th;
-    if (pthread_create(&th, NULL, busy_call, p) == 0) pthread_join(th, NULL);
+    if (pthread_create(&th, NULL, conf_call_thread, &p->other) == 0) pthread_join(th, NULL);
   }
   return 0;
 }
@@ -357,16 +349,20 @@ static void busy_context(conf_t* t) {
   conf_unique_id(id, sizeof id, "busy");
   llmsvc_context* a = conf_new_context(t, svc, id, 1, NULL);
   CONF_REQUIRE(t, a != NULL);
-  busy_probe p = {NULL, LLMSVC_OK, 0};
-  CONF_STATUS(t, llmsvc_context_open(svc, id, &p.other), LLMSVC_OK);
-  if (p.other) {
+  llmsvc_context* b = NULL;
+  CONF_STATUS(t, llmsvc_context_open(svc, id, &b), LLMSVC_OK);
+  if (b) {
+    busy_probe p;
+    conf_caller_init(&p.other, b, "Hi", 1, NULL, NULL);
+    p.tried = 0;
     llmsvc_call_options o = conf_greedy(3);
     CONF_STATUS(t, llmsvc_call(a, "One, two,", 9, &o, call_other_while_busy, &p, NULL), LLMSVC_OK);
     CONF_CHECK(t, p.tried, "no piece came");
-    CONF_CHECK(t, p.got == LLMSVC_ERR_BUSY, "the overlapping call gave %s", llmsvc_status_name(p.got));
+    CONF_CHECK(t, p.other.status == LLMSVC_ERR_BUSY, "the overlapping call gave %s",
+               llmsvc_status_name(p.other.status));
     /* Once the first call is over the second handle works. */
-    CONF_STATUS(t, llmsvc_call(p.other, " three", 6, &o, NULL, NULL, NULL), LLMSVC_OK);
-    llmsvc_context_close(p.other);
+    CONF_STATUS(t, llmsvc_call(b, " three", 6, &o, NULL, NULL, NULL), LLMSVC_OK);
+    llmsvc_context_close(b);
   }
   conf_close_and_delete(t, svc, a);
   llmsvc_unbind(svc);

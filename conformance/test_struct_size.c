@@ -119,6 +119,15 @@ static void larger_options(conf_t* t) {
   llmsvc_unbind(svc);
 }
 
+/* Every byte of a tail the caller filled with 0xA5 is still 0xA5; else a failure naming `what`. */
+static void check_tail(conf_t* t, const unsigned char* tail, size_t n, const char* what) {
+  for (size_t i = 0; i < n; i++)
+    if (tail[i] != 0xA5) {
+      conf_fail_at(t, __FILE__, __LINE__, "%s: byte %zu of the tail written", what, i);
+      return;
+    }
+}
+
 /* SIZE-3: result structs from a newer caller are filled, the tail and struct_size untouched. */
 static void larger_results(conf_t* t) {
   conf_fixture f;
@@ -133,7 +142,7 @@ static void larger_results(conf_t* t) {
   llmsvc_call_options o = conf_greedy(2);
   CONF_STATUS(t, llmsvc_call(f.ctx, " and", 4, &o, NULL, NULL, &r.v), LLMSVC_OK);
   CONF_CHECK(t, r.v.struct_size == sizeof r && r.v.generated_tokens == 2);
-  for (size_t i = 0; i < sizeof r.tail; i++) CONF_CHECK(t, r.tail[i] == 0xA5, "call result tail byte %zu", i);
+  check_tail(t, r.tail, sizeof r.tail, "call result");
 
   struct {
     llmsvc_stats v;
@@ -144,7 +153,7 @@ static void larger_results(conf_t* t) {
   memset(s.tail, 0xA5, sizeof s.tail);
   CONF_STATUS(t, llmsvc_get_stats(f.svc, &s.v), LLMSVC_OK);
   CONF_CHECK(t, s.v.struct_size == sizeof s && s.v.weight_bytes > 0);
-  for (size_t i = 0; i < sizeof s.tail; i++) CONF_CHECK(t, s.tail[i] == 0xA5, "stats tail byte %zu", i);
+  check_tail(t, s.tail, sizeof s.tail, "stats");
 
   struct {
     llmsvc_context_info v;
@@ -155,7 +164,7 @@ static void larger_results(conf_t* t) {
   memset(info.tail, 0xA5, sizeof info.tail);
   CONF_STATUS(t, llmsvc_context_info_get(f.svc, f.id, &info.v), LLMSVC_OK);
   CONF_CHECK(t, info.v.struct_size == sizeof info && info.v.tokens == r.v.context_tokens);
-  for (size_t i = 0; i < sizeof info.tail; i++) CONF_CHECK(t, info.tail[i] == 0xA5, "info tail byte %zu", i);
+  check_tail(t, info.tail, sizeof info.tail, "context info");
   conf_teardown(t, &f);
 }
 

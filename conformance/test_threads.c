@@ -11,20 +11,6 @@ enum { kThreads = 3 };
 
 static const char* const kPrompts[kThreads] = {"The capital of Italy is", "Water boils at", "The largest planet is"};
 
-typedef struct caller {
-  llmsvc_context* ctx;
-  const char* prompt;
-  conf_text text;
-  llmsvc_status status;
-} caller;
-
-static void* call_thread(void* arg) {
-  caller* c = arg;
-  llmsvc_call_options o = conf_greedy(8);
-  c->status = llmsvc_call(c->ctx, c->prompt, strlen(c->prompt), &o, conf_collect, &c->text, NULL);
-  return NULL;
-}
-
 /* THREAD-1: calls on different contexts from several threads at once all succeed and give
  * what each gives alone. */
 static void concurrent_calls(conf_t* t) {
@@ -32,27 +18,26 @@ static void concurrent_calls(conf_t* t) {
   CONF_REQUIRE(t, svc != NULL);
   conf_text alone[kThreads];
   for (int i = 0; i < kThreads; i++) CONF_STATUS(t, conf_call_fresh(t, svc, kPrompts[i], 1, 8, &alone[i], NULL), LLMSVC_OK);
-  caller c[kThreads];
+  conf_caller c[kThreads];
+  conf_text text[kThreads];
   pthread_t th[kThreads];
   int started[kThreads] = {0};
   for (int i = 0; i < kThreads; i++) {
     char id[80];
     conf_unique_id(id, sizeof id, "thread");
-    c[i].ctx = conf_new_context(t, svc, id, 1, NULL);
-    c[i].prompt = kPrompts[i];
-    c[i].status = LLMSVC_ERR_INTERNAL;
-    conf_text_init(&c[i].text);
+    conf_text_init(&text[i]);
+    conf_caller_init(&c[i], conf_new_context(t, svc, id, 1, NULL), kPrompts[i], 8, conf_collect, &text[i]);
   }
   for (int i = 0; i < kThreads; i++)
-    if (c[i].ctx) started[i] = pthread_create(&th[i], NULL, call_thread, &c[i]) == 0;
+    if (c[i].ctx) started[i] = pthread_create(&th[i], NULL, conf_call_thread, &c[i]) == 0;
   for (int i = 0; i < kThreads; i++)
     if (started[i]) pthread_join(th[i], NULL);
   for (int i = 0; i < kThreads; i++) {
     CONF_CHECK(t, started[i] && c[i].status == LLMSVC_OK, "thread %d: %s", i, llmsvc_status_name(c[i].status));
-    CONF_CHECK(t, conf_same_tokens(&c[i].text, &alone[i]), "thread %d: '%s', alone '%s'", i, c[i].text.data,
+    CONF_CHECK(t, conf_same_tokens(&text[i], &alone[i]), "thread %d: '%s', alone '%s'", i, text[i].data,
                alone[i].data);
     conf_close_and_delete(t, svc, c[i].ctx);
-    conf_text_free(&c[i].text);
+    conf_text_free(&text[i]);
     conf_text_free(&alone[i]);
   }
   llmsvc_unbind(svc);
@@ -148,21 +133,6 @@ static int wait_for_cancel(const char* piece, size_t len, int32_t token, void* u
   return 0; /* the cancel, not the callback, ends the call */
 }
 
-typedef struct cancel_call {
-  llmsvc_context* ctx;
-  cancel_sync* sync;
-  llmsvc_call_result result;
-  llmsvc_status status;
-} cancel_call;
-
-static void* long_call(void* arg) {
-  cancel_call* c = arg;
-  llmsvc_call_options o = conf_greedy(200);
-  const char* prompt = "1, 2, 3, 4, 5, 6, 7, 8,";
-  c->status = llmsvc_call(c->ctx, prompt, strlen(prompt), &o, wait_for_cancel, c->sync, &c->result);
-  return NULL;
-}
-
 /* THREAD-3: llmsvc_context_cancel from another thread ends a running call: CANCELLED, finish
  * reason CANCELLED, well before max_tokens. */
 static void cancel_from_another_thread(conf_t* t) {
@@ -170,23 +140,22 @@ static void cancel_from_another_thread(conf_t* t) {
   CONF_REQUIRE(t, svc != NULL);
   char id[80];
   conf_unique_id(id, sizeof id, "cancel-thread");
-  cancel_call c;
-  memset(&c, 0, sizeof c);
-  c.ctx = conf_new_context(t, svc, id, 1, NULL);
-  CONF_REQUIRE(t, c.ctx != NULL);
+  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
+  CONF_REQUIRE(t, ctx != NULL);
   cancel_sync s;
   memset(&s, 0, sizeof s);
   pthread_mutex_init(&s.mu, NULL);
   pthread_cond_init(&s.cv, NULL);
   conf_text_init(&s.text);
-  c.sync = &s;
-  llmsvc_call_result_init(&c.result);
+  /* Counting on: no end of turn for the model to reach before max_tokens. */
+  conf_caller c;
+  conf_caller_init(&c, ctx, "1, 2, 3, 4, 5, 6, 7, 8,", 200, wait_for_cancel, &s);
   pthread_t th;
-  CONF_REQUIRE(t, pthread_create(&th, NULL, long_call, &c) == 0);
+  CONF_REQUIRE(t, pthread_create(&th, NULL, conf_call_thread, &c) == 0);
   pthread_mutex_lock(&s.mu);
   while (!s.running) pthread_cond_wait(&s.cv, &s.mu);
   pthread_mutex_unlock(&s.mu);
-  CONF_STATUS(t, llmsvc_context_cancel(c.ctx), LLMSVC_OK);
+  CONF_STATUS(t, llmsvc_context_cancel(ctx), LLMSVC_OK);
   pthread_mutex_lock(&s.mu);
   s.cancelled = 1;
   pthread_cond_broadcast(&s.cv);
@@ -197,8 +166,8 @@ static void cancel_from_another_thread(conf_t* t) {
              "finish %d after %d tokens", c.result.finish_reason, c.result.generated_tokens);
   /* The cancel was for that call only. */
   llmsvc_call_options o = conf_greedy(2);
-  CONF_STATUS(t, llmsvc_call(c.ctx, " 9,", 3, &o, NULL, NULL, NULL), LLMSVC_OK);
-  conf_close_and_delete(t, svc, c.ctx);
+  CONF_STATUS(t, llmsvc_call(ctx, " 9,", 3, &o, NULL, NULL, NULL), LLMSVC_OK);
+  conf_close_and_delete(t, svc, ctx);
   conf_text_free(&s.text);
   pthread_cond_destroy(&s.cv);
   pthread_mutex_destroy(&s.mu);
