@@ -52,6 +52,39 @@ static void chunk_sums(conf_t* t) {
   llmsvc_unbind(svc);
 }
 
+/* Resident chunk formats in use: a sum over one format alone would prove little. */
+static int formats_in_use(const llmsvc_context_info* i) {
+  return (i->chunks_f16 > 0) + (i->chunks_q8 > 0) + (i->chunks_q4 > 0) + (i->chunks_q3 > 0) + (i->chunks_q2 > 0);
+}
+
+/* STATS-4: a context of ~370 tokens, long enough to be compressed after its call. Bound
+ * with kv_ratio 0.4 (an embedded field: 3.2 bits on average, so 3-bit chunks among the 4-bit
+ * ones; the daemon keeps its own ratio). */
+static void compressed_chunk_sums(conf_t* t) {
+  llmsvc_bind_options b;
+  llmsvc_bind_options_init(&b);
+  b.target = t->env->target;
+  b.kv_ratio = 0.4f;
+  llmsvc_service* svc = NULL;
+  CONF_STATUS_REQ(t, llmsvc_bind(&b, &svc), LLMSVC_OK);
+  char id[80];
+  conf_unique_id(id, sizeof id, "compressed");
+  llmsvc_context* ctx = conf_new_context(t, svc, id, 1, NULL);
+  if (ctx) {
+    size_t n = strlen(kLongPrompt);
+    char prompt[sizeof kLongPrompt * 10];
+    for (int k = 0; k < 10; k++) memcpy(prompt + (size_t)k * n, kLongPrompt, n);
+    llmsvc_call_options o = conf_greedy(2);
+    CONF_STATUS(t, llmsvc_call(ctx, prompt, 10 * n, &o, NULL, NULL, NULL), LLMSVC_OK);
+    llmsvc_context_info i = conf_info(t, svc, id);
+    check_chunk_sums(t, &i, "compressed");
+    CONF_CHECK(t, formats_in_use(&i) >= 2, "one format only: f16 %d q8 %d q4 %d q3 %d q2 %d", i.chunks_f16,
+               i.chunks_q8, i.chunks_q4, i.chunks_q3, i.chunks_q2);
+  }
+  conf_close_and_delete(t, svc, ctx);
+  llmsvc_unbind(svc);
+}
+
 /* STATS-2: a call's counts: context_tokens and info agree; a raw context grows by exactly
  * prompt_tokens + generated_tokens, a chat one by at least that (the template may close the
  * turn with tokens that are neither); timings are finite and not negative. */
@@ -159,4 +192,5 @@ const conf_test conf_stats_tests[] = {
     {"STATS-1", "chunks by state sum to total; resident by format (incl. q3) to resident", chunk_sums},
     {"STATS-2", "context_tokens = info tokens; raw grows by prompt + generated exactly", call_counts},
     {"STATS-3", "service counters follow calls, handles and contexts", service_counters},
+    {"STATS-4", "a compressed context's chunks (several formats; q3 embedded) add up", compressed_chunk_sums},
     {NULL, NULL, NULL}};
