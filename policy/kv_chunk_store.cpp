@@ -10,9 +10,6 @@
 namespace llmsvc::policy {
 namespace {
 
-constexpr size_t kAlign = 64;  // cache line; SIMD loads of a row never straddle lines needlessly
-void free_mem(uint8_t* p) { std::free(p); }
-
 // LCTRU level: the least compressed chunks leave memory first.
 int level(hal::KvFormat f) {
   switch (f) {
@@ -43,11 +40,11 @@ KvSequence::KvSequence(KvChunkStore& store) : store_(store), geo_(store.geometry
 
 KvSequence::~KvSequence() {
   store_.remove(this);  // no eviction can reach it any more
-  for (int c = 0; c < n_chunks(); ++c) install(c, Mem(nullptr, nullptr), 0, chunks_[c].format, ChunkState::dropped);
+  for (int c = 0; c < n_chunks(); ++c) install(c, Mem(), 0, chunks_[c].format, ChunkState::dropped);
 }
 
 void KvSequence::install(int c, Mem mem, size_t bytes, hal::KvFormat format, ChunkState state) {
-  Mem old(nullptr, nullptr);
+  Mem old;
   {
     std::lock_guard<std::mutex> lock(store_.mu_);
     Chunk& ch = chunks_[c];
@@ -83,7 +80,7 @@ Status KvSequence::reserve(int n_tokens) {
 void KvSequence::truncate(int n_tokens) {
   const int keep = (std::max(0, n_tokens) + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
   while (n_chunks() > keep) {
-    install(n_chunks() - 1, Mem(nullptr, nullptr), 0, chunks_.back().format, ChunkState::dropped);
+    install(n_chunks() - 1, Mem(), 0, chunks_.back().format, ChunkState::dropped);
     std::lock_guard<std::mutex> lock(store_.mu_);
     chunks_.pop_back();
   }
@@ -97,10 +94,10 @@ Status KvSequence::make_resident(int c, hal::KvFormat format) {
   return Status::Ok();
 }
 
-void KvSequence::drop(int c) { install(c, Mem(nullptr, nullptr), 0, chunks_[c].format, ChunkState::dropped); }
+void KvSequence::drop(int c) { install(c, Mem(), 0, chunks_[c].format, ChunkState::dropped); }
 
 void KvSequence::release(int c) {
-  Mem old(nullptr, nullptr);
+  Mem old;
   {
     std::lock_guard<std::mutex> lock(store_.mu_);
     Chunk& ch = chunks_[c];
@@ -264,13 +261,12 @@ Result<KvChunkStore::Mem> KvChunkStore::claim(size_t bytes, const KvSequence* re
     used_ += bytes;
     peak_ = std::max(peak_, used_);
   }
-  const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  auto* mem = static_cast<uint8_t*>(std::aligned_alloc(kAlign, rounded));
+  Mem mem = kv_alloc(bytes);
   if (!mem) {
     release(bytes);
     return Status(Code::out_of_memory, "kv: cannot allocate a chunk of " + std::to_string(bytes) + " bytes");
   }
-  return Mem(mem, free_mem);
+  return mem;
 }
 
 void KvChunkStore::release(size_t bytes) {

@@ -37,6 +37,7 @@
 
 #include "base/status.h"
 #include "hal/kv_format.h"
+#include "policy/kv_memory.h"
 
 namespace llmsvc::policy {
 
@@ -167,11 +168,11 @@ class KvSequence {
 
  private:
   friend class KvChunkStore;
-  using Mem = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
+  using Mem = KvMem;
   struct Chunk {
     ChunkState state = ChunkState::dropped;
     hal::KvFormat format = hal::KvFormat::f16;
-    Mem mem{nullptr, nullptr};
+    Mem mem;
     size_t bytes = 0;
     std::vector<float> mass;     // per token
     std::vector<uint32_t> seen;  // query rows that saw each token

@@ -23,11 +23,13 @@
 #include <nlohmann/json.hpp>
 
 #include "llmsvc/llmsvc.h"
+#include "tests/common/proc_status.h"
 #include "tests/service/daemon_process.h"
 
 namespace llmsvc::bench {
 
 using Clock = std::chrono::steady_clock;
+using test::proc_status_bytes;
 
 inline double ms_since(Clock::time_point t0, Clock::time_point t1 = Clock::now()) {
   return std::chrono::duration<double, std::milli>(t1 - t0).count();
@@ -76,15 +78,6 @@ inline nlohmann::json summary(const std::vector<double>& v) {
           {"p90", percentile(v, 90)},
           {"p99", percentile(v, 99)},
           {"max", v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())}};
-}
-
-// A kB field of /proc/<pid>/status ("VmHWM", "VmRSS") in bytes; 0 when unreadable.
-inline uint64_t proc_status_bytes(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0) return std::strtoull(line.c_str() + field.size() + 1, nullptr, 10) * 1024;
-  return 0;
 }
 
 inline uint64_t file_bytes(const std::string& path) {
