@@ -53,7 +53,8 @@ size_t estimate_bytes(const p::Message& m) {
 
 Server::Server(AppContexts& apps, ServerOptions options) : apps_(apps), opt_(std::move(options)) {
   ops_ = std::make_unique<WorkerPool>(std::max(1, opt_.op_workers), "llmsvcd-ops");
-  calls_ = std::make_unique<WorkerPool>(std::max(1, opt_.call_workers), "llmsvcd-call");
+  calls_ = std::make_unique<WorkerPool>(std::max(1, opt_.call_workers), "llmsvcd-call",
+                                        std::max(1, opt_.call_workers_per_app));
 }
 
 Server::~Server() {
@@ -531,7 +532,7 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
     uint64_t one = 1;
     ssize_t w = ::write(evfd_, &one, sizeof(one));
     (void)w;
-  });
+  }, s->app.scope());
 }
 
 void Server::call_finished(const SessionPtr& s, uint32_t stream) {

@@ -3,7 +3,9 @@
 // back answers. Connections are non-blocking and read through FrameReader, written through
 // FrameWriter, with the rules of ConnectionState. Calls run on a pool of call workers over
 // the shared engine (through AppContexts, so every request is confined to the caller's app);
-// context operations on a small pool of their own.
+// apps take turns for the workers, each running at most call_workers_per_app calls at once,
+// and the engine interleaves running calls token by token. Context operations run on a
+// small pool of their own.
 //
 // Bounds (docs/PROTOCOL.md section 9): a connection is not read while it has
 // max_requests_in_flight requests unanswered or max_unsent_bytes unsent; a call whose
@@ -52,6 +54,9 @@ struct ServerOptions {
   size_t max_unsent_bytes = 4u << 20;
   size_t max_requests_in_flight = 64;
   int call_workers = 4;
+  // Calls of one app running at once (its others wait their turn), so an app's burst of
+  // calls leaves workers for the other apps. Apps take turns for free workers.
+  int call_workers_per_app = 2;
   int op_workers = 2;
 };
 

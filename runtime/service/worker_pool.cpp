@@ -1,11 +1,11 @@
-// WorkerPool: threads over a task queue.
+// WorkerPool: threads over per-key task queues served in turns.
 #include "runtime/service/worker_pool.h"
 
 #include <pthread.h>
 
 namespace llmsvc::service {
 
-WorkerPool::WorkerPool(int threads, const char* name) {
+WorkerPool::WorkerPool(int threads, const char* name, int max_per_key) : max_per_key_(max_per_key) {
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this] { run(); });
     ::pthread_setname_np(threads_.back().native_handle(), name);
@@ -21,25 +21,48 @@ WorkerPool::~WorkerPool() {
   for (auto& t : threads_) t.join();
 }
 
-void WorkerPool::post(std::function<void()> task) {
+void WorkerPool::post(std::function<void()> task, const std::string& key) {
   {
     std::lock_guard lock(mu_);
-    tasks_.push_back(std::move(task));
+    Queue& q = queues_[key];
+    if (q.tasks.empty()) turns_.push_back(key);
+    q.tasks.push_back(std::move(task));
   }
   cv_.notify_one();
+}
+
+bool WorkerPool::take_locked(std::function<void()>& task, std::string& key) {
+  for (auto it = turns_.begin(); it != turns_.end(); ++it) {
+    Queue& q = queues_[*it];
+    if (max_per_key_ > 0 && q.running >= max_per_key_) continue;
+    key = *it;
+    task = std::move(q.tasks.front());
+    q.tasks.pop_front();
+    q.running++;
+    turns_.erase(it);
+    if (!q.tasks.empty()) turns_.push_back(key);  // its next task waits for the other keys' turns
+    return true;
+  }
+  return false;
 }
 
 void WorkerPool::run() {
   for (;;) {
     std::function<void()> task;
+    std::string key;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      cv_.wait(lock, [&] { return (stopping_ && turns_.empty()) || take_locked(task, key); });
+      if (!task) return;
     }
     task();
+    task = nullptr;  // its captures go before the key's slot is given back
+    {
+      std::lock_guard lock(mu_);
+      Queue& q = queues_[key];
+      if (--q.running == 0 && q.tasks.empty()) queues_.erase(key);
+    }
+    if (max_per_key_ > 0) cv_.notify_all();  // a key at its limit may run again
   }
 }
 

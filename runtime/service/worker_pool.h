@@ -1,12 +1,17 @@
-// WorkerPool: a fixed set of threads running queued tasks in order of arrival. The daemon
-// keeps one for calls (they hold a thread for their whole generation) and one for the
-// quick context operations, so a burst of calls never delays an open or a list.
+// WorkerPool: a fixed set of threads running queued tasks. Each task carries a key (the
+// daemon keys calls by app): keys with work waiting take turns, tasks of one key run in
+// order of arrival, and at most max_per_key tasks of one key run at once. So one app's burst
+// of calls neither queues another app's next call behind all of it nor takes every thread.
+// The daemon keeps one pool for calls (they hold a thread for their whole generation) and one
+// for the quick context operations, so a burst of calls never delays an open or a list.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,19 +19,28 @@ namespace llmsvc::service {
 
 class WorkerPool {
  public:
-  WorkerPool(int threads, const char* name);
+  // max_per_key 0: no limit beyond the number of threads.
+  WorkerPool(int threads, const char* name, int max_per_key = 0);
   ~WorkerPool();  // runs what is queued, then joins
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  void post(std::function<void()> task);
+  void post(std::function<void()> task, const std::string& key = {});
 
  private:
+  struct Queue {
+    std::deque<std::function<void()>> tasks;
+    int running = 0;
+  };
   void run();
+  // The next task whose key may run another, rotating the turn past its key; false if none.
+  bool take_locked(std::function<void()>& task, std::string& key);
 
+  const int max_per_key_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
+  std::map<std::string, Queue> queues_;  // keys with tasks queued or running
+  std::deque<std::string> turns_;        // keys with tasks queued, the next to be served first
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

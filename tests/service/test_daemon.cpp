@@ -4,9 +4,11 @@
 // isolation (as root, children drop to two unprivileged uids). Skipped when the default
 // model is not fetched.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -552,6 +554,90 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
   ASSERT_EQ(::stat(alice_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_TRUE(std::filesystem::exists(alice_dir + "/secret/context.json"));
+}
+
+// Fair scheduling: one app's long generations do not hold every call worker. An app (uid
+// 65534, a child process) starts four long calls at once; another app's short call, sent
+// while they generate, finishes before any of them, because an app runs at most two calls at
+// a time (the daemon has four workers) and running calls take turns token by token. Before,
+// the short call waited in line behind whole generations. An order, not a timing.
+TEST_F(Daemon, OneAppsLongCallsDoNotHoldAnotherAppsShortCall) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a second app under another uid)";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);  // the socket's directory, reachable by both
+  const std::string target = start().target();
+  constexpr int kLong = 4, kLongTokens = 48;
+  int events[2];
+  ASSERT_EQ(::pipe(events), 0);
+  // The long app reports on the pipe: 'S' when a call's first piece arrives, then 'D' (done,
+  // all tokens) or 'E' (any failure) when it returns.
+  const pid_t long_app = ::fork();
+  if (long_app == 0) {
+    ::close(events[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(100);
+    llmsvc_service* svc = bind_target(target);
+    if (!svc) ::_exit(101);
+    std::vector<std::thread> calls;
+    for (int i = 0; i < kLong; ++i) {
+      calls.emplace_back([&, i] {
+        llmsvc_context* ctx = create_context(svc, ("long-" + std::to_string(i)).c_str(), true);
+        auto first = [](const char*, size_t, int32_t, void* fd) -> int {
+          static thread_local bool said = false;
+          if (!said) said = ::write(*static_cast<int*>(fd), "S", 1) == 1;
+          return 0;
+        };
+        auto opt = greedy_options(kLongTokens);
+        llmsvc_call_result r;
+        llmsvc_call_result_init(&r);
+        const char* prompt = "1, 2, 3, 4, 5, 6, 7,";  // counting goes on: no early end of text
+        const bool ok = ctx && llmsvc_call(ctx, prompt, std::strlen(prompt), &opt, first, &events[1], &r) == LLMSVC_OK &&
+                        r.generated_tokens == kLongTokens;
+        (void)!::write(events[1], ok ? "D" : "E", 1);
+        llmsvc_context_close(ctx);
+      });
+    }
+    for (auto& t : calls) t.join();
+    llmsvc_unbind(svc);
+    ::_exit(0);
+  }
+  ASSERT_GT(long_app, 0);
+  ::close(events[1]);
+  std::string seen;
+  auto read_event = [&] {
+    char c = 0;
+    const bool got = ::read(events[0], &c, 1) == 1;
+    if (got) seen += c;
+    return got;
+  };
+  // Two of its calls are generating (the other two wait for its turn).
+  while (std::count(seen.begin(), seen.end(), 'S') < 2 && read_event()) {
+  }
+  ASSERT_EQ(std::count(seen.begin(), seen.end(), 'S'), 2) << seen;
+
+  llmsvc_service* svc = bind_target(target);
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = create_context(svc, "short", true);
+  ASSERT_NE(ctx, nullptr);
+  auto opt = greedy_options(4);
+  llmsvc_call_result r;
+  llmsvc_call_result_init(&r);
+  EXPECT_EQ(llmsvc_call(ctx, "The sky is", 10, &opt, nullptr, nullptr, &r), LLMSVC_OK) << last_api_error();
+  EXPECT_EQ(r.generated_tokens, 4);
+  // What the long app reported until now: no call of it has returned.
+  ASSERT_EQ(::fcntl(events[0], F_SETFL, O_NONBLOCK), 0);
+  while (read_event()) {
+  }
+  EXPECT_EQ(seen.find_first_of("DE"), std::string::npos) << "the long app's events before the short call ended: " << seen;
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+
+  ASSERT_EQ(::fcntl(events[0], F_SETFL, 0), 0);
+  while (read_event()) {
+  }
+  ::close(events[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(long_app, &status, 0), long_app);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 'D'), kLong) << "every long call ends well: " << seen;
 }
 
 }  // namespace

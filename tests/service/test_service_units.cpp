@@ -1,18 +1,23 @@
-// llmsvcd's pieces without a model: the TOML configuration and the listening socket
-// (stale files replaced, live sockets and other files left alone).
+// llmsvcd's pieces without a model: the TOML configuration, the listening socket (stale
+// files replaced, live sockets and other files left alone) and the worker pool's turns.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/file_io.h"
 #include "runtime/service/config.h"
 #include "runtime/service/listen_socket.h"
+#include "runtime/service/worker_pool.h"
 
 namespace llmsvc::service {
 namespace {
@@ -134,6 +139,55 @@ TEST(SystemdFds, NoneWithoutSystemd) {
   auto fds = systemd_listen_fds();
   ASSERT_TRUE(fds.ok());
   EXPECT_TRUE(fds->empty());
+}
+
+// Keys take turns: a key with many tasks queued gets one run, then the other keys' first.
+TEST(WorkerPool, KeysTakeTurns) {
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> blocking;
+  {
+    WorkerPool pool(1, "test-pool");
+    pool.post([&] { blocking.set_value(), released.wait(); }, "a");
+    blocking.get_future().wait();  // the one thread is busy; what follows queues
+    auto record = [&](const char* name) {
+      return [&, name] {
+        std::lock_guard l(mu);
+        order.push_back(name);
+      };
+    };
+    pool.post(record("a1"), "a");
+    pool.post(record("a2"), "a");
+    pool.post(record("a3"), "a");
+    pool.post(record("b1"), "b");
+    pool.post(record("c1"), "c");
+    pool.post(record("b2"), "b");
+    release.set_value();
+  }  // the destructor runs what is queued
+  EXPECT_EQ(order, (std::vector<std::string>{"a1", "b1", "c1", "a2", "b2", "a3"}));
+}
+
+// A key at its limit waits while other keys use the free threads.
+TEST(WorkerPool, AKeyRunsAtMostItsLimitAtOnce) {
+  std::promise<void> release_a1;
+  std::shared_future<void> a1_released = release_a1.get_future().share();
+  std::promise<void> a1_started, b1_done;
+  std::atomic<bool> a2_ran{false}, a1_done{false};
+  std::atomic<bool> a2_before_a1{false};
+  {
+    WorkerPool pool(3, "test-pool", 1);
+    pool.post([&] { a1_started.set_value(), a1_released.wait(), a1_done = true; }, "a");
+    a1_started.get_future().wait();
+    pool.post([&] { a2_before_a1 = !a1_done.load(), a2_ran = true; }, "a");
+    pool.post([&] { b1_done.set_value(); }, "b");
+    b1_done.get_future().wait();  // b ran beside a1, on a free thread
+    EXPECT_FALSE(a2_ran.load()) << "a's second task ran while its first was still running";
+    release_a1.set_value();
+  }
+  EXPECT_TRUE(a2_ran.load());
+  EXPECT_FALSE(a2_before_a1.load());
 }
 
 }  // namespace

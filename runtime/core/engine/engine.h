@@ -1,7 +1,8 @@
 // Engine: one loaded model serving many contexts: create/open/delete contexts and run calls.
 //
-// Thread-safe. Calls on different contexts may be issued concurrently; the model's
-// compute runs one call at a time (a fair lock), each call holding its context busy.
+// Thread-safe. Calls on different contexts may be issued concurrently, each holding its
+// context busy. The model computes one evaluation at a time; concurrent calls take turns in
+// order of arrival, one decoded token or one prompt micro-batch per turn.
 #pragma once
 
 #include <atomic>

@@ -353,12 +353,19 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   // Everything evaluated already (an empty prompt after a prefill-only call): recompute the
   // last position to get its logits; its K/V are rewritten in place with the same values.
   if (ctx.n_evaluated == static_cast<int>(ctx.tokens.size())) ctx.n_evaluated--;
-  const int n = static_cast<int>(ctx.tokens.size()) - ctx.n_evaluated;
-  std::lock_guard<std::mutex> lock(compute_mu_);
-  Status s = forward_.eval(ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(ctx.n_evaluated), ctx.n_evaluated,
-                           false, logits);
-  if (s.ok()) ctx.n_evaluated += n;
-  return s;
+  // One micro-batch per turn at the compute lock, so a long prompt lets other calls' tokens
+  // through between its micro-batches. They are the micro-batches one eval of the whole
+  // prompt would make, so the results are the same bits.
+  const int total = static_cast<int>(ctx.tokens.size());
+  while (ctx.n_evaluated < total) {
+    const int n = std::min(forward_.max_batch(), total - ctx.n_evaluated);
+    std::lock_guard<FairMutex> lock(compute_mu_);
+    LLMSVC_RETURN_IF_ERROR(forward_.eval(
+        ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(static_cast<size_t>(ctx.n_evaluated), static_cast<size_t>(n)),
+        ctx.n_evaluated, false, logits));
+    ctx.n_evaluated += n;
+  }
+  return Status::Ok();
 }
 
 Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
@@ -439,7 +446,7 @@ Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
       }
     }
     if (toks.empty()) return Status::Ok();
-    std::lock_guard<std::mutex> lock(compute_mu_);
+    std::lock_guard<FairMutex> lock(compute_mu_);
     Forward::LayerHook hook;
     if (overlap) hook = [overlap](int layer) { return overlap->before_layer(layer); };
     LLMSVC_RETURN_IF_ERROR(forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated, hook));

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "base/fair_mutex.h"
 #include "hal/device.h"
 #include "policy/kv_chunk_store.h"
 #include "policy/switch_cost.h"
@@ -92,7 +93,7 @@ class EngineImpl final : public Engine {
   EngineStats stats_;
   std::mt19937_64 id_rng_;
 
-  std::mutex compute_mu_;  // forward_ and the device: one evaluation at a time
+  FairMutex compute_mu_;  // forward_ and the device: one evaluation at a time, turns in order of arrival
   Forward forward_;
 };
 
