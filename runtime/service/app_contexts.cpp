@@ -27,7 +27,14 @@ Result<std::string> AppContexts::create(const AppIdentity& app, ContextOptions o
     if (!k.ok()) return k.status();
     options.id = *k;
   }
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(mu_);  // a second create cannot pass the quota between the count and the make
+  if (quotas_.contexts > 0) {
+    auto held = engine_.list_scope(app.scope());
+    if (!held.ok()) return held.status();
+    if (held->size() >= quotas_.contexts)
+      return Status(Code::quota_exceeded, "this app holds " + std::to_string(held->size()) +
+                                              " contexts, its quota; delete one before creating another");
+  }
   auto made = engine_.create_context(options);
   if (!made.ok()) return unscoped(app, made.status());
   ++open_[*made];
@@ -77,7 +84,10 @@ Status AppContexts::call(const AppIdentity& app, std::string_view id, std::strin
                          const CallParams& params, const PieceFn& on_piece, CallStats* stats) {
   auto k = key(app, id);
   if (!k.ok()) return k.status();
-  Status s = unscoped(app, engine_.call(*k, prompt, params, on_piece, stats));
+  CallParams p = params;
+  if (quotas_.context_tokens > 0 && (p.max_context_tokens <= 0 || static_cast<uint32_t>(p.max_context_tokens) > quotas_.context_tokens))
+    p.max_context_tokens = static_cast<int32_t>(quotas_.context_tokens);
+  Status s = unscoped(app, engine_.call(*k, prompt, p, on_piece, stats));
   std::lock_guard lock(mu_);
   AppFigures& f = figures_[app.uid];
   f.calls++;

@@ -4,8 +4,10 @@
 // directory (<state>/contexts/uid-<uid>/). Also counts, across every connection, which
 // contexts an app holds open (a delete of one is busy) and the app's call figures (STATS).
 //
+// Quotas (AppQuotas): the contexts an app holds and the tokens one of them holds are checked
+// here; its calls in flight by the Server, which queues them.
+//
 // Thread-safe. Messages from the engine are given back without the scope prefix.
-// Per-app quotas (contexts, tokens, concurrent calls, KV share) slot in here.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +19,13 @@
 
 #include "runtime/core/engine/engine.h"
 #include "runtime/service/app_identity.h"
+#include "runtime/service/app_quotas.h"
 
 namespace llmsvc::service {
 
 class AppContexts {
  public:
-  explicit AppContexts(Engine& engine) : engine_(engine) {}
+  explicit AppContexts(Engine& engine, AppQuotas quotas = {}) : engine_(engine), quotas_(quotas) {}
 
   Engine& engine() { return engine_; }
 
@@ -54,6 +57,7 @@ class AppContexts {
   static Status unscoped(const AppIdentity& app, Status s);
 
   Engine& engine_;
+  const AppQuotas quotas_;
   mutable std::mutex mu_;  // open_, figures_; held across open/delete so they cannot interleave
   std::map<std::string, int, std::less<>> open_;  // key -> handles open on any connection
   std::map<uid_t, AppFigures> figures_;

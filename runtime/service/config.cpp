@@ -47,14 +47,17 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     out = *v;
     return Status::Ok();
   };
-  auto integer = [&](const char* k, int64_t lo, int64_t hi, auto& out) -> Status {
-    if (!t.contains(k)) return Status::Ok();
-    auto v = t[k].value<int64_t>();
+  // An integer key of table `in` (named `where` in messages).
+  auto integer_in = [&](const toml::table& in, const std::string& where, const char* k, int64_t lo, int64_t hi,
+                        auto& out) -> Status {
+    if (!in.contains(k)) return Status::Ok();
+    auto v = in[k].value<int64_t>();
     if (!v || *v < lo || *v > hi)
-      return bad(path, std::string(k) + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return bad(path, where + k + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     return Status::Ok();
   };
+  auto integer = [&](const char* k, int64_t lo, int64_t hi, auto& out) { return integer_in(t, "", k, lo, hi, out); };
   LLMSVC_RETURN_IF_ERROR(text("model", c.model));
   LLMSVC_RETURN_IF_ERROR(text("state_dir", c.state_dir));
   LLMSVC_RETURN_IF_ERROR(text("listen", c.listen));
@@ -72,6 +75,17 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   LLMSVC_RETURN_IF_ERROR(integer("exit_idle_ms", 0, UINT32_MAX, c.exit_idle_ms));
   LLMSVC_RETURN_IF_ERROR(integer("max_calls", 1, 1024, c.max_calls));
   LLMSVC_RETURN_IF_ERROR(integer("stop_timeout_ms", 0, 600000, c.stop_timeout_ms));
+  if (t.contains("quotas")) {
+    const toml::table* q = t["quotas"].as_table();
+    if (!q) return bad(path, "quotas must be a table ([quotas])");
+    static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls"};
+    for (const auto& [k, v] : *q) {
+      if (!kQuotaKeys.count(std::string(k.str()))) return bad(path, "unknown key 'quotas." + std::string(k.str()) + "'");
+    }
+    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "contexts", 0, 1 << 20, c.quotas.contexts));
+    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "context_tokens", 0, 1 << 20, c.quotas.context_tokens));
+    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "concurrent_calls", 0, 1 << 16, c.quotas.concurrent_calls));
+  }
   if (t.contains("kv_ratio")) {
     auto v = t["kv_ratio"].value<double>();
     if (!v || *v > 1.0) return bad(path, "kv_ratio must be a number <= 1");

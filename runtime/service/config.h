@@ -13,7 +13,10 @@
 //   exit_idle_ms = 0                  # socket-activated: exit after this long without clients; 0: never
 //   max_calls = 4                     # calls in flight per connection
 //   stop_timeout_ms = 5000            # SIGTERM: how long in-flight calls may go on
-//   [quotas] (next: per-app contexts, tokens, concurrent calls, KV share)
+//   [quotas]                          # per app (uid), each; 0: no limit (QUOTA_EXCEEDED past one)
+//   contexts = 0                      # contexts held, open or stored
+//   context_tokens = 0                # tokens in one context
+//   concurrent_calls = 0              # calls in flight on all its connections
 #pragma once
 
 #include <sys/types.h>
@@ -22,6 +25,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "runtime/service/app_quotas.h"
 
 namespace llmsvc::service {
 
@@ -38,6 +42,7 @@ struct DaemonConfig {
   uint32_t exit_idle_ms = 0;  // only when systemd passed the sockets (it starts us again)
   uint32_t max_calls = 4;
   int stop_timeout_ms = 5000;
+  AppQuotas quotas;
 };
 
 // Applies the keys of the TOML file `path` over `config`. Unknown keys are refused (a typo

@@ -96,10 +96,11 @@ int main(int argc, char** argv) {
   if (!engine.ok()) return fail(engine.status());
   log_line("model " + *model_path + ", state " + *root);
 
-  AppContexts apps(**engine);
+  AppContexts apps(**engine, cfg.quotas);
   ServerOptions so;
   so.model_name = model_path->substr(model_path->find_last_of('/') + 1);
   so.max_calls = cfg.max_calls;
+  so.calls_per_app = cfg.quotas.concurrent_calls;
   so.idle_timeout_ms = cfg.idle_timeout_ms;
   so.stop_timeout_ms = cfg.stop_timeout_ms;
   so.watchdog_us = watchdog_interval_us();

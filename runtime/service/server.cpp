@@ -507,6 +507,14 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
                                                                     std::to_string(opt_.max_prompt_bytes) + " bytes"));
   auto params = api::read_call_args(call.options);  // the C API's rules, again
   if (!params.ok()) return send_error(s, stream, params.status());
+  {
+    std::lock_guard lock(app_calls_mu_);
+    uint32_t& n = app_calls_[s->app.uid];
+    if (opt_.calls_per_app > 0 && n >= opt_.calls_per_app)
+      return send_error(s, stream, Status(Code::quota_exceeded, "this app has " + std::to_string(n) +
+                                                                    " calls in flight, its quota; wait for one to end"));
+    ++n;
+  }
   auto flag = std::make_shared<std::atomic<bool>>(false);
   it->second.call = stream;
   s->call_handle[stream] = call.handle;
@@ -527,6 +535,10 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
       post(s, Outgoing{stream, p::to_wire(st, stats), false});
     } else {
       post(s, Outgoing{stream, p::error_message(st), false});
+    }
+    {
+      std::lock_guard lock(app_calls_mu_);
+      if (--app_calls_[app.uid] == 0) app_calls_.erase(app.uid);
     }
     --calls_running_;
     uint64_t one = 1;

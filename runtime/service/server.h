@@ -57,6 +57,7 @@ struct ServerOptions {
   // Calls of one app running at once (its others wait their turn), so an app's burst of
   // calls leaves workers for the other apps. Apps take turns for free workers.
   int call_workers_per_app = 2;
+  uint32_t calls_per_app = 0;  // quota: calls in flight per app, all its connections (0: none)
   int op_workers = 2;
 };
 
@@ -117,6 +118,8 @@ class Server {
   std::mutex dirty_mu_;
   std::vector<SessionPtr> dirty_;  // sessions with outbox entries
   std::atomic<int> calls_running_{0};
+  std::mutex app_calls_mu_;
+  std::map<uid_t, uint32_t> app_calls_;  // calls in flight per app (the loop adds, workers remove)
 
   static constexpr int kAcceptPauseMs = 100;
   bool accept_paused_ = false;

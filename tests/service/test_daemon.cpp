@@ -196,6 +196,85 @@ TEST_F(Daemon, TwoConcurrentCallsOnTwoContexts) {
   llmsvc_unbind(svc);
 }
 
+// Per-app quotas from the configuration: past each, QUOTA_EXCEEDED and nothing changes.
+TEST_F(Daemon, QuotasAnswerQuotaExceededAndChangeNothing) {
+  const std::string config = dir_ + "/quotas.toml";
+  std::ofstream(config) << "[quotas]\ncontexts = 2\ncontext_tokens = 64\nconcurrent_calls = 1\n";
+  const std::string target = start({"--config", config}).target();
+  llmsvc_service* svc = bind_target(target);
+  ASSERT_NE(svc, nullptr);
+  auto tokens_of = [&](const char* id) {
+    llmsvc_context_info info;
+    llmsvc_context_info_init(&info);
+    EXPECT_EQ(llmsvc_context_info_get(svc, id, &info), LLMSVC_OK) << last_api_error();
+    return info.tokens;
+  };
+
+  // Contexts: two, then a refusal; deleting one makes room.
+  llmsvc_context* one = create_context(svc, "one", true);
+  llmsvc_context* two = create_context(svc, "two", true);
+  ASSERT_TRUE(one && two);
+  llmsvc_context_options o;
+  llmsvc_context_options_init(&o);
+  o.id = "three";
+  llmsvc_context* three = nullptr;
+  EXPECT_EQ(llmsvc_context_new(svc, &o, &three), LLMSVC_ERR_QUOTA_EXCEEDED);
+  EXPECT_NE(last_api_error().find("quota"), std::string::npos) << last_api_error();
+  EXPECT_EQ(three, nullptr);
+  EXPECT_EQ(list_ids(svc), (std::set<std::string>{"one", "two"}));
+  llmsvc_context_close(two);
+  ASSERT_EQ(llmsvc_context_delete(svc, "two"), LLMSVC_OK) << last_api_error();
+  three = create_context(svc, "three", true);
+  EXPECT_NE(three, nullptr);
+
+  // Tokens per context: a prompt past 64 is refused and leaves the context as it was;
+  // generation stops at the quota.
+  std::string longer;
+  for (int i = 0; i < 80; ++i) longer += " word";
+  auto co = greedy_options(8);
+  EXPECT_EQ(llmsvc_call(one, longer.data(), longer.size(), &co, nullptr, nullptr, nullptr), LLMSVC_ERR_QUOTA_EXCEEDED);
+  EXPECT_EQ(tokens_of("one"), 0);
+  auto many = greedy_options(200);
+  llmsvc_call_result r;
+  llmsvc_call_result_init(&r);
+  const char* count = "1, 2, 3, 4, 5,";
+  ASSERT_EQ(llmsvc_call(one, count, std::strlen(count), &many, nullptr, nullptr, &r), LLMSVC_OK) << last_api_error();
+  EXPECT_EQ(r.finish_reason, LLMSVC_FINISH_CONTEXT_FULL);
+  EXPECT_LE(tokens_of("one"), 64);
+  EXPECT_GT(r.generated_tokens, 40);
+
+  // Calls in flight: one per app, on all its connections. A second, from another
+  // connection while the first generates, is refused.
+  llmsvc_service* svc2 = bind_target(target);
+  ASSERT_NE(svc2, nullptr);
+  llmsvc_context* other = nullptr;
+  ASSERT_EQ(llmsvc_context_open(svc2, "three", &other), LLMSVC_OK) << last_api_error();
+  Collected got;
+  llmsvc_status first = LLMSVC_ERR_INTERNAL;
+  std::thread runner([&] {
+    auto co40 = greedy_options(40);
+    first = llmsvc_call(other, count, std::strlen(count), &co40, collect_piece, &got, nullptr);
+  });
+  while (got.pieces.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  llmsvc_context* fresh = nullptr;
+  ASSERT_EQ(llmsvc_context_open(svc, "one", &fresh), LLMSVC_OK);
+  llmsvc_context_close(one);
+  EXPECT_EQ(llmsvc_call(fresh, "x", 1, &co, nullptr, nullptr, nullptr), LLMSVC_ERR_QUOTA_EXCEEDED);
+  runner.join();
+  EXPECT_EQ(first, LLMSVC_OK) << last_api_error();
+  llmsvc_context_close(other);
+  llmsvc_unbind(svc2);
+  // Once it ended, the next call runs.
+  llmsvc_context_close(three);
+  ASSERT_EQ(llmsvc_context_delete(svc, "three"), LLMSVC_OK) << last_api_error();
+  llmsvc_context* small = create_context(svc, "small", true);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(llmsvc_call(small, "x", 1, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+  llmsvc_context_close(small);
+  llmsvc_context_close(fresh);
+  llmsvc_unbind(svc);
+}
+
 TEST_F(Daemon, SigkillMidCallThenRestartKeepsEveryAcknowledgedTurn) {
   DaemonProcess* d = &start();
   llmsvc_service* svc = bind_target(d->target());

@@ -56,6 +56,9 @@ exit_idle_ms = 60000
 max_calls = 8
 stop_timeout_ms = 2000
 [quotas]
+contexts = 16
+context_tokens = 1024
+concurrent_calls = 3
 )");
   DaemonConfig c;
   ASSERT_TRUE(load_config_file(path, c).ok());
@@ -71,6 +74,9 @@ stop_timeout_ms = 2000
   EXPECT_EQ(c.exit_idle_ms, 60000u);
   EXPECT_EQ(c.max_calls, 8u);
   EXPECT_EQ(c.stop_timeout_ms, 2000);
+  EXPECT_EQ(c.quotas.contexts, 16u);
+  EXPECT_EQ(c.quotas.context_tokens, 1024u);
+  EXPECT_EQ(c.quotas.concurrent_calls, 3u);
 }
 
 TEST_F(Config, MissingKeysKeepDefaults) {
@@ -83,7 +89,8 @@ TEST_F(Config, MissingKeysKeepDefaults) {
 
 TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
   for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
-                           "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n"}) {
+                           "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n", "quotas = 3\n",
+                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n"}) {
     DaemonConfig c;
     Status st = load_config_file(write("c.toml", text), c);
     EXPECT_EQ(st.code(), Code::invalid_argument) << text;

@@ -86,6 +86,9 @@ struct CallParams {
   int32_t max_tokens = 256;
   std::vector<std::string> stop;
   const std::atomic<bool>* cancel = nullptr;  // polled between tokens
+  // At most this many tokens in the context (a per-app quota; 0: the engine's n_ctx only): a
+  // prompt that would pass it is QUOTA_EXCEEDED, and generation stops there (context_full).
+  int32_t max_context_tokens = 0;
 };
 
 enum class FinishReason { none = 0, eos = 1, length = 2, stop = 3, cancelled = 4, context_full = 5 };

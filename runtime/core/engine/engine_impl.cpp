@@ -578,6 +578,11 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     return Status(Code::context_overflow, "prompt of " + std::to_string(ids.size()) + " tokens does not fit: the context holds " +
                                               std::to_string(ctx->tokens.size()) + " of at most " + std::to_string(n_ctx_) + " tokens");
   }
+  if (params.max_context_tokens > 0 && ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(params.max_context_tokens)) {
+    return Status(Code::quota_exceeded, "prompt of " + std::to_string(ids.size()) + " tokens does not fit the quota: the context holds " +
+                                            std::to_string(ctx->tokens.size()) + " of at most " +
+                                            std::to_string(params.max_context_tokens) + " tokens");
+  }
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   Status s = generate(*ctx, ids, params, on_piece, st);
@@ -685,7 +690,8 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
       finish = FinishReason::length;
       break;
     }
-    if (ctx.tokens.size() + 1 > static_cast<size_t>(n_ctx_)) {
+    if (ctx.tokens.size() + 1 > static_cast<size_t>(n_ctx_) ||
+        (params.max_context_tokens > 0 && ctx.tokens.size() + 1 > static_cast<size_t>(params.max_context_tokens))) {
       finish = FinishReason::context_full;
       break;
     }

@@ -1,0 +1,16 @@
+// AppQuotas: what each app may hold and run in llmsvcd (the [quotas] table of its
+// configuration); 0 means no limit. Going past one is LLMSVC_ERR_QUOTA_EXCEEDED, and nothing
+// of the app's state changes.
+#pragma once
+
+#include <cstdint>
+
+namespace llmsvc::service {
+
+struct AppQuotas {
+  uint32_t contexts = 0;          // contexts the app holds, open or stored
+  uint32_t context_tokens = 0;    // tokens one context holds (prompts, answers, chat template)
+  uint32_t concurrent_calls = 0;  // calls in flight, queued or running, on all its connections
+};
+
+}  // namespace llmsvc::service
