@@ -18,7 +18,8 @@ start_daemon() {
   n=$(($(cat "$dir/starts" 2>/dev/null || echo 0) + 1))
   echo "$n" >"$dir/starts"
   (
-    "$llmsvcd" --listen "$dir/s.sock" --state-dir "$dir/state" --threads 2 >"$dir/llmsvcd.$n.log" 2>&1 &
+    "$llmsvcd" --listen "$dir/s.sock" --state-dir "$dir/state" --threads 2 --config "$dir/llmsvcd.toml" \
+      >"$dir/llmsvcd.$n.log" 2>&1 &
     echo $! >"$dir/pid"
     wait $!
     echo $? >"$dir/exit.$n"
@@ -63,6 +64,7 @@ finish() {
   if [ "${LLMSVC_CONF_KEEP:-0}" != 0 ]; then echo "# kept $1" >&2; else rm -rf "$1"; fi
 }
 
+quota_contexts=48
 mode=${1:-}
 case "$mode" in
   embedded)
@@ -79,9 +81,12 @@ case "$mode" in
     shift 3
     dir=$(mktemp -d /tmp/llmsvc-conf-XXXXXX) || exit 1
     chmod 755 "$dir" # the isolation tests' unprivileged uids reach the socket in it
+    # A per-app quota the suite can reach (STATUS-17), high enough for every other test.
+    printf '[quotas]\ncontexts = %s\n' "$quota_contexts" >"$dir/llmsvcd.toml"
     start_daemon "$dir" "$llmsvcd" || { finish "$dir"; exit 1; }
     self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
-    LLMSVC_STATE_DIR=$dir/embedded-state "$suite" "unix:$dir/s.sock" --compare-with embedded \
+    LLMSVC_CONF_QUOTA_CONTEXTS=$quota_contexts LLMSVC_STATE_DIR=$dir/embedded-state \
+      "$suite" "unix:$dir/s.sock" --compare-with embedded \
       --restart-cmd "'$self' restart '$dir' '$llmsvcd'" "$@"
     rc=$?
     stop_daemon "$dir" || rc=1

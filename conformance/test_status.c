@@ -473,8 +473,6 @@ static void oversized_prompt(conf_t* t) {
 /* STATUS-16: a prompt of hundreds of kilobytes or more is longer than any context allows:
  * CONTEXT_OVERFLOW, whatever transport limits it meets on the way. */
 static void huge_prompt(conf_t* t) {
-  if (t->env->is_unix)
-    conf_todo(t, "llmsvcd: a prompt past max_prompt_bytes (256 KiB) or the frame limit (1 MiB) is INVALID_ARGUMENT");
   conf_fixture f;
   CONF_REQUIRE(t, conf_setup(t, &f, "huge", 1));
   const size_t sizes[] = {300u << 10, 1100u << 10};
@@ -519,6 +517,58 @@ static void model_errors(conf_t* t) {
   }
   unlink(junk);
   rmdir(dir);
+}
+
+/* STATUS-17: past a per-app quota, QUOTA_EXCEEDED with a detail, and nothing changes. The
+ * daemon's quota on the contexts an app holds, named by the runner in
+ * $LLMSVC_CONF_QUOTA_CONTEXTS (run_suite.sh configures the daemon with it); embedded has none. */
+static int count_id(const char* id, void* user) {
+  (void)id;
+  ++*(int*)user;
+  return 0;
+}
+
+static void quota_exceeded(conf_t* t) {
+  const char* q = getenv("LLMSVC_CONF_QUOTA_CONTEXTS");
+  const int quota = q ? atoi(q) : 0;
+  if (!t->env->is_unix || quota <= 0) {
+    conf_skip(t, "needs a daemon with quotas.contexts, named in LLMSVC_CONF_QUOTA_CONTEXTS (run_suite.sh daemon)");
+    return;
+  }
+  llmsvc_service* svc = conf_bind(t, t->env->target);
+  CONF_REQUIRE(t, svc != NULL);
+  int held = 0;
+  CONF_STATUS(t, llmsvc_context_list(svc, count_id, &held), LLMSVC_OK);
+  CONF_REQUIRE(t, held < quota);
+  const int made = quota - held;
+  char(*ids)[80] = calloc((size_t)quota + 1, sizeof *ids);
+  CONF_REQUIRE(t, ids != NULL);
+  for (int i = 0; i <= made; i++) conf_unique_id(ids[i], sizeof ids[i], "quota");
+  for (int i = 0; i < made; i++) {
+    llmsvc_context* c = conf_new_context(t, svc, ids[i], 1, NULL);
+    CONF_CHECK(t, c != NULL, "context %d of %d", i + 1, made);
+    llmsvc_context_close(c);
+  }
+  llmsvc_context_options co;
+  llmsvc_context_options_init(&co);
+  co.id = ids[made];
+  llmsvc_context* over = SENTINEL_CTX;
+  CONF_STATUS(t, llmsvc_context_new(svc, &co, &over), LLMSVC_ERR_QUOTA_EXCEEDED);
+  CONF_CHECK(t, has_detail() && over == SENTINEL_CTX);
+  int now = 0;
+  CONF_STATUS(t, llmsvc_context_list(svc, count_id, &now), LLMSVC_OK);
+  CONF_CHECK(t, now == quota, "%d contexts held after the refusal, quota %d", now, quota);
+  llmsvc_context_info info;
+  llmsvc_context_info_init(&info);
+  CONF_STATUS(t, llmsvc_context_info_get(svc, ids[made], &info), LLMSVC_ERR_NOT_FOUND);
+  /* Deleting one makes room again. */
+  CONF_STATUS(t, llmsvc_context_delete(svc, ids[0]), LLMSVC_OK);
+  over = conf_new_context(t, svc, ids[made], 1, NULL);
+  CONF_CHECK(t, over != NULL);
+  llmsvc_context_close(over);
+  for (int i = 1; i <= made; i++) CONF_STATUS(t, llmsvc_context_delete(svc, ids[i]), LLMSVC_OK);
+  free(ids);
+  llmsvc_unbind(svc);
 }
 
 /* STATUS-15: llmsvc_last_error is per thread: another thread's failure does not show here. */
@@ -566,4 +616,5 @@ const conf_test conf_status_tests[] = {
     {"STATUS-14", "model path: MODEL_NOT_FOUND / MODEL_INVALID embedded, ignored by the daemon", model_errors},
     {"STATUS-15", "llmsvc_last_error is per thread and \"\" after a success", last_error_per_thread},
     {"STATUS-16", "a prompt of hundreds of KiB / over a MiB: CONTEXT_OVERFLOW on every transport", huge_prompt},
+    {"STATUS-17", "past a per-app quota (the daemon's contexts per app): QUOTA_EXCEEDED, nothing changed", quota_exceeded},
     {NULL, NULL, NULL}};

@@ -89,6 +89,12 @@ class UnixTransport final : public api::Transport {
       }
       handle = it->second.handle;
     }
+    // Longer than the daemon takes is longer than any of its contexts holds (a token is a few
+    // bytes): CONTEXT_OVERFLOW, as embedded, without sending it.
+    if (prompt.size() > conn->welcome().max_prompt_bytes)
+      return Status(Code::context_overflow, "prompt of " + std::to_string(prompt.size()) +
+                                                " bytes is longer than any context holds (the daemon takes at most " +
+                                                std::to_string(conn->welcome().max_prompt_bytes) + " bytes)");
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);

@@ -503,8 +503,9 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
   if (it->second.call != 0 || !it->second.close_streams.empty())
     return send_error(s, stream, Status(Code::busy, "context '" + it->second.id + "' is inside another call"));
   if (call.prompt.size() > opt_.max_prompt_bytes)
-    return send_error(s, stream, Status(Code::invalid_argument, "prompt longer than the daemon's " +
-                                                                    std::to_string(opt_.max_prompt_bytes) + " bytes"));
+    return send_error(s, stream, Status(Code::context_overflow, "prompt of " + std::to_string(call.prompt.size()) +
+                                                                    " bytes is longer than any context holds (at most " +
+                                                                    std::to_string(opt_.max_prompt_bytes) + " bytes)"));
   auto params = api::read_call_args(call.options);  // the C API's rules, again
   if (!params.ok()) return send_error(s, stream, params.status());
   {
