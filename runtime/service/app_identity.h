@@ -14,14 +14,21 @@ struct AppIdentity {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t pid = 0;
+  // What the process is, for logs: its systemd unit (system or user manager's), else its
+  // executable; empty when neither can be read (another uid's /proc/PID/exe needs privilege).
+  std::string unit;
+  std::string exe;
 
   // The app's namespace in the engine: "uid-<uid>" (one directory per app under the state
-  // root's contexts/). Later: the client's systemd unit where it has one.
+  // root's contexts/). An app is a uid, as on Android; the unit and executable name a
+  // process, which a uid may run many of, and are not part of it.
   std::string scope() const { return "uid-" + std::to_string(uid); }
-  std::string label() const;  // for logs: "uid 1000 pid 4242"
+  // For logs: "uid 1000 pid 4242 unit app-foo.service", "uid 1000 pid 4242 exe /usr/bin/foo".
+  std::string label() const;
 };
 
-// The credentials of the peer of a connected AF_UNIX socket.
+// The credentials of the peer of a connected AF_UNIX socket (SO_PEERCRED), with its unit or
+// executable looked up from its pid.
 Result<AppIdentity> peer_identity(int fd);
 
 }  // namespace llmsvc::service

@@ -48,6 +48,11 @@ class Daemon : public llmsvc::test::DaemonTest {
   llmsvc_service* start_and_bind() { return bind_target(start().target()); }
 };
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
   const char* prompt = "Name three colors.";
   Collected embedded;
@@ -388,6 +393,20 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   caller.join();
   EXPECT_EQ(st, LLMSVC_OK) << last_api_error();
   EXPECT_FALSE(got.text.empty());
+  // The log names who sent the garbage from the kernel's word: this process's uid and pid,
+  // and its systemd unit, or else its executable.
+  {
+    char self[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+    ASSERT_GT(n, 0);
+    const std::string who = "protocol error from uid " + std::to_string(::getuid()) + " pid " + std::to_string(::getpid());
+    const std::string log = read_text(d.log_path());
+    const size_t at = log.find(who);
+    ASSERT_NE(at, std::string::npos) << log;
+    const std::string rest = log.substr(at + who.size(), log.find('\n', at) - at - who.size());
+    EXPECT_TRUE(rest.rfind(" unit ", 0) == 0 || rest.rfind(" exe " + std::string(self, static_cast<size_t>(n)) + ":", 0) == 0)
+        << rest;
+  }
   // The daemon is still there for everyone.
   auto co = greedy_options(2);
   EXPECT_EQ(llmsvc_call(ctx, " again", 6, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
@@ -418,11 +437,6 @@ TEST_F(Daemon, MoreConcurrentCallsThanMaxCallsWaitTheirTurn) {
   for (int i = 0; i < kCalls; ++i) EXPECT_EQ(st[i], LLMSVC_OK) << i;
   for (auto* c : ctx) llmsvc_context_close(c);
   llmsvc_unbind(svc);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // A datagram socket standing in for systemd's notify socket. Like systemd it reads all the
