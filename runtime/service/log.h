@@ -1,11 +1,28 @@
-// The daemon's log: one line per event on stderr (systemd puts stderr in the journal;
-// structured journal fields — app, context, call — come with sd_journal later).
+// The daemon's log. Under systemd, where stderr is the journal ($JOURNAL_STREAM names it),
+// events go to the journal natively, with structured fields beside MESSAGE and PRIORITY:
+//   LLMSVC_APP (the app's label), LLMSVC_UID, LLMSVC_PID, LLMSVC_UNIT or LLMSVC_EXE,
+//   LLMSVC_CONTEXT, LLMSVC_CALL (the call's stream id)
+// so `journalctl LLMSVC_UID=1000` shows one app's events. Otherwise (or if the journal
+// refuses a message) one line on stderr, the fields appended as "[context=ID call=N]".
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+
+#include "runtime/service/app_identity.h"
 
 namespace llmsvc::service {
 
-void log_line(std::string_view line);
+enum class LogLevel { error = 3, warning = 4, info = 6 };  // syslog priorities
+
+struct LogFields {
+  const AppIdentity* app = nullptr;
+  std::string_view context;
+  uint32_t call = 0;  // 0: none
+};
+
+void log_event(LogLevel level, std::string_view message, const LogFields& fields = {});
+// An informational event about the daemon itself.
+inline void log_line(std::string_view line) { log_event(LogLevel::info, line); }
 
 }  // namespace llmsvc::service

@@ -285,7 +285,8 @@ void Server::resume_accepting() {
 }
 
 void Server::drop(const SessionPtr& s, const std::string& why) {
-  if (why != "closed by the client") log_line("connection of " + s->app.label() + " closed: " + why);
+  if (why != "closed by the client")
+    log_event(LogLevel::info, "connection of " + s->app.label() + " closed: " + why, {&s->app, {}, 0});
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, s->fd, nullptr);
   ::close(s->fd);
   sessions_.erase(s->fd);
@@ -352,7 +353,7 @@ void Server::process_frames(const SessionPtr& s) {
 
 void Server::connection_error(const SessionPtr& s, const Status& st) {
   if (s->closing) return;
-  log_line("protocol error from " + s->app.label() + ": " + st.message());
+  log_event(LogLevel::warning, "protocol error from " + s->app.label() + ": " + st.message(), {&s->app, {}, 0});
   send(s, 0, p::error_message(st));
   s->closing = true;
   flush(s);
@@ -535,6 +536,11 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
     if (st.ok() || st.code() == Code::cancelled) {
       post(s, Outgoing{stream, p::to_wire(st, stats), false});
     } else {
+      // The daemon's own failures are logged; an app's mistakes (bad input, quotas, busy
+      // contexts) are its to see, and would let it fill the log.
+      const Code c = st.code();
+      if (c == Code::internal || c == Code::io || c == Code::out_of_memory)
+        log_event(LogLevel::error, "call of " + app.label() + " failed: " + st.message(), {&app, id, stream});
       post(s, Outgoing{stream, p::error_message(st), false});
     }
     {

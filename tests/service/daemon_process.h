@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +31,9 @@ class DaemonProcess {
   void socket_activated() { activated_ = true; }
   // NAME=VALUE for the daemon's environment.
   void add_env(std::string assignment) { env_.push_back(std::move(assignment)); }
+  // Runs in the child just before it execs llmsvcd (its output already in the log): system
+  // calls only (it runs between fork and exec). A failing hook should _exit.
+  void before_exec(std::function<void()> fn) { before_exec_ = std::move(fn); }
   // The model and engine threads it is started with (defaults: the default model, 2).
   void set_model(std::string path) { model_ = std::move(path); }
   void set_threads(int threads) { threads_ = threads; }
@@ -62,6 +66,7 @@ class DaemonProcess {
         ::dup2(log, STDOUT_FILENO);
       }
       for (auto& e : env_) ::putenv(e.data());
+      if (before_exec_) before_exec_();
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -130,6 +135,7 @@ class DaemonProcess {
   std::string dir_;
   std::vector<std::string> extra_;
   std::vector<std::string> env_;
+  std::function<void()> before_exec_;
   std::string model_ = default_model_path();
   int threads_ = 2;
   bool activated_ = false;

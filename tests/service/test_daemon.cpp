@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -248,35 +250,40 @@ TEST_F(Daemon, QuotasAnswerQuotaExceededAndChangeNothing) {
   EXPECT_LE(tokens_of("one"), 64);
   EXPECT_GT(r.generated_tokens, 40);
 
-  // Calls in flight: one per app, on all its connections. A second, from another
-  // connection while the first generates, is refused.
+  // Calls in flight: one per app, on all its connections. A second, on a fresh context from
+  // another connection while the first generates, is refused for that reason.
+  llmsvc_context_close(one);
+  ASSERT_EQ(llmsvc_context_delete(svc, "one"), LLMSVC_OK) << last_api_error();
+  llmsvc_context* four = create_context(svc, "four", true);
+  ASSERT_NE(four, nullptr);
   llmsvc_service* svc2 = bind_target(target);
   ASSERT_NE(svc2, nullptr);
   llmsvc_context* other = nullptr;
   ASSERT_EQ(llmsvc_context_open(svc2, "three", &other), LLMSVC_OK) << last_api_error();
   Collected got;
   llmsvc_status first = LLMSVC_ERR_INTERNAL;
+  llmsvc_call_result first_result;
+  llmsvc_call_result_init(&first_result);
   std::thread runner([&] {
-    auto co40 = greedy_options(40);
-    first = llmsvc_call(other, count, std::strlen(count), &co40, collect_piece, &got, nullptr);
+    auto co48 = greedy_options(48);
+    first = llmsvc_call(other, count, std::strlen(count), &co48, collect_piece, &got, &first_result);
   });
+  // Sent right after the first piece: the other call has 47 tokens to go.
   while (got.pieces.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  llmsvc_context* fresh = nullptr;
-  ASSERT_EQ(llmsvc_context_open(svc, "one", &fresh), LLMSVC_OK);
-  llmsvc_context_close(one);
-  EXPECT_EQ(llmsvc_call(fresh, "x", 1, &co, nullptr, nullptr, nullptr), LLMSVC_ERR_QUOTA_EXCEEDED);
+  const llmsvc_status second = llmsvc_call(four, "x", 1, &co, nullptr, nullptr, nullptr);
+  const std::string second_error = last_api_error();
   runner.join();
-  EXPECT_EQ(first, LLMSVC_OK) << last_api_error();
+  EXPECT_EQ(second, LLMSVC_ERR_QUOTA_EXCEEDED) << second_error << "; the first call generated "
+                                               << first_result.generated_tokens << " tokens";
+  EXPECT_NE(second_error.find("in flight"), std::string::npos) << second_error;
+  EXPECT_EQ(first, LLMSVC_OK);
+  EXPECT_EQ(tokens_of("four"), 0);
   llmsvc_context_close(other);
   llmsvc_unbind(svc2);
   // Once it ended, the next call runs.
+  EXPECT_EQ(llmsvc_call(four, "x", 1, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+  llmsvc_context_close(four);
   llmsvc_context_close(three);
-  ASSERT_EQ(llmsvc_context_delete(svc, "three"), LLMSVC_OK) << last_api_error();
-  llmsvc_context* small = create_context(svc, "small", true);
-  ASSERT_NE(small, nullptr);
-  EXPECT_EQ(llmsvc_call(small, "x", 1, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
-  llmsvc_context_close(small);
-  llmsvc_context_close(fresh);
   llmsvc_unbind(svc);
 }
 
@@ -416,6 +423,72 @@ TEST_F(Daemon, GarbageAndTruncatedFramesDoNotHurtOtherClients) {
   llmsvc_unbind(other);
   llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
+}
+
+// Under systemd, where stderr is the journal ($JOURNAL_STREAM names it), the log goes to the
+// journal natively with the app's fields. The journal is the test's datagram socket, mounted
+// over /run/systemd/journal in the daemon's own mount namespace; nothing of it reaches stderr.
+TEST_F(Daemon, LogsToTheJournalWithTheAppsFields) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount namespace for the daemon)";
+  const pid_t probe = ::fork();
+  if (probe == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
+  int probe_status = 0;
+  ::waitpid(probe, &probe_status, 0);
+  if (!WIFEXITED(probe_status) || WEXITSTATUS(probe_status) != 0) GTEST_SKIP() << "no mount namespaces here";
+
+  const std::string jdir = dir_ + "/journal";
+  ASSERT_EQ(::mkdir(jdir.c_str(), 0755), 0);
+  const int journal = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(journal, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string jsock = jdir + "/socket";
+  ASSERT_LT(jsock.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, jsock.c_str(), jsock.size() + 1);
+  ASSERT_EQ(::bind(journal, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  // JOURNAL_STREAM names the daemon's stderr (its log file) by device and inode.
+  DaemonProcess* dp = nullptr;
+  DaemonProcess& d = start({}, [&](DaemonProcess& p) {
+    dp = &p;
+    const int log = ::open(p.log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    struct stat st {};
+    ASSERT_EQ(::fstat(log, &st), 0);
+    ::close(log);
+    p.add_env("JOURNAL_STREAM=" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino));
+    p.before_exec([jdir] {
+      if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(120);
+      (void)::mkdir("/run/systemd", 0755);
+      (void)::mkdir("/run/systemd/journal", 0755);
+      if (::mount(jdir.c_str(), "/run/systemd/journal", nullptr, MS_BIND, nullptr) != 0) ::_exit(121);
+    });
+  });
+  ASSERT_EQ(dp, &d);
+  int g = raw_connect(d.socket_path());
+  ASSERT_GE(g, 0);
+  raw_send(g, "GET / HTTP/1.1\r\n\r\n");
+  (void)read_to_eof(g);
+  ::close(g);
+
+  // The protocol error's entry: KEY=value lines, one datagram per entry.
+  std::string entry;
+  for (int waited = 0; entry.empty() && waited < 30000; waited += 10) {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::recv(journal, buf, sizeof(buf), 0)) > 0) {
+      const std::string dgram(buf, static_cast<size_t>(n));
+      if (dgram.find("MESSAGE=protocol error from") != std::string::npos) entry = dgram;
+    }
+    if (entry.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::close(journal);
+  ASSERT_FALSE(entry.empty()) << "no entry reached the journal; the daemon's stderr:\n" << read_text(d.log_path());
+  auto has = [&](const std::string& line) { return ("\n" + entry).find("\n" + line + "\n") != std::string::npos; };
+  EXPECT_TRUE(has("PRIORITY=4")) << entry;
+  EXPECT_TRUE(has("SYSLOG_IDENTIFIER=llmsvcd")) << entry;
+  EXPECT_TRUE(has("LLMSVC_UID=" + std::to_string(::getuid()))) << entry;
+  EXPECT_TRUE(has("LLMSVC_PID=" + std::to_string(::getpid()))) << entry;
+  EXPECT_TRUE(entry.find("\nLLMSVC_UNIT=") != std::string::npos || entry.find("\nLLMSVC_EXE=") != std::string::npos) << entry;
+  EXPECT_EQ(read_text(d.log_path()).find("protocol error"), std::string::npos) << "also on stderr";
 }
 
 TEST_F(Daemon, MoreConcurrentCallsThanMaxCallsWaitTheirTurn) {
