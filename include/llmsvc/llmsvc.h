@@ -120,7 +120,9 @@ typedef struct llmsvc_bind_options {
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);
-/** Bind to the service (or start the embedded engine: loads the model). `options` may be NULL for defaults. */
+/** Bind to the service (or start the embedded engine: loads the model). `options` may be NULL for defaults.
+ *  Through llmsvcd: UNAVAILABLE when no daemon answers, UNSUPPORTED without a protocol version
+ *  both speak, QUOTA_EXCEEDED when the app already holds as many connections as it may. */
 LLMSVC_API llmsvc_status llmsvc_bind(const llmsvc_bind_options* options, llmsvc_service** out);
 /** Release a service handle. NULL is a no-op. Context handles still open stay usable and keep
  *  the engine alive until they are closed. */

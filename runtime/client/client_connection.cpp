@@ -67,8 +67,10 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
       if (!r.ok()) return unavailable("llmsvcd handshake: " + r.status().message());
       if (const auto* e = std::get_if<p::Error>(&*m)) {
         Status st = e->to_status();
-        return Status(st.code() == Code::unsupported ? Code::unsupported : Code::unavailable,
-                      "llmsvcd refused the connection: " + st.message());
+        // Its own word for why (no common version, the app's connection quota); anything
+        // else means the daemon cannot serve us now.
+        const bool kept = st.code() == Code::unsupported || st.code() == Code::quota_exceeded;
+        return Status(kept ? st.code() : Code::unavailable, "llmsvcd refused the connection: " + st.message());
       }
       const auto* w = std::get_if<p::Welcome>(&*m);
       if (!w) return unavailable("llmsvcd handshake: unexpected " + std::string(p::type_info(frame->type).name));

@@ -11,6 +11,7 @@ struct AppQuotas {
   uint32_t contexts = 0;          // contexts the app holds, open or stored
   uint32_t context_tokens = 0;    // tokens one context holds (prompts, answers, chat template)
   uint32_t concurrent_calls = 0;  // calls in flight, queued or running, on all its connections
+  uint32_t connections = 0;       // connections open at once (a further one: ERROR, closed)
 };
 
 }  // namespace llmsvc::service

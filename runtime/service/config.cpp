@@ -78,13 +78,15 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   if (t.contains("quotas")) {
     const toml::table* q = t["quotas"].as_table();
     if (!q) return bad(path, "quotas must be a table ([quotas])");
-    static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls"};
+    static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls",
+                                                      "connections"};
     for (const auto& [k, v] : *q) {
       if (!kQuotaKeys.count(std::string(k.str()))) return bad(path, "unknown key 'quotas." + std::string(k.str()) + "'");
     }
     LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "contexts", 0, 1 << 20, c.quotas.contexts));
     LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "context_tokens", 0, 1 << 20, c.quotas.context_tokens));
     LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "concurrent_calls", 0, 1 << 16, c.quotas.concurrent_calls));
+    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "connections", 0, 1 << 20, c.quotas.connections));
   }
   if (t.contains("kv_ratio")) {
     auto v = t["kv_ratio"].value<double>();

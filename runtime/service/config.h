@@ -17,6 +17,7 @@
 //   contexts = 0                      # contexts held, open or stored
 //   context_tokens = 0                # tokens in one context
 //   concurrent_calls = 0              # calls in flight on all its connections
+//   connections = 0                   # connections open at once
 #pragma once
 
 #include <sys/types.h>

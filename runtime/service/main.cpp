@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   so.model_name = model_path->substr(model_path->find_last_of('/') + 1);
   so.max_calls = cfg.max_calls;
   so.calls_per_app = cfg.quotas.concurrent_calls;
+  so.connections_per_app = cfg.quotas.connections;
   so.idle_timeout_ms = cfg.idle_timeout_ms;
   so.stop_timeout_ms = cfg.stop_timeout_ms;
   so.watchdog_us = watchdog_interval_us();

@@ -248,6 +248,24 @@ void Server::accept_all(int listen_fd) {
     }
     sessions_[fd] = s;
     ++accepted_;
+    uint32_t& held = app_connections_[s->app.uid];
+    if (opt_.connections_per_app > 0 && held >= opt_.connections_per_app) {
+      auto& logged = refusal_logged_[s->app.uid];
+      if (logged == Clock::time_point{} || Clock::now() - logged > std::chrono::minutes(1)) {
+        logged = Clock::now();
+        log_event(LogLevel::warning,
+                  "refusing connections of " + s->app.label() + " past its quota of " +
+                      std::to_string(opt_.connections_per_app) + " (logged once a minute)",
+                  {&s->app, {}, 0});
+      }
+      ++held;  // drop() counts it out again
+      send(s, 0, p::error_message(Status(Code::quota_exceeded, "this app has " + std::to_string(held - 1) +
+                                                                   " connections open, its quota")));
+      s->closing = true;
+      flush(s);
+      continue;
+    }
+    ++held;
   }
 }
 
@@ -287,6 +305,8 @@ void Server::resume_accepting() {
 void Server::drop(const SessionPtr& s, const std::string& why) {
   if (why != "closed by the client")
     log_event(LogLevel::info, "connection of " + s->app.label() + " closed: " + why, {&s->app, {}, 0});
+  if (auto it = app_connections_.find(s->app.uid); it != app_connections_.end() && --it->second == 0)
+    app_connections_.erase(it);
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, s->fd, nullptr);
   ::close(s->fd);
   sessions_.erase(s->fd);
@@ -533,6 +553,12 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
     };
     CallStats stats;
     Status st = apps_.call(app, id, prompt, params, on_piece, &stats);
+    {
+      // Out of the app's count before its answer goes: the app may send its next call the
+      // moment it has this one's answer.
+      std::lock_guard lock(app_calls_mu_);
+      if (--app_calls_[app.uid] == 0) app_calls_.erase(app.uid);
+    }
     if (st.ok() || st.code() == Code::cancelled) {
       post(s, Outgoing{stream, p::to_wire(st, stats), false});
     } else {
@@ -542,10 +568,6 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
       if (c == Code::internal || c == Code::io || c == Code::out_of_memory)
         log_event(LogLevel::error, "call of " + app.label() + " failed: " + st.message(), {&app, id, stream});
       post(s, Outgoing{stream, p::error_message(st), false});
-    }
-    {
-      std::lock_guard lock(app_calls_mu_);
-      if (--app_calls_[app.uid] == 0) app_calls_.erase(app.uid);
     }
     --calls_running_;
     uint64_t one = 1;

@@ -58,6 +58,9 @@ struct ServerOptions {
   // calls leaves workers for the other apps. Apps take turns for free workers.
   int call_workers_per_app = 2;
   uint32_t calls_per_app = 0;  // quota: calls in flight per app, all its connections (0: none)
+  // Quota: connections per app at once (0: none); a further one gets ERROR (QUOTA_EXCEEDED)
+  // on stream 0 and is closed, so one app cannot take every descriptor the daemon has.
+  uint32_t connections_per_app = 0;
   int op_workers = 2;
 };
 
@@ -118,6 +121,8 @@ class Server {
   std::mutex dirty_mu_;
   std::vector<SessionPtr> dirty_;  // sessions with outbox entries
   std::atomic<int> calls_running_{0};
+  std::map<uid_t, uint32_t> app_connections_;          // loop thread only
+  std::map<uid_t, Clock::time_point> refusal_logged_;  // loop thread only: at most one line a minute per app
   std::mutex app_calls_mu_;
   std::map<uid_t, uint32_t> app_calls_;  // calls in flight per app (the loop adds, workers remove)
 

@@ -287,6 +287,52 @@ TEST_F(Daemon, QuotasAnswerQuotaExceededAndChangeNothing) {
   llmsvc_unbind(svc);
 }
 
+// Connections per app: past the quota a connection gets ERROR on stream 0 and is closed, and
+// llmsvc_bind says QUOTA_EXCEEDED; closing one makes room. Other apps are not counted.
+TEST_F(Daemon, ConnectionsPastTheQuotaAreRefused) {
+  const std::string config = dir_ + "/conn.toml";
+  std::ofstream(config) << "[quotas]\nconnections = 3\n";
+  DaemonProcess& d = start({"--config", config});
+  std::vector<int> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(raw_connect(d.socket_path()));
+    ASSERT_GE(held.back(), 0);
+    raw_send(held.back(), kRawHello);
+    EXPECT_EQ(frame_types(read_frame(held.back())), std::vector<uint16_t>{kRawWelcome});
+  }
+  llmsvc_service* svc = bind_target(d.target());  // the third
+  ASSERT_NE(svc, nullptr) << last_api_error();
+  int over = raw_connect(d.socket_path());
+  ASSERT_GE(over, 0);
+  EXPECT_EQ(frame_types(read_to_eof(over)), std::vector<uint16_t>{kRawError});
+  ::close(over);
+  llmsvc_bind_options bo;
+  llmsvc_bind_options_init(&bo);
+  const std::string target = d.target();
+  bo.target = target.c_str();
+  llmsvc_service* refused = nullptr;
+  EXPECT_EQ(llmsvc_bind(&bo, &refused), LLMSVC_ERR_QUOTA_EXCEEDED) << last_api_error();
+  EXPECT_EQ(refused, nullptr);
+  // The third connection still works; closing another makes room for a new one.
+  auto co = greedy_options(1);
+  llmsvc_context* ctx = create_context(svc, "c", true);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(llmsvc_call(ctx, "Hi", 2, &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+  ::close(held.back());
+  held.pop_back();
+  llmsvc_service* again = nullptr;
+  for (int i = 0; i < 200 && !again; ++i) {  // the daemon sees the close in its own time
+    if (llmsvc_bind(&bo, &again) != LLMSVC_OK) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(again, nullptr) << last_api_error();
+  llmsvc_unbind(again);
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+  for (int fd : held) ::close(fd);
+  const std::string log = read_text(d.log_path());
+  EXPECT_NE(log.find("refusing connections of uid"), std::string::npos) << log;
+}
+
 TEST_F(Daemon, SigkillMidCallThenRestartKeepsEveryAcknowledgedTurn) {
   DaemonProcess* d = &start();
   llmsvc_service* svc = bind_target(d->target());

@@ -59,6 +59,7 @@ stop_timeout_ms = 2000
 contexts = 16
 context_tokens = 1024
 concurrent_calls = 3
+connections = 9
 )");
   DaemonConfig c;
   ASSERT_TRUE(load_config_file(path, c).ok());
@@ -77,6 +78,7 @@ concurrent_calls = 3
   EXPECT_EQ(c.quotas.contexts, 16u);
   EXPECT_EQ(c.quotas.context_tokens, 1024u);
   EXPECT_EQ(c.quotas.concurrent_calls, 3u);
+  EXPECT_EQ(c.quotas.connections, 9u);
 }
 
 TEST_F(Config, MissingKeysKeepDefaults) {
