@@ -48,7 +48,7 @@ void KvSequence::install(int c, Mem mem, size_t bytes, hal::KvFormat format, Chu
   {
     std::lock_guard<std::mutex> lock(store_.mu_);
     Chunk& ch = chunks_[c];
-    store_.used_ -= ch.bytes;
+    uncharge_locked(ch.bytes);
     old = std::move(ch.mem);
     ch.mem = std::move(mem);
     ch.bytes = bytes;
@@ -101,12 +101,25 @@ void KvSequence::release(int c) {
   {
     std::lock_guard<std::mutex> lock(store_.mu_);
     Chunk& ch = chunks_[c];
-    store_.used_ -= ch.bytes;
+    uncharge_locked(ch.bytes);
     old = std::move(ch.mem);
     ch.bytes = 0;
     // The content is kept by its file (version unchanged) or lost.
     ch.state = ch.disk_version.load() == ch.version ? ChunkState::swapped : ChunkState::dropped;
   }
+}
+
+void KvSequence::uncharge_locked(size_t bytes) {
+  store_.used_ -= bytes;
+  if (share_) share_->used_ -= bytes;
+}
+
+Status KvSequence::set_share(std::shared_ptr<KvShare> share) {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  for (const Chunk& ch : chunks_)
+    if (ch.bytes != 0) return Status(Code::internal, "kv: a sequence's share changes only while it holds no memory");
+  share_ = std::move(share);
+  return Status::Ok();
 }
 
 void KvSequence::set_write_back(WriteBack fn) {
@@ -251,35 +264,45 @@ void KvChunkStore::unpin(KvSequence& seq) {
 }
 
 Result<KvChunkStore::Mem> KvChunkStore::claim(size_t bytes, const KvSequence* requester) {
+  KvShare* share = requester ? requester->share_.get() : nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    while (share && share->used_ + bytes > share->limit_) {
+      if (!evict_one_locked(requester, share))
+        return Status(Code::quota_exceeded, "kv: this app's share of the KV budget (" + std::to_string(share->limit_) +
+                                                " bytes) is held by its contexts inside calls");
+    }
     while (budget_ != 0 && used_ + bytes > budget_) {
       if (!evict_one_locked(requester))
         return Status(Code::out_of_memory, "kv: budget of " + std::to_string(budget_) + " bytes exhausted (" +
                                                std::to_string(used_) + " held by contexts inside calls)");
     }
     used_ += bytes;
+    if (share) share->used_ += bytes;
     peak_ = std::max(peak_, used_);
   }
   Mem mem = kv_alloc(bytes);
   if (!mem) {
-    release(bytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    used_ -= bytes;
+    if (share) share->used_ -= bytes;
     return Status(Code::out_of_memory, "kv: cannot allocate a chunk of " + std::to_string(bytes) + " bytes");
   }
   return mem;
 }
 
-void KvChunkStore::release(size_t bytes) {
+uint64_t KvChunkStore::share_used(const KvShare& share) const {
   std::lock_guard<std::mutex> lock(mu_);
-  used_ -= bytes;
+  return share.used_;
 }
 
-bool KvChunkStore::evict_one_locked(const KvSequence* requester) {
+bool KvChunkStore::evict_one_locked(const KvSequence* requester, const KvShare* within) {
   KvSequence* victim_seq = nullptr;
   int victim = -1;
   std::tuple<bool, int, uint64_t> best{true, std::numeric_limits<int>::max(), 0};
   for (KvSequence* s : seqs_) {
     if (s->pinned_ || s == requester) continue;
+    if (within && s->share_.get() != within) continue;
     for (int c = 0; c < s->n_chunks(); ++c) {
       const KvSequence::Chunk& ch = s->chunks_[c];
       if (ch.state != ChunkState::resident) continue;
@@ -315,7 +338,7 @@ void KvChunkStore::evict_chunk_locked(KvSequence& s, int c) {
   }
   ch.state = current ? ChunkState::swapped : ChunkState::dropped;
   ch.mem.reset();
-  used_ -= ch.bytes;  // mu_ is held: release() would lock it again
+  s.uncharge_locked(ch.bytes);
   ch.bytes = 0;
   evictions_++;
 }

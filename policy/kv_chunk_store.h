@@ -67,6 +67,22 @@ enum class EvictionOrder : uint8_t {
 
 class KvChunkStore;
 
+// A share of the budget (a per-app quota): the sequences that carry one hold at most `limit`
+// resident bytes together. A claim past it evicts chunks of those sequences only (never
+// another owner's); when none is evictable it fails with Code::quota_exceeded. Made by
+// KvChunkStore::make_share; its figures are guarded by the store's lock.
+class KvShare {
+ public:
+  explicit KvShare(uint64_t limit) : limit_(limit) {}
+  uint64_t limit() const { return limit_; }
+
+ private:
+  friend class KvChunkStore;
+  friend class KvSequence;
+  const uint64_t limit_;
+  uint64_t used_ = 0;
+};
+
 // A context's KV cache: chunk i holds positions [i*C, (i+1)*C).
 class KvSequence {
  public:
@@ -158,6 +174,10 @@ class KvSequence {
   // LRU clock: the store stamps a sequence when it is pinned.
   bool pinned() const { return pinned_; }
 
+  // Charges this sequence's memory to `share` from now on (null: none). Only while it holds
+  // no memory (Code::internal otherwise).
+  Status set_share(std::shared_ptr<KvShare> share);
+
   // Eviction's write-back (no ahead-of-time swap-out): called with the store's lock held, on
   // the evicting thread, for a resident chunk whose file is not current, before its memory
   // is freed; returns true once the file holds the chunk (it then becomes swapped, else
@@ -192,6 +212,9 @@ class KvSequence {
   bool pinned_ = false;
   uint64_t last_use_ = 0;
   WriteBack write_back_;  // guarded by the store's lock
+  std::shared_ptr<KvShare> share_;
+  // Returns `bytes` of this sequence's memory to the budget and its share (store lock held).
+  void uncharge_locked(size_t bytes);
 };
 
 // Owns the budget and accounting shared by every sequence.
@@ -207,6 +230,10 @@ class KvChunkStore {
   uint64_t peak_bytes() const;
   uint64_t evictions() const;
 
+  // A share of `limit` bytes for the sequences of one owner (KvSequence::set_share).
+  std::shared_ptr<KvShare> make_share(uint64_t limit) const { return std::make_shared<KvShare>(limit); }
+  uint64_t share_used(const KvShare& share) const;
+
   // Working-set locks: chunks of a pinned sequence are never evicted.
   void pin(KvSequence& seq);
   void unpin(KvSequence& seq);
@@ -214,14 +241,15 @@ class KvChunkStore {
  private:
   friend class KvSequence;
   using Mem = KvSequence::Mem;
-  // Claims `bytes` for `requester`, evicting others' chunks as needed.
+  // Claims `bytes` for `requester` (charged to its share too), evicting others' chunks as
+  // needed: first its share's, to stay within the share, then anyone's, for the budget.
   Result<Mem> claim(size_t bytes, const KvSequence* requester);
-  void release(size_t bytes);
   uint64_t next_version() { return version_clock_.fetch_add(1, std::memory_order_relaxed) + 1; }
   void add(KvSequence* s);
   void remove(KvSequence* s);
-  // Evicts one chunk, or one sequence's chunks (mu_ held); false when nothing is evictable.
-  bool evict_one_locked(const KvSequence* requester);
+  // Evicts one chunk, or one sequence's chunks (mu_ held), of sequences other than the
+  // requester, of share `within` only when given; false when nothing is evictable.
+  bool evict_one_locked(const KvSequence* requester, const KvShare* within = nullptr);
   // Frees resident chunk c of s: swapped if its file is current (after a write-back), else dropped.
   void evict_chunk_locked(KvSequence& s, int c);
 

@@ -12,6 +12,9 @@ struct AppQuotas {
   uint32_t context_tokens = 0;    // tokens one context holds (prompts, answers, chat template)
   uint32_t concurrent_calls = 0;  // calls in flight, queued or running, on all its connections
   uint32_t connections = 0;       // connections open at once (a further one: ERROR, closed)
+  // Share of the KV budget its contexts hold resident together (the engine's kv_share): past
+  // it the app's own chunks leave memory first. 0: none (only the budget).
+  double kv_share = 0;
 };
 
 }  // namespace llmsvc::service

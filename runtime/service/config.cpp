@@ -79,7 +79,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     const toml::table* q = t["quotas"].as_table();
     if (!q) return bad(path, "quotas must be a table ([quotas])");
     static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls",
-                                                      "connections"};
+                                                      "connections", "kv_share"};
     for (const auto& [k, v] : *q) {
       if (!kQuotaKeys.count(std::string(k.str()))) return bad(path, "unknown key 'quotas." + std::string(k.str()) + "'");
     }
@@ -87,6 +87,11 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "context_tokens", 0, 1 << 20, c.quotas.context_tokens));
     LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "concurrent_calls", 0, 1 << 16, c.quotas.concurrent_calls));
     LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "connections", 0, 1 << 20, c.quotas.connections));
+    if (q->contains("kv_share")) {
+      auto v = (*q)["kv_share"].value<double>();
+      if (!v || *v < 0.0 || *v > 1.0) return bad(path, "quotas.kv_share must be a number in [0, 1]");
+      c.quotas.kv_share = *v;
+    }
   }
   if (t.contains("kv_ratio")) {
     auto v = t["kv_ratio"].value<double>();

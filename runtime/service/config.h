@@ -18,6 +18,7 @@
 //   context_tokens = 0                # tokens in one context
 //   concurrent_calls = 0              # calls in flight on all its connections
 //   connections = 0                   # connections open at once
+//   kv_share = 0.0                    # fraction of kv_budget_bytes its contexts hold resident
 #pragma once
 
 #include <sys/types.h>

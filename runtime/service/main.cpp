@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   eo.n_ctx = cfg.n_ctx;
   eo.kv_budget_bytes = cfg.kv_budget_bytes;
   eo.kv_ratio = cfg.kv_ratio;
+  eo.kv_share = cfg.quotas.kv_share;
   eo.state_dir = *root;
   auto engine = Engine::create(eo);
   if (!engine.ok()) return fail(engine.status());

@@ -73,6 +73,46 @@ TEST(KvChunkStore, BudgetEvictsIdleSequencesLeastRecentlyUsedFirst) {
   EXPECT_LE(store.used_bytes(), 4 * chunk);
 }
 
+// A share of the budget (a per-app quota): a claim past the share evicts the share's own
+// chunks, even when another owner's are older; with only pinned chunks of the share left it
+// is QUOTA_EXCEEDED. Shares change only while a sequence holds nothing.
+TEST(KvChunkStore, ASharePassedEvictsItsOwnChunksOnly) {
+  const size_t chunk = kGeo.chunk_bytes();
+  KvChunkStore store(kGeo, 10 * chunk);
+  auto app = store.make_share(3 * chunk);
+  KvSequence other(store), mine1(store), mine2(store);
+  ASSERT_TRUE(mine1.set_share(app).ok());
+  ASSERT_TRUE(mine2.set_share(app).ok());
+  store.pin(other);  // the least recently used of all
+  ASSERT_TRUE(other.reserve(16).ok());  // 4 chunks, no share
+  store.unpin(other);
+  store.pin(mine1);
+  ASSERT_TRUE(mine1.reserve(12).ok());  // 3 chunks: the share is full
+  store.unpin(mine1);
+  EXPECT_EQ(store.share_used(*app), 3 * chunk);
+  store.pin(mine2);
+  ASSERT_TRUE(mine2.reserve(8).ok());  // 2 chunks, both taken from mine1
+  EXPECT_EQ(other.count(ChunkState::resident), 4) << "another owner's chunks were taken";
+  EXPECT_EQ(mine1.count(ChunkState::resident), 1);
+  EXPECT_EQ(store.share_used(*app), 3 * chunk);
+  EXPECT_EQ(store.used_bytes(), 7 * chunk);
+  // Only the requester and a pinned sequence of the share are left: over the share.
+  store.pin(mine1);
+  const Status s = mine2.reserve(12);
+  EXPECT_EQ(s.code(), Code::quota_exceeded) << s.message();
+  EXPECT_EQ(mine2.n_chunks(), 2);
+  EXPECT_EQ(store.share_used(*app), 3 * chunk);
+  store.unpin(mine1);
+  // Freed memory leaves the share too.
+  mine1.truncate(0);
+  EXPECT_EQ(store.share_used(*app), 2 * chunk);
+  EXPECT_EQ(mine2.set_share(nullptr).code(), Code::internal);  // it holds memory
+  mine2.truncate(0);
+  EXPECT_TRUE(mine2.set_share(nullptr).ok());
+  EXPECT_EQ(store.share_used(*app), 0u);
+  EXPECT_EQ(store.used_bytes(), 4 * chunk);
+}
+
 // Two idle sequences, a (used first, its chunks q8) and b (used later, f16), and a third
 // that needs one chunk more than the budget has: which one loses a chunk.
 struct OrderCase {

@@ -768,6 +768,64 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
   EXPECT_TRUE(std::filesystem::exists(alice_dir + "/secret/context.json"));
 }
 
+// The KV share (quotas.kv_share 0.5 of an 8 MiB budget): an app whose contexts need more than
+// its share loses its own chunks, never another app's. Without shares, the budget's LRU
+// eviction takes the other app's idle context first.
+TEST_F(Daemon, AnAppPastItsKvShareLosesOnlyItsOwnChunks) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a second app under another uid)";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  constexpr uint64_t kBudget = 8u << 20;  // a call's ~85 tokens need 2.2 MiB (f16) while it runs
+  const std::string config = dir_ + "/share.toml";
+  std::ofstream(config) << "kv_budget_bytes = " << kBudget << "\n[quotas]\nkv_share = 0.5\n";
+  const std::string target = start({"--config", config}).target();
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += " The river runs past the mill.";  // ~85 tokens
+  constexpr uid_t kOther = 65534;
+  // The other app's context, and how many of its chunks are in memory (the exit code).
+  ASSERT_EQ(as_user(kOther, [&] {
+              llmsvc_service* svc = bind_target(target);
+              llmsvc_context* ctx = svc ? create_context(svc, "kept", true) : nullptr;
+              auto co = greedy_options(4);
+              const bool ok = ctx && llmsvc_call(ctx, text.data(), text.size(), &co, nullptr, nullptr, nullptr) == LLMSVC_OK;
+              llmsvc_context_close(ctx);
+              llmsvc_unbind(svc);
+              return ok ? 0 : 1;
+            }),
+            0);
+  auto others_resident = [&] {
+    return as_user(kOther, [&] {
+      llmsvc_service* svc = bind_target(target);
+      llmsvc_context_info info;
+      llmsvc_context_info_init(&info);
+      const bool ok = svc && llmsvc_context_info_get(svc, "kept", &info) == LLMSVC_OK;
+      llmsvc_unbind(svc);
+      return ok ? std::min(info.chunks_resident, 199) : 200;
+    });
+  };
+  const int before = others_resident();
+  ASSERT_GT(before, 0);
+  ASSERT_LT(before, 200);
+
+  // This app: eight such contexts (about 1.1 MiB each at 8 bits), more than its 4 MiB share
+  // and more than the whole budget.
+  llmsvc_service* svc = bind_target(target);
+  ASSERT_NE(svc, nullptr);
+  for (int i = 0; i < 8; ++i) {
+    llmsvc_context* ctx = create_context(svc, ("big-" + std::to_string(i)).c_str(), true);
+    ASSERT_NE(ctx, nullptr);
+    auto co = greedy_options(4);
+    EXPECT_EQ(llmsvc_call(ctx, text.data(), text.size(), &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+    llmsvc_context_close(ctx);
+  }
+  llmsvc_stats stats;
+  llmsvc_stats_init(&stats);
+  ASSERT_EQ(llmsvc_get_stats(svc, &stats), LLMSVC_OK);
+  EXPECT_LE(stats.kv_bytes, kBudget / 2) << "this app's resident KV";
+  EXPECT_GT(stats.swap_out_bytes, 0u);
+  llmsvc_unbind(svc);
+  EXPECT_EQ(others_resident(), before) << "the other app's chunks were taken";
+}
+
 // Fair scheduling: one app's long generations do not hold every call worker. An app (uid
 // 65534, a child process) starts four long calls at once; another app's short call, sent
 // while they generate, finishes before any of them, because an app runs at most two calls at

@@ -60,6 +60,7 @@ contexts = 16
 context_tokens = 1024
 concurrent_calls = 3
 connections = 9
+kv_share = 0.25
 )");
   DaemonConfig c;
   ASSERT_TRUE(load_config_file(path, c).ok());
@@ -79,6 +80,7 @@ connections = 9
   EXPECT_EQ(c.quotas.context_tokens, 1024u);
   EXPECT_EQ(c.quotas.concurrent_calls, 3u);
   EXPECT_EQ(c.quotas.connections, 9u);
+  EXPECT_DOUBLE_EQ(c.quotas.kv_share, 0.25);
 }
 
 TEST_F(Config, MissingKeysKeepDefaults) {
@@ -92,7 +94,7 @@ TEST_F(Config, MissingKeysKeepDefaults) {
 TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
   for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
                            "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n", "quotas = 3\n",
-                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n"}) {
+                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n"}) {
     DaemonConfig c;
     Status st = load_config_file(write("c.toml", text), c);
     EXPECT_EQ(st.code(), Code::invalid_argument) << text;

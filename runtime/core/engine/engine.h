@@ -29,6 +29,11 @@ struct EngineOptions {
   // Tolerance-aware compression after each call: the context's full chunks get 8/4/2 bits
   // so that their average is kv_ratio * 8 bits (LLMS's global ratio); <= 0 keeps them f16.
   double kv_ratio = 0.5;
+  // A per-app quota: contexts whose ids have the same scope ("uid-1000/..." as llmsvcd names
+  // them) hold at most this fraction of kv_budget_bytes resident together. Past it their own
+  // chunks are evicted first; a call whose own context needs more fails with
+  // Code::quota_exceeded. 0, or no budget: no share.
+  double kv_share = 0;
   // Ahead-of-time swap-out: when a call returns, the context's chunks that changed are
   // written to its chunks/ directory, so evicting them later frees memory without losing
   // them, and switch-in (or a reopen in a new process) loads them instead of recomputing.

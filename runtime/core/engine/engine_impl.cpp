@@ -93,6 +93,9 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
       state_(std::move(state)),
       recompute_on_model_change_(o.recompute_on_model_change),
       kv_ratio_(o.kv_ratio),
+      kv_share_bytes_(o.kv_share > 0 && o.kv_budget_bytes > 0
+                          ? static_cast<uint64_t>(std::min(1.0, o.kv_share) * static_cast<double>(o.kv_budget_bytes))
+                          : 0),
       aot_swap_out_(o.aot_swap_out),
       pipeline_(o.swap_recompute_pipeline),
       swap_io_(std::move(swap_io)),
@@ -179,6 +182,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
     return s;
   }
   auto ctx = std::make_unique<ContextState>(id, store_);
+  assign_share_locked(*ctx);
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
   ctx->log = std::move(log).value();
@@ -186,6 +190,14 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   contexts_.emplace(id, std::move(ctx));
   stats_.known_contexts++;
   return id;
+}
+
+void EngineImpl::assign_share_locked(ContextState& ctx) {
+  const size_t slash = ctx.id.find('/');
+  if (kv_share_bytes_ == 0 || slash == std::string::npos) return;
+  auto& share = shares_[ctx.id.substr(0, slash)];
+  if (!share) share = store_.make_share(kv_share_bytes_);
+  (void)ctx.kv.set_share(share);  // a new context holds no memory yet
 }
 
 Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
@@ -207,6 +219,7 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
     return Status(Code::context_overflow, "context '" + std::string(id) + "' holds " + std::to_string(hist.tokens.size()) +
                                               " tokens, more than this engine's " + std::to_string(n_ctx_));
   auto ctx = std::make_unique<ContextState>(std::string(id), store_);
+  assign_share_locked(*ctx);
   ctx->raw = meta->raw;
   ctx->system_prompt = meta->system_prompt;
   ctx->tokens = std::move(hist.tokens);

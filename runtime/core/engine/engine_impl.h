@@ -68,6 +68,8 @@ class EngineImpl final : public Engine {
   Result<ContextState*> load_locked(std::string_view id);
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
   Status persist(ContextState& ctx);
+  // Charges a new context's KV to its scope's share of the budget, if shares are on (mu_ held).
+  void assign_share_locked(ContextState& ctx);
 
   std::unique_ptr<hal::Device> device_;
   std::unique_ptr<Model> model_;
@@ -80,6 +82,7 @@ class EngineImpl final : public Engine {
   // two; without one, every swapped chunk is loaded (exact, no guessing).
   std::optional<policy::SwitchCost> switch_cost_;
   double kv_ratio_;
+  uint64_t kv_share_bytes_;  // 0: no per-scope share
   bool aot_swap_out_;  // else chunks are written when evicted (a baseline's write-back)
   bool pipeline_;      // the swap/recompute split when there is a profile
 
@@ -90,6 +93,7 @@ class EngineImpl final : public Engine {
 
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;
+  std::map<std::string, std::shared_ptr<policy::KvShare>, std::less<>> shares_;  // by scope
   EngineStats stats_;
   std::mt19937_64 id_rng_;
 
