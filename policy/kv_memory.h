@@ -5,8 +5,10 @@
 // arenas: once a chunk above malloc's mmap threshold was freed, the threshold rose past every
 // chunk size and later chunks came from arenas that fragment and never shrink (the daemon's
 // RSS reached 3x its KV budget under load). Mapping each chunk on its own gives its pages back
-// when it is freed, so resident KV memory is what the store's budget counts (plus at most a
-// page per chunk of rounding). Small chunks (tiny models, tests) stay on the heap.
+// when it is freed, so resident KV memory is what the store's budget counts, plus at most a
+// page per chunk of rounding and kKvCacheBytes of freed blocks kept for reuse (mapping and
+// faulting in every loaded chunk anew made switch-in a third slower). Small chunks (tiny
+// models, tests) stay on the heap.
 #pragma once
 
 #include <cstddef>
@@ -28,5 +30,7 @@ KvMem kv_alloc(size_t bytes);
 
 // Blocks of at least this many bytes are mapped; smaller ones come from the heap.
 inline constexpr size_t kKvMapThreshold = 16 * 1024;
+// Freed mapped blocks kept for reuse, at most this many bytes in the process.
+inline constexpr size_t kKvCacheBytes = 8u << 20;
 
 }  // namespace llmsvc::policy
