@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
@@ -114,6 +115,13 @@ class DaemonTest : public ::testing::Test {
     if (setup) setup(*daemons_.back());
     EXPECT_TRUE(daemons_.back()->start()) << "llmsvcd did not start; see " << daemons_.back()->log_path();
     return *daemons_.back();
+  }
+
+  // Writes `toml` to a configuration file in dir_; returns the flags that name it.
+  std::vector<std::string> config_args(const std::string& toml) {
+    const std::string path = dir_ + "/llmsvcd-" + std::to_string(daemons_.size()) + ".toml";
+    std::ofstream(path) << toml;
+    return {"--config", path};
   }
 
   std::string dir_;

@@ -205,9 +205,8 @@ TEST_F(Daemon, TwoConcurrentCallsOnTwoContexts) {
 
 // Per-app quotas from the configuration: past each, QUOTA_EXCEEDED and nothing changes.
 TEST_F(Daemon, QuotasAnswerQuotaExceededAndChangeNothing) {
-  const std::string config = dir_ + "/quotas.toml";
-  std::ofstream(config) << "[quotas]\ncontexts = 2\ncontext_tokens = 64\nconcurrent_calls = 1\n";
-  const std::string target = start({"--config", config}).target();
+  const std::string target =
+      start(config_args("[quotas]\ncontexts = 2\ncontext_tokens = 64\nconcurrent_calls = 1\n")).target();
   llmsvc_service* svc = bind_target(target);
   ASSERT_NE(svc, nullptr);
   auto tokens_of = [&](const char* id) {
@@ -290,9 +289,7 @@ TEST_F(Daemon, QuotasAnswerQuotaExceededAndChangeNothing) {
 // Connections per app: past the quota a connection gets ERROR on stream 0 and is closed, and
 // llmsvc_bind says QUOTA_EXCEEDED; closing one makes room. Other apps are not counted.
 TEST_F(Daemon, ConnectionsPastTheQuotaAreRefused) {
-  const std::string config = dir_ + "/conn.toml";
-  std::ofstream(config) << "[quotas]\nconnections = 3\n";
-  DaemonProcess& d = start({"--config", config});
+  DaemonProcess& d = start(config_args("[quotas]\nconnections = 3\n"));
   std::vector<int> held;
   for (int i = 0; i < 2; ++i) {
     held.push_back(raw_connect(d.socket_path()));
@@ -775,9 +772,8 @@ TEST_F(Daemon, AnAppPastItsKvShareLosesOnlyItsOwnChunks) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a second app under another uid)";
   ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
   constexpr uint64_t kBudget = 8u << 20;  // a call's ~85 tokens need 2.2 MiB (f16) while it runs
-  const std::string config = dir_ + "/share.toml";
-  std::ofstream(config) << "kv_budget_bytes = " << kBudget << "\n[quotas]\nkv_share = 0.5\n";
-  const std::string target = start({"--config", config}).target();
+  const std::string target =
+      start(config_args("kv_budget_bytes = " + std::to_string(kBudget) + "\n[quotas]\nkv_share = 0.5\n")).target();
   std::string text;
   for (int i = 0; i < 12; ++i) text += " The river runs past the mill.";  // ~85 tokens
   constexpr uid_t kOther = 65534;

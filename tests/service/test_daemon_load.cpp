@@ -105,9 +105,7 @@ TEST_F(DaemonLoad, ResidentMemoryStaysWithinTheKvBudgetAndAFixedOverhead) {
 #endif
   constexpr int kClients = 64, kCalls = 4, kTokens = 8;
   constexpr uint64_t kBudget = 16u << 20, kOverhead = 40u << 20;
-  const std::string config = dir_ + "/llmsvcd.toml";
-  std::ofstream(config) << "kv_budget_bytes = " << kBudget << "\n";
-  DaemonProcess& d = start_daemon({"--config", config});
+  DaemonProcess& d = start_daemon(config_args("kv_budget_bytes = " + std::to_string(kBudget) + "\n"));
   const uint64_t started = proc_status_bytes(d.pid(), "VmRSS");
   ASSERT_GT(started, 0u);
   const std::string target = d.target();
