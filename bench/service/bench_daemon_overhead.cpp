@@ -10,9 +10,10 @@
 //      daemon/embedded ratio (target >= 98 %).
 //
 //   bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128]
-//                         [--gap-ms 3] [--json PATH]
+//                         [--gap-ms 3] [--daemon-args "ARG ..."] [--json PATH]
 //  --gap-ms: idle time before each timed operation (engine threads spin ~1 ms after work).
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,9 +91,10 @@ int main_impl(int argc, char** argv) {
                {"calls", "50"},
                {"tokens", "128"},
                {"gap-ms", "3"},
+               {"daemon-args", ""},
                {"json", ""}},
               "usage: bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128] "
-              "[--gap-ms 3] [--json PATH]");
+              "[--gap-ms 3] [--daemon-args \"ARG ...\"] [--json PATH]");
   if (!flags.parse(argc, argv)) return 2;
   const std::string model = flags.str("model");
   const int threads = flags.integer("threads", 1), reps = flags.integer("reps", 1),
@@ -100,7 +102,10 @@ int main_impl(int argc, char** argv) {
   g_gap = std::chrono::microseconds(static_cast<int64_t>(flags.number("gap-ms") * 1000));
 
   const std::string dir = temp_dir("llmsvc-bench-daemon");
-  auto daemon = start_daemon(dir, model, threads);
+  std::vector<std::string> daemon_args;
+  std::istringstream words(flags.str("daemon-args"));
+  for (std::string w; words >> w;) daemon_args.push_back(w);
+  auto daemon = start_daemon(dir, model, threads, daemon_args);
   const std::string embedded_state = dir + "/embedded-state";
   llmsvc_bind_options eo;
   llmsvc_bind_options_init(&eo);

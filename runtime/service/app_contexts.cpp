@@ -28,10 +28,10 @@ Result<std::string> AppContexts::create(const AppIdentity& app, ContextOptions o
     options.id = *k;
   }
   std::lock_guard lock(mu_);  // a second create cannot pass the quota between the count and the make
-  if (quotas_.contexts > 0) {
+  if (const uint32_t quota = quotas_.of(app.uid).contexts; quota > 0) {
     auto held = engine_.list_scope(app.scope());
     if (!held.ok()) return held.status();
-    if (held->size() >= quotas_.contexts)
+    if (held->size() >= quota)
       return Status(Code::quota_exceeded, "this app holds " + std::to_string(held->size()) +
                                               " contexts, its quota; delete one before creating another");
   }
@@ -85,8 +85,9 @@ Status AppContexts::call(const AppIdentity& app, std::string_view id, std::strin
   auto k = key(app, id);
   if (!k.ok()) return k.status();
   CallParams p = params;
-  if (quotas_.context_tokens > 0 && (p.max_context_tokens <= 0 || static_cast<uint32_t>(p.max_context_tokens) > quotas_.context_tokens))
-    p.max_context_tokens = static_cast<int32_t>(quotas_.context_tokens);
+  const uint32_t quota = quotas_.of(app.uid).context_tokens;
+  if (quota > 0 && (p.max_context_tokens <= 0 || static_cast<uint32_t>(p.max_context_tokens) > quota))
+    p.max_context_tokens = static_cast<int32_t>(quota);
   Status s = unscoped(app, engine_.call(*k, prompt, p, on_piece, stats));
   std::lock_guard lock(mu_);
   AppFigures& f = figures_[app.uid];

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/engine/engine.h"
@@ -25,7 +26,7 @@ namespace llmsvc::service {
 
 class AppContexts {
  public:
-  explicit AppContexts(Engine& engine, AppQuotas quotas = {}) : engine_(engine), quotas_(quotas) {}
+  explicit AppContexts(Engine& engine, QuotaTable quotas = {}) : engine_(engine), quotas_(std::move(quotas)) {}
 
   Engine& engine() { return engine_; }
 
@@ -57,7 +58,7 @@ class AppContexts {
   static Status unscoped(const AppIdentity& app, Status s);
 
   Engine& engine_;
-  const AppQuotas quotas_;
+  const QuotaTable quotas_;
   mutable std::mutex mu_;  // open_, figures_; held across open/delete so they cannot interleave
   std::map<std::string, int, std::less<>> open_;  // key -> handles open on any connection
   std::map<uid_t, AppFigures> figures_;

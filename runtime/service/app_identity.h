@@ -22,7 +22,8 @@ struct AppIdentity {
   // The app's namespace in the engine: "uid-<uid>" (one directory per app under the state
   // root's contexts/). An app is a uid, as on Android; the unit and executable name a
   // process, which a uid may run many of, and are not part of it.
-  std::string scope() const { return "uid-" + std::to_string(uid); }
+  std::string scope() const { return scope_of(uid); }
+  static std::string scope_of(uid_t uid) { return "uid-" + std::to_string(uid); }
   // For logs: "uid 1000 pid 4242 unit app-foo.service", "uid 1000 pid 4242 exe /usr/bin/foo".
   std::string label() const;
 };

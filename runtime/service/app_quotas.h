@@ -1,9 +1,13 @@
 // AppQuotas: what each app may hold and run in llmsvcd (the [quotas] table of its
 // configuration); 0 means no limit. Going past one is LLMSVC_ERR_QUOTA_EXCEEDED, and nothing
-// of the app's state changes.
+// of the app's state changes. QuotaTable: those limits for every app, with the overrides the
+// configuration gives particular apps ([quotas.app.NAME], by uid or user name).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <map>
 
 namespace llmsvc::service {
 
@@ -15,6 +19,16 @@ struct AppQuotas {
   // Share of the KV budget its contexts hold resident together (the engine's kv_share): past
   // it the app's own chunks leave memory first. 0: none (only the budget).
   double kv_share = 0;
+};
+
+struct QuotaTable {
+  AppQuotas defaults;                 // every app not named below
+  std::map<uid_t, AppQuotas> by_uid;  // whole sets: keys an override leaves out keep the defaults
+
+  const AppQuotas& of(uid_t uid) const {
+    auto it = by_uid.find(uid);
+    return it == by_uid.end() ? defaults : it->second;
+  }
 };
 
 }  // namespace llmsvc::service

@@ -1,10 +1,14 @@
 // The TOML configuration file (toml++).
 #include "runtime/service/config.h"
 
+#include <pwd.h>
 #include <toml++/toml.h>
 
 #include <set>
 #include <sstream>
+#include <vector>
+
+#include "base/file_io.h"
 
 namespace llmsvc::service {
 namespace {
@@ -14,6 +18,23 @@ Status bad(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
+
+Result<uid_t> resolve_user(const std::string& name) {
+  if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+    if (name.size() > 10) return Status(Code::invalid_argument, "uid " + name + " is out of range");
+    const unsigned long long v = std::stoull(name);
+    if (v >= static_cast<unsigned long long>(static_cast<uid_t>(-1)))
+      return Status(Code::invalid_argument, "uid " + name + " is out of range");
+    return static_cast<uid_t>(v);
+  }
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  const int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (rc != 0) return Status(Code::io, "looking up user '" + name + "': " + fileio::errno_text(rc));
+  if (!found) return Status(Code::not_found, "no user '" + name + "' (name a user of this system, or a uid)");
+  return found->pw_uid;
+}
 
 Result<mode_t> parse_mode(const std::string& text) {
   if (text.empty() || text.size() > 4) return Status(Code::invalid_argument, "socket mode '" + text + "' is not octal");
@@ -78,19 +99,42 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   if (t.contains("quotas")) {
     const toml::table* q = t["quotas"].as_table();
     if (!q) return bad(path, "quotas must be a table ([quotas])");
-    static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls",
-                                                      "connections", "kv_share"};
-    for (const auto& [k, v] : *q) {
-      if (!kQuotaKeys.count(std::string(k.str()))) return bad(path, "unknown key 'quotas." + std::string(k.str()) + "'");
-    }
-    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "contexts", 0, 1 << 20, c.quotas.contexts));
-    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "context_tokens", 0, 1 << 20, c.quotas.context_tokens));
-    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "concurrent_calls", 0, 1 << 16, c.quotas.concurrent_calls));
-    LLMSVC_RETURN_IF_ERROR(integer_in(*q, "quotas.", "connections", 0, 1 << 20, c.quotas.connections));
-    if (q->contains("kv_share")) {
-      auto v = (*q)["kv_share"].value<double>();
-      if (!v || *v < 0.0 || *v > 1.0) return bad(path, "quotas.kv_share must be a number in [0, 1]");
-      c.quotas.kv_share = *v;
+    // The keys of one app's limits (the defaults, or one override) from `in` over `out`.
+    auto quota_keys = [&](const toml::table& in, const std::string& where, AppQuotas& out,
+                          bool overrides_allowed) -> Status {
+      static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls",
+                                                        "connections", "kv_share"};
+      for (const auto& [k, v] : in) {
+        const std::string key(k.str());
+        if (!kQuotaKeys.count(key) && !(overrides_allowed && key == "app"))
+          return bad(path, "unknown key '" + where + key + "'");
+      }
+      LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "contexts", 0, 1 << 20, out.contexts));
+      LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "context_tokens", 0, 1 << 20, out.context_tokens));
+      LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "concurrent_calls", 0, 1 << 16, out.concurrent_calls));
+      LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "connections", 0, 1 << 20, out.connections));
+      if (in.contains("kv_share")) {
+        auto v = in["kv_share"].value<double>();
+        if (!v || *v < 0.0 || *v > 1.0) return bad(path, where + "kv_share must be a number in [0, 1]");
+        out.kv_share = *v;
+      }
+      return Status::Ok();
+    };
+    LLMSVC_RETURN_IF_ERROR(quota_keys(*q, "quotas.", c.quotas.defaults, true));
+    if (q->contains("app")) {
+      const toml::table* apps = (*q)["app"].as_table();
+      if (!apps) return bad(path, "quotas.app must be a table of apps ([quotas.app.NAME])");
+      for (const auto& [k, v] : *apps) {
+        const std::string name(k.str()), where = "quotas.app." + name + ".";
+        const toml::table* one = v.as_table();
+        if (!one) return bad(path, "quotas.app." + name + " must be a table");
+        auto uid = resolve_user(name);
+        if (!uid.ok()) return bad(path, "quotas.app." + name + ": " + uid.status().message());
+        if (c.quotas.by_uid.count(*uid)) return bad(path, "quotas.app." + name + ": uid " + std::to_string(*uid) + " named twice");
+        AppQuotas app = c.quotas.defaults;
+        LLMSVC_RETURN_IF_ERROR(quota_keys(*one, where, app, false));
+        c.quotas.by_uid[*uid] = app;
+      }
     }
   }
   if (t.contains("kv_ratio")) {

@@ -19,6 +19,8 @@
 //   concurrent_calls = 0              # calls in flight on all its connections
 //   connections = 0                   # connections open at once
 //   kv_share = 0.0                    # fraction of kv_budget_bytes its contexts hold resident
+//   [quotas.app.NAME]                 # one app's own limits: NAME a user name or uid; the same
+//   contexts = 64                     #   keys, and those it leaves out keep the [quotas] values
 #pragma once
 
 #include <sys/types.h>
@@ -44,12 +46,14 @@ struct DaemonConfig {
   uint32_t exit_idle_ms = 0;  // only when systemd passed the sockets (it starts us again)
   uint32_t max_calls = 4;
   int stop_timeout_ms = 5000;
-  AppQuotas quotas;
+  QuotaTable quotas;
 };
 
 // Applies the keys of the TOML file `path` over `config`. Unknown keys are refused (a typo
 // must not silently fall back to a default).
 Status load_config_file(const std::string& path, DaemonConfig& config);
+// A user name or a decimal uid, as the system's user database knows it.
+Result<uid_t> resolve_user(const std::string& name);
 // Parses "0666"-style octal permissions.
 Result<mode_t> parse_mode(const std::string& text);
 

@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
   eo.n_ctx = cfg.n_ctx;
   eo.kv_budget_bytes = cfg.kv_budget_bytes;
   eo.kv_ratio = cfg.kv_ratio;
-  eo.kv_share = cfg.quotas.kv_share;
+  eo.kv_share = cfg.quotas.defaults.kv_share;
+  for (const auto& [uid, q] : cfg.quotas.by_uid) eo.kv_share_by_scope[AppIdentity::scope_of(uid)] = q.kv_share;
   eo.state_dir = *root;
   auto engine = Engine::create(eo);
   if (!engine.ok()) return fail(engine.status());
@@ -101,8 +102,7 @@ int main(int argc, char** argv) {
   ServerOptions so;
   so.model_name = model_path->substr(model_path->find_last_of('/') + 1);
   so.max_calls = cfg.max_calls;
-  so.calls_per_app = cfg.quotas.concurrent_calls;
-  so.connections_per_app = cfg.quotas.connections;
+  so.quotas = cfg.quotas;
   so.idle_timeout_ms = cfg.idle_timeout_ms;
   so.stop_timeout_ms = cfg.stop_timeout_ms;
   so.watchdog_us = watchdog_interval_us();

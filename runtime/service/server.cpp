@@ -249,13 +249,14 @@ void Server::accept_all(int listen_fd) {
     sessions_[fd] = s;
     ++accepted_;
     uint32_t& held = app_connections_[s->app.uid];
-    if (opt_.connections_per_app > 0 && held >= opt_.connections_per_app) {
+    const uint32_t quota = opt_.quotas.of(s->app.uid).connections;
+    if (quota > 0 && held >= quota) {
       auto& logged = refusal_logged_[s->app.uid];
       if (logged == Clock::time_point{} || Clock::now() - logged > std::chrono::minutes(1)) {
         logged = Clock::now();
         log_event(LogLevel::warning,
                   "refusing connections of " + s->app.label() + " past its quota of " +
-                      std::to_string(opt_.connections_per_app) + " (logged once a minute)",
+                      std::to_string(quota) + " (logged once a minute)",
                   {&s->app, {}, 0});
       }
       ++held;  // drop() counts it out again
@@ -532,7 +533,7 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
   {
     std::lock_guard lock(app_calls_mu_);
     uint32_t& n = app_calls_[s->app.uid];
-    if (opt_.calls_per_app > 0 && n >= opt_.calls_per_app)
+    if (const uint32_t quota = opt_.quotas.of(s->app.uid).concurrent_calls; quota > 0 && n >= quota)
       return send_error(s, stream, Status(Code::quota_exceeded, "this app has " + std::to_string(n) +
                                                                     " calls in flight, its quota; wait for one to end"));
     ++n;

@@ -57,10 +57,10 @@ struct ServerOptions {
   // Calls of one app running at once (its others wait their turn), so an app's burst of
   // calls leaves workers for the other apps. Apps take turns for free workers.
   int call_workers_per_app = 2;
-  uint32_t calls_per_app = 0;  // quota: calls in flight per app, all its connections (0: none)
-  // Quota: connections per app at once (0: none); a further one gets ERROR (QUOTA_EXCEEDED)
-  // on stream 0 and is closed, so one app cannot take every descriptor the daemon has.
-  uint32_t connections_per_app = 0;
+  // Each app's concurrent_calls (in flight on all its connections) and connections (at once:
+  // a further one gets ERROR, QUOTA_EXCEEDED, on stream 0 and is closed, so one app cannot
+  // take every descriptor the daemon has). The other quotas are AppContexts' and the engine's.
+  QuotaTable quotas;
   int op_workers = 2;
 };
 

@@ -765,15 +765,50 @@ TEST_F(Daemon, TwoUidsCannotSeeEachOthersContexts) {
   EXPECT_TRUE(std::filesystem::exists(alice_dir + "/secret/context.json"));
 }
 
-// The KV share (quotas.kv_share 0.5 of an 8 MiB budget): an app whose contexts need more than
-// its share loses its own chunks, never another app's. Without shares, the budget's LRU
-// eviction takes the other app's idle context first.
-TEST_F(Daemon, AnAppPastItsKvShareLosesOnlyItsOwnChunks) {
+// [quotas.app.NAME]: an app named in the configuration gets its own limits; the others keep
+// the defaults. Here every app may hold one context and uid 65534 three.
+TEST_F(Daemon, PerAppQuotaOverridesApplyToThatAppOnly) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a second app under another uid)";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  constexpr uid_t kOther = 65534;
+  const std::string target =
+      start(config_args("[quotas]\ncontexts = 1\n[quotas.app." + std::to_string(kOther) + "]\ncontexts = 3\n")).target();
+  // How many of four contexts an app could create (the rest: QUOTA_EXCEEDED), as an exit code.
+  auto created = [&] {
+    llmsvc_service* svc = bind_target(target);
+    if (!svc) return 100;
+    int n = 0;
+    for (int i = 0; i < 4; ++i) {
+      llmsvc_context_options o;
+      llmsvc_context_options_init(&o);
+      const char* const ids[] = {"c0", "c1", "c2", "c3"};
+      o.id = ids[i];
+      llmsvc_context* ctx = nullptr;
+      const llmsvc_status st = llmsvc_context_new(svc, &o, &ctx);
+      if (st == LLMSVC_OK) ++n;
+      else if (st != LLMSVC_ERR_QUOTA_EXCEEDED) n = 50;
+      llmsvc_context_close(ctx);
+    }
+    llmsvc_unbind(svc);
+    return n;
+  };
+  EXPECT_EQ(as_user(kOther, created), 3);
+  EXPECT_EQ(created(), 1);  // this app (root): the default
+}
+
+// The KV share (kv_share 0.5 of an 8 MiB budget, for every app or for this app, root, alone):
+// an app whose contexts need more than its share loses its own chunks, never another app's.
+// Without shares, the budget's LRU eviction takes the other app's idle context first.
+class DaemonKvShare : public Daemon, public ::testing::WithParamInterface<const char*> {};
+INSTANTIATE_TEST_SUITE_P(EveryAppOrOne, DaemonKvShare,
+                         ::testing::Values("[quotas]\nkv_share = 0.5\n", "[quotas.app.root]\nkv_share = 0.5\n"));
+
+TEST_P(DaemonKvShare, AnAppPastItsKvShareLosesOnlyItsOwnChunks) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a second app under another uid)";
   ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
   constexpr uint64_t kBudget = 8u << 20;  // a call's ~85 tokens need 2.2 MiB (f16) while it runs
   const std::string target =
-      start(config_args("kv_budget_bytes = " + std::to_string(kBudget) + "\n[quotas]\nkv_share = 0.5\n")).target();
+      start(config_args("kv_budget_bytes = " + std::to_string(kBudget) + "\n" + GetParam())).target();
   std::string text;
   for (int i = 0; i < 12; ++i) text += " The river runs past the mill.";  // ~85 tokens
   constexpr uid_t kOther = 65534;

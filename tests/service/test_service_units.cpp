@@ -76,11 +76,73 @@ kv_share = 0.25
   EXPECT_EQ(c.exit_idle_ms, 60000u);
   EXPECT_EQ(c.max_calls, 8u);
   EXPECT_EQ(c.stop_timeout_ms, 2000);
-  EXPECT_EQ(c.quotas.contexts, 16u);
-  EXPECT_EQ(c.quotas.context_tokens, 1024u);
-  EXPECT_EQ(c.quotas.concurrent_calls, 3u);
-  EXPECT_EQ(c.quotas.connections, 9u);
-  EXPECT_DOUBLE_EQ(c.quotas.kv_share, 0.25);
+  EXPECT_EQ(c.quotas.defaults.contexts, 16u);
+  EXPECT_EQ(c.quotas.defaults.context_tokens, 1024u);
+  EXPECT_EQ(c.quotas.defaults.concurrent_calls, 3u);
+  EXPECT_EQ(c.quotas.defaults.connections, 9u);
+  EXPECT_DOUBLE_EQ(c.quotas.defaults.kv_share, 0.25);
+  EXPECT_TRUE(c.quotas.by_uid.empty());
+}
+
+// [quotas.app.NAME] by uid or user name: its own keys over the defaults, for that uid only.
+TEST_F(Config, PerAppQuotasOverrideTheDefaultsForThatUidOnly) {
+  DaemonConfig c;
+  ASSERT_TRUE(load_config_file(write("c.toml", R"(
+[quotas]
+contexts = 4
+connections = 2
+[quotas.app.1000]
+contexts = 64
+kv_share = 0.5
+[quotas.app.root]
+connections = 0
+)"),
+                               c)
+                  .ok());
+  EXPECT_EQ(c.quotas.of(1000).contexts, 64u);
+  EXPECT_EQ(c.quotas.of(1000).connections, 2u);  // left out: the default
+  EXPECT_DOUBLE_EQ(c.quotas.of(1000).kv_share, 0.5);
+  EXPECT_EQ(c.quotas.of(0).contexts, 4u);       // "root", resolved to uid 0
+  EXPECT_EQ(c.quotas.of(0).connections, 0u);    // no limit for it
+  EXPECT_EQ(c.quotas.of(1001).contexts, 4u);    // anyone else: the defaults
+  EXPECT_EQ(c.quotas.of(1001).connections, 2u);
+  EXPECT_DOUBLE_EQ(c.quotas.of(1001).kv_share, 0.0);
+}
+
+TEST_F(Config, PerAppQuotasRefuseUnknownUsersKeysAndDuplicates) {
+  for (const char* text : {"[quotas.app.no-such-user-llmsvc]\ncontexts = 1\n", "[quotas.app.1000]\ncontext = 1\n",
+                           "[quotas.app.1000]\napp = 1\n", "[quotas]\napp = 3\n", "[quotas.app]\nroot = 3\n",
+                           "[quotas.app.0]\ncontexts = 1\n[quotas.app.root]\ncontexts = 2\n",
+                           "[quotas.app.99999999999]\ncontexts = 1\n", "[quotas.app.1000]\nkv_share = -0.5\n"}) {
+    DaemonConfig c;
+    Status st = load_config_file(write("c.toml", text), c);
+    EXPECT_EQ(st.code(), Code::invalid_argument) << text;
+    EXPECT_NE(st.message().find("quotas.app"), std::string::npos) << st.message();
+  }
+}
+
+// The configuration installed with the units parses, and so do its commented keys.
+TEST_F(Config, TheShippedFileAndItsCommentedKeysParse) {
+  std::ifstream in(LLMSVCD_SHIPPED_CONFIG);
+  ASSERT_TRUE(in) << LLMSVCD_SHIPPED_CONFIG;
+  std::string shipped, uncommented;
+  // The live lines are left out of the second: each has its commented twin above the tables.
+  for (std::string line; std::getline(in, line);) {
+    shipped += line + "\n";
+    if (line.rfind("# ", 0) == 0 && (line.find(" = ") != std::string::npos || line[2] == '['))
+      uncommented += line.substr(2) + "\n";
+  }
+  DaemonConfig c;
+  Status st = load_config_file(write("shipped.toml", shipped), c);
+  EXPECT_TRUE(st.ok()) << st.message();
+  // [quotas.app.assistant] names a user this machine may not have: the example's user, else root.
+  const bool has_user = resolve_user("assistant").ok();
+  if (!has_user) uncommented.replace(uncommented.find("[quotas.app.assistant]"), 22, "[quotas.app.root]");
+  DaemonConfig all;
+  st = load_config_file(write("uncommented.toml", uncommented), all);
+  EXPECT_TRUE(st.ok()) << st.message() << "\n" << uncommented;
+  EXPECT_GT(all.quotas.defaults.contexts, 0u);
+  EXPECT_EQ(all.quotas.by_uid.size(), 1u);
 }
 
 TEST_F(Config, MissingKeysKeepDefaults) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,6 +35,8 @@ struct EngineOptions {
   // chunks are evicted first; a call whose own context needs more fails with
   // Code::quota_exceeded. 0, or no budget: no share.
   double kv_share = 0;
+  // The same, for particular scopes ("uid-1000"), in place of kv_share (0: none for it).
+  std::map<std::string, double, std::less<>> kv_share_by_scope;
   // Ahead-of-time swap-out: when a call returns, the context's chunks that changed are
   // written to its chunks/ directory, so evicting them later frees memory without losing
   // them, and switch-in (or a reopen in a new process) loads them instead of recomputing.

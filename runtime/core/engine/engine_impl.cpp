@@ -80,6 +80,11 @@ policy::EvictionOrder eviction_order(EngineOptions::Eviction e) {
   return policy::EvictionOrder::lctru;
 }
 
+// A scope's share of the budget in bytes; 0 (none) without a budget or a share.
+uint64_t share_bytes(double share, uint64_t budget) {
+  return share > 0 && budget > 0 ? static_cast<uint64_t>(std::min(1.0, share) * static_cast<double>(budget)) : 0;
+}
+
 }  // namespace
 
 EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, const EngineOptions& o,
@@ -93,9 +98,7 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
       state_(std::move(state)),
       recompute_on_model_change_(o.recompute_on_model_change),
       kv_ratio_(o.kv_ratio),
-      kv_share_bytes_(o.kv_share > 0 && o.kv_budget_bytes > 0
-                          ? static_cast<uint64_t>(std::min(1.0, o.kv_share) * static_cast<double>(o.kv_budget_bytes))
-                          : 0),
+      kv_share_bytes_(share_bytes(o.kv_share, o.kv_budget_bytes)),
       aot_swap_out_(o.aot_swap_out),
       pipeline_(o.swap_recompute_pipeline),
       swap_io_(std::move(swap_io)),
@@ -108,6 +111,8 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
     if (cost.ok()) switch_cost_ = *cost;
     else warn("ignoring the switch-cost profile: " + cost.status().message());
   }
+  for (const auto& [scope, share] : o.kv_share_by_scope)
+    kv_share_bytes_by_scope_[scope] = share_bytes(share, o.kv_budget_bytes);
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
 }
 
@@ -194,9 +199,13 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
 
 void EngineImpl::assign_share_locked(ContextState& ctx) {
   const size_t slash = ctx.id.find('/');
-  if (kv_share_bytes_ == 0 || slash == std::string::npos) return;
-  auto& share = shares_[ctx.id.substr(0, slash)];
-  if (!share) share = store_.make_share(kv_share_bytes_);
+  if (slash == std::string::npos) return;
+  const std::string_view scope = std::string_view(ctx.id).substr(0, slash);
+  auto own = kv_share_bytes_by_scope_.find(scope);
+  const uint64_t bytes = own != kv_share_bytes_by_scope_.end() ? own->second : kv_share_bytes_;
+  if (bytes == 0) return;
+  auto& share = shares_[std::string(scope)];
+  if (!share) share = store_.make_share(bytes);
   (void)ctx.kv.set_share(share);  // a new context holds no memory yet
 }
 

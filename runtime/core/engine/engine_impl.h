@@ -82,7 +82,8 @@ class EngineImpl final : public Engine {
   // two; without one, every swapped chunk is loaded (exact, no guessing).
   std::optional<policy::SwitchCost> switch_cost_;
   double kv_ratio_;
-  uint64_t kv_share_bytes_;  // 0: no per-scope share
+  uint64_t kv_share_bytes_;  // each scope's share, 0: none
+  std::map<std::string, uint64_t, std::less<>> kv_share_bytes_by_scope_;  // in its place for these
   bool aot_swap_out_;  // else chunks are written when evicted (a baseline's write-back)
   bool pipeline_;      // the swap/recompute split when there is a profile
 
