@@ -11,7 +11,13 @@
 //                --interarrival 1.0 --max-context-tokens 1800] [--save-trace FILE]
 //               [--presets llmsvc,lmk,... | all | none] [--budget-bytes B | --budget-fraction 0.25]
 //               [--switch-profile FILE] [--state-dir DIR] [--threads 2] [--n-ctx 2048]
-//               [--time-scale 1] [--out FILE] [--model PATH] [--text PATH]
+//               [--time-scale 1] [--out FILE] [--model PATH] [--text PATH] [--via engine|llmsvcd|engine,llmsvcd]
+//
+// --via llmsvcd replays it on a real llmsvcd (started in the state directory with the budget,
+// the preset's kv_ratio and the switch profile) through llmsvc.h, as an app; only the llmsvc
+// preset (the daemon's policy). Its records carry the engine's own switch-in figures, from
+// inside the daemon, and the app's wall time per call; both vias in one run also print the
+// daemon's mean switch-in over the engine's.
 //
 // Output: {"trace": {...}, "runs": [one object per preset]} (llamacpp_trace.py writes runs of
 // the same schema). Exit 3 when some call failed (its record says why), after writing it.
@@ -22,6 +28,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -32,6 +39,7 @@
 #include "base/file_io.h"
 #include "bench/policy/trace_gen.h"
 #include "policy/kv_chunk_store.h"
+#include "bench/policy/trace_target.h"
 #include "runtime/api/default_model.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/gguf/gguf_file.h"
@@ -95,6 +103,7 @@ struct Args {
   double budget_fraction = 0.25;
   int threads = 2, n_ctx = 2048;
   double time_scale = 1.0;
+  std::string via = "engine";
 };
 
 // Nearest-rank percentile of an unsorted sample (llamacpp_trace.py uses the same rule).
@@ -118,25 +127,21 @@ Status fail_on(const Status& s, const std::string& what) {
   return s.ok() ? s : Status(s.code(), what + ": " + s.message());
 }
 
-// An unmeasured prefill-only call: the context's (re)starting text.
-Status prefill(Engine& e, const std::string& id, const std::string& text) {
-  CallParams p;
-  p.max_tokens = 0;
-  return e.call(id, text, p, [](std::string_view, int32_t) { return true; }, nullptr);
-}
-
-Status start_context(Engine& e, const TraceContext& c, const std::string& text) {
-  ContextOptions co;
-  co.id = c.id;
-  co.raw = true;
-  if (auto id = e.create_context(co); !id.ok()) return fail_on(id.status(), "create " + c.id);
-  return fail_on(prefill(e, c.id, text), "prefill " + c.id);
-}
-
-Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint64_t budget, int* failed_calls) {
-  const std::string state = a.state_dir + "/" + p.name;
-  LLMSVC_RETURN_IF_ERROR(fileio::remove_tree(state));
-  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(state));
+// The preset's target: a fresh engine in this process, or (via_daemon) a fresh llmsvcd, which
+// runs llmsvc's own policy only.
+Result<std::unique_ptr<TraceTarget>> make_target(const Preset& p, const Args& a, uint64_t budget, bool via_daemon,
+                                                 const std::string& state, bool with_profile) {
+  if (via_daemon) {
+    DaemonTargetOptions d;
+    d.dir = state;
+    d.model = a.model;
+    d.switch_profile = with_profile ? a.switch_profile : "";
+    d.kv_budget_bytes = budget;
+    d.kv_ratio = p.kv_ratio;
+    d.threads = a.threads;
+    d.n_ctx = a.n_ctx;
+    return daemon_target(d);
+  }
   EngineOptions o;
   o.model_path = a.model;
   o.n_threads = a.threads;
@@ -148,24 +153,33 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
   o.eviction = p.eviction;
   o.aot_swap_out = p.aot_swap_out;
   o.swap_recompute_pipeline = p.pipeline;
-  const bool with_profile = p.pipeline && p.kv_swap && !a.switch_profile.empty();
-  if (with_profile) {
-    o.switch_profile = a.switch_profile;
-  } else if (p.pipeline && p.kv_swap) {
-    std::fprintf(stderr, "bench_trace: %s without --switch-profile: switch-in loads every swapped chunk\n", p.name);
-  }
+  if (with_profile) o.switch_profile = a.switch_profile;
   auto created = Engine::create(o);
   if (!created.ok()) return fail_on(created.status(), "engine");
-  Engine& e = **created;
+  return engine_target(std::move(created).value());
+}
+
+Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint64_t budget, bool via_daemon,
+                        int* failed_calls) {
+  const std::string state = a.state_dir + "/" + p.name + (via_daemon ? "-llmsvcd" : "");
+  LLMSVC_RETURN_IF_ERROR(fileio::remove_tree(state));
+  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(state));
+  const bool with_profile = p.pipeline && p.kv_swap && !a.switch_profile.empty();
+  if (p.pipeline && p.kv_swap && !with_profile)
+    std::fprintf(stderr, "bench_trace: %s without --switch-profile: switch-in loads every swapped chunk\n", p.name);
+  auto made = make_target(p, a, budget, via_daemon, state, with_profile);
+  if (!made.ok()) return made.status();
+  TraceTarget& e = **made;
 
   const auto t_warm = Clock::now();
-  for (const TraceContext& c : trace.contexts) LLMSVC_RETURN_IF_ERROR(start_context(e, c, c.initial_text));
-  e.flush_swap();  // the measured phase starts with the warm-up's swap-out on storage
+  for (const TraceContext& c : trace.contexts)
+    LLMSVC_RETURN_IF_ERROR(fail_on(e.start_context(c.id, c.initial_text), "start " + c.id));
+  e.settle();  // the measured phase starts with the warm-up's swap-out on storage
   const double warmup_s = ms_between(t_warm, Clock::now()) / 1e3;
-  const EngineStats before = e.stats();
+  const TargetFigures before = e.figures();
 
   Json calls = Json::array();
-  std::vector<double> all_ms, switch_ms;
+  std::vector<double> all_ms, switch_ms, app_ms;  // app_ms: the caller's wall time less prefill and decode
   int prev = static_cast<int>(trace.contexts.size()) - 1;  // the warm-up's last context
   int restarts = 0, failed = 0;
   int64_t loaded = 0, recomputed = 0, tokens_recomputed = 0;
@@ -182,41 +196,41 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
     if (restart) {  // the app starts this context over: unmeasured, like the warm-up
       ++restarts;
       s = fail_on(e.delete_context(ctx.id), "delete " + ctx.id);
-      if (s.ok()) s = start_context(e, ctx, tc.restart_text);
+      if (s.ok()) s = fail_on(e.start_context(ctx.id, tc.restart_text), "restart " + ctx.id);
     }
     const auto start = Clock::now();
     // How long the call waited for the previous ones (arrivals replayed in time only).
     rec["queued_ms"] = a.time_scale > 0 ? std::max(0.0, ms_between(due, start)) : 0.0;
-    CallStats st;
-    if (s.ok()) {
-      CallParams cp;
-      cp.max_tokens = tc.max_tokens;  // sampling defaults: greedy
-      s = e.call(ctx.id, tc.prompt, cp, [](std::string_view, int32_t) { return true; }, &st);
-    }
+    TargetCall st;
+    if (s.ok()) s = e.call(ctx.id, tc.prompt, tc.max_tokens, &st);
     rec.update({{"switch_in_ms", st.switch_in_ms}, {"chunks_loaded", st.chunks_loaded},
-                {"chunks_recomputed", st.chunks_recomputed}, {"tokens_recomputed", st.tokens_recomputed},
-                {"load_failures", st.chunk_load_failures}, {"prefill_ms", st.prefill_ms}, {"decode_ms", st.decode_ms},
-                {"prompt_tokens", st.prompt_tokens}, {"generated_tokens", st.generated_tokens},
-                {"context_tokens", st.context_tokens}, {"swapped_out", st.chunks_swapped_out}});
+                {"chunks_recomputed", st.chunks_recomputed}, {"prefill_ms", st.prefill_ms}, {"decode_ms", st.decode_ms},
+                {"wall_ms", st.wall_ms}, {"prompt_tokens", st.prompt_tokens}, {"generated_tokens", st.generated_tokens},
+                {"context_tokens", st.context_tokens}});
+    if (!via_daemon)  // llmsvc.h does not carry these
+      rec.update({{"tokens_recomputed", st.tokens_recomputed}, {"load_failures", st.load_failures},
+                  {"swapped_out", st.swapped_out}});
     if (!s.ok()) {
       rec["error"] = s.message();
       ++failed;
     } else if (!restart) {  // a restarted context was just prefilled: not a switch to measure
       all_ms.push_back(st.switch_in_ms);
+      app_ms.push_back(st.wall_ms - st.prefill_ms - st.decode_ms);
       if (rec["switch"].get<bool>()) switch_ms.push_back(st.switch_in_ms);
       loaded += st.chunks_loaded;
       recomputed += st.chunks_recomputed;
-      tokens_recomputed += st.tokens_recomputed;
+      tokens_recomputed += std::max(0, st.tokens_recomputed);
     }
     calls.push_back(std::move(rec));
   }
   const double wall_s = ms_between(t0, Clock::now()) / 1e3;
-  e.flush_swap();
-  const EngineStats after = e.stats();
+  e.settle();
+  const TargetFigures after = e.figures();
+  made->reset();  // the daemon stops before its state goes
   (void)fileio::remove_tree(state);
   *failed_calls += failed;
   return Json{{"policy", p.name},
-              {"engine", "llmsvc"},
+              {"engine", via_daemon ? "llmsvcd" : "llmsvc"},
               {"options", {{"kv_swap", p.kv_swap}, {"kv_ratio", p.kv_ratio}, {"eviction", eviction_name(p.eviction)},
                            {"aot_swap_out", p.aot_swap_out}, {"swap_recompute_pipeline", p.pipeline},
                            {"switch_profile", with_profile ? Json(a.switch_profile) : Json(nullptr)}}},
@@ -224,13 +238,16 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
               {"n_calls", trace.calls.size()},
               {"budget_bytes", budget},
               {"switch_in_ms", {{"all", latency_summary(all_ms)}, {"switches", latency_summary(switch_ms)}}},
+              // Switch-in as the caller sees it: its wall time less the engine's prefill and
+              // decode (through llmsvcd: with the round trip and the streaming).
+              {"app_switch_in_ms", latency_summary(app_ms)},
               {"chunks_loaded", loaded},
               {"chunks_recomputed", recomputed},
-              {"tokens_recomputed", tokens_recomputed},
+              {"tokens_recomputed", via_daemon ? Json(nullptr) : Json(tokens_recomputed)},
               {"kv_peak_bytes", after.kv_peak_bytes},
-              {"kv_evictions", after.kv_evictions - before.kv_evictions},
+              {"kv_evictions", via_daemon ? Json(nullptr) : Json(after.kv_evictions - before.kv_evictions)},
               {"swap_out_bytes", after.swap_out_bytes - before.swap_out_bytes},
-              {"swap_out_deferred", after.swap_out_deferred - before.swap_out_deferred},
+              {"swap_out_deferred", via_daemon ? Json(nullptr) : Json(after.swap_out_deferred - before.swap_out_deferred)},
               {"restarts", restarts},
               {"failed_calls", failed},
               {"warmup_s", warmup_s},
@@ -318,6 +335,7 @@ int main_impl(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::atoi(v.c_str());
     else if (k == "--n-ctx") a.n_ctx = std::atoi(v.c_str());
     else if (k == "--time-scale") a.time_scale = std::atof(v.c_str());
+    else if (k == "--via") a.via = v;
     else return usage("unknown argument " + k);
   }
   if (a.threads < 1 || a.n_ctx < 64 || a.time_scale < 0) return usage("need --threads >= 1, --n-ctx >= 64, --time-scale >= 0");
@@ -330,6 +348,17 @@ int main_impl(int argc, char** argv) {
     const Preset* p = find_preset(n);
     if (p == nullptr) return usage("unknown preset " + n);
     presets.push_back(p);
+  }
+
+  std::vector<bool> vias;  // false: the engine in process; true: llmsvcd
+  for (const std::string& v : split_commas(a.via)) {
+    if (v != "engine" && v != "llmsvcd") return usage("--via takes engine, llmsvcd or both, not " + v);
+    vias.push_back(v == "llmsvcd");
+  }
+  if (vias.empty()) return usage("--via needs engine, llmsvcd or both");
+  for (const Preset* p : presets) {
+    if (std::find(vias.begin(), vias.end(), true) != vias.end() && std::string(p->name) != "llmsvc")
+      return usage(std::string("llmsvcd runs llmsvc's own policy only, not ") + p->name);
   }
 
   auto trace = load_or_generate(a);
@@ -355,18 +384,28 @@ int main_impl(int argc, char** argv) {
               {"time_scale", a.time_scale},
               {"runs", Json::array()}};
   int failed = 0;
+  std::map<bool, double> llmsvc_mean;  // by via, for the daemon's figure against the engine's
   for (const Preset* p : presets) {
-    auto run = run_preset(*trace, *p, a, budget, &failed);
-    if (!run.ok()) {
-      std::fprintf(stderr, "bench_trace: %s: %s\n", p->name, run.status().message().c_str());
-      return 1;
+    for (const bool via_daemon : vias) {
+      auto run = run_preset(*trace, *p, a, budget, via_daemon, &failed);
+      if (!run.ok()) {
+        std::fprintf(stderr, "bench_trace: %s: %s\n", p->name, run.status().message().c_str());
+        return 1;
+      }
+      const Json& sw = (*run)["switch_in_ms"];
+      const std::string name = std::string(p->name) + (via_daemon ? "@llmsvcd" : "");
+      std::fprintf(stderr, "%-15s switch-in mean %8.2f ms (switches %8.2f, p99 %8.2f)  loaded %lld recomputed %lld  %.1f s\n",
+                   name.c_str(), sw["all"]["mean"].get<double>(), sw["switches"]["mean"].get<double>(),
+                   sw["switches"]["p99"].get<double>(), (*run)["chunks_loaded"].get<long long>(),
+                   (*run)["chunks_recomputed"].get<long long>(), (*run)["wall_s"].get<double>());
+      if (std::string(p->name) == "llmsvc") llmsvc_mean[via_daemon] = sw["all"]["mean"].get<double>();
+      out["runs"].push_back(std::move(run).value());
     }
-    const Json& sw = (*run)["switch_in_ms"];
-    std::fprintf(stderr, "%-15s switch-in mean %8.2f ms (switches %8.2f, p99 %8.2f)  loaded %lld recomputed %lld  %.1f s\n",
-                 p->name, sw["all"]["mean"].get<double>(), sw["switches"]["mean"].get<double>(),
-                 sw["switches"]["p99"].get<double>(), (*run)["chunks_loaded"].get<long long>(),
-                 (*run)["chunks_recomputed"].get<long long>(), (*run)["wall_s"].get<double>());
-    out["runs"].push_back(std::move(run).value());
+  }
+  if (llmsvc_mean.size() == 2 && llmsvc_mean[false] > 0) {
+    const double ratio = llmsvc_mean[true] / llmsvc_mean[false];
+    std::fprintf(stderr, "llmsvcd / engine, mean switch-in: %.3f (target within 10%%)\n", ratio);
+    out["llmsvcd_over_engine_switch_in_mean"] = ratio;
   }
   const std::string text = out.dump(1) + "\n";
   if (a.out.empty()) {

@@ -1,0 +1,177 @@
+// The two trace targets: llmsvc::Engine in process, and llmsvcd through llmsvc.h.
+#include "bench/policy/trace_target.h"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "base/file_io.h"
+#include "llmsvc/llmsvc.h"
+#include "tests/service/daemon_process.h"
+
+namespace llmsvc::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+class EngineTarget final : public TraceTarget {
+ public:
+  explicit EngineTarget(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
+
+  Status start_context(const std::string& id, const std::string& text) override {
+    ContextOptions co;
+    co.id = id;
+    co.raw = true;
+    if (auto made = e_->create_context(co); !made.ok()) return made.status();
+    CallParams p;
+    p.max_tokens = 0;
+    return e_->call(id, text, p, [](std::string_view, int32_t) { return true; }, nullptr);
+  }
+  Status delete_context(const std::string& id) override { return e_->delete_context(id); }
+  Status call(const std::string& id, const std::string& prompt, int max_tokens, TargetCall* out) override {
+    CallParams p;
+    p.max_tokens = max_tokens;  // sampling defaults: greedy
+    CallStats st;
+    const auto t0 = Clock::now();
+    Status s = e_->call(id, prompt, p, [](std::string_view, int32_t) { return true; }, &st);
+    out->wall_ms = ms_since(t0);
+    out->switch_in_ms = st.switch_in_ms;
+    out->prefill_ms = st.prefill_ms;
+    out->decode_ms = st.decode_ms;
+    out->chunks_loaded = st.chunks_loaded;
+    out->chunks_recomputed = st.chunks_recomputed;
+    out->prompt_tokens = st.prompt_tokens;
+    out->generated_tokens = st.generated_tokens;
+    out->context_tokens = st.context_tokens;
+    out->tokens_recomputed = st.tokens_recomputed;
+    out->load_failures = st.chunk_load_failures;
+    out->swapped_out = st.chunks_swapped_out;
+    return s;
+  }
+  void settle() override { e_->flush_swap(); }
+  TargetFigures figures() override {
+    const EngineStats s = e_->stats();
+    return {s.kv_peak_bytes, s.swap_out_bytes, static_cast<int64_t>(s.kv_evictions),
+            static_cast<int64_t>(s.swap_out_deferred)};
+  }
+
+ private:
+  std::unique_ptr<Engine> e_;
+};
+
+Status api_status(llmsvc_status st, const std::string& what) {
+  if (st == LLMSVC_OK) return Status::Ok();
+  return Status(Code::internal, what + ": " + llmsvc_status_name(st) + ": " + llmsvc_last_error());
+}
+
+// An app of llmsvcd: one connection, a handle open on each of its contexts for the whole run
+// (as an app keeps its contexts), the daemon SIGTERMed at the end.
+class DaemonTarget final : public TraceTarget {
+ public:
+  DaemonTarget(std::unique_ptr<test::DaemonProcess> d, llmsvc_service* svc) : daemon_(std::move(d)), svc_(svc) {}
+  ~DaemonTarget() override {
+    for (auto& [id, ctx] : open_) llmsvc_context_close(ctx);
+    llmsvc_unbind(svc_);
+    (void)daemon_->kill_and_wait(SIGTERM);
+  }
+
+  Status start_context(const std::string& id, const std::string& text) override {
+    llmsvc_context_options o;
+    llmsvc_context_options_init(&o);
+    o.id = id.c_str();
+    o.raw = 1;
+    llmsvc_context* ctx = nullptr;
+    LLMSVC_RETURN_IF_ERROR(api_status(llmsvc_context_new(svc_, &o, &ctx), "create " + id));
+    open_[id] = ctx;
+    llmsvc_call_options co;
+    llmsvc_call_options_init(&co);
+    co.max_tokens = 0;
+    return api_status(llmsvc_call(ctx, text.data(), text.size(), &co, nullptr, nullptr, nullptr), "prefill " + id);
+  }
+  Status delete_context(const std::string& id) override {
+    if (auto it = open_.find(id); it != open_.end()) {
+      llmsvc_context_close(it->second);
+      open_.erase(it);
+    }
+    return api_status(llmsvc_context_delete(svc_, id.c_str()), "delete " + id);
+  }
+  Status call(const std::string& id, const std::string& prompt, int max_tokens, TargetCall* out) override {
+    auto it = open_.find(id);
+    if (it == open_.end()) return Status(Code::not_found, "no open context " + id);
+    llmsvc_call_options co;
+    llmsvc_call_options_init(&co);
+    co.max_tokens = max_tokens;
+    co.temperature = 0;
+    llmsvc_call_result r;
+    llmsvc_call_result_init(&r);
+    const auto t0 = Clock::now();
+    const llmsvc_status st = llmsvc_call(it->second, prompt.data(), prompt.size(), &co, nullptr, nullptr, &r);
+    out->wall_ms = ms_since(t0);
+    out->switch_in_ms = r.switch_in_ms;
+    out->prefill_ms = r.prefill_ms;
+    out->decode_ms = r.decode_ms;
+    out->chunks_loaded = r.chunks_loaded;
+    out->chunks_recomputed = r.chunks_recomputed;
+    out->prompt_tokens = r.prompt_tokens;
+    out->generated_tokens = r.generated_tokens;
+    out->context_tokens = r.context_tokens;
+    return api_status(st, "call " + id);
+  }
+  // llmsvc.h has no flush: wait until the daemon's swap-out figure has stood still for 0.5 s.
+  void settle() override {
+    uint64_t last = figures().swap_out_bytes;
+    for (auto still_since = Clock::now(); ms_since(still_since) < 500;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const uint64_t now = figures().swap_out_bytes;
+      if (now != last) still_since = Clock::now();
+      last = now;
+    }
+  }
+  TargetFigures figures() override {
+    llmsvc_stats s;
+    llmsvc_stats_init(&s);
+    if (llmsvc_get_stats(svc_, &s) != LLMSVC_OK) return {};
+    return {s.kv_peak_bytes, s.swap_out_bytes, -1, -1};
+  }
+
+ private:
+  std::unique_ptr<test::DaemonProcess> daemon_;
+  llmsvc_service* svc_;
+  std::map<std::string, llmsvc_context*> open_;
+};
+
+}  // namespace
+
+std::unique_ptr<TraceTarget> engine_target(std::unique_ptr<Engine> engine) {
+  return std::make_unique<EngineTarget>(std::move(engine));
+}
+
+Result<std::unique_ptr<TraceTarget>> daemon_target(const DaemonTargetOptions& o) {
+  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(o.dir + "/state"));
+  const std::string config = o.dir + "/llmsvcd.toml";
+  LLMSVC_RETURN_IF_ERROR(fileio::write_atomic(
+      config, "kv_budget_bytes = " + std::to_string(o.kv_budget_bytes) + "\nkv_ratio = " + std::to_string(o.kv_ratio) +
+                  "\nn_ctx = " + std::to_string(o.n_ctx) + "\n"));
+  auto d = std::make_unique<test::DaemonProcess>(o.dir, std::vector<std::string>{"--config", config});
+  if (!o.switch_profile.empty()) {
+    std::error_code ec;
+    std::filesystem::copy_file(o.switch_profile, d->state_dir() + "/switch-profile.json",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return Status(Code::io, "copying " + o.switch_profile + ": " + ec.message());
+  }
+  d->set_model(o.model);
+  d->set_threads(o.threads);
+  if (!d->start()) return Status(Code::unavailable, "llmsvcd did not start; see " + d->log_path());
+  llmsvc_bind_options bo;
+  llmsvc_bind_options_init(&bo);
+  const std::string target = d->target();
+  bo.target = target.c_str();
+  llmsvc_service* svc = nullptr;
+  LLMSVC_RETURN_IF_ERROR(api_status(llmsvc_bind(&bo, &svc), "bind " + target));
+  return std::unique_ptr<TraceTarget>(std::make_unique<DaemonTarget>(std::move(d), svc));
+}
+
+}  // namespace llmsvc::bench
