@@ -14,6 +14,9 @@ class EmbeddedTransport final : public Transport {
     return engine_->create_context(options);
   }
   Status open_context(std::string_view id) override { return engine_->open_context(id); }
+  // The app's last handle closed: the engine lets the context go, so another binding (or
+  // process) on the same state can delete or open it; a reopen loads it from its files.
+  void close_context(std::string_view id) override { engine_->release_context(id); }
   Status delete_context(std::string_view id) override { return engine_->delete_context(id); }
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override {

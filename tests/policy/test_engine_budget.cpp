@@ -46,7 +46,10 @@ int append_piece(const char* piece, size_t len, int32_t, void* user) {
 }
 
 // Three raw contexts, `rounds` rounds of calls in turn (max_tokens each); every answer, in order.
-std::vector<std::string> run_rounds(llmsvc_service* svc, const std::string& tag, int max_tokens = 24, int rounds = 4) {
+// The contexts are closed at the end, or handed to `keep_open` (embedded, a closed context
+// leaves the engine, and its chunks with it).
+std::vector<std::string> run_rounds(llmsvc_service* svc, const std::string& tag, int max_tokens = 24, int rounds = 4,
+                                    std::vector<llmsvc_context*>* keep_open = nullptr) {
   const char* starts[] = {"The history of Rome begins", "In a quiet village by the sea", "The recipe for bread needs"};
   std::vector<llmsvc_context*> ctxs;
   for (int i = 0; i < 3; ++i) {
@@ -72,7 +75,9 @@ std::vector<std::string> run_rounds(llmsvc_service* svc, const std::string& tag,
       out.push_back(text);
     }
   }
-  for (llmsvc_context* c : ctxs) llmsvc_context_close(c);
+  if (keep_open) keep_open->insert(keep_open->end(), ctxs.begin(), ctxs.end());
+  else
+    for (llmsvc_context* c : ctxs) llmsvc_context_close(c);
   return out;
 }
 
@@ -88,7 +93,8 @@ TEST(EngineBudget, EvictedChunksAreRecomputedAndAnswersUnchanged) {
   // a bit.
   const uint64_t chunk = 30ull * 2 * 16 * 192 * 2;
   llmsvc_service* svc = bind(10 * chunk, root + "/tight");
-  const auto pressed = run_rounds(svc, "t", 1, 12);
+  std::vector<llmsvc_context*> open;
+  const auto pressed = run_rounds(svc, "t", 1, 12, &open);
   llmsvc_stats st;
   llmsvc_stats_init(&st);
   ASSERT_EQ(llmsvc_get_stats(svc, &st), LLMSVC_OK);
@@ -100,6 +106,7 @@ TEST(EngineBudget, EvictedChunksAreRecomputedAndAnswersUnchanged) {
   ASSERT_EQ(llmsvc_context_info_get(svc, "t0", &info), LLMSVC_OK);
   EXPECT_GT(info.chunks_dropped + info.chunks_swapped, 0) << "the budget never pressed: the test proves nothing";
   EXPECT_EQ(info.chunks_f16 + info.chunks_q8 + info.chunks_q4 + info.chunks_q3 + info.chunks_q2, info.chunks_resident);
+  for (llmsvc_context* c : open) llmsvc_context_close(c);
   llmsvc_unbind(svc);
   EXPECT_EQ(pressed, reference);
 }
@@ -111,7 +118,8 @@ TEST(EngineBudget, CompressionShrinksIdleContexts) {
   ASSERT_TRUE(std::filesystem::exists(llmsvc::test::default_model_path())) << "run tools/scripts/fetch_model.sh";
   const std::string root = std::getenv("LLMSVC_STATE_DIR");
   llmsvc_service* svc = bind(0, root + "/compressed", 0.5f);
-  const auto answers = run_rounds(svc, "c");
+  std::vector<llmsvc_context*> open;
+  const auto answers = run_rounds(svc, "c", 24, 4, &open);
   for (const std::string& a : answers) EXPECT_FALSE(a.empty());
   const uint64_t chunk = 30ull * 2 * 16 * 192 * 2;
   for (const char* id : {"c0", "c1", "c2"}) {
@@ -132,6 +140,7 @@ TEST(EngineBudget, CompressionShrinksIdleContexts) {
     EXPECT_LT(info.kv_resident_bytes, info.chunks_f16 * chunk + compressed * per) << id;
     EXPECT_LT(info.kv_resident_bytes, static_cast<uint64_t>(info.chunks_resident) * chunk * 3 / 4) << id;
   }
+  for (llmsvc_context* c : open) llmsvc_context_close(c);
   llmsvc_unbind(svc);
 }
 

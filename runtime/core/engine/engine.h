@@ -145,6 +145,11 @@ class Engine {
   // Makes a context ready for calls, loading it from storage if needed. Code::not_found for
   // an unknown id, busy if another process holds it, model_mismatch (see EngineOptions).
   virtual Status open_context(std::string_view id) = 0;
+  // The caller holds it open no more: if it is loaded and not inside a call it leaves this
+  // engine (its queued chunk writes finish first, its memory is freed, its history file
+  // unlocked), so another process may open or delete it; the next open loads it again.
+  // Embedded bindings release on the last handle's close; llmsvcd keeps contexts loaded.
+  virtual void release_context(std::string_view id) = 0;
   // Deletes the context and its files. Code::busy while inside a call; not_found if unknown.
   virtual Status delete_context(std::string_view id) = 0;
   // Every context on storage, by id (those without a scope).

@@ -248,6 +248,16 @@ Status EngineImpl::open_context(std::string_view id) {
   return load_locked(id).status();
 }
 
+void EngineImpl::release_context(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = contexts_.find(id);
+  if (it == contexts_.end() || it->second->busy) return;
+  // Its queued swap writes end first: their callbacks reach its chunks, and its files should
+  // describe it for the next open.
+  flush_swap();
+  contexts_.erase(it);
+}
+
 Status EngineImpl::delete_context(std::string_view id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!persist::valid_context_key(id) || (!contexts_.count(id) && !state_.has(id)))

@@ -31,6 +31,7 @@ class EngineImpl final : public Engine {
 
   Result<std::string> create_context(const ContextOptions& options) override;
   Status open_context(std::string_view id) override;
+  void release_context(std::string_view id) override;
   Status delete_context(std::string_view id) override;
   Result<std::vector<std::string>> list_contexts() const override;
   Result<std::vector<std::string>> list_scope(std::string_view scope) const override;
