@@ -1,7 +1,8 @@
-// ClientConnection: socket, handshake, reader thread, per-stream delivery.
+// ClientConnection: socket, handshake, the read turn (callers, else the keeper), per-stream delivery.
 #include "runtime/client/client_connection.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -75,7 +76,9 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
       const auto* w = std::get_if<p::Welcome>(&*m);
       if (!w) return unavailable("llmsvcd handshake: unexpected " + std::string(p::type_info(frame->type).name));
       LLMSVC_RETURN_IF_ERROR(p::check_welcome(hello, *w));
-      auto conn = std::unique_ptr<ClientConnection>(new ClientConnection(owned.release(), *w, std::move(state)));
+      const int wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (wake < 0) return unavailable("eventfd: " + fileio::errno_text(errno));
+      auto conn = std::unique_ptr<ClientConnection>(new ClientConnection(owned.release(), wake, *w, std::move(state)));
       return conn;
     }
     if (!reader.error().ok()) return unavailable("llmsvcd handshake: " + reader.error().message());
@@ -95,18 +98,24 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
   }
 }
 
-ClientConnection::ClientConnection(int fd, p::Welcome welcome, p::ConnectionState state)
-    : fd_(fd), welcome_(std::move(welcome)), state_(std::move(state)) {
+ClientConnection::ClientConnection(int fd, int wake_fd, p::Welcome welcome, p::ConnectionState state)
+    : fd_(fd), wake_fd_(wake_fd), welcome_(std::move(welcome)), state_(std::move(state)) {
   writer_.set_max_payload(welcome_.max_frame_payload);
   writer_.set_version(welcome_.version);
-  reader_ = std::thread([this] { reader_loop(); });
+  keeper_ = std::thread([this] { keeper_loop(); });
 }
 
 ClientConnection::~ClientConnection() {
   stopping_ = true;
   ::shutdown(fd_, SHUT_RDWR);
-  if (reader_.joinable()) reader_.join();
+  {
+    std::lock_guard lock(mu_);
+    wake_keeper();
+  }
+  cv_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
   ::close(fd_);
+  ::close(wake_fd_);
 }
 
 bool ClientConnection::alive() const {
@@ -151,6 +160,8 @@ Result<std::shared_ptr<ClientConnection::Request>> ClientConnection::start(const
   r->stream = stream;
   // Registered first: the answer may arrive before send_locked returns.
   requests_[stream] = r;
+  // The caller will read its answer itself: the keeper gives up the turn meanwhile.
+  wake_keeper();
   Status st = send_locked(stream, request, lock);
   if (!st.ok()) {
     requests_.erase(stream);
@@ -160,19 +171,43 @@ Result<std::shared_ptr<ClientConnection::Request>> ClientConnection::start(const
 }
 
 Result<std::optional<p::Message>> ClientConnection::next(Request& r, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+  auto left_ms = [&] {
+    if (timeout_ms < 0) return -1;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    return static_cast<int>(std::max<int64_t>(0, left));
+  };
   std::unique_lock lock(mu_);
-  auto ready = [&] { return !r.answers.empty() || !lost_.ok(); };
-  if (timeout_ms < 0) {
-    cv_.wait(lock, ready);
-  } else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
-    return std::optional<p::Message>();
+  ++waiting_;
+  struct Uncount {
+    int& n;
+    ~Uncount() { --n; }
+  } uncount{waiting_};
+  for (;;) {
+    if (!r.answers.empty()) {
+      p::Message m = std::move(r.answers.front());
+      r.answers.pop_front();
+      return std::optional<p::Message>(std::move(m));
+    }
+    if (!lost_.ok()) return lost_;
+    const int left = left_ms();
+    if (timeout_ms >= 0 && left == 0) return std::optional<p::Message>();
+    if (!reading_) {  // take the turn and read for ourselves (and for whoever else waits)
+      reading_ = true;
+      ++turns_;
+      lock.unlock();
+      read_some(left, false);
+      lock.lock();
+      reading_ = false;
+      lock.unlock();
+      cv_.notify_all();  // answers for others, or the turn for the next waiter
+      lock.lock();
+      continue;
+    }
+    if (keeper_reading_) wake_keeper();
+    if (timeout_ms < 0) cv_.wait(lock);
+    else cv_.wait_until(lock, deadline);
   }
-  if (!r.answers.empty()) {
-    p::Message m = std::move(r.answers.front());
-    r.answers.pop_front();
-    return std::optional<p::Message>(std::move(m));
-  }
-  return lost_;
 }
 
 Result<std::vector<p::Message>> ClientConnection::round_trip(const p::Message& request) {
@@ -204,65 +239,112 @@ void ClientConnection::fail_all(const std::string& why) {
   cv_.notify_all();
 }
 
-void ClientConnection::reader_loop() {
-  p::FrameReader reader(p::Role::client, p::kDefaultMaxPayload);
+void ClientConnection::wake_keeper() {
+  if (!keeper_reading_ && !stopping_) return;
+  const uint64_t one = 1;
+  ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+  (void)w;
+}
+
+void ClientConnection::keeper_loop() {
   const int ping_every = welcome_.idle_timeout_ms > 0 ? static_cast<int>(welcome_.idle_timeout_ms / 3) + 1 : -1;
-  std::vector<uint8_t> buf(64u << 10);
-  uint64_t nonce = 0;
+  // The keeper reads only after callers have left the socket alone this long: between two
+  // pieces a caller is in its callback, and taking the turn then would cost the caller a
+  // wake-up per piece.
+  constexpr auto kCallersFirst = std::chrono::milliseconds(50);
+  std::unique_lock lock(mu_);
   for (;;) {
-    pollfd pfd{fd_, POLLIN, 0};
-    const int pr = ::poll(&pfd, 1, ping_every);
-    if (stopping_) return fail_all("the connection was closed");
-    if (pr == 0) {  // quiet: keep the connection from being closed as idle
-      std::lock_guard wlock(write_mu_);
-      std::unique_lock lock(mu_);
-      if (!lost_.ok()) return;
-      (void)send_locked(0, p::Ping{++nonce}, lock);
+    if (stopping_ || !lost_.ok()) return;
+    if (reading_ || waiting_ > 0) {
+      cv_.wait(lock);
       continue;
     }
-    const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
-    if (n == 0) return fail_all(stopping_ ? "the connection was closed" : "llmsvcd closed the connection");
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return fail_all("llmsvcd connection: read: " + fileio::errno_text(errno));
+    if (!requests_.empty()) {
+      const uint64_t seen = turns_;
+      cv_.wait_for(lock, kCallersFirst);
+      if (turns_ != seen || reading_ || waiting_ > 0) continue;
     }
-    (void)reader.feed(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)));
-    while (auto frame = reader.next()) {
-      auto m = p::decode_frame(*frame, welcome_.version);
-      if (!m.ok()) return fail_all("llmsvcd sent a bad " + std::string(p::type_info(frame->type).name) + ": " +
-                                   m.status().message());
-      if (const auto* ping = std::get_if<p::Ping>(&*m)) {
-        std::lock_guard wlock(write_mu_);
-        std::unique_lock lock(mu_);
-        (void)send_locked(0, p::Pong{ping->nonce}, lock);
-        continue;
-      }
-      std::unique_lock lock(mu_);
-      auto r = state_.on_receive(frame->stream, *m);
-      if (!r.ok()) {
-        lock.unlock();
-        return fail_all("llmsvcd broke the protocol: " + r.status().message());
-      }
-      if (frame->stream == 0) {
-        if (const auto* e = std::get_if<p::Error>(&*m)) {
-          lock.unlock();
-          return fail_all("llmsvcd closed the connection: " + e->message);
-        }
-        continue;  // PONG
-      }
-      auto it = requests_.find(frame->stream);
-      if (it != requests_.end()) {
-        it->second->answers.push_back(std::move(*m));
-        if (r->ends_request) {
-          it->second->done = true;
-          requests_.erase(it);
-        }
-      }
-      lock.unlock();
-      cv_.notify_all();
-    }
-    if (!reader.error().ok()) return fail_all("llmsvcd sent a bad frame: " + reader.error().message());
+    reading_ = keeper_reading_ = true;
+    ++turns_;
+    lock.unlock();
+    read_some(ping_every, true);
+    lock.lock();
+    reading_ = keeper_reading_ = false;
+    cv_.notify_all();
   }
+}
+
+bool ClientConnection::read_some(int timeout_ms, bool ping) {
+  pollfd pfd[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  const int pr = ::poll(pfd, 2, timeout_ms);
+  if (stopping_) {
+    fail_all("the connection was closed");
+    return false;
+  }
+  if (pr < 0) return false;  // EINTR: the caller looks again
+  if (pfd[1].revents & POLLIN) {
+    uint64_t n = 0;
+    ssize_t r = ::read(wake_fd_, &n, sizeof(n));
+    (void)r;
+  }
+  if (pr == 0) {
+    if (ping) {  // quiet: keep the connection from being closed as idle
+      std::lock_guard wlock(write_mu_);
+      std::unique_lock lock(mu_);
+      if (lost_.ok()) (void)send_locked(0, p::Ping{++ping_nonce_}, lock);
+    }
+    return false;
+  }
+  if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) return false;
+  const ssize_t n = ::recv(fd_, read_buf_.data(), read_buf_.size(), MSG_DONTWAIT);
+  if (n == 0) {
+    fail_all(stopping_ ? "the connection was closed" : "llmsvcd closed the connection");
+    return true;
+  }
+  if (n < 0) {
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    fail_all("llmsvcd connection: read: " + fileio::errno_text(errno));
+    return true;
+  }
+  (void)reader_.feed(std::span<const uint8_t>(read_buf_.data(), static_cast<size_t>(n)));
+  while (auto frame = reader_.next()) deliver(*frame);
+  if (!reader_.error().ok()) fail_all("llmsvcd sent a bad frame: " + reader_.error().message());
+  return true;
+}
+
+void ClientConnection::deliver(const p::Frame& frame) {
+  auto m = p::decode_frame(frame, welcome_.version);
+  if (!m.ok())
+    return fail_all("llmsvcd sent a bad " + std::string(p::type_info(frame.type).name) + ": " + m.status().message());
+  if (const auto* ping = std::get_if<p::Ping>(&*m)) {
+    std::lock_guard wlock(write_mu_);
+    std::unique_lock lock(mu_);
+    if (lost_.ok()) (void)send_locked(0, p::Pong{ping->nonce}, lock);
+    return;
+  }
+  std::unique_lock lock(mu_);
+  if (!lost_.ok()) return;
+  auto r = state_.on_receive(frame.stream, *m);
+  if (!r.ok()) {
+    lock.unlock();
+    return fail_all("llmsvcd broke the protocol: " + r.status().message());
+  }
+  if (frame.stream == 0) {
+    if (const auto* e = std::get_if<p::Error>(&*m)) {
+      lock.unlock();
+      return fail_all("llmsvcd closed the connection: " + e->message);
+    }
+    return;  // PONG
+  }
+  auto it = requests_.find(frame.stream);
+  if (it == requests_.end()) return;
+  it->second->answers.push_back(std::move(*m));
+  if (r->ends_request) {
+    it->second->done = true;
+    requests_.erase(it);
+  }
+  lock.unlock();
+  cv_.notify_all();
 }
 
 }  // namespace llmsvc::client

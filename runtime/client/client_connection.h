@@ -1,6 +1,15 @@
 // ClientConnection: one connection to llmsvcd, from the app's side. Connects, handshakes,
-// then a reader thread delivers each answer to the request waiting on its stream, under the
-// rules of protocol::ConnectionState. Any number of threads may have requests in flight.
+// then delivers each answer to the request waiting on its stream, under the rules of
+// protocol::ConnectionState. Any number of threads may have requests in flight.
+//
+// Who reads the socket: a thread waiting for an answer reads it itself (one at a time, the
+// "read turn"), handing frames of other streams to their requests, so an answer or a streamed
+// piece reaches its caller without a second thread's wake-up in between (two fewer
+// context switches per token on a small device). A keeper thread takes the turn only while
+// nobody has wanted it for a while (an idle connection, or requests no caller waits on): it
+// answers the daemon's pings, sends keep-alives, and sees the connection close. A caller
+// that wants the turn while the keeper has it wakes it through an eventfd.
+//
 // When the connection fails (the daemon died, a protocol violation, an ERROR on stream 0)
 // every request in flight gets Code::unavailable and the connection stays dead.
 #pragma once
@@ -14,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/status.h"
 #include "runtime/protocol/connection.h"
@@ -51,12 +61,19 @@ class ClientConnection {
   void cancel(uint32_t stream);
 
  private:
-  ClientConnection(int fd, protocol::Welcome welcome, protocol::ConnectionState state);
+  ClientConnection(int fd, int wake_fd, protocol::Welcome welcome, protocol::ConnectionState state);
   Status send_locked(uint32_t stream, const protocol::Message& m, std::unique_lock<std::mutex>& state_lock);
-  void reader_loop();
+  // With the read turn: waits up to timeout_ms (-1: no limit) for the socket or the wake
+  // eventfd, reads what is there and delivers it. Returns whether the socket had bytes; on
+  // a timeout with ping set, sends a keep-alive.
+  bool read_some(int timeout_ms, bool ping);
+  void deliver(const protocol::Frame& frame);
+  void keeper_loop();
+  void wake_keeper();  // mu_ held
   void fail_all(const std::string& why);
 
   int fd_;
+  int wake_fd_;  // eventfd: a caller wants the read turn the keeper holds
   protocol::Welcome welcome_;
   std::mutex write_mu_;  // socket writes (taken before mu_, never while holding it)
   mutable std::mutex mu_;  // everything below
@@ -66,8 +83,15 @@ class ClientConnection {
   std::map<uint32_t, std::shared_ptr<Request>> requests_;
   uint32_t next_stream_ = 1;
   Status lost_;  // set once: why the connection is over
+  bool reading_ = false;        // some thread has the read turn
+  bool keeper_reading_ = false;  // ... and it is the keeper
+  int waiting_ = 0;             // callers in next() without an answer yet
+  uint64_t turns_ = 0;          // read turns taken so far (the keeper's sign of activity)
+  protocol::FrameReader reader_{protocol::Role::client, protocol::kDefaultMaxPayload};  // the read turn's
+  std::vector<uint8_t> read_buf_ = std::vector<uint8_t>(64u << 10);  // the read turn's (not an app thread's stack)
+  uint64_t ping_nonce_ = 0;     // the read turn's
   std::atomic<bool> stopping_{false};
-  std::thread reader_;
+  std::thread keeper_;
 };
 
 }  // namespace llmsvc::client
