@@ -1,0 +1,114 @@
+package org.llmsvc;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Sampling and limits of one call ({@code llmsvc_call_options}). A field left unset keeps the
+ * library's default: greedy (temperature 0), at most 256 tokens, no stop strings. The library
+ * validates the values ({@link InvalidArgumentException}). A builder for one thread; a call reads
+ * it once, so one instance may serve many calls.
+ */
+public final class CallOptions {
+  int set;
+  long seed;
+  float temperature;
+  int topK;
+  float topP;
+  float minP;
+  float repeatPenalty;
+  int repeatLastN;
+  int maxTokens;
+  float sloTtftRatio;
+  float sloTpotRatio;
+  final List<String> stop = new ArrayList<>();
+
+  /** Sampling seed: same seed and same state, same tokens. */
+  public CallOptions seed(long seed) {
+    this.seed = seed;
+    set |= Native.CALL_SEED;
+    return this;
+  }
+
+  /** {@code <= 0}: greedy. */
+  public CallOptions temperature(float temperature) {
+    this.temperature = temperature;
+    set |= Native.CALL_TEMPERATURE;
+    return this;
+  }
+
+  /** 0: off. */
+  public CallOptions topK(int topK) {
+    this.topK = topK;
+    set |= Native.CALL_TOP_K;
+    return this;
+  }
+
+  /** In [0, 1]; 1: off. */
+  public CallOptions topP(float topP) {
+    this.topP = topP;
+    set |= Native.CALL_TOP_P;
+    return this;
+  }
+
+  /** In [0, 1]; 0: off. */
+  public CallOptions minP(float minP) {
+    this.minP = minP;
+    set |= Native.CALL_MIN_P;
+    return this;
+  }
+
+  /** {@code > 0}; 1: off. */
+  public CallOptions repeatPenalty(float penalty) {
+    this.repeatPenalty = penalty;
+    set |= Native.CALL_REPEAT_PENALTY;
+    return this;
+  }
+
+  /** Tokens looked back for the penalty (0: off; -1: the whole context). */
+  public CallOptions repeatLastN(int n) {
+    this.repeatLastN = n;
+    set |= Native.CALL_REPEAT_LAST_N;
+    return this;
+  }
+
+  /** Generated tokens at most (0 = prefill only). */
+  public CallOptions maxTokens(int maxTokens) {
+    this.maxTokens = maxTokens;
+    set |= Native.CALL_MAX_TOKENS;
+    return this;
+  }
+
+  /** Stop strings (1..256 UTF-8 bytes each, at most 16); a match ends the reply and is not part of it. */
+  public CallOptions stop(String... stop) {
+    this.stop.addAll(Arrays.asList(stop));
+    return this;
+  }
+
+  /** Requested ratio of time-to-first-token to the full model's (0 = none). */
+  public CallOptions sloTtftRatio(float ratio) {
+    this.sloTtftRatio = ratio;
+    set |= Native.CALL_SLO_TTFT;
+    return this;
+  }
+
+  /** Requested ratio of time-per-token to the full model's (0 = none). */
+  public CallOptions sloTpotRatio(float ratio) {
+    this.sloTpotRatio = ratio;
+    set |= Native.CALL_SLO_TPOT;
+    return this;
+  }
+
+  byte[][] stopBytes() {
+    byte[][] out = new byte[stop.size()][];
+    for (int i = 0; i < out.length; i++) {
+      String s = stop.get(i);
+      if (s == null) {
+        throw (InvalidArgumentException) LLMException.of(Status.INVALID_ARGUMENT.code(), "stop string " + i + " is null");
+      }
+      out[i] = Utf8.cString(s, "stop string " + i);
+    }
+    return out;
+  }
+}

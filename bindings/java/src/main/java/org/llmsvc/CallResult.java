@@ -1,0 +1,77 @@
+package org.llmsvc;
+
+/** What a call produced: the reply's text and the library's figures ({@code llmsvc_call_result}). */
+public final class CallResult {
+  private final String text;
+  private final int[] ints;
+  private final double[] doubles;
+
+  CallResult(String text, int[] ints, double[] doubles) {
+    this.text = text;
+    this.ints = ints.clone();
+    this.doubles = doubles.clone();
+  }
+
+  /** The reply: every streamed piece, in order (stop strings are never part of it). */
+  public String text() {
+    return text;
+  }
+
+  /** Tokens the prompt (with the chat template) added to the context. */
+  public int promptTokens() {
+    return ints[Native.RESULT_PROMPT_TOKENS];
+  }
+
+  public int generatedTokens() {
+    return ints[Native.RESULT_GENERATED_TOKENS];
+  }
+
+  /** Tokens in the context after the call. */
+  public int contextTokens() {
+    return ints[Native.RESULT_CONTEXT_TOKENS];
+  }
+
+  public FinishReason finishReason() {
+    return FinishReason.of(ints[Native.RESULT_FINISH_REASON]);
+  }
+
+  /** KV chunks loaded from storage to make the context ready. */
+  public int chunksLoaded() {
+    return ints[Native.RESULT_CHUNKS_LOADED];
+  }
+
+  /** KV chunks recomputed from their tokens to make the context ready. */
+  public int chunksRecomputed() {
+    return ints[Native.RESULT_CHUNKS_RECOMPUTED];
+  }
+
+  /** Time to make the context's state ready. */
+  public double switchInMs() {
+    return doubles[Native.RESULT_SWITCH_IN_MS];
+  }
+
+  /** Time to first token (switch-in and prefill included). */
+  public double ttftMs() {
+    return doubles[Native.RESULT_TTFT_MS];
+  }
+
+  public double prefillMs() {
+    return doubles[Native.RESULT_PREFILL_MS];
+  }
+
+  /** Generation after the first token. */
+  public double decodeMs() {
+    return doubles[Native.RESULT_DECODE_MS];
+  }
+
+  /** Mean time per output token after the first. */
+  public double tpotMs() {
+    return doubles[Native.RESULT_TPOT_MS];
+  }
+
+  @Override
+  public String toString() {
+    return "CallResult{finish=" + finishReason() + ", prompt=" + promptTokens() + ", generated=" + generatedTokens()
+        + ", context=" + contextTokens() + ", ttftMs=" + ttftMs() + ", text=" + text + "}";
+  }
+}

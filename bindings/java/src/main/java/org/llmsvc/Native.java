@@ -1,0 +1,125 @@
+package org.llmsvc;
+
+/**
+ * The native methods (libllmsvc_jni.so, src/main/c/) and the constants both sides share: javac -h
+ * writes these constants into the generated header the C code includes, so the two cannot
+ * disagree. Handles are the C pointers as longs; strings are standard UTF-8 byte arrays (see
+ * {@link Utf8}). Every method that fails throws the {@link LLMException} for its status.
+ *
+ * <p>The library loads from the system property {@code llmsvc.jni.library} (an absolute path)
+ * when set, else as {@code llmsvc_jni} from {@code java.library.path}.
+ */
+final class Native {
+  private Native() {}
+
+  static {
+    String path = System.getProperty("llmsvc.jni.library");
+    if (path != null && !path.isEmpty()) {
+      System.load(path);
+    } else {
+      System.loadLibrary("llmsvc_jni");
+    }
+  }
+
+  // Which optional fields of an options call are set; the others keep the library's _init() value.
+  static final int BIND_THREADS = 1;
+  static final int BIND_N_CTX = 1 << 1;
+  static final int BIND_CHUNK_TOKENS = 1 << 2;
+  static final int BIND_RECOMPUTE = 1 << 3;
+  static final int BIND_KV_BUDGET = 1 << 4;
+  static final int BIND_KV_RATIO = 1 << 5;
+
+  static final int CALL_SEED = 1;
+  static final int CALL_TEMPERATURE = 1 << 1;
+  static final int CALL_TOP_K = 1 << 2;
+  static final int CALL_TOP_P = 1 << 3;
+  static final int CALL_MIN_P = 1 << 4;
+  static final int CALL_REPEAT_PENALTY = 1 << 5;
+  static final int CALL_REPEAT_LAST_N = 1 << 6;
+  static final int CALL_MAX_TOKENS = 1 << 7;
+  static final int CALL_SLO_TTFT = 1 << 8;
+  static final int CALL_SLO_TPOT = 1 << 9;
+
+  // llmsvc_call_result, as an int[] and a double[].
+  static final int RESULT_PROMPT_TOKENS = 0;
+  static final int RESULT_GENERATED_TOKENS = 1;
+  static final int RESULT_CONTEXT_TOKENS = 2;
+  static final int RESULT_FINISH_REASON = 3;
+  static final int RESULT_CHUNKS_LOADED = 4;
+  static final int RESULT_CHUNKS_RECOMPUTED = 5;
+  static final int RESULT_INTS = 6;
+  static final int RESULT_SWITCH_IN_MS = 0;
+  static final int RESULT_TTFT_MS = 1;
+  static final int RESULT_PREFILL_MS = 2;
+  static final int RESULT_DECODE_MS = 3;
+  static final int RESULT_TPOT_MS = 4;
+  static final int RESULT_DOUBLES = 5;
+
+  // llmsvc_context_info, as an int[] and a long[].
+  static final int INFO_RAW = 0;
+  static final int INFO_TOKENS = 1;
+  static final int INFO_TURNS = 2;
+  static final int INFO_CHUNKS_TOTAL = 3;
+  static final int INFO_CHUNKS_RESIDENT = 4;
+  static final int INFO_CHUNKS_SWAPPED = 5;
+  static final int INFO_CHUNKS_DROPPED = 6;
+  static final int INFO_CHUNKS_F16 = 7;
+  static final int INFO_CHUNKS_Q8 = 8;
+  static final int INFO_CHUNKS_Q4 = 9;
+  static final int INFO_CHUNKS_Q3 = 10;
+  static final int INFO_CHUNKS_Q2 = 11;
+  static final int INFO_INTS = 12;
+  static final int INFO_KV_RESIDENT_BYTES = 0;
+  static final int INFO_LONGS = 1;
+
+  // llmsvc_stats, as a long[].
+  static final int STATS_OPEN_CONTEXTS = 0;
+  static final int STATS_KNOWN_CONTEXTS = 1;
+  static final int STATS_CALLS = 2;
+  static final int STATS_PROMPT_TOKENS = 3;
+  static final int STATS_GENERATED_TOKENS = 4;
+  static final int STATS_KV_BYTES = 5;
+  static final int STATS_WEIGHT_BYTES = 6;
+  static final int STATS_KV_PEAK_BYTES = 7;
+  static final int STATS_CHUNKS_LOADED = 8;
+  static final int STATS_CHUNKS_RECOMPUTED = 9;
+  static final int STATS_SWAP_OUT_BYTES = 10;
+  static final int STATS_SWAP_OUT_FAILURES = 11;
+  static final int STATS_LONGS = 12;
+
+  static native int abiVersion();
+
+  static native String statusName(int status);
+
+  static native long bind(byte[] target, byte[] modelPath, byte[] stateDir, int set, int nThreads, int nCtx,
+      int chunkTokens, boolean recompute, long kvBudgetBytes, float kvRatio);
+
+  static native void unbind(long service);
+
+  static native long contextNew(long service, byte[] id, byte[] systemPrompt, boolean raw);
+
+  static native long contextOpen(long service, byte[] id);
+
+  static native byte[] contextId(long context);
+
+  static native void contextClose(long context);
+
+  static native void contextDelete(long service, byte[] id);
+
+  static native void contextInfo(long service, byte[] id, int[] ints, long[] longs);
+
+  static native byte[][] contextList(long service);
+
+  static native void contextCancel(long context);
+
+  /**
+   * Runs one call, streaming each piece to {@code sink.piece(byte[], int)}. Fills {@code ints} and
+   * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
+   * sink throws, the call is cancelled and that same throwable is rethrown.
+   */
+  static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
+      float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
+      byte[][] stop, PieceSink sink, int[] ints, double[] doubles);
+
+  static native void stats(long service, long[] longs);
+}

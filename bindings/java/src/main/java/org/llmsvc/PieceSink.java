@@ -1,0 +1,25 @@
+package org.llmsvc;
+
+/**
+ * What the native call streams into: decodes each piece's UTF-8, keeps the reply's text for the
+ * {@link CallResult}, and hands the piece to the caller's listener, if any.
+ */
+final class PieceSink {
+  private final PieceListener listener;
+  private final StringBuilder text = new StringBuilder();
+
+  PieceSink(PieceListener listener) {
+    this.listener = listener;
+  }
+
+  /** Called from native code once per piece; {@code false} cancels the call. */
+  boolean piece(byte[] utf8, int token) {
+    String piece = Utf8.decode(utf8);
+    text.append(piece);
+    return listener == null || listener.onPiece(piece, token);
+  }
+
+  String text() {
+    return text.toString();
+  }
+}

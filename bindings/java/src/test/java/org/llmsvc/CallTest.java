@@ -1,0 +1,106 @@
+package org.llmsvc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** newLLMCtx + callLLM: replies, their figures, greedy determinism, options. */
+class CallTest extends BoundService {
+  @Test
+  void callReturnsText() {
+    LLMContext ctx = svc.newLLMCtx(new ContextOptions().id(TestSupport.uniqueId("call")).systemPrompt("You are terse."));
+    try {
+      CallResult r = svc.callLLM(ctx, "What is the capital of France?", TestSupport.greedy(8));
+      assertFalse(r.text().isBlank(), "a reply");
+      assertTrue(r.generatedTokens() > 0 && r.generatedTokens() <= 8, r.toString());
+      assertTrue(r.promptTokens() > 0, r.toString());
+      assertTrue(r.finishReason() == FinishReason.LENGTH || r.finishReason() == FinishReason.EOS, r.toString());
+      assertTrue(r.ttftMs() > 0, r.toString());
+      assertEquals(r.contextTokens(), ctx.info().tokens(), "the info and the result agree");
+      assertTrue(r.contextTokens() >= r.promptTokens() + r.generatedTokens(), r.toString());
+    } finally {
+      TestSupport.dispose(svc, ctx);
+    }
+  }
+
+  /** The mirror of the LLMS interface: newLLMCtx(systemPrompt) + callLLM(ctx, prompt) returning the text. */
+  @Test
+  void llmsShape() {
+    LLMContext ctx = svc.newLLMCtx("You are a helpful assistant.");
+    try {
+      assertFalse(ctx.id().isEmpty(), "a generated id");
+      String reply = svc.callLLM(ctx, "Say hello.");
+      assertFalse(reply.isEmpty());
+    } finally {
+      svc.delLLMCtx(ctx);
+    }
+  }
+
+  @Test
+  void greedyIsDeterministic() {
+    String prompt = "Name three colours.";
+    String first;
+    String second;
+    LLMContext a = TestSupport.newContext(svc, "greedy-a");
+    LLMContext b = TestSupport.newContext(svc, "greedy-b");
+    try {
+      first = a.call(prompt, TestSupport.greedy(12)).text();
+      second = b.call(prompt, TestSupport.greedy(12)).text();
+    } finally {
+      TestSupport.dispose(svc, a);
+      TestSupport.dispose(svc, b);
+    }
+    assertFalse(first.isEmpty());
+    assertEquals(first, second, "temperature 0 twice, in two fresh contexts");
+  }
+
+  @Test
+  void maxTokensZeroOnlyPrefills() {
+    LLMContext ctx = TestSupport.newContext(svc, "prefill");
+    try {
+      CallResult r = ctx.call("Remember the number 42.", TestSupport.greedy(0));
+      assertEquals("", r.text());
+      assertEquals(0, r.generatedTokens());
+      assertTrue(r.promptTokens() > 0);
+    } finally {
+      TestSupport.dispose(svc, ctx);
+    }
+  }
+
+  /** A stop string ends the reply and is not part of it: the greedy reply cut at its second character. */
+  @Test
+  void stopStringCutsTheReply() {
+    String full;
+    LLMContext a = TestSupport.newRawContext(svc, "stop-a");
+    LLMContext b = TestSupport.newRawContext(svc, "stop-b");
+    try {
+      full = a.call("The alphabet: A B C D", TestSupport.greedy(8)).text();
+      assertTrue(full.length() >= 3, "reply: '" + full + "'");
+      String stop = full.substring(1, 3);
+      CallResult r = b.call("The alphabet: A B C D", TestSupport.greedy(8).stop(stop));
+      assertEquals(FinishReason.STOP, r.finishReason(), r.toString());
+      assertEquals(full.substring(0, full.indexOf(stop)), r.text());
+    } finally {
+      TestSupport.dispose(svc, a);
+      TestSupport.dispose(svc, b);
+    }
+  }
+
+  @Test
+  void statsCountCalls() {
+    ServiceStats before = svc.stats();
+    LLMContext ctx = TestSupport.newContext(svc, "stats");
+    try {
+      CallResult r = ctx.call("Hi", TestSupport.greedy(3));
+      ServiceStats after = svc.stats();
+      assertEquals(before.calls() + 1, after.calls(), after.toString());
+      assertEquals(before.generatedTokens() + r.generatedTokens(), after.generatedTokens(), after.toString());
+      assertTrue(after.openContexts() >= 1, after.toString());
+      assertTrue(after.knownContexts() >= 1, after.toString());
+    } finally {
+      TestSupport.dispose(svc, ctx);
+    }
+  }
+}
