@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, fetch the model, build Release and
 # ASan+UBSan and run every test in both, run the concurrent parts (thread pool, swap I/O,
-# chunk store, the C API's threads) under ThreadSanitizer, and run each fuzzer
+# chunk store, the C API's threads, the daemon with its clients) under ThreadSanitizer, and run each fuzzer
 # for a short fixed time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
