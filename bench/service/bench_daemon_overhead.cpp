@@ -129,6 +129,7 @@ int main_impl(int argc, char** argv) {
   const std::string short_prompt = " yes";
   const std::string decode_prompt = "Once upon a time, in a small village by the sea,";
   std::vector<double> call_ms[2], outside_engine_ms[2], stats_ms[2], info_ms[2], app_tps[2], engine_tps[2];
+  std::vector<double> switch_in_ms[2], prefill_ms[2];  // inside the engine's ttft
   std::vector<double> added_per_rep, paired_added, ratio_per_rep, engine_ratio_per_rep;
   bool same_text = true;
   for (int r = 0; r < reps; ++r) {
@@ -143,6 +144,8 @@ int main_impl(int argc, char** argv) {
         call_ms[p].push_back(t.wall_ms);
         rep_ms[p].push_back(t.wall_ms);
         outside_engine_ms[p].push_back(t.wall_ms - t.result.ttft_ms);
+        switch_in_ms[p].push_back(t.result.switch_in_ms);
+        prefill_ms[p].push_back(t.result.prefill_ms);
       }
       for (int k = 0; k < 2; ++k) {
         const int p = (i + r + k) % 2;
@@ -192,6 +195,10 @@ int main_impl(int argc, char** argv) {
               added(call_ms), "<= 0.5");
   std::printf("%-34s %12.3f %12.3f %10.3f\n", "  outside the engine (wall - ttft)", median(outside_engine_ms[0]),
               median(outside_engine_ms[1]), added(outside_engine_ms));
+  std::printf("%-34s %12.3f %12.3f %10.3f\n", "  engine: switch-in", median(switch_in_ms[0]), median(switch_in_ms[1]),
+              added(switch_in_ms));
+  std::printf("%-34s %12.3f %12.3f %10.3f\n", "  engine: prefill", median(prefill_ms[0]), median(prefill_ms[1]),
+              added(prefill_ms));
   std::printf("%-34s %12.3f %12.3f %10.3f\n", "stats round trip", median(stats_ms[0]), median(stats_ms[1]),
               added(stats_ms));
   std::printf("%-34s %12.3f %12.3f %10.3f\n", "context info round trip", median(info_ms[0]), median(info_ms[1]),
@@ -214,6 +221,8 @@ int main_impl(int argc, char** argv) {
     const char* n = paths[p].name;
     j["short_call_ms"][n] = summary(call_ms[p]);
     j["short_call_outside_engine_ms"][n] = summary(outside_engine_ms[p]);
+    j["short_call_switch_in_ms"][n] = summary(switch_in_ms[p]);
+    j["short_call_prefill_ms"][n] = summary(prefill_ms[p]);
     j["stats_round_trip_ms"][n] = summary(stats_ms[p]);
     j["info_round_trip_ms"][n] = summary(info_ms[p]);
     j["decode_app_tokens_per_s"][n] = summary(app_tps[p]);
