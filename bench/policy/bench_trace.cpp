@@ -238,9 +238,10 @@ Result<Json> run_preset(const Trace& trace, const Preset& p, const Args& a, uint
               {"n_calls", trace.calls.size()},
               {"budget_bytes", budget},
               {"switch_in_ms", {{"all", latency_summary(all_ms)}, {"switches", latency_summary(switch_ms)}}},
-              // Switch-in as the caller sees it: its wall time less the engine's prefill and
-              // decode (through llmsvcd: with the round trip and the streaming).
-              {"app_switch_in_ms", latency_summary(app_ms)},
+              // The caller's wall time less the engine's prefill and decode: switch-in, the
+              // call's own bookkeeping (history write, compression, queueing its swap-out)
+              // and, through llmsvcd, the round trip.
+              {"wall_minus_compute_ms", latency_summary(app_ms)},
               {"chunks_loaded", loaded},
               {"chunks_recomputed", recomputed},
               {"tokens_recomputed", via_daemon ? Json(nullptr) : Json(tokens_recomputed)},
