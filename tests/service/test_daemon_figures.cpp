@@ -18,10 +18,12 @@
 #include "llmsvc/llmsvc.h"
 #include "runtime/protocol/frame.h"
 #include "tests/service/daemon_process.h"
+#include "tests/service/raw_protocol_client.h"
 
 namespace {
 
 using llmsvc::test::DaemonProcess;
+using llmsvc::test::RawProtocolClient;
 namespace p = llmsvc::protocol;
 
 std::string last_error() { return llmsvc_last_error(); }
@@ -195,59 +197,9 @@ TEST_F(DaemonFigures, SwitchInFiguresMatchEmbeddedUnderASmallBudget) {
 
 // ---- a version-1 client on a raw socket
 
-class RawClient {
- public:
-  explicit RawClient(const std::string& path) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    timeval tv{60, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~RawClient() { ::close(fd_); }
-  bool connected() const { return connected_; }
-
-  // Sends `m` laid out as version 1 (what a version-1 library sends).
-  bool send(uint32_t stream, const p::Message& m) {
-    std::vector<uint8_t> out;
-    if (!p::append_frame(out, p::Role::client, stream, m, p::kDefaultMaxPayload, 1).ok()) return false;
-    return ::send(fd_, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size());
-  }
-  // The next frame, decoded strictly as version 1 (a version-2 field would be trailing bytes).
-  llmsvc::Result<p::Message> receive(uint32_t* stream = nullptr) {
-    for (;;) {
-      if (auto f = reader_.next()) {
-        if (stream) *stream = f->stream;
-        return p::decode_frame(*f, 1);
-      }
-      uint8_t buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return llmsvc::Status(llmsvc::Code::unavailable, "connection closed");
-      if (!reader_.feed({buf, static_cast<size_t>(n)}).ok()) return reader_.error();
-    }
-  }
-  // The final answer on `stream`, skipping PIECEs.
-  llmsvc::Result<p::Message> answer(uint32_t stream) {
-    for (;;) {
-      uint32_t got = 0;
-      auto m = receive(&got);
-      if (!m.ok()) return m;
-      EXPECT_EQ(got, stream);
-      if (!std::holds_alternative<p::Piece>(*m)) return m;
-    }
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  p::FrameReader reader_{p::Role::client, p::kDefaultMaxPayload};
-};
-
 TEST_F(DaemonFigures, VersionOneClientGetsVersionOneAnswers) {
   DaemonProcess& d = start_daemon();
-  RawClient c(d.socket_path());
+  RawProtocolClient c(d.socket_path(), 1);
   ASSERT_TRUE(c.connected());
   ASSERT_TRUE(c.send(0, p::Hello{1, 1, p::kDefaultMaxPayload, "a version-1 client"}));
   auto w = c.receive();
