@@ -8,7 +8,9 @@
 #  3. embedded_chat on the default model: two turns in a persistent context, then the same
 #     context resumed by the other build (the installed `llmsvc ctx show` counts the turns);
 #  4. a real llmsvcd from the prefix, daemon_client against it (--target and $LLMSVC_TARGET)
-#     and its error messages, then SIGTERM: the daemon must exit 0.
+#     and its error messages, then SIGTERM: the daemon must exit 0;
+#  and between 2 and 3, the conformance suite (conformance/) compiled the same way against the
+#  prefix, and its lifecycle requirements run embedded.
 #
 #   examples/build_and_run.sh [BUILD_DIR]      (default: build/release, built)
 #
@@ -89,6 +91,19 @@ for ex in "${examples[@]}"; do
     "$cc -std=c11 -Wall -Wextra -Werror '$here/$ex/main.c' \$(pkg-config --cflags --libs llmsvc) -o '$work/$ex'"
   links_installed "$work/$ex" LD_LIBRARY_PATH="$libdir"
 done
+step "conformance suite: built against the installed tree (its sources, llmsvc.h, libllmsvc.so.1)"
+run conformance-build env PKG_CONFIG_PATH="$(dirname "$pc")" sh -c \
+  "$cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I'$root/conformance' '$root'/conformance/*.c \$(pkg-config --cflags --libs llmsvc) -pthread -lm -o '$work/llmsvc_conformance'"
+links_installed "$work/llmsvc_conformance" LD_LIBRARY_PATH="$libdir"
+# Its lifecycle requirements, embedded (CTest's Conformance.* run all of them, both transports).
+run conformance-lifecycle env LD_LIBRARY_PATH="$libdir" LLMSVC_STATE_DIR="$work/conformance-state" \
+  "$work/llmsvc_conformance" embedded --only 'LIFE-*'
+grep -q '^[1-9][0-9]* passed, 0 failed$' "$work/conformance-lifecycle.out" || {
+  cat "$work/conformance-lifecycle.out" >&2
+  die "the conformance suite built against the installed tree failed"
+}
+tail -n 1 "$work/conformance-lifecycle.out" | sed 's/^/  | /'
+
 chat_cmake=$work/cmake/embedded_chat/embedded_chat
 chat_pc=(env LD_LIBRARY_PATH="$libdir" "$work/embedded_chat")
 client_cmake=$work/cmake/daemon_client/daemon_client
@@ -166,4 +181,4 @@ if [ "$status" != 0 ]; then
   cat "$work/llmsvcd.log" >&2
   die "llmsvcd exited $status after SIGTERM"
 fi
-echo "build_and_run: ok: ${examples[*]} built with find_package and pkg-config against the installed tree, and run"
+echo "build_and_run: ok: ${examples[*]} built with find_package and pkg-config against the installed tree, and run; the conformance suite built against it"
