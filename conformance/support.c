@@ -118,7 +118,12 @@ int conf_collect(const char* piece, size_t len, int32_t token, void* user) {
   c->data[c->len] = '\0';
   if ((size_t)c->pieces < sizeof c->tokens / sizeof c->tokens[0]) c->tokens[c->pieces] = token;
   c->pieces++;
-  return c->cancel_after > 0 && c->pieces >= c->cancel_after;
+  const int stop = c->cancel_after > 0 && c->pieces >= c->cancel_after;
+  if (stop && c->cancel_delay_ms > 0) {
+    struct timespec ts = {c->cancel_delay_ms / 1000, (long)(c->cancel_delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return stop;
 }
 
 llmsvc_status conf_call_fresh(conf_t* t, llmsvc_service* svc, const char* prompt, int raw, int32_t max_tokens,

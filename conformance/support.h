@@ -41,6 +41,7 @@ typedef struct conf_text {
   int pieces;
   int invalid_pieces; /* pieces that were not valid UTF-8 on their own */
   int cancel_after;   /* > 0: return non-zero from the piece with this number (1-based) */
+  int cancel_delay_ms; /* > 0: wait this long before that return (the call generates meanwhile) */
   int pieces_after_cancel;
 } conf_text;
 

@@ -237,7 +237,9 @@ LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);
 /**
  * Streamed output: one call per piece of valid UTF-8 text (never splits a code
  * point; `piece` is not NUL-terminated). `token` is the last token the piece
- * completes. Return 0 to continue, non-zero to cancel the call.
+ * completes. Return 0 to continue, non-zero to cancel the call: it is not called
+ * again for this call. (Through llmsvcd, tokens the daemon generated before the
+ * cancel reached it stay in the context; the result's generated_tokens counts them.)
  */
 typedef int (*llmsvc_token_fn)(const char* piece, size_t len, int32_t token, void* user);
 

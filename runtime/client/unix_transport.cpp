@@ -126,7 +126,10 @@ class UnixTransport final : public api::Transport {
       if (!m->has_value()) continue;
       p::Message& msg = **m;
       if (auto* piece = std::get_if<p::Piece>(&msg)) {
-        if (on_piece && !on_piece(piece->text, piece->token)) cancel();
+        // Once the call is cancelled (the callback said stop, or the handle's flag) the
+        // callback hears nothing more, as embedded; pieces the daemon made before the CANCEL
+        // reached it are dropped (their tokens stay in the context; the result counts them).
+        if (on_piece && !cancel_sent && !on_piece(piece->text, piece->token)) cancel();
         continue;
       }
       if (auto* e = std::get_if<p::Error>(&msg)) return e->to_status();

@@ -7,9 +7,9 @@
  * llmsvc_call has returned. Each piece's byte[] is deleted at once, so a long reply does not
  * pile up local references.
  *
- * Once the sink has said stop (false or an exception) it gets no more pieces: through the daemon
- * the library may still deliver pieces generated before its CANCEL arrived (the header does not
- * rule it out), and a Java listener is promised silence after it cancels.
+ * Once the sink has said stop (false or an exception) it gets no more pieces. The header
+ * promises the callback is not called again after a non-zero return; the glue keeps its own
+ * guard as well, since a Java listener is promised silence after it cancels.
  */
 #include <stdlib.h>
 #include <string.h>
