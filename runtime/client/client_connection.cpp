@@ -119,8 +119,14 @@ ClientConnection::~ClientConnection() {
 }
 
 bool ClientConnection::alive() const {
-  std::lock_guard lock(mu_);
-  return lost_.ok();
+  {
+    std::lock_guard lock(mu_);
+    if (!lost_.ok()) return false;
+  }
+  // The daemon may have closed its end a moment ago, before any reader saw it (the keeper
+  // reads an idle connection, but not at once): ask the socket itself.
+  pollfd pfd{fd_, POLLRDHUP, 0};
+  return ::poll(&pfd, 1, 0) <= 0 || !(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 Status ClientConnection::send_locked(uint32_t stream, const p::Message& m, std::unique_lock<std::mutex>& lock) {
@@ -179,10 +185,15 @@ Result<std::optional<p::Message>> ClientConnection::next(Request& r, int timeout
   };
   std::unique_lock lock(mu_);
   ++waiting_;
+  // The last waiter to leave wakes the keeper: with nobody waiting the turn is its own again
+  // (an idle connection must still see the daemon close it, to reconnect on the next call).
   struct Uncount {
     int& n;
-    ~Uncount() { --n; }
-  } uncount{waiting_};
+    std::condition_variable& cv;
+    ~Uncount() {
+      if (--n == 0) cv.notify_all();
+    }
+  } uncount{waiting_, cv_};
   for (;;) {
     if (!r.answers.empty()) {
       p::Message m = std::move(r.answers.front());

@@ -48,6 +48,7 @@ class ClientConnection {
   ClientConnection& operator=(const ClientConnection&) = delete;
 
   const protocol::Welcome& welcome() const { return welcome_; }
+  // False once the connection failed, or the daemon has closed its end.
   bool alive() const;
 
   // Sends a request on a fresh stream (a CALL waits while max_calls are in flight).
