@@ -60,6 +60,9 @@ Result<std::string> install_syscall_filter() {
   if (!ctx) return Status(Code::internal, "system-call filter: seccomp_init failed");
   // Every thread at once: the engine's workers and the swap writer run already.
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) return fail("TSYNC", rc);
+  // A binary search over the allowed numbers instead of a linear chain: the compute threads'
+  // futex calls (hundreds per decoded token) each run the filter.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2); rc != 0) return fail("OPTIMIZE", rc);
   for (const char* name : kAllowed) {
     const int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
