@@ -17,6 +17,19 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+// The figures the engine's CallStats and llmsvc.h's llmsvc_call_result both carry (same names).
+template <class Figures>
+void copy_figures(const Figures& f, TargetCall* out) {
+  out->switch_in_ms = f.switch_in_ms;
+  out->prefill_ms = f.prefill_ms;
+  out->decode_ms = f.decode_ms;
+  out->chunks_loaded = f.chunks_loaded;
+  out->chunks_recomputed = f.chunks_recomputed;
+  out->prompt_tokens = f.prompt_tokens;
+  out->generated_tokens = f.generated_tokens;
+  out->context_tokens = f.context_tokens;
+}
+
 class EngineTarget final : public TraceTarget {
  public:
   explicit EngineTarget(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
@@ -38,14 +51,7 @@ class EngineTarget final : public TraceTarget {
     const auto t0 = Clock::now();
     Status s = e_->call(id, prompt, p, [](std::string_view, int32_t) { return true; }, &st);
     out->wall_ms = ms_since(t0);
-    out->switch_in_ms = st.switch_in_ms;
-    out->prefill_ms = st.prefill_ms;
-    out->decode_ms = st.decode_ms;
-    out->chunks_loaded = st.chunks_loaded;
-    out->chunks_recomputed = st.chunks_recomputed;
-    out->prompt_tokens = st.prompt_tokens;
-    out->generated_tokens = st.generated_tokens;
-    out->context_tokens = st.context_tokens;
+    copy_figures(st, out);
     out->tokens_recomputed = st.tokens_recomputed;
     out->load_failures = st.chunk_load_failures;
     out->swapped_out = st.chunks_swapped_out;
@@ -110,14 +116,7 @@ class DaemonTarget final : public TraceTarget {
     const auto t0 = Clock::now();
     const llmsvc_status st = llmsvc_call(it->second, prompt.data(), prompt.size(), &co, nullptr, nullptr, &r);
     out->wall_ms = ms_since(t0);
-    out->switch_in_ms = r.switch_in_ms;
-    out->prefill_ms = r.prefill_ms;
-    out->decode_ms = r.decode_ms;
-    out->chunks_loaded = r.chunks_loaded;
-    out->chunks_recomputed = r.chunks_recomputed;
-    out->prompt_tokens = r.prompt_tokens;
-    out->generated_tokens = r.generated_tokens;
-    out->context_tokens = r.context_tokens;
+    copy_figures(r, out);
     return api_status(st, "call " + id);
   }
   // llmsvc.h has no flush: wait until the daemon's swap-out figure has stood still for 0.5 s.
