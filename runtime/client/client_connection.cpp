@@ -57,7 +57,10 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
   std::vector<uint8_t> out;
   LLMSVC_RETURN_IF_ERROR(state.on_send(0, hello));
   LLMSVC_RETURN_IF_ERROR(p::append_frame(out, p::Role::client, 0, hello, p::kHandshakeMaxPayload));
-  LLMSVC_RETURN_IF_ERROR(write_all(fd, out.data(), out.size()));
+  // A daemon refusing this connection (the app's connection quota) writes ERROR and closes
+  // at accept, maybe before HELLO goes out: then the write fails, but its reason is already
+  // waiting to be read, and it is the answer that matters.
+  const Status sent = write_all(fd, out.data(), out.size());
   p::FrameReader reader(p::Role::client);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
@@ -84,14 +87,19 @@ Result<std::unique_ptr<ClientConnection>> ClientConnection::connect(const std::s
     if (!reader.error().ok()) return unavailable("llmsvcd handshake: " + reader.error().message());
     const int left = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (left <= 0 && !sent.ok()) return sent;
     if (left <= 0) return unavailable("llmsvcd did not answer the handshake within " + std::to_string(timeout_ms) + " ms");
     pollfd pfd{fd, POLLIN, 0};
     if (::poll(&pfd, 1, left) < 0 && errno != EINTR) return unavailable("poll: " + fileio::errno_text(errno));
     uint8_t buf[4096];
     const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0) return unavailable("llmsvcd closed the connection during the handshake");
+    if (n == 0) {
+      if (!sent.ok()) return sent;
+      return unavailable("llmsvcd closed the connection during the handshake");
+    }
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+      if (!sent.ok()) return sent;
       return unavailable("llmsvcd handshake: read: " + fileio::errno_text(errno));
     }
     (void)reader.feed(std::span<const uint8_t>(buf, static_cast<size_t>(n)));
