@@ -121,6 +121,7 @@ ClientConnection::~ClientConnection() {
     wake_keeper();
   }
   cv_.notify_all();
+  keeper_cv_.notify_all();
   if (keeper_.joinable()) keeper_.join();
   ::close(fd_);
   ::close(wake_fd_);
@@ -192,16 +193,14 @@ Result<std::optional<p::Message>> ClientConnection::next(Request& r, int timeout
     return static_cast<int>(std::max<int64_t>(0, left));
   };
   std::unique_lock lock(mu_);
+  // Counted while here, so that the keeper leaves the turn alone. Leaving wakes nobody: the
+  // keeper looks again on its own (a wake-up per streamed piece would cost the daemon's
+  // compute threads their CPU on a small machine).
   ++waiting_;
-  // The last waiter to leave wakes the keeper: with nobody waiting the turn is its own again
-  // (an idle connection must still see the daemon close it, to reconnect on the next call).
   struct Uncount {
     int& n;
-    std::condition_variable& cv;
-    ~Uncount() {
-      if (--n == 0) cv.notify_all();
-    }
-  } uncount{waiting_, cv_};
+    ~Uncount() { --n; }
+  } uncount{waiting_};
   for (;;) {
     if (!r.answers.empty()) {
       p::Message m = std::move(r.answers.front());
@@ -256,6 +255,7 @@ void ClientConnection::fail_all(const std::string& why) {
     requests_.clear();
   }
   cv_.notify_all();
+  keeper_cv_.notify_all();
 }
 
 void ClientConnection::wake_keeper() {
@@ -267,21 +267,22 @@ void ClientConnection::wake_keeper() {
 
 void ClientConnection::keeper_loop() {
   const int ping_every = welcome_.idle_timeout_ms > 0 ? static_cast<int>(welcome_.idle_timeout_ms / 3) + 1 : -1;
-  // The keeper reads only after callers have left the socket alone this long: between two
-  // pieces a caller is in its callback, and taking the turn then would cost the caller a
-  // wake-up per piece.
+  // The keeper takes the turn when callers have left it alone for this long, and at once on
+  // an idle connection (nothing asked). It only looks every so often, on its own condition
+  // variable: between two pieces a caller is in its callback, and neither a keeper taking
+  // the turn then nor waking it there may cost the caller a wake-up per piece. An idle
+  // connection is thus watched (the daemon closing it is seen) within about this long.
   constexpr auto kCallersFirst = std::chrono::milliseconds(50);
   std::unique_lock lock(mu_);
   for (;;) {
     if (stopping_ || !lost_.ok()) return;
-    if (reading_ || waiting_ > 0) {
-      cv_.wait(lock);
-      continue;
-    }
-    if (!requests_.empty()) {
+    const bool free = !reading_ && waiting_ == 0;
+    if (!free || !requests_.empty()) {
       const uint64_t seen = turns_;
-      cv_.wait_for(lock, kCallersFirst);
+      keeper_cv_.wait_for(lock, kCallersFirst);
+      if (stopping_ || !lost_.ok()) return;
       if (turns_ != seen || reading_ || waiting_ > 0) continue;
+      if (requests_.empty()) continue;  // went idle meanwhile: taken on the next look
     }
     reading_ = keeper_reading_ = true;
     ++turns_;

@@ -78,7 +78,8 @@ class ClientConnection {
   protocol::Welcome welcome_;
   std::mutex write_mu_;  // socket writes (taken before mu_, never while holding it)
   mutable std::mutex mu_;  // everything below
-  std::condition_variable cv_;
+  std::condition_variable cv_;         // callers: answers, the read turn, room for a call
+  std::condition_variable keeper_cv_;  // the keeper: only stop and loss are signalled
   protocol::ConnectionState state_;
   protocol::FrameWriter writer_{protocol::Role::client};
   std::map<uint32_t, std::shared_ptr<Request>> requests_;

@@ -170,7 +170,7 @@ int Server::run() {
         cancel_all();
       }
       bool flushed = true;
-      for (auto& [fd, s] : sessions_) flushed = flushed && s->writer.pending_bytes() == 0;
+      for (auto& [fd, s] : sessions_) flushed = flushed && pending_bytes(s) == 0;
       const bool hard = now >= stop_deadline_ + std::chrono::seconds(3);
       if ((calls_running_.load() == 0 && flushed) || hard) break;
     }
@@ -309,13 +309,15 @@ void Server::drop(const SessionPtr& s, const std::string& why) {
   if (auto it = app_connections_.find(s->app.uid); it != app_connections_.end() && --it->second == 0)
     app_connections_.erase(it);
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, s->fd, nullptr);
-  ::close(s->fd);
-  sessions_.erase(s->fd);
   {
+    std::lock_guard wlock(s->wmu);  // no worker is writing to it, nor will (the number may be reused)
+    s->direct_ok = false;
+    ::close(s->fd);
     std::lock_guard lock(s->mu);
     s->dead = true;
     s->outbox.clear();
   }
+  sessions_.erase(s->fd);
   s->drained.notify_all();
   for (auto& [stream, flag] : s->cancel_flags) flag->store(true);
   for (auto& [h, handle] : s->handles) apps_.close(s->app, handle.id);
@@ -323,9 +325,10 @@ void Server::drop(const SessionPtr& s, const std::string& why) {
 }
 
 void Server::update_interest(const SessionPtr& s) {
+  const size_t pending = pending_bytes(s);
   const bool read = !s->closing && !s->eof && s->state.in_flight() < opt_.max_requests_in_flight &&
-                    s->writer.pending_bytes() < opt_.max_unsent_bytes;
-  const bool write = s->writer.pending_bytes() > 0;
+                    pending < opt_.max_unsent_bytes;
+  const bool write = pending > 0;
   if (read == s->reading && write == s->want_write) return;
   s->reading = read;
   s->want_write = write;
@@ -404,10 +407,16 @@ void Server::handle_frame(const SessionPtr& s, const p::Frame& frame) {
     w.idle_timeout_ms = opt_.idle_timeout_ms;
     w.server = opt_.server_name;
     w.model = opt_.model_name.substr(0, p::kMaxNameBytes);
-    s->writer.set_max_payload(hello->max_frame_payload);
+    {
+      std::lock_guard wlock(s->wmu);
+      s->writer.set_max_payload(hello->max_frame_payload);
+    }
     s->peer_max_payload = hello->max_frame_payload;
     send(s, 0, w);
-    s->writer.set_version(s->state.version());  // what follows is laid out as the agreed version
+    {
+      std::lock_guard wlock(s->wmu);
+      s->writer.set_version(s->state.version());  // what follows is laid out as the agreed version
+    }
     s->reader.set_max_payload(opt_.max_frame_payload);
     return;
   }
@@ -548,7 +557,7 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
     params.cancel = flag.get();
     PieceFn on_piece = [&](std::string_view text, int32_t token) {
       for (std::string_view part : split_piece(text)) {
-        if (!post(s, Outgoing{stream, p::Piece{token, std::string(part)}, false})) return false;
+        if (!send_piece(s, stream, p::Piece{token, std::string(part)})) return false;
       }
       return wait_for_room(s);
     };
@@ -596,9 +605,18 @@ void Server::call_finished(const SessionPtr& s, uint32_t stream) {
 // ------------------------------------------------------------------ sending
 
 void Server::send(const SessionPtr& s, uint32_t stream, const p::Message& m) {
+  bool finished = false;
+  {
+    std::lock_guard wlock(s->wmu);
+    finished = encode_locked(s, stream, m);
+  }
+  if (finished) call_finished(s, stream);
+}
+
+bool Server::encode_locked(const SessionPtr& s, uint32_t stream, const p::Message& m) {
   if (Status st = s->state.on_send(stream, m); !st.ok()) {
     log_line("internal: not sent to " + s->app.label() + ": " + st.message());
-    return;
+    return false;
   }
   if (s->writer.pending_bytes() == 0) s->last_write_progress = Clock::now();  // the write clock starts now
   Status st = s->writer.write(stream, m);
@@ -606,31 +624,41 @@ void Server::send(const SessionPtr& s, uint32_t stream, const p::Message& m) {
     log_line("internal: cannot encode for " + s->app.label() + ": " + st.message());
     if (stream != 0 && p::is_final_answer(m)) (void)s->writer.write(stream, p::error_message(Status(Code::internal, st.message())));
   }
-  if (stream != 0 && p::type_of(m) != p::MsgType::piece && p::is_final_answer(m) && s->call_handle.count(stream))
-    call_finished(s, stream);
+  s->direct_ok = s->state.phase() == p::Phase::ready;
+  return stream != 0 && p::type_of(m) != p::MsgType::piece && p::is_final_answer(m) && s->call_handle.count(stream);
+}
+
+size_t Server::pending_bytes(const SessionPtr& s) {
+  std::lock_guard wlock(s->wmu);
+  return s->writer.pending_bytes();
 }
 
 void Server::send_error(const SessionPtr& s, uint32_t stream, const Status& st) { send(s, stream, p::error_message(st)); }
 
 void Server::flush(const SessionPtr& s) {
-  while (s->writer.pending_bytes() > 0) {
-    auto data = s->writer.pending();
-    const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      s->writer.consume(static_cast<size_t>(n));
-      s->last_write_progress = s->last_activity = Clock::now();
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-    drop(s, n < 0 ? "write: " + fileio::errno_text(errno) : "write failed");
-    return;
-  }
+  std::string failed;
+  size_t pending = 0;
   {
+    std::lock_guard wlock(s->wmu);
+    while (s->writer.pending_bytes() > 0) {
+      auto data = s->writer.pending();
+      const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        s->writer.consume(static_cast<size_t>(n));
+        s->last_write_progress = s->last_activity = Clock::now();
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      failed = n < 0 ? "write: " + fileio::errno_text(errno) : "write failed";
+      break;
+    }
+    pending = s->writer.pending_bytes();
     std::lock_guard lock(s->mu);
-    s->unsent_bytes = s->writer.pending_bytes();
+    s->unsent_bytes = pending;
   }
+  if (!failed.empty()) return drop(s, failed);
   s->drained.notify_all();
-  if (s->closing && s->writer.pending_bytes() == 0) return drop(s, "after a protocol error");
+  if (s->closing && pending == 0) return drop(s, "after a protocol error");
   update_interest(s);
   // Room again: frames held back by the in-flight bound.
   if (s->reader.queued() > 0 && !s->closing) process_frames(s);
@@ -647,7 +675,15 @@ bool Server::post(const SessionPtr& s, Outgoing out) {
     }
     s->outbox_bytes += estimate_bytes(out.message);
     s->outbox.push_back(std::move(out));
-    if (s->queued_dirty) return true;
+  }
+  kick(s);
+  return true;
+}
+
+void Server::kick(const SessionPtr& s) {
+  {
+    std::lock_guard lock(s->mu);
+    if (s->queued_dirty) return;
     s->queued_dirty = true;
   }
   {
@@ -657,7 +693,40 @@ bool Server::post(const SessionPtr& s, Outgoing out) {
   uint64_t one = 1;
   ssize_t w = ::write(evfd_, &one, sizeof(one));
   (void)w;
-  return true;
+}
+
+bool Server::send_piece(const SessionPtr& s, uint32_t stream, p::Piece piece) {
+  {
+    // Straight to the socket only in order: nothing left unsent and nothing queued (the loop
+    // empties the outbox and encodes it under wmu, so nothing is in between). A worker does
+    // not wait for the loop's turn at the socket: it queues instead.
+    std::unique_lock wlock(s->wmu, std::try_to_lock);
+    if (wlock.owns_lock() && s->direct_ok && s->writer.pending_bytes() == 0) {
+      bool queued = false;
+      {
+        std::lock_guard lock(s->mu);
+        if (s->dead) return false;
+        queued = !s->outbox.empty();
+      }
+      if (!queued && s->writer.write(stream, piece).ok()) {
+        auto data = s->writer.pending();
+        const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) s->writer.consume(static_cast<size_t>(n));
+        const size_t left = s->writer.pending_bytes();
+        if (left == 0) return true;
+        // A full socket buffer or an error: the loop sends the rest, or sees the error.
+        s->last_write_progress = Clock::now();
+        {
+          std::lock_guard lock(s->mu);
+          s->unsent_bytes = left;
+        }
+        wlock.unlock();
+        kick(s);
+        return true;
+      }
+    }
+  }
+  return post(s, Outgoing{stream, std::move(piece), false});
 }
 
 bool Server::wait_for_room(const SessionPtr& s) {
@@ -675,24 +744,30 @@ void Server::take_outboxes() {
     dirty.swap(dirty_);
   }
   for (const SessionPtr& s : dirty) {
-    std::deque<Outgoing> out;
+    std::vector<uint32_t> finished;
     {
-      std::lock_guard lock(s->mu);
-      out.swap(s->outbox);
-      s->outbox_bytes = 0;
-      s->queued_dirty = false;
-    }
-    if (!sessions_.count(s->fd) || sessions_[s->fd] != s) continue;
-    for (Outgoing& o : out) {
-      if (o.assign_handle) {
-        auto* opened = std::get_if<p::ContextOpened>(&o.message);
-        const uint32_t h = s->next_handle++;
-        if (s->next_handle == 0) s->next_handle = 1;
-        s->handles[h] = Session::Handle{opened->id, 0, {}};
-        opened->handle = h;
+      // Emptied and encoded under wmu: a worker's piece cannot slip in between.
+      std::lock_guard wlock(s->wmu);
+      std::deque<Outgoing> out;
+      {
+        std::lock_guard lock(s->mu);
+        out.swap(s->outbox);
+        s->outbox_bytes = 0;
+        s->queued_dirty = false;
       }
-      send(s, o.stream, o.message);
+      if (!sessions_.count(s->fd) || sessions_[s->fd] != s) continue;
+      for (Outgoing& o : out) {
+        if (o.assign_handle) {
+          auto* opened = std::get_if<p::ContextOpened>(&o.message);
+          const uint32_t h = s->next_handle++;
+          if (s->next_handle == 0) s->next_handle = 1;
+          s->handles[h] = Session::Handle{opened->id, 0, {}};
+          opened->handle = h;
+        }
+        if (encode_locked(s, o.stream, o.message)) finished.push_back(o.stream);
+      }
     }
+    for (uint32_t stream : finished) call_finished(s, stream);
     flush(s);
   }
 }
@@ -702,12 +777,19 @@ void Server::check_timers() {
   if (accept_paused_ && now >= accept_resume_ && !stopping_) resume_accepting();
   std::vector<std::pair<SessionPtr, std::string>> expired;
   for (auto& [fd, s] : sessions_) {
+    size_t pending = 0;
+    Clock::time_point progress;
+    {
+      std::lock_guard wlock(s->wmu);
+      pending = s->writer.pending_bytes();
+      progress = s->last_write_progress;
+    }
     if (s->state.phase() == p::Phase::handshake && ms_between(s->accepted, now) > opt_.handshake_timeout_ms) {
       expired.emplace_back(s, "no handshake within " + std::to_string(opt_.handshake_timeout_ms) + " ms");
-    } else if (s->writer.pending_bytes() > 0 && ms_between(s->last_write_progress, now) > opt_.write_timeout_ms) {
+    } else if (pending > 0 && ms_between(progress, now) > opt_.write_timeout_ms) {
       expired.emplace_back(s, "the client read nothing for " + std::to_string(opt_.write_timeout_ms) + " ms");
     } else if (opt_.idle_timeout_ms > 0 && s->state.phase() == p::Phase::ready && s->state.in_flight() == 0 &&
-               s->writer.pending_bytes() == 0 &&
+               pending == 0 &&
                ms_between(s->last_activity, now) > static_cast<int>(opt_.idle_timeout_ms)) {
       expired.emplace_back(s, "idle");
     }

@@ -87,6 +87,10 @@ class Server {
   void start_call(const SessionPtr& s, uint32_t stream, const protocol::Call& call);
   void close_handle(const SessionPtr& s, uint32_t stream, uint32_t handle);
   void send(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
+  // send() with s->wmu held; true when `m` ended a call (call_finished() is then due,
+  // once wmu is released).
+  bool encode_locked(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
+  size_t pending_bytes(const SessionPtr& s);
   void send_error(const SessionPtr& s, uint32_t stream, const Status& st);
   void connection_error(const SessionPtr& s, const Status& st);
   void call_finished(const SessionPtr& s, uint32_t stream);
@@ -105,6 +109,11 @@ class Server {
 
   // Worker side: queue an answer for the loop; false if the connection is gone.
   bool post(const SessionPtr& s, Outgoing out);
+  // A streamed piece: written to the socket right away when nothing is queued before it
+  // (else posted); false if the connection is gone.
+  bool send_piece(const SessionPtr& s, uint32_t stream, protocol::Piece piece);
+  // Puts the session on the loop's list to look at (its outbox, or bytes left unsent).
+  void kick(const SessionPtr& s);
   // Before a call's next piece: waits while the connection is over its unsent-bytes bound.
   bool wait_for_room(const SessionPtr& s);
 

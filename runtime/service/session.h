@@ -1,6 +1,9 @@
-// Session: one client connection of llmsvcd. The event loop owns its socket, its frame
-// reader and writer, its protocol state and its context handles; worker threads (calls,
-// context operations) only append answers to its outbox, which the loop sends.
+// Session: one client connection of llmsvcd. The event loop owns its socket's read side,
+// its frame reader, its protocol state and its context handles; worker threads (calls,
+// context operations) append answers to its outbox, which the loop sends. The write side
+// (the frame writer and writes to the socket) is shared under `wmu`: a call's worker sends
+// its streamed pieces itself when nothing is queued before them, so that a token costs no
+// wake-up of the loop (on a small device that wake-up preempts a compute thread).
 #pragma once
 
 #include <atomic>
@@ -38,11 +41,9 @@ struct Session {
   AppIdentity app;
   protocol::ConnectionState state{protocol::Role::server};
   protocol::FrameReader reader{protocol::Role::server};
-  protocol::FrameWriter writer{protocol::Role::server};
   uint32_t peer_max_payload = protocol::kHandshakeMaxPayload;
   Clock::time_point accepted = Clock::now();
   Clock::time_point last_activity = Clock::now();
-  Clock::time_point last_write_progress = Clock::now();
   bool reading = true;       // EPOLLIN wanted (backpressure clears it)
   bool want_write = false;   // EPOLLOUT registered
   bool closing = false;      // flush what is queued, then close (after an ERROR on stream 0)
@@ -59,6 +60,14 @@ struct Session {
   // Cancel flags of the calls in flight, by stream (set on CANCEL, close, shutdown); the
   // call's worker holds its own reference.
   std::map<uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags;
+
+  // ---- the write side, shared with call workers (wmu; taken before mu, never after it)
+  std::mutex wmu;
+  protocol::FrameWriter writer{protocol::Role::server};
+  Clock::time_point last_write_progress = Clock::now();
+  // Workers may write pieces themselves: the handshake is done, no ERROR on stream 0 went
+  // out, the socket is open.
+  bool direct_ok = false;
 
   // ---- shared with workers (mu)
   std::mutex mu;
