@@ -704,8 +704,7 @@ bool Server::send_piece(const SessionPtr& s, uint32_t stream, p::Piece piece) {
     if (wlock.owns_lock() && s->direct_ok && s->writer.pending_bytes() == 0) {
       bool queued = false;
       {
-        std::lock_guard lock(s->mu);
-        if (s->dead) return false;
+        std::lock_guard lock(s->mu);  // (not dead: drop() clears direct_ok under wmu first)
         queued = !s->outbox.empty();
       }
       if (!queued && s->writer.write(stream, piece).ok()) {
