@@ -58,10 +58,23 @@ std::shared_ptr<BatchState> BatchReader::open_batch(std::vector<ReadRequest> req
       res.status = Status(Code::invalid_argument, "swap read " + r.path + ": range out of bounds");
       continue;
     }
-    fileio::UniqueFd fd(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
+    const bool aligned = r.direct && r.offset % kDirectReadAlign == 0 && r.dest.size() % kDirectReadAlign == 0 &&
+                         reinterpret_cast<uintptr_t>(r.dest.data()) % kDirectReadAlign == 0;
+    fileio::UniqueFd fd;
+    int err = 0;
+    if (aligned) {
+      fd.reset(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
+      err = fd.valid() ? 0 : errno;
+      res.direct = fd.valid();
+    }
+    // Not aligned, or the file system has no O_DIRECT (EINVAL): buffered.
+    if (!fd.valid() && (!aligned || err == EINVAL)) {
+      fd.reset(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
+      err = fd.valid() ? 0 : errno;
+    }
     if (!fd.valid()) {
-      res.status = errno == ENOENT ? Status(Code::not_found, "swap read " + r.path + ": no such file")
-                                   : fileio::io_status(errno, "swap read " + r.path);
+      res.status = err == ENOENT ? Status(Code::not_found, "swap read " + r.path + ": no such file")
+                                 : fileio::io_status(err, "swap read " + r.path);
       continue;
     }
     struct stat st {};
@@ -88,11 +101,16 @@ void BatchReader::finish_request(BatchState& state, size_t i, int err, bool eof)
                                       std::to_string(r.offset) + ")");
   }
   // The bytes now live in the caller's buffer; a second copy in the page cache would only
-  // take memory from the budget swap is freeing.
-  if (res.bytes > 0)
+  // take memory from the budget swap is freeing. (A direct read made none.)
+  if (res.bytes > 0 && !res.direct)
     ::posix_fadvise(state.fds[i].get(), static_cast<off_t>(r.offset), static_cast<off_t>(res.bytes),
                     POSIX_FADV_DONTNEED);
   state.fds[i].reset();
+}
+
+bool BatchReader::wants_more(const BatchState& state, size_t i) {
+  const ReadResult& res = state.results[i];
+  return res.bytes < state.requests[i].dest.size() && !(res.direct && res.bytes % kDirectReadAlign != 0);
 }
 
 Result<std::shared_ptr<BatchReader>> make_batch_reader(ReaderKind kind, unsigned queue_depth, unsigned threads) {

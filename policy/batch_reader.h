@@ -17,17 +17,27 @@
 
 namespace llmsvc::policy {
 
+// Alignment of a direct read's offset, buffer address and length: the largest logical block
+// size of the devices swap runs on (statx's dio alignment is at most this on them).
+inline constexpr size_t kDirectReadAlign = 4096;
+
 struct ReadRequest {
   std::string path;
   uint64_t offset = 0;
   std::span<uint8_t> dest;  // must stay valid until the batch is waited for
   bool to_eof = false;      // the file ending before dest is full is not an error
+  // Around the page cache (O_DIRECT): swap files are read once, cold, so the kernel's copy
+  // and its page cache pages are pure overhead. Needs offset, dest's address and dest's
+  // size aligned to kDirectReadAlign; otherwise, or where the file system refuses O_DIRECT,
+  // the read is buffered (ReadResult::direct says which).
+  bool direct = false;
 };
 
 struct ReadResult {
   Status status;           // missing file: not_found; anything else, or an early end of file: io
   size_t bytes = 0;        // read into dest
   uint64_t file_size = 0;  // of the file as opened (0 if it could not be)
+  bool direct = false;     // read with O_DIRECT
 };
 
 enum class ReaderKind { automatic, io_uring, threads };
@@ -83,6 +93,9 @@ class BatchReader : public std::enable_shared_from_this<BatchReader> {
   // from the page cache (the data now lives in the caller's buffer) and closes its file.
   // Does not touch `pending`.
   static void finish_request(BatchState& state, size_t i, int err, bool eof);
+  // Whether request i, `done` bytes in, has more to read. A direct read that ended short of
+  // a block boundary met the end of the file (continuing would be a misaligned read).
+  static bool wants_more(const BatchState& state, size_t i);
 };
 
 // An engine of the given kind. automatic: io_uring if the kernel allows it, else threads.

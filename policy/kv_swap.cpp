@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include <xxhash.h>
 
@@ -144,34 +145,49 @@ std::vector<Status> load_chunks(KvSequence& seq, SwapStore& store, uint64_t mode
   n_valid = std::min(n_valid, static_cast<int>(tokens.size()));
   const std::vector<uint64_t> hashes = chunk_token_hashes(tokens.first(static_cast<size_t>(n_valid)), C);
   std::vector<Status> out(chunks.size());
-  for (size_t b0 = 0; b0 < chunks.size(); b0 += kLoadBatch) {
-    const size_t nb = std::min(kLoadBatch, chunks.size() - b0);
+  // One batch of files in flight while the one before is decoded.
+  struct Batch {
+    size_t first = 0;
     std::vector<ChunkMeta> metas;
     std::vector<std::span<uint8_t>> outs;
-    std::vector<std::vector<uint8_t>> partial(nb);
+    std::vector<std::vector<uint8_t>> partial;  // a partial chunk's tokens, before unpacking
+    ChunkRead read;
+  };
+  auto start = [&](size_t b0) {
+    auto b = std::make_unique<Batch>();
+    b->first = b0;
+    const size_t nb = std::min(kLoadBatch, chunks.size() - b0);
+    b->partial.resize(nb);
     for (size_t i = 0; i < nb; ++i) {
       const int c = chunks[b0 + i];
       const ChunkMeta meta = chunk_file_meta(geo, model_hash, hashes, c, n_valid, seq.format(c));
-      metas.push_back(meta);
+      b->metas.push_back(meta);
       if (meta.n_tokens < C && meta.format != hal::KvFormat::f16) {
-        outs.emplace_back();  // refused by read_chunks: no such file is ever written
+        b->outs.emplace_back();  // refused by read_chunks: no such file is ever written
       } else if (meta.n_tokens == C) {
-        outs.emplace_back(seq.chunk_data(c), geo.chunk_bytes(seq.format(c)));
+        b->outs.emplace_back(seq.chunk_data(c), geo.chunk_bytes(seq.format(c)));
       } else {
-        partial[i].resize(chunk_payload_bytes(meta));
-        outs.emplace_back(partial[i]);
+        b->partial[i].resize(chunk_payload_bytes(meta));
+        b->outs.emplace_back(b->partial[i]);
       }
     }
-    std::vector<Result<ChunkIndex>> res = store.read_chunks(metas, outs);
-    for (size_t i = 0; i < nb; ++i) {
-      const int c = chunks[b0 + i];
+    b->read = store.read_chunks_async(b->metas, b->outs);
+    return b;
+  };
+  std::unique_ptr<Batch> cur = chunks.empty() ? nullptr : start(0);
+  while (cur) {
+    std::unique_ptr<Batch> next = cur->first + kLoadBatch < chunks.size() ? start(cur->first + kLoadBatch) : nullptr;
+    std::vector<Result<ChunkIndex>> res = cur->read.wait();
+    for (size_t i = 0; i < res.size(); ++i) {
+      const int c = chunks[cur->first + i];
       if (!res[i].ok()) {
-        out[b0 + i] = res[i].status();
+        out[cur->first + i] = res[i].status();
         continue;
       }
-      if (metas[i].n_tokens != C) unpack_partial(geo, partial[i], seq.chunk_data(c), metas[i].n_tokens);
+      if (cur->metas[i].n_tokens != C) unpack_partial(geo, cur->partial[i], seq.chunk_data(c), cur->metas[i].n_tokens);
       seq.mark_loaded(c);
     }
+    cur = std::move(next);
   }
   return out;
 }

@@ -54,7 +54,7 @@ void PreadReader::worker() {
     ReadResult& res = s.results[w.index];
     int err = 0;
     bool eof = false;
-    while (res.bytes < r.dest.size()) {
+    while (wants_more(s, w.index)) {
       const ssize_t n = ::pread(s.fds[w.index].get(), r.dest.data() + res.bytes, r.dest.size() - res.bytes,
                                 static_cast<off_t>(r.offset + res.bytes));
       if (n < 0 && errno == EINTR) continue;
@@ -68,6 +68,7 @@ void PreadReader::worker() {
       }
       res.bytes += static_cast<size_t>(n);
     }
+    if (err == 0 && res.bytes < r.dest.size()) eof = true;  // a direct read's end of file
     finish_request(s, w.index, err, eof);
     {
       std::lock_guard<std::mutex> lock(mu_);

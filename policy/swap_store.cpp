@@ -212,42 +212,86 @@ Result<ChunkIndex> SwapStore::read_chunk(const ChunkMeta& expected, std::span<ui
 
 std::vector<Result<ChunkIndex>> SwapStore::read_chunks(std::span<const ChunkMeta> expected,
                                                        std::span<const std::span<uint8_t>> outs) {
-  const size_t n = expected.size();
-  std::vector<Result<ChunkIndex>> out(n, Status(Code::internal, "read_chunks: not read"));
-  if (outs.size() != n) {
-    for (auto& r : out) r = Status(Code::invalid_argument, "read_chunks: one output per chunk is needed");
-    return out;
-  }
+  return read_chunks_async(expected, outs).wait();
+}
+
+ChunkRead SwapStore::read_chunks_async(std::span<const ChunkMeta> expected, std::span<const std::span<uint8_t>> outs) {
+  ChunkRead cr;
+  cr.store_ = this;
+  cr.items_.resize(expected.size());
   // One read of each whole file (no file of its shape is larger), rather than the index and
-  // then the frames: a round trip to the device saved; all the files in one batch.
-  std::vector<std::vector<uint8_t>> files(n);
-  std::vector<ReadRequest> reqs;
-  std::vector<size_t> which;
-  for (size_t i = 0; i < n; ++i) {
-    if (outs[i].size() != chunk_payload_bytes(expected[i])) {
-      out[i] = Status(Code::invalid_argument, "read_chunk: output is not the chunk's payload size");
+  // then the frames: a round trip to the device saved; all the files in one batch. A buffer
+  // one byte larger than the largest such file tells an oversized file by filling up.
+  std::vector<size_t> sizes(expected.size(), 0);
+  size_t total = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ChunkRead::Item& it = cr.items_[i];
+    it.expected = expected[i];
+    if (outs.size() != expected.size()) {
+      it.status = Status(Code::invalid_argument, "read_chunks: one output per chunk is needed");
       continue;
     }
-    files[i].resize(max_encoded_chunk_bytes(expected[i]) + 1);
-    reqs.push_back({path(expected[i].chunk_index), 0, files[i], true});
-    which.push_back(i);
+    if (outs[i].size() != chunk_payload_bytes(expected[i])) {
+      it.status = Status(Code::invalid_argument, "read_chunk: output is not the chunk's payload size");
+      continue;
+    }
+    it.out = outs[i];
+    it.submitted = true;
+    sizes[i] = (max_encoded_chunk_bytes(expected[i]) + 1 + kDirectReadAlign - 1) / kDirectReadAlign * kDirectReadAlign;
+    total += sizes[i];
   }
-  std::vector<ReadResult> res = io_.read(std::move(reqs));
-  for (size_t k = 0; k < which.size(); ++k) {
-    const size_t i = which[k];
-    out[i] = decode_file(expected[i], res[k], files[i], outs[i]);
-    files[i] = {};
+  if (total > 0 && !cr.files_.allocate(total, kDirectReadAlign)) {
+    for (ChunkRead::Item& it : cr.items_)
+      if (it.submitted) {
+        it.status = for_chunk(it.expected.chunk_index, Status(Code::out_of_memory, "no memory to read the chunk file"));
+        it.submitted = false;
+      }
+    return cr;
   }
+  std::vector<ReadRequest> reqs;
+  size_t pos = 0;
+  for (size_t i = 0; i < cr.items_.size(); ++i) {
+    ChunkRead::Item& it = cr.items_[i];
+    if (!it.submitted) continue;
+    it.file = std::span<uint8_t>(cr.files_.data() + pos, sizes[i]);
+    pos += sizes[i];
+    reqs.push_back({path(it.expected.chunk_index), 0, it.file, true, true});
+  }
+  cr.batch_ = io_.submit_reads(std::move(reqs));
+  return cr;
+}
+
+ChunkRead& ChunkRead::operator=(ChunkRead&& o) noexcept {
+  if (this != &o) {
+    batch_ = ReadBatch();  // our reads end before our buffers go
+    store_ = o.store_;
+    items_ = std::move(o.items_);
+    files_ = std::move(o.files_);
+    batch_ = std::move(o.batch_);
+  }
+  return *this;
+}
+
+std::vector<Result<ChunkIndex>> ChunkRead::wait() {
+  std::vector<ReadResult> results = batch_.wait();
+  std::vector<Result<ChunkIndex>> out;
+  out.reserve(items_.size());
+  size_t r = 0;
+  for (Item& it : items_) {
+    if (!it.submitted) out.push_back(std::move(it.status));
+    else out.push_back(store_->decode_file(it.expected, results.at(r++), it.file, it.out));
+  }
+  items_.clear();
   return out;
 }
 
-Result<ChunkIndex> SwapStore::decode_file(const ChunkMeta& expected, const ReadResult& res, std::vector<uint8_t>& file,
+Result<ChunkIndex> SwapStore::decode_file(const ChunkMeta& expected, const ReadResult& res, std::span<const uint8_t> buffer,
                                           std::span<uint8_t> out) const {
   const uint32_t c = expected.chunk_index;
   if (!res.status.ok()) return for_chunk(c, res.status);
-  if (res.bytes == file.size())
+  if (res.bytes > max_encoded_chunk_bytes(expected))
     return for_chunk(c, Status(Code::io, "chunk file: larger than any file of the expected shape"));
-  file.resize(res.bytes);
+  const std::span<const uint8_t> file = buffer.first(res.bytes);
   auto idx = parse_chunk_file(file);
   if (!idx.ok()) return for_chunk(c, idx.status());
   LLMSVC_RETURN_IF_ERROR(check_expected(*idx, expected));

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "policy/batch_reader.h"
 #include "policy/chunk_file.h"
@@ -57,6 +58,34 @@ class LayerRead {
   ReadBatch batch_;               // last: destroyed (waited for) before the buffers
 };
 
+class SwapStore;
+
+// Whole chunks being read (SwapStore::read_chunks_async). wait() checks and decodes each
+// file on the calling thread into its output and returns one result per chunk; the
+// destructor waits for the reads. The store must outlive it.
+class ChunkRead {
+ public:
+  ChunkRead() = default;
+  ChunkRead(ChunkRead&&) noexcept = default;
+  // Waits for this read's own batch before taking the other's buffers.
+  ChunkRead& operator=(ChunkRead&& o) noexcept;
+
+  std::vector<Result<ChunkIndex>> wait();
+
+ private:
+  friend class SwapStore;
+  struct Item {
+    ChunkMeta expected;
+    std::span<uint8_t> out, file;  // file: its read buffer, within files_
+    Status status;                 // set when the chunk was refused before reading
+    bool submitted = false;
+  };
+  const SwapStore* store_ = nullptr;
+  std::vector<Item> items_;
+  AlignedBuffer files_;  // every file's buffer, each aligned and sized for a direct read
+  ReadBatch batch_;      // last: destroyed (waited for) before the buffers
+};
+
 class SwapStore {
  public:
   // Creates `dir` if needed (its parent must exist) and removes temporary files an
@@ -87,9 +116,13 @@ class SwapStore {
   // bytes); returns its index.
   Result<ChunkIndex> read_chunk(const ChunkMeta& expected, std::span<uint8_t> out);
   // read_chunk for many chunks as one batch of reads (outs[i] for expected[i]); one result
-  // per chunk. Each file is held in memory until decoded: callers bound the batch.
+  // per chunk. Each file is held in memory until decoded: callers bound the batch. The
+  // files are read around the page cache (O_DIRECT) where the file system allows it.
   std::vector<Result<ChunkIndex>> read_chunks(std::span<const ChunkMeta> expected,
                                               std::span<const std::span<uint8_t>> outs);
+  // Starts read_chunks; `outs` must stay valid until wait(). The caller can decode one
+  // batch while the next one's reads are in flight.
+  ChunkRead read_chunks_async(std::span<const ChunkMeta> expected, std::span<const std::span<uint8_t>> outs);
 
   // Removes a chunk's file, after the writes queued before; missing: Code::not_found.
   Status remove(uint32_t chunk_index);
@@ -110,8 +143,9 @@ class SwapStore {
   Result<std::vector<uint8_t>> encode(const ChunkMeta& meta, std::span<const uint8_t> payload, ChunkIndex* index) const;
   // "chunk <i> (<path>): " + status's message, same code.
   Status for_chunk(uint32_t chunk_index, const Status& s) const;
-  // Checks and decodes a whole file read into `file` (res: the read's outcome) into `out`.
-  Result<ChunkIndex> decode_file(const ChunkMeta& expected, const ReadResult& res, std::vector<uint8_t>& file,
+  friend class ChunkRead;
+  // Checks and decodes a whole file read into `buffer` (res: the read's outcome) into `out`.
+  Result<ChunkIndex> decode_file(const ChunkMeta& expected, const ReadResult& res, std::span<const uint8_t> buffer,
                                  std::span<uint8_t> out) const;
   // Code::io ("stale chunk file") unless the file's meta is the expected one.
   Status check_expected(const ChunkIndex& index, const ChunkMeta& expected) const;

@@ -96,14 +96,16 @@ void UringReader::complete_locked(Slot* raw, int res) {
     backlog_.push_front(std::move(slot));
     return;
   }
+  bool eof = res == 0;
   if (res > 0) {
     s.results[i].bytes += static_cast<size_t>(res);
-    if (s.results[i].bytes < s.requests[i].dest.size()) {  // short read: continue where it stopped
+    if (wants_more(s, i)) {  // short read: continue where it stopped
       backlog_.push_front(std::move(slot));
       return;
     }
+    eof = s.results[i].bytes < s.requests[i].dest.size();  // a direct read's end of file
   }
-  finish_request(s, i, res < 0 ? -res : 0, res == 0);
+  finish_request(s, i, res < 0 ? -res : 0, eof);
   --s.pending;
 }
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "hal/cpu/quant/aligned_buffer.h"
+#include "base/aligned_buffer.h"
 #include "hwy_test_targets.h"
 
 namespace llmsvc::hal::cpu {

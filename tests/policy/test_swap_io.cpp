@@ -24,6 +24,7 @@
 #include <future>
 #include <thread>
 
+#include "base/aligned_buffer.h"
 #include "base/file_io.h"
 #include "base/unique_fd.h"
 #include "tests/policy/swap_test_util.h"
@@ -389,6 +390,84 @@ TEST_P(SwapRead, ConcurrentWritesAndReads) {
   EXPECT_EQ(torn.load(), 0);
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(dir.entries().size(), size_t{kFiles});  // no temporary file left
+}
+
+// Whether the file system under `dir` takes O_DIRECT (ext4, xfs, tmpfs since Linux 6.6 do).
+bool takes_direct_io(const std::string& dir) {
+  const std::string probe = dir + "/direct-probe";
+  { std::ofstream(probe) << "x"; }
+  fileio::UniqueFd fd(::open(probe.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
+  ::unlink(probe.c_str());
+  return fd.valid();
+}
+
+size_t round_to_block(size_t n) { return (n + kDirectReadAlign - 1) / kDirectReadAlign * kDirectReadAlign; }
+
+// Whole files read around the page cache, at sizes about the block size: the bytes are the
+// file's, the count stops at its end, and the page cache gets nothing.
+TEST_P(SwapRead, DirectReadsOfWholeFiles) {
+  ScratchDir dir;
+  auto io = make();
+  ASSERT_TRUE(io);
+  const bool direct = takes_direct_io(dir.path());
+  const std::vector<size_t> sizes = {1, 4095, 4096, 4097, 10000, 3 * 4096, 200001};
+  std::vector<std::vector<uint8_t>> files;
+  size_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    files.push_back(pattern_bytes(sizes[i], static_cast<int>(i)));
+    ASSERT_TRUE(io->write(dir.file(std::to_string(i)), files.back()).ok());
+    total += round_to_block(sizes[i] + 1);
+  }
+  AlignedBuffer buf;
+  ASSERT_TRUE(buf.allocate(total, kDirectReadAlign));
+  std::vector<ReadRequest> reqs;
+  size_t pos = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const size_t len = round_to_block(sizes[i] + 1);
+    reqs.push_back({dir.file(std::to_string(i)), 0, std::span<uint8_t>(buf.data() + pos, len), true, true});
+    pos += len;
+  }
+  auto res = io->read(std::move(reqs));
+  pos = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ASSERT_TRUE(res[i].status.ok()) << res[i].status.message();
+    EXPECT_EQ(res[i].direct, direct) << i;
+    EXPECT_EQ(res[i].bytes, sizes[i]);
+    EXPECT_EQ(0, std::memcmp(buf.data() + pos, files[i].data(), sizes[i])) << i;
+    EXPECT_EQ(resident_pages(dir.file(std::to_string(i))), 0u) << i;
+    pos += round_to_block(sizes[i] + 1);
+  }
+  // A direct read that must fill its buffer and meets the end of the file is an error, as
+  // a buffered one is; one inside the file reads exactly its blocks.
+  auto short_read = io->read({{dir.file("4"), 0, std::span<uint8_t>(buf.data(), 3 * 4096), false, true},
+                              {dir.file("6"), 4096, std::span<uint8_t>(buf.data() + 3 * 4096, 2 * 4096), false, true}});
+  EXPECT_EQ(short_read[0].status.code(), Code::io);
+  EXPECT_NE(short_read[0].status.message().find("unexpected end of file (10000 of 12288"), std::string::npos)
+      << short_read[0].status.message();
+  ASSERT_TRUE(short_read[1].status.ok()) << short_read[1].status.message();
+  EXPECT_EQ(short_read[1].direct, direct);
+  EXPECT_EQ(0, std::memcmp(buf.data() + 3 * 4096, files[6].data() + 4096, 2 * 4096));
+}
+
+// A direct request out of alignment (address, length or offset) is read buffered, correctly.
+TEST_P(SwapRead, MisalignedDirectRequestsAreReadBuffered) {
+  ScratchDir dir;
+  auto io = make();
+  ASSERT_TRUE(io);
+  const auto f = pattern_bytes(50000, 3);
+  ASSERT_TRUE(io->write(dir.file("f"), f).ok());
+  AlignedBuffer buf;
+  ASSERT_TRUE(buf.allocate(4 * 8192, kDirectReadAlign));
+  auto res = io->read({{dir.file("f"), 0, std::span<uint8_t>(buf.data() + 1, 8192), false, true},
+                       {dir.file("f"), 0, std::span<uint8_t>(buf.data() + 12288, 8000), false, true},
+                       {dir.file("f"), 100, std::span<uint8_t>(buf.data() + 24576, 8192), false, true}});
+  const size_t offsets[] = {0, 0, 100}, dests[] = {1, 12288, 24576}, lens[] = {8192, 8000, 8192};
+  for (size_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(res[k].status.ok()) << res[k].status.message();
+    EXPECT_FALSE(res[k].direct) << k;
+    EXPECT_EQ(res[k].bytes, lens[k]);
+    EXPECT_EQ(0, std::memcmp(buf.data() + dests[k], f.data() + offsets[k], lens[k])) << k;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, SwapRead, ::testing::Values(ReaderKind::io_uring, ReaderKind::threads),

@@ -134,6 +134,38 @@ TEST_P(SwapStoreTest, PipelinedLayerReads) {
   EXPECT_TRUE(pending.wait().empty());
 }
 
+// load_chunks' pattern: the next batch of whole chunks is in flight while one is decoded;
+// batches finish in any order, and moving over one in flight waits for it.
+TEST_P(SwapStoreTest, WholeChunkReadsInFlightTogether) {
+  const auto chunks = make_chunks(24, KvFormat::q8, 6);
+  store_all(chunks);
+  std::vector<std::vector<uint8_t>> outs;
+  for (const Chunk& c : chunks) outs.emplace_back(c.payload.size());
+  auto submit = [&](size_t first, size_t n) {
+    std::vector<ChunkMeta> metas;
+    std::vector<std::span<uint8_t>> spans;
+    for (size_t i = first; i < first + n; ++i) {
+      metas.push_back(chunks[i].meta);
+      spans.emplace_back(outs[i]);
+    }
+    return store_->read_chunks_async(metas, spans);  // both copied: the read outlives them
+  };
+  ChunkRead a = submit(0, 10), b = submit(10, 10);
+  auto rb = b.wait();
+  auto ra = a.wait();
+  ASSERT_EQ(ra.size(), 10u);
+  ASSERT_EQ(rb.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    ASSERT_TRUE(ra[i].ok() && rb[i].ok()) << i;
+    EXPECT_EQ(ra[i]->meta, chunks[i].meta);
+  }
+  ChunkRead c = submit(20, 2);
+  c = submit(22, 2);
+  ASSERT_EQ(c.wait().size(), 2u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(outs[i], chunks[i].payload) << i;
+  for (size_t i = 22; i < 24; ++i) EXPECT_EQ(outs[i], chunks[i].payload) << i;
+}
+
 TEST_P(SwapStoreTest, BadFilesAreReportedPerChunk) {
   const auto chunks = make_chunks(8, KvFormat::q8);
   const auto idx = store_all(chunks);

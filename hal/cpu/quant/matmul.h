@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "base/status.h"
-#include "hal/cpu/quant/aligned_buffer.h"
+#include "base/aligned_buffer.h"
 #include "hal/cpu/quant/kpanel.h"
 #include "hal/cpu/quant/panel.h"
 #include "hal/cpu/thread_pool.h"
