@@ -207,7 +207,8 @@ def plots(out_dir, res):
         ax.set_yscale("log")
         ax.set_ylabel("switch-in (ms)")
         ax.set_title(title)
-        ax.legend()
+        ax.set_ylim(top=ax.get_ylim()[1] * 4)  # headroom: the legend never covers a p99 mark
+        ax.legend(loc="upper left")
         plt.setp(ax.get_xticklabels(), rotation=20)
         save(fig, name)
 
