@@ -97,6 +97,56 @@ TEST_F(KvSwap, ChangedChunksAreWrittenAndLoadBackTheSameBytes) {
   for (int c : which) EXPECT_TRUE(seq.disk_current(c)) << c;  // loaded: the files are current
 }
 
+// More chunks than a load batch holds (16), loaded out of order: each batch is read while the
+// one before is decoded, and every result lands on its own chunk, a damaged file's too.
+TEST_F(KvSwap, LoadsSpanningSeveralBatchesKeepEachChunksResult) {
+  KvChunkStore store(kGeo, 0);
+  KvSequence seq(store);
+  constexpr int kTokens = 4 * 40 + 3;  // 40 full chunks and a partial tail
+  std::vector<int32_t> tokens(kTokens);
+  for (int i = 0; i < kTokens; ++i) tokens[i] = i + 1;
+  ASSERT_TRUE(seq.reserve(kTokens).ok());
+  const int n = seq.n_chunks();
+  ASSERT_EQ(n, 41);
+  std::vector<std::vector<uint8_t>> before;
+  for (int c = 0; c < n; ++c) {
+    fill(seq, c, static_cast<uint8_t>(c * 13));
+    if (c % 3 == 1 && c < 40) {
+      ASSERT_TRUE(seq.compress(c, hal::KvFormat::q8).ok());
+    }
+    before.push_back(bytes_of(seq, c));
+  }
+  ASSERT_EQ(swap_out(seq, tokens, kTokens).chunks.size(), size_t(n));
+  for (int c = 0; c < n; ++c) seq.release(c);
+  // Chunk 21 (in the second batch) damaged on storage: one byte flipped near its end.
+  const std::string bad = swap_->path(21);
+  std::vector<uint8_t> file = test::read_file(bad);
+  file[file.size() - 5] ^= 0x40;
+  test::write_file(bad, file);
+
+  std::vector<int> which;
+  for (int c = n - 1; c >= 0; --c) which.push_back(c);  // reversed: results follow `which`
+  for (int c : which) ASSERT_TRUE(seq.make_resident(c, seq.format(c)).ok());
+  std::vector<Status> res = load_chunks(seq, *swap_, kModel, tokens, kTokens, which);
+  ASSERT_EQ(res.size(), which.size());
+  for (size_t i = 0; i < which.size(); ++i) {
+    const int c = which[i];
+    if (c == 21) {
+      EXPECT_EQ(res[i].code(), Code::io) << res[i].message();
+      continue;
+    }
+    ASSERT_TRUE(res[i].ok()) << c << ": " << res[i].message();
+    if (c == 40) {  // the tail: its 3 evaluated rows of each block
+      const size_t rows = 3 * size_t(kGeo.kv_dim()) * 2, block = 4 * size_t(kGeo.kv_dim()) * 2;
+      const std::vector<uint8_t> got = bytes_of(seq, c);
+      for (size_t b = 0; b < 4; ++b)
+        EXPECT_EQ(std::memcmp(got.data() + b * block, before[c].data() + b * block, rows), 0) << "block " << b;
+    } else {
+      EXPECT_EQ(bytes_of(seq, c), before[c]) << c;
+    }
+  }
+}
+
 TEST_F(KvSwap, FilesOfAnotherHistoryOrModelAreRefused) {
   KvChunkStore store(kGeo, 0);
   KvSequence seq(store);
