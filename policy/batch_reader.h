@@ -20,6 +20,10 @@ namespace llmsvc::policy {
 // Alignment of a direct read's offset, buffer address and length: the largest logical block
 // size of the devices swap runs on (statx's dio alignment is at most this on them).
 inline constexpr size_t kDirectReadAlign = 4096;
+// `bytes` rounded up to whole blocks of kDirectReadAlign: a direct read's length.
+inline constexpr size_t direct_read_size(size_t bytes) {
+  return (bytes + kDirectReadAlign - 1) / kDirectReadAlign * kDirectReadAlign;
+}
 
 struct ReadRequest {
   std::string path;
@@ -93,8 +97,8 @@ class BatchReader : public std::enable_shared_from_this<BatchReader> {
   // from the page cache (the data now lives in the caller's buffer) and closes its file.
   // Does not touch `pending`.
   static void finish_request(BatchState& state, size_t i, int err, bool eof);
-  // Whether request i, `done` bytes in, has more to read. A direct read that ended short of
-  // a block boundary met the end of the file (continuing would be a misaligned read).
+  // Whether request i has more to read. A direct read that ended short of a block boundary
+  // met the end of the file (continuing would be a misaligned read).
   static bool wants_more(const BatchState& state, size_t i);
 };
 

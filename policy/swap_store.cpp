@@ -237,7 +237,7 @@ ChunkRead SwapStore::read_chunks_async(std::span<const ChunkMeta> expected, std:
     }
     it.out = outs[i];
     it.submitted = true;
-    sizes[i] = (max_encoded_chunk_bytes(expected[i]) + 1 + kDirectReadAlign - 1) / kDirectReadAlign * kDirectReadAlign;
+    sizes[i] = direct_read_size(max_encoded_chunk_bytes(expected[i]) + 1);
     total += sizes[i];
   }
   if (total > 0 && !cr.files_.allocate(total, kDirectReadAlign)) {

@@ -401,8 +401,6 @@ bool takes_direct_io(const std::string& dir) {
   return fd.valid();
 }
 
-size_t round_to_block(size_t n) { return (n + kDirectReadAlign - 1) / kDirectReadAlign * kDirectReadAlign; }
-
 // Whole files read around the page cache, at sizes about the block size: the bytes are the
 // file's, the count stops at its end, and the page cache gets nothing.
 TEST_P(SwapRead, DirectReadsOfWholeFiles) {
@@ -416,14 +414,14 @@ TEST_P(SwapRead, DirectReadsOfWholeFiles) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     files.push_back(pattern_bytes(sizes[i], static_cast<int>(i)));
     ASSERT_TRUE(io->write(dir.file(std::to_string(i)), files.back()).ok());
-    total += round_to_block(sizes[i] + 1);
+    total += direct_read_size(sizes[i] + 1);
   }
   AlignedBuffer buf;
   ASSERT_TRUE(buf.allocate(total, kDirectReadAlign));
   std::vector<ReadRequest> reqs;
   size_t pos = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const size_t len = round_to_block(sizes[i] + 1);
+    const size_t len = direct_read_size(sizes[i] + 1);
     reqs.push_back({dir.file(std::to_string(i)), 0, std::span<uint8_t>(buf.data() + pos, len), true, true});
     pos += len;
   }
@@ -435,7 +433,7 @@ TEST_P(SwapRead, DirectReadsOfWholeFiles) {
     EXPECT_EQ(res[i].bytes, sizes[i]);
     EXPECT_EQ(0, std::memcmp(buf.data() + pos, files[i].data(), sizes[i])) << i;
     EXPECT_EQ(resident_pages(dir.file(std::to_string(i))), 0u) << i;
-    pos += round_to_block(sizes[i] + 1);
+    pos += direct_read_size(sizes[i] + 1);
   }
   // A direct read that must fill its buffer and meets the end of the file is an error, as
   // a buffered one is; one inside the file reads exactly its blocks.
