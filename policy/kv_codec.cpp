@@ -233,12 +233,17 @@ void Quantize(KvPart part, const KvBlockShape& s, const uint16_t* src, KvFormat 
   });
 }
 
+// Fused only towards fewer bits, the direction compression takes: the other pairs would
+// multiply this file's instantiations (and its build time) for conversions nobody makes on a
+// hot path, and kv_requantize serves them through f16 with the same bytes.
 void Requantize(KvPart part, const KvBlockShape& s, KvFormat from, const void* src, KvFormat to, void* dst) {
   WithBits(from, [&](auto from_bits) {
     constexpr int BF = decltype(from_bits)::value;
     WithBits(to, [&](auto to_bits) {
       constexpr int BT = decltype(to_bits)::value;
-      if (part == KvPart::key) {
+      if constexpr (BT >= BF) {
+        assert(false && "kv_requantize fuses only towards fewer bits");
+      } else if (part == KvPart::key) {
         const KeySource<BF> in(src, s);
         kc::WithTagDividing(s.kv_dim(), [&](auto df) { EncodeKeys<BT>(df, s, in, dst); });
       } else {
@@ -303,6 +308,12 @@ void kv_requantize(hal::KvPart part, const hal::KvBlockShape& shape, hal::KvForm
   if (shape.n_tokens == 0) return;
   if (from == to) {
     std::memcpy(dst, src, hal::kv_block_bytes(from, part, shape));
+    return;
+  }
+  if (hal::kv_format_bits(to) > hal::kv_format_bits(from)) {
+    std::vector<uint16_t> f16(hal::kv_block_bytes(hal::KvFormat::f16, part, shape) / sizeof(uint16_t));
+    HWY_DYNAMIC_DISPATCH(Dequantize)(part, shape, from, src, f16.data());
+    HWY_DYNAMIC_DISPATCH(Quantize)(part, shape, f16.data(), to, dst);
     return;
   }
   HWY_DYNAMIC_DISPATCH(Requantize)(part, shape, from, src, to, dst);

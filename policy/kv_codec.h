@@ -25,9 +25,10 @@ namespace llmsvc::policy {
 // Encodes an f16 block (n_tokens rows of kv_dim halves, [token][channel]) into `to` (q8/q4/q3/q2).
 void kv_quantize(hal::KvPart part, const hal::KvBlockShape& shape, const uint16_t* src, hal::KvFormat to, void* dst);
 
-// Re-encodes a q block into another q format (in practice a narrower one: 8 -> 4, 8 -> 2,
-// 4 -> 2) without an f16 copy of the block. The result is byte for byte
-// kv_quantize(kv_dequantize(src)); from == to copies.
+// Re-encodes a q block into another q format. Towards fewer bits (8 -> 4, 8 -> 2, 4 -> 2:
+// what compression does) it runs fused, without an f16 copy of the block; towards more bits
+// it goes through one. Either way the result is byte for byte kv_quantize(kv_dequantize(src));
+// from == to copies.
 void kv_requantize(hal::KvPart part, const hal::KvBlockShape& shape, hal::KvFormat from, const void* src,
                    hal::KvFormat to, void* dst);
 
