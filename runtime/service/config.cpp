@@ -57,7 +57,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   }
   static const std::set<std::string> kKeys = {"model", "state_dir", "listen", "socket_mode", "threads", "n_ctx",
                                               "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "exit_idle_ms", "max_calls",
-                                              "stop_timeout_ms", "quotas"};
+                                              "stop_timeout_ms", "max_unsent_bytes", "write_timeout_ms", "quotas"};
   for (const auto& [k, v] : t) {
     if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
   }
@@ -96,6 +96,9 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   LLMSVC_RETURN_IF_ERROR(integer("exit_idle_ms", 0, UINT32_MAX, c.exit_idle_ms));
   LLMSVC_RETURN_IF_ERROR(integer("max_calls", 1, 1024, c.max_calls));
   LLMSVC_RETURN_IF_ERROR(integer("stop_timeout_ms", 0, 600000, c.stop_timeout_ms));
+  // Per connection; a frame past it is still queued whole (the bound pauses, never splits).
+  LLMSVC_RETURN_IF_ERROR(integer("max_unsent_bytes", 64 << 10, 1 << 30, c.max_unsent_bytes));
+  LLMSVC_RETURN_IF_ERROR(integer("write_timeout_ms", 100, 3600000, c.write_timeout_ms));
   if (t.contains("quotas")) {
     const toml::table* q = t["quotas"].as_table();
     if (!q) return bad(path, "quotas must be a table ([quotas])");

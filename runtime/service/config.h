@@ -13,6 +13,10 @@
 //   exit_idle_ms = 0                  # socket-activated: exit after this long without clients; 0: never
 //   max_calls = 4                     # calls in flight per connection
 //   stop_timeout_ms = 5000            # SIGTERM: how long in-flight calls may go on
+//   max_unsent_bytes = 4194304        # a connection's answers not yet read: past this its
+//                                     #   calls wait and its requests are not read
+//   write_timeout_ms = 30000          # a client that reads nothing this long while answers
+//                                     #   wait is disconnected (its calls cancelled)
 //   [quotas]                          # per app (uid), each; 0: no limit (QUOTA_EXCEEDED past one)
 //   contexts = 0                      # contexts held, open or stored
 //   context_tokens = 0                # tokens in one context
@@ -46,6 +50,8 @@ struct DaemonConfig {
   uint32_t exit_idle_ms = 0;  // only when systemd passed the sockets (it starts us again)
   uint32_t max_calls = 4;
   int stop_timeout_ms = 5000;
+  uint64_t max_unsent_bytes = 4u << 20;
+  int write_timeout_ms = 30000;
   QuotaTable quotas;
 };
 

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   std::string config_file, listen, state_dir, model, socket_mode;
   int threads = -1;
   bool no_syscall_filter = false;
-  int64_t idle_ms = -1, exit_idle_ms = -1, stop_ms = -1, max_calls = -1;
+  int64_t idle_ms = -1, exit_idle_ms = -1, stop_ms = -1, max_calls = -1, write_timeout_ms = -1, max_unsent = -1;
   app.add_option("--config", config_file, "TOML configuration file (flags override it)");
   app.add_option("--listen", listen, "Unix socket path to listen on (unless systemd passes sockets)");
   app.add_option("--socket-mode", socket_mode, "permissions of the socket it creates (octal, default 0666)");
@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--exit-idle-ms", exit_idle_ms, "socket-activated: exit after this long without clients (0: never)");
   app.add_option("--stop-timeout-ms", stop_ms, "on SIGTERM, how long calls in flight may go on");
   app.add_option("--max-calls", max_calls, "calls in flight per connection")->check(CLI::Range(1, 1024));
+  app.add_option("--write-timeout-ms", write_timeout_ms, "disconnect a client that reads no answer this long")
+      ->check(CLI::Range(100, 3600000));
+  app.add_option("--max-unsent-bytes", max_unsent, "answers a connection may leave unread before its calls wait")
+      ->check(CLI::Range(64 << 10, 1 << 30));
   app.add_flag("--no-syscall-filter", no_syscall_filter, "run without the seccomp allowlist (debugging only)");
   CLI11_PARSE(app, argc, argv);
 
@@ -65,6 +69,8 @@ int main(int argc, char** argv) {
   if (exit_idle_ms >= 0) cfg.exit_idle_ms = static_cast<uint32_t>(exit_idle_ms);
   if (stop_ms >= 0) cfg.stop_timeout_ms = static_cast<int>(stop_ms);
   if (max_calls > 0) cfg.max_calls = static_cast<uint32_t>(max_calls);
+  if (write_timeout_ms > 0) cfg.write_timeout_ms = static_cast<int>(write_timeout_ms);
+  if (max_unsent > 0) cfg.max_unsent_bytes = static_cast<uint64_t>(max_unsent);
 
   // Signals are taken by the event loop's signalfd: blocked here, before any thread starts.
   sigset_t set;
@@ -105,6 +111,8 @@ int main(int argc, char** argv) {
   so.quotas = cfg.quotas;
   so.idle_timeout_ms = cfg.idle_timeout_ms;
   so.stop_timeout_ms = cfg.stop_timeout_ms;
+  so.write_timeout_ms = cfg.write_timeout_ms;
+  so.max_unsent_bytes = cfg.max_unsent_bytes;
   so.watchdog_us = watchdog_interval_us();
   if (!passed->empty()) so.exit_idle_ms = cfg.exit_idle_ms;  // systemd keeps the socket and restarts us
   Server server(apps, so);

@@ -347,6 +347,9 @@ void Server::on_readable(const SessionPtr& s) {
       (void)s->reader.feed(std::span<const uint8_t>(buf, static_cast<size_t>(n)));  // error kept in reader
       process_frames(s);
       if (!sessions_.count(s->fd)) return;
+      // Frames left undecoded (the connection is at its requests-in-flight bound): read no
+      // more until they are taken, so a flood of small requests holds at most one chunk here.
+      if (s->reader.queued() > 0) break;
       continue;
     }
     if (n == 0) {

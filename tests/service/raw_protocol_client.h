@@ -34,12 +34,22 @@ class RawProtocolClient {
   RawProtocolClient(const RawProtocolClient&) = delete;
   RawProtocolClient& operator=(const RawProtocolClient&) = delete;
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }  // for a test that writes raw bytes or reads nothing
 
   bool send(uint32_t stream, const protocol::Message& m) {
     std::vector<uint8_t> out;
     if (!protocol::append_frame(out, protocol::Role::client, stream, m, protocol::kDefaultMaxPayload, version_).ok())
       return false;
     return ::send(fd_, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size());
+  }
+  // HELLO offering versions [lowest, the client's], and the WELCOME that answers it.
+  Result<protocol::Welcome> handshake(const std::string& name, uint16_t lowest = protocol::kMinVersion) {
+    if (!send(0, protocol::Hello{lowest, version_, protocol::kDefaultMaxPayload, name}))
+      return Status(Code::unavailable, "could not send HELLO");
+    auto m = receive();
+    if (!m.ok()) return m.status();
+    if (const auto* w = std::get_if<protocol::Welcome>(&*m)) return *w;
+    return Status(Code::internal, "HELLO was not answered by WELCOME");
   }
   // The next frame, decoded as the client's version (a later version's field would be
   // trailing bytes, an error).

@@ -2,8 +2,17 @@
 // (tests/service/raw_protocol_client.h): libllmsvc refuses these before sending, so without
 // it the daemon's side of each rule would go untested.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <chrono>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/protocol/frame.h"
 #include "tests/service/daemon_fixture.h"
@@ -23,11 +32,9 @@ TEST_F(DaemonLimits, APromptPastTheDaemonsLimitIsContextOverflowAndChangesNothin
   auto& d = start_daemon();
   RawProtocolClient c(d.socket_path(), p::kMaxVersion);
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.send(0, p::Hello{p::kMinVersion, p::kMaxVersion, p::kDefaultMaxPayload, "limits test"}));
-  auto w = c.receive();
+  auto w = c.handshake("limits test");
   ASSERT_TRUE(w.ok()) << w.status().message();
-  ASSERT_TRUE(std::holds_alternative<p::Welcome>(*w));
-  const uint32_t limit = std::get<p::Welcome>(*w).max_prompt_bytes;
+  const uint32_t limit = w->max_prompt_bytes;
   ASSERT_GT(limit, 0u);
   ASSERT_LT(limit + 64u, p::kDefaultMaxPayload);  // the frame itself is within the payload limit
 
@@ -61,6 +68,87 @@ TEST_F(DaemonLimits, APromptPastTheDaemonsLimitIsContextOverflowAndChangesNothin
   ASSERT_TRUE(result.ok()) << result.status().message();
   ASSERT_TRUE(std::holds_alternative<p::CallResult>(*result));
   EXPECT_EQ(std::get<p::CallResult>(*result).status, 0u) << std::get<p::CallResult>(*result).message;
+}
+
+// A client that sends requests and never reads their answers: once the daemon's bound on its
+// unsent answers is reached it stops reading that connection, so the client's own sends
+// block (backpressure, nothing buffered without bound); after write_timeout_ms without
+// progress the daemon closes it. Another app's calls meanwhile go on, and the daemon too.
+TEST_F(DaemonLimits, ASlowReaderIsHeldBackThenDisconnectedWhileOthersCallsGoOn) {
+  constexpr size_t kMaxUnsent = 64 << 10;
+  constexpr int kWriteTimeoutMs = 3000;
+  auto& d = start_daemon(config_args("max_unsent_bytes = " + std::to_string(kMaxUnsent) +
+                                     "\nwrite_timeout_ms = " + std::to_string(kWriteTimeoutMs) + "\n"));
+  RawProtocolClient slow(d.socket_path(), p::kMaxVersion);
+  ASSERT_TRUE(slow.connected());
+  auto w = slow.handshake("slow reader");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+
+  // 200,000 STATS requests (3.2 MB; each answer is many times its request), sent without
+  // blocking until the socket stays full for half a second.
+  constexpr uint32_t kRequests = 200000;
+  std::vector<uint8_t> out;
+  for (uint32_t i = 1; i <= kRequests; ++i)
+    ASSERT_TRUE(p::append_frame(out, p::Role::client, i, p::Stats{}, p::kDefaultMaxPayload, p::kMaxVersion).ok());
+  size_t sent = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (sent < out.size() && std::chrono::steady_clock::now() - last_progress < std::chrono::milliseconds(500)) {
+    const ssize_t n = ::send(slow.fd(), out.data() + sent, out.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      last_progress = std::chrono::steady_clock::now();
+    } else {
+      ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << std::strerror(errno);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  EXPECT_LT(sent, out.size()) << "the daemon kept reading a client that reads nothing";
+  const auto held_since = std::chrono::steady_clock::now();
+
+  // Meanwhile another app (here: another connection) calls the model.
+  llmsvc_service* svc = llmsvc::test::bind_target(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = llmsvc::test::create_context(svc, "other");
+  ASSERT_NE(ctx, nullptr);
+  llmsvc::test::Collected got;
+  const llmsvc_call_options opt = llmsvc::test::greedy_options(4);
+  llmsvc_call_result res;
+  llmsvc_call_result_init(&res);
+  ASSERT_EQ(llmsvc_call(ctx, "Hello", 5, &opt, llmsvc::test::collect_piece, &got, &res), LLMSVC_OK)
+      << llmsvc::test::last_api_error();
+  EXPECT_EQ(res.generated_tokens, 4);
+
+  // Past the write timeout, the slow connection is closed: reading now drains what was
+  // written to it (STATS_REPLYs only, fewer than were asked for) and then its end.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kWriteTimeoutMs) + std::chrono::seconds(1) -
+                              (std::chrono::steady_clock::now() - held_since));
+  size_t replies = 0;
+  for (;;) {
+    auto m = slow.receive();
+    if (!m.ok()) {
+      EXPECT_EQ(m.status().code(), Code::unavailable) << m.status().message();  // closed, not garbage
+      break;
+    }
+    ASSERT_TRUE(std::holds_alternative<p::StatsReply>(*m)) << "answer " << replies;
+    ++replies;
+  }
+  EXPECT_GT(replies, 0u);
+  EXPECT_LT(replies, kRequests);
+  std::printf("slow reader: %zu of %zu request bytes taken, %zu of %u answered before the close\n", sent, out.size(),
+              replies, kRequests);
+  std::ifstream log(d.log_path());
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("read nothing for " + std::to_string(kWriteTimeoutMs) + " ms"), std::string::npos)
+      << text.str();
+
+  // The daemon goes on: the other app's next call works.
+  llmsvc_call_result_init(&res);
+  ASSERT_EQ(llmsvc_call(ctx, " again", 6, &opt, llmsvc::test::collect_piece, &got, &res), LLMSVC_OK)
+      << llmsvc::test::last_api_error();
+  EXPECT_EQ(res.generated_tokens, 4);
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
 }
 
 }  // namespace

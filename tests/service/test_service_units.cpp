@@ -55,6 +55,8 @@ idle_timeout_ms = 30000
 exit_idle_ms = 60000
 max_calls = 8
 stop_timeout_ms = 2000
+max_unsent_bytes = 131072
+write_timeout_ms = 1500
 [quotas]
 contexts = 16
 context_tokens = 1024
@@ -76,6 +78,8 @@ kv_share = 0.25
   EXPECT_EQ(c.exit_idle_ms, 60000u);
   EXPECT_EQ(c.max_calls, 8u);
   EXPECT_EQ(c.stop_timeout_ms, 2000);
+  EXPECT_EQ(c.max_unsent_bytes, 131072u);
+  EXPECT_EQ(c.write_timeout_ms, 1500);
   EXPECT_EQ(c.quotas.defaults.contexts, 16u);
   EXPECT_EQ(c.quotas.defaults.context_tokens, 1024u);
   EXPECT_EQ(c.quotas.defaults.concurrent_calls, 3u);
@@ -151,12 +155,15 @@ TEST_F(Config, MissingKeysKeepDefaults) {
   EXPECT_EQ(c.threads, 1);
   EXPECT_EQ(c.max_calls, 4u);
   EXPECT_EQ(c.socket_mode, 0666u);
+  EXPECT_EQ(c.max_unsent_bytes, 4u << 20);
+  EXPECT_EQ(c.write_timeout_ms, 30000);
 }
 
 TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
   for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
                            "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n", "quotas = 3\n",
-                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n"}) {
+                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n",
+                           "max_unsent_bytes = 1000\n", "write_timeout_ms = 0\n"}) {
     DaemonConfig c;
     Status st = load_config_file(write("c.toml", text), c);
     EXPECT_EQ(st.code(), Code::invalid_argument) << text;
