@@ -100,6 +100,10 @@ class GgufFile {
   // Drops the pages of a tensor's bytes from this process's memory (they are read back
   // from the file if touched again). For tensors a device has copied; no-op unless mapped.
   void release_pages(const TensorInfo& t) const;
+  // Tells the kernel a tensor is read a few rows at a time (the embedding table): no
+  // readahead, and no huge mapping, so touching a row maps that row's pages and not the 2 MiB
+  // around it (file systems with large folios map whole folios). No-op unless mapped.
+  void advise_sparse(const TensorInfo& t) const;
   const TensorInfo* find_tensor(std::string_view name) const;
 
  private:

@@ -53,7 +53,7 @@ Result<hal::WeightRef> matrix(const gguf::GgufFile& f, const std::string& name, 
   return w;
 }
 
-// A 1-D float vector of `n` elements (F32 used in place; F16/BF16 etc. converted).
+// A 1-D float vector of `n` elements, copied out of the file as f32 (any supported type).
 Status vector_param(const gguf::GgufFile& f, const std::string& name, int64_t n, FloatParam* out, hal::Device& dev) {
   const gguf::TensorInfo* t = f.find_tensor(name);
   if (!t) return Status(Code::model_invalid, "model: tensor '" + name + "' is missing");
@@ -62,15 +62,12 @@ Status vector_param(const gguf::GgufFile& f, const std::string& name, int64_t n,
                                            std::to_string(n) + "}");
   if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) return unsupported_type(name, *t);
   LLMSVC_RETURN_IF_ERROR(check_aligned(name, *t));
-  if (t->type == gguf::TensorType::F32) {
-    out->data = reinterpret_cast<const float*>(t->data);
-    return Status::Ok();
-  }
   hal::WeightRef ref{static_cast<hal::WeightType>(t->type), t->data, 1, n, hal::row_bytes(static_cast<hal::WeightType>(t->type), n)};
   out->owned.resize(n);
   int32_t zero = 0;
   dev.get_rows(ref, &zero, 1, out->owned.data());
   out->data = out->owned.data();
+  f.release_pages(*t);
   return Status::Ok();
 }
 
@@ -179,6 +176,8 @@ Status Model::load_weights(hal::Device& dev) {
     // Embedding lookups read only the rows they need from the file; the rest need not stay.
     if (output_->owns_copy()) f.release_pages(*f.find_tensor("token_embd.weight"));
   }
+  // Lookups read a few rows of the table per call, wherever the tokens fall.
+  f.advise_sparse(*f.find_tensor("token_embd.weight"));
   weight_bytes_ += tok_embd_.row_bytes * static_cast<uint64_t>(c.n_vocab);
   return Status::Ok();
 }

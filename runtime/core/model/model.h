@@ -15,8 +15,8 @@
 
 namespace llmsvc {
 
-// A small float vector (norm weights, biases): points into the mapping when the file
-// stores it as F32, else into `owned`.
+// A small float vector (norm weights, biases), always a copy in `owned`: one read of a few
+// bytes in the mapping would keep a whole page (or a 2 MiB folio) of the file resident.
 struct FloatParam {
   const float* data = nullptr;
   std::vector<float> owned;
