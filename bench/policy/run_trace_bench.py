@@ -25,6 +25,14 @@ The switch-cost profile for the llmsvc presets is made once (`llmsvc profile`) a
 
 Full run (an idle machine; long):  /usr/bin/python3 bench/policy/run_trace_bench.py --build build/rel
 Smoke run (minutes):               /usr/bin/python3 bench/policy/run_trace_bench.py --build build/rel --quick
+In pieces (each part, or each budget of (c), on its own; then one report of them all):
+  run_trace_bench.py --build build/rel --parts a,d --out out/ad
+  run_trace_bench.py --build build/rel --parts b --out out/b --merge-from out/ad/trace_bench.json
+  run_trace_bench.py --build build/rel --parts c --budgets 2 --out out/c2
+  run_trace_bench.py --parts none --out out/all --merge-from out/ad/trace_bench.json \
+      --merge-from out/b/trace_bench.json --merge-from out/c2/trace_bench.json ...
+A merged file must come from runs of the same trace settings (refused otherwise); the
+report lists the runs it was made of. (b) takes its 16-context point from a merged headline.
 """
 import argparse
 import json
@@ -134,7 +142,7 @@ def headline(b, presets, with_llamacpp):
 
 def scaling(b, head):
     out = {}
-    for n in ([2, b.a.contexts] if b.a.quick else [2, 4, 8, 16]):
+    for n in ([2, b.a.contexts] if b.a.quick else [2, 4, 8, b.a.contexts]):
         if head is not None and n == b.a.contexts:
             runs = {k: v for k, v in head["runs"].items() if k in MAIN + ["llamacpp"]}
             used = head["budget_bytes"]
@@ -151,7 +159,7 @@ def capacity(b, head_trace):
     mean_ctx_bytes = t["f16_bytes_per_token"] * sum(c["mean_tokens"] for c in t["contexts"]) / len(t["contexts"])
     ns = [2, 3] if b.a.quick else [2, 4, 8, 12, 16, 24, 32]
     out = {}
-    for m in ([2] if b.a.quick else [2, 4, 8]):
+    for m in b.a.budgets:
         budget = int(m * mean_ctx_bytes)
         rows = {}
         for p in MAIN + ["llamacpp"]:
@@ -318,15 +326,40 @@ def summary(res):
         lines += summary_scaling(res["scaling"])
     if "capacity" in res:
         lines += summary_capacity(res["capacity"])
+    if res.get("runs_merged"):
+        lines += ["\nMade of the runs: " + "; ".join(
+            f"{r['from']} (parts {r['parts']}" + (f", budgets {r['budgets']}" if r.get("budgets") and "c" in r["parts"] else "")
+            + (f", {r['wall_s'] / 60:.0f} min" if r.get("wall_s") else "") + ")" for r in res["runs_merged"])]
     failed = failures(res)
     if failed:
         lines += ["\n**Calls failed** (their records in the runs say why):"] + failed
     return "\n".join(lines)
 
 
+# The settings that make the traces and their replay: runs merged into one report must agree.
+TRACE_KEYS = ["model", "threads", "contexts", "calls", "sweep_calls", "interarrival", "time_scale", "seed", "quick"]
+
+
+def merge(res, path):
+    """Overlays the parts of an earlier trace_bench.json onto res (capacity budget by budget)."""
+    with open(path) as f:
+        old = json.load(f)
+    for k in TRACE_KEYS:
+        if old["config"].get(k) != res["config"].get(k):
+            raise SystemExit(f"{path}: {k} is {old['config'].get(k)!r}, here {res['config'].get(k)!r}: not one trace")
+    for part in ("headline", "scaling"):
+        if part in old and part not in res:
+            res[part] = old[part]
+    for m, cap in old.get("capacity", {}).items():
+        res.setdefault("capacity", {}).setdefault(m, cap)
+    res["runs_merged"] = res.get("runs_merged", []) + old.get("runs_merged", [{
+        "from": path, "parts": old["config"]["parts"], "budgets": old["config"].get("budgets"),
+        "wall_s": old.get("wall_s"), "finished": old.get("finished")}])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", required=True, help="CMake build directory holding bench_trace and the CLI")
+    ap.add_argument("--build", help="CMake build directory holding bench_trace and the CLI (needed unless --parts none)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "trace-bench"))
     ap.add_argument("--model", default=os.path.join(os.environ.get("LLMSVC_MODEL_DIR", os.path.expanduser(
         "~/.cache/llmsvc/models")), "SmolLM2-135M-Instruct.Q4_1.gguf"))
@@ -342,28 +375,48 @@ def main():
     ap.add_argument("--time-scale", type=float, help="x arrival times (0: back to back; default 1, --quick 0)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="short traces, fewer points: a smoke run, not a measurement")
+    ap.add_argument("--budgets", help="(c)'s budgets, in mean contexts at f16 (default 2,4,8; --quick 2)")
+    ap.add_argument("--merge-from", action="append", default=[], metavar="JSON",
+                    help="an earlier trace_bench.json whose parts join this report (repeatable)")
     args = ap.parse_args()
-    args.build = os.path.abspath(args.build)
+    if args.parts not in ("none", "") and not args.build:
+        ap.error("--build is needed to run parts (only --parts none merges without one)")
+    args.build = os.path.abspath(args.build) if args.build else None
     args.contexts = args.contexts or (3 if args.quick else 16)
     args.calls = args.calls or (6 if args.quick else 200)
     args.sweep_calls = args.sweep_calls or (4 if args.quick else 100)
     args.time_scale = args.time_scale if args.time_scale is not None else (0.0 if args.quick else 1.0)
-    parts = set(args.parts.split(","))
+    args.budgets = [int(m) for m in (args.budgets or ("2" if args.quick else "2,4,8")).split(",")]
+    parts = set(args.parts.split(",")) - {"none", ""}
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
-    b = Bench(args)
-    b.prof = b.profile()
-    res = {"config": dict(vars(args)), "switch_profile": b.prof}
+    res = {"config": dict(vars(args))}
+    merged = {"config": res["config"]}
+    for path in args.merge_from:
+        merge(merged, path)
+    b = None
+    if parts:
+        b = Bench(args)
+        b.prof = b.profile()
+        res["switch_profile"] = b.prof
     head = None
     if parts & {"a", "d"}:
         head = headline(b, (MAIN if "a" in parts else ["llmsvc"]) + (ABLATIONS if "d" in parts else []), "a" in parts)
         # The headline keeps its per-call records; the sweeps keep summaries only.
         res["headline"] = head
     if "b" in parts:
-        res["scaling"] = scaling(b, head if "a" in parts else None)
+        # The headline's point, from this run or a merged one (same trace), is not replayed again.
+        res["scaling"] = scaling(b, head if "a" in parts else merged.get("headline"))
     if "c" in parts:
         res["capacity"] = capacity(b, b.trace(args.contexts, args.calls))
     res["wall_s"] = time.time() - t0
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    res = json.loads(json.dumps(res))  # keys as strings, as a merged file has them
+    if args.merge_from:
+        res["runs_merged"] = [{"from": "this run", "parts": args.parts, "budgets": args.budgets,
+                               "wall_s": res["wall_s"], "finished": res["finished"]}]
+        for path in args.merge_from:
+            merge(res, path)
     path = os.path.join(args.out, "trace_bench.json")
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
