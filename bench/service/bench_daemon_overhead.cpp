@@ -10,8 +10,10 @@
 //      daemon/embedded ratio (target >= 98 %).
 //
 //   bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128]
-//                         [--gap-ms 3] [--daemon-args "ARG ..."] [--json PATH]
+//                         [--gap-ms 3] [--on-thread 0|1] [--daemon-args "ARG ..."] [--json PATH]
 //  --gap-ms: idle time before each timed operation (engine threads spin ~1 ms after work).
+//  --on-thread 1: the app makes its calls from a thread of its own, not the main thread (an
+//  embedded call then computes on such a thread, as llmsvcd's calls do on its workers).
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -84,18 +86,7 @@ double engine_decode_tps(const Timed& t) {
              : 0;
 }
 
-int main_impl(int argc, char** argv) {
-  Flags flags({{"model", test::default_model_path()},
-               {"threads", "2"},
-               {"reps", "5"},
-               {"calls", "50"},
-               {"tokens", "128"},
-               {"gap-ms", "3"},
-               {"daemon-args", ""},
-               {"json", ""}},
-              "usage: bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128] "
-              "[--gap-ms 3] [--daemon-args \"ARG ...\"] [--json PATH]");
-  if (!flags.parse(argc, argv)) return 2;
+int run(const Flags& flags) {
   const std::string model = flags.str("model");
   const int threads = flags.integer("threads", 1), reps = flags.integer("reps", 1),
             calls = flags.integer("calls", 1), tokens = flags.integer("tokens", 2);
@@ -244,6 +235,25 @@ int main_impl(int argc, char** argv) {
   write_json(flags.str("json"), j);
   std::filesystem::remove_all(dir);
   return same_text && clean_exit ? 0 : 1;
+}
+
+int main_impl(int argc, char** argv) {
+  Flags flags({{"model", test::default_model_path()},
+               {"threads", "2"},
+               {"reps", "5"},
+               {"calls", "50"},
+               {"tokens", "128"},
+               {"gap-ms", "3"},
+               {"on-thread", "0"},
+               {"daemon-args", ""},
+               {"json", ""}},
+              "usage: bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128] "
+              "[--gap-ms 3] [--on-thread 0|1] [--daemon-args \"ARG ...\"] [--json PATH]");
+  if (!flags.parse(argc, argv)) return 2;
+  if (flags.integer("on-thread") == 0) return run(flags);
+  int rc = 1;
+  std::thread([&] { rc = run(flags); }).join();
+  return rc;
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "hal/cpu/cpu_device.h"
 #include "hal/cpu/quant/fp16.h"
 #include "ggml_expf_ref.h"
-#include "simd_targets.h"
+#include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
-#include "simd_targets.h"
+#include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {
 namespace {

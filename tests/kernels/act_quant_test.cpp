@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
-#include "hwy_test_targets.h"
+#include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {
 namespace {
@@ -33,8 +33,7 @@ TEST(ActQuant, Q8SimdMatchesReferenceOnEveryTarget) {
     std::vector<float> d(n_tokens * cols / 32), s(d.size());
     std::vector<int32_t> c(8 * d.size());
     quantize_q8_ref(x.data(), q.data(), d.data(), s.data(), c.data(), cols * n_tokens, zp);
-    test::for_each_simd_target([&](const std::string& target) {
-      SCOPED_TRACE(target);
+    test::for_each_simd_target([&] {
       AlignedBuffer mem;
       ASSERT_TRUE(mem.allocate(ActQ8::bytes(cols, n_tokens)));
       const ActQ8 a = ActQ8::in(mem.data(), cols, n_tokens);

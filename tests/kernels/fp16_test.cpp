@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "hwy_test_targets.h"
+#include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {
 namespace {
@@ -129,8 +129,7 @@ TEST(Bf16, RoundTripAndRounding) {
 TEST(Fp16, RowConvertersMatchScalarOnEveryTarget) {
   const std::vector<float> src = probe_floats();
   const int64_t n = static_cast<int64_t>(src.size()) - 3;  // odd length: exercises the tails
-  test::for_each_simd_target([&](const std::string& target) {
-    SCOPED_TRACE(target);
+  test::for_each_simd_target([&] {
     std::vector<uint16_t> h(n), b(n);
     fp32_to_fp16_row(src.data() + 1, h.data(), n);  // unaligned start
     fp32_to_bf16_row(src.data() + 1, b.data(), n);

@@ -17,7 +17,7 @@
 #include "hal/cpu/quant/blocks.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/cpu/quant/fp16.h"
-#include "hwy_test_targets.h"
+#include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {
 namespace {
@@ -121,21 +121,16 @@ struct Case {
   int64_t rows, cols;
 };
 
-// Targets whose vector FMA is fused (x86 from AVX2, Arm): where float kernels give llama.cpp's bits.
-bool fused_fma(const std::string& target) {
-  return target.rfind("AVX", 0) == 0 || target.rfind("NEON", 0) == 0 || target.rfind("SVE", 0) == 0;
-}
-
 // check(y) for the matmul of w with x computed on every SIMD target (all, or those with a
 // fused FMA), on 1 and 3 threads.
 template <class Check>
 void for_each_config(const CpuWeight& w, const std::vector<float>& x, int n_tokens, const Check& check,
                      bool fma_only = false) {
   const int64_t rows = w.ref().rows;
-  test::for_each_simd_target([&](const std::string& target) {
-    if (fma_only && !fused_fma(target)) return;
+  test::for_each_simd_target([&](int64_t target) {
+    if (fma_only && !test::has_fma(target)) return;
     for (int threads : {1, 3}) {
-      SCOPED_TRACE(target + " threads " + std::to_string(threads) + " tokens " + std::to_string(n_tokens));
+      SCOPED_TRACE("threads " + std::to_string(threads) + " tokens " + std::to_string(n_tokens));
       ThreadPool pool(threads);
       MatmulScratch scratch;
       std::vector<float> y(n_tokens * rows, std::nanf(""));
@@ -445,13 +440,13 @@ TEST(Matmul, SimdTargetsAgreeWithPortable) {
     ASSERT_TRUE(pw.ok());
     std::vector<std::vector<float>> results;
     std::vector<std::string> names;
-    test::for_each_simd_target([&](const std::string& target) {
+    test::for_each_simd_target([&](int64_t target) {
       ThreadPool pool(2);
       MatmulScratch scratch;
       std::vector<float> y(n_tokens * rows);
       matmul(**pw, x.data(), n_tokens, y.data(), pool, scratch);
       results.push_back(y);
-      names.push_back(target);
+      names.push_back(hwy::TargetName(target));
     });
     for (size_t k = 0; k + 1 < results.size(); ++k) {
       for (size_t i = 0; i < results[k].size(); ++i) {

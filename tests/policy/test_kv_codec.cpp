@@ -13,7 +13,7 @@
 
 #include "hal/cpu/quant/fp16.h"
 #include "policy/kv_codec.h"
-#include "tests/hal/simd_targets.h"
+#include "tests/common/simd_targets.h"
 
 namespace llmsvc::policy {
 namespace {
