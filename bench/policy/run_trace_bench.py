@@ -340,21 +340,30 @@ def summary(res):
 TRACE_KEYS = ["model", "threads", "contexts", "calls", "sweep_calls", "interarrival", "time_scale", "seed", "quick"]
 
 
-def merge(res, path):
-    """Overlays the parts of an earlier trace_bench.json onto res (capacity budget by budget)."""
-    with open(path) as f:
-        old = json.load(f)
-    for k in TRACE_KEYS:
-        if old["config"].get(k) != res["config"].get(k):
-            raise SystemExit(f"{path}: {k} is {old['config'].get(k)!r}, here {res['config'].get(k)!r}: not one trace")
+def load_runs(config, paths):
+    """The earlier trace_bench.json files, checked to be of this run's trace (before any replay)."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            old = json.load(f)
+        for k in TRACE_KEYS:
+            if old["config"].get(k) != config.get(k):
+                raise SystemExit(f"{path}: {k} is {old['config'].get(k)!r}, here {config.get(k)!r}: not one trace")
+        runs.append((path, old))
+    return runs
+
+
+def overlay(res, path, old):
+    """Adds an earlier run's parts that res lacks (capacity budget by budget)."""
     for part in ("headline", "scaling"):
         if part in old and part not in res:
             res[part] = old[part]
     for m, cap in old.get("capacity", {}).items():
         res.setdefault("capacity", {}).setdefault(m, cap)
-    res["runs_merged"] = res.get("runs_merged", []) + old.get("runs_merged", [{
-        "from": path, "parts": old["config"]["parts"], "budgets": old["config"].get("budgets"),
-        "wall_s": old.get("wall_s"), "finished": old.get("finished")}])
+    # A merged report's own runs keep their sources; its "this run" is the file itself.
+    res["runs_merged"] += [r | {"from": path} if r["from"] == "this run" else r for r in old.get("runs_merged") or [{
+        "from": "this run", "parts": old["config"]["parts"], "budgets": old["config"].get("budgets"),
+        "wall_s": old.get("wall_s"), "finished": old.get("finished")}]]
 
 
 def main():
@@ -391,9 +400,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     res = {"config": dict(vars(args))}
-    merged = {"config": res["config"]}
-    for path in args.merge_from:
-        merge(merged, path)
+    earlier = load_runs(res["config"], args.merge_from)
     b = None
     if parts:
         b = Bench(args)
@@ -406,17 +413,18 @@ def main():
         res["headline"] = head
     if "b" in parts:
         # The headline's point, from this run or a merged one (same trace), is not replayed again.
-        res["scaling"] = scaling(b, head if "a" in parts else merged.get("headline"))
+        merged_head = next((old["headline"] for _, old in earlier if "headline" in old), None)
+        res["scaling"] = scaling(b, head if "a" in parts else merged_head)
     if "c" in parts:
         res["capacity"] = capacity(b, b.trace(args.contexts, args.calls))
     res["wall_s"] = time.time() - t0
     res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     res = json.loads(json.dumps(res))  # keys as strings, as a merged file has them
-    if args.merge_from:
+    if earlier:
         res["runs_merged"] = [{"from": "this run", "parts": args.parts, "budgets": args.budgets,
                                "wall_s": res["wall_s"], "finished": res["finished"]}]
-        for path in args.merge_from:
-            merge(res, path)
+        for path, old in earlier:
+            overlay(res, path, old)
     path = os.path.join(args.out, "trace_bench.json")
     with open(path, "w") as f:
         json.dump(res, f, indent=1)

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       const float freq_base = swa ? cfg.rope_freq_base_swa : cfg.rope_freq_base;
       const float freq_scale = swa ? 1.0f : cfg.rope_freq_scale;
       const Vec x_in = il > 0 ? dump.get(key("l_out", il - 1)) : dump.get(key(gemma ? "inp_scaled" : "inp_embd", -1));
-      dev.rms_norm(x_in.data(), L.attn_norm.data, n, E, cfg.rms_eps, out.data());
+      dev.rms_norm(x_in.data(), L.attn_norm.data(), n, E, cfg.rms_eps, out.data());
       compare(ph, "attn_norm", il, out.data(), dump.get(key("attn_norm", il)));
 
       const Vec h = dump.get(key("attn_norm", il));
@@ -178,15 +178,15 @@ int main(int argc, char** argv) {
       Vec qr = dump.get(key("Qcur", il)), kr = dump.get(key("Kcur", il));
       if (gemma) {
         Vec qn(qr.size()), kn(kr.size());
-        dev.rms_norm(qr.data(), L.attn_q_norm.data, n * cfg.n_head, cfg.head_dim, cfg.rms_eps, qn.data());
-        dev.rms_norm(kr.data(), L.attn_k_norm.data, n * cfg.n_head_kv, cfg.head_dim, cfg.rms_eps, kn.data());
+        dev.rms_norm(qr.data(), L.attn_q_norm.data(), n * cfg.n_head, cfg.head_dim, cfg.rms_eps, qn.data());
+        dev.rms_norm(kr.data(), L.attn_k_norm.data(), n * cfg.n_head_kv, cfg.head_dim, cfg.rms_eps, kn.data());
         compare(ph, "q_norm", il, qn.data(), dump.get(key("Qcur_normed", il)));
         compare(ph, "k_norm", il, kn.data(), dump.get(key("Kcur_normed", il)));
         qr = dump.get(key("Qcur_normed", il));
         kr = dump.get(key("Kcur_normed", il));
       } else if (cfg.has_qkv_bias) {
-        dev.add_bias(qr.data(), L.bq.data, n, QD);
-        dev.add_bias(kr.data(), L.bk.data, n, KV);
+        dev.add_bias(qr.data(), L.bq.data(), n, QD);
+        dev.add_bias(kr.data(), L.bk.data(), n, KV);
         compare(ph, "q_bias", il, qr.data(), dump.get(key("Qcur", il, 1)));
         compare(ph, "k_bias", il, kr.data(), dump.get(key("Kcur", il, 1)));
         qr = dump.get(key("Qcur", il, 1));
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
 
       Vec sum = dump.get(wo_key);
       if (gemma) {
-        dev.rms_norm(sum.data(), L.attn_post_norm.data, n, E, cfg.rms_eps, out.data());
+        dev.rms_norm(sum.data(), L.attn_post_norm.data(), n, E, cfg.rms_eps, out.data());
         compare(ph, "attn_post_norm", il, out.data(), dump.get(key("attn_post_norm", il)));
         sum = dump.get(key("attn_post_norm", il));
       }
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
       compare(ph, "add_attn", il, sum.data(), dump.get(ffn_inp_key));
 
       const Vec f_in = dump.get(ffn_inp_key);
-      dev.rms_norm(f_in.data(), L.ffn_norm.data, n, E, cfg.rms_eps, out.data());
+      dev.rms_norm(f_in.data(), L.ffn_norm.data(), n, E, cfg.rms_eps, out.data());
       compare(ph, "ffn_norm", il, out.data(), dump.get(key("ffn_norm", il)));
 
       const Vec fh = dump.get(key("ffn_norm", il));
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
 
       Vec lo = dump.get(key("ffn_out", il));
       if (gemma) {
-        dev.rms_norm(lo.data(), L.ffn_post_norm.data, n, E, cfg.rms_eps, out.data());
+        dev.rms_norm(lo.data(), L.ffn_post_norm.data(), n, E, cfg.rms_eps, out.data());
         const std::string pk = key("ffn_post_norm", -1, il);
         compare(ph, "ffn_post_norm", il, out.data(), dump.get(pk));
         lo = dump.get(pk);
@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
     }
     if (n_layer == cfg.n_layer) {
       const Vec x = dump.get(key("l_out", n_layer - 1));
-      dev.rms_norm(x.data(), model.output_norm().data, n, E, cfg.rms_eps, out.data());
+      dev.rms_norm(x.data(), model.output_norm().data(), n, E, cfg.rms_eps, out.data());
       compare(ph, "result_norm", -1, out.data(), dump.get(key("result_norm", -1)));
       const Vec hn = dump.get(key("result_norm", -1));
       dev.matmul(model.output(), hn.data(), n, out.data());

@@ -46,7 +46,7 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     if (n_out == 0) continue;
 
     // Final norm and output projection of the output rows (the first n_out rows of x_).
-    dev_.rms_norm(x_.data(), model_.output_norm().data, n_out, cfg_.n_embd, cfg_.rms_eps, h_.data());
+    dev_.rms_norm(x_.data(), model_.output_norm().data(), n_out, cfg_.n_embd, cfg_.rms_eps, h_.data());
     float* out = all_logits ? logits.data() + size_t(b0) * V : logits.data();
     dev_.matmul(model_.output(), h_.data(), n_out, out);
   }
@@ -97,7 +97,7 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool tr
   const hal::RopeStyle style = cfg_.rope_neox ? hal::RopeStyle::neox : hal::RopeStyle::normal;
 
   // Attention block.
-  dev_.rms_norm(x_.data(), L.attn_norm.data, n, E, cfg_.rms_eps, h_.data());
+  dev_.rms_norm(x_.data(), L.attn_norm.data(), n, E, cfg_.rms_eps, h_.data());
   {
     // Q, K and V share their input: one fused call (activations quantized once).
     const hal::PreparedWeight* ws[] = {L.wq.get(), L.wk.get(), L.wv.get()};
@@ -105,13 +105,13 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool tr
     dev_.matmul_multi(ws, ys, 3, h_.data(), n);
   }
   if (cfg_.has_qkv_bias) {
-    dev_.add_bias(q_.data(), L.bq.data, n, QD);
-    dev_.add_bias(k_.data(), L.bk.data, n, KV);
-    dev_.add_bias(v_.data(), L.bv.data, n, KV);
+    dev_.add_bias(q_.data(), L.bq.data(), n, QD);
+    dev_.add_bias(k_.data(), L.bk.data(), n, KV);
+    dev_.add_bias(v_.data(), L.bv.data(), n, KV);
   }
   if (cfg_.has_qk_norm) {
-    dev_.rms_norm(q_.data(), L.attn_q_norm.data, n * cfg_.n_head, cfg_.head_dim, cfg_.rms_eps, q_.data());
-    dev_.rms_norm(k_.data(), L.attn_k_norm.data, n * cfg_.n_head_kv, cfg_.head_dim, cfg_.rms_eps, k_.data());
+    dev_.rms_norm(q_.data(), L.attn_q_norm.data(), n * cfg_.n_head, cfg_.head_dim, cfg_.rms_eps, q_.data());
+    dev_.rms_norm(k_.data(), L.attn_k_norm.data(), n * cfg_.n_head_kv, cfg_.head_dim, cfg_.rms_eps, k_.data());
   }
   dev_.rope(q_.data(), n, cfg_.n_head, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
   dev_.rope(k_.data(), n, cfg_.n_head_kv, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
@@ -152,11 +152,11 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool tr
     n = n_out;
   }
   dev_.matmul(*L.wo, attn_.data(), n, o_.data());
-  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.attn_post_norm.data, n, E, cfg_.rms_eps, o_.data());
+  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.attn_post_norm.data(), n, E, cfg_.rms_eps, o_.data());
   dev_.add(x_.data(), o_.data(), size_t(n) * E);
 
   // Feed-forward block.
-  dev_.rms_norm(x_.data(), L.ffn_norm.data, n, E, cfg_.rms_eps, h_.data());
+  dev_.rms_norm(x_.data(), L.ffn_norm.data(), n, E, cfg_.rms_eps, h_.data());
   {
     const hal::PreparedWeight* ws[] = {L.w_gate.get(), L.w_up.get()};
     float* ys[] = {gate_.data(), up_.data()};
@@ -169,7 +169,7 @@ void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool tr
     dev_.swiglu(gate_.data(), up_.data(), ff);
   }
   dev_.matmul(*L.w_down, gate_.data(), n, o_.data());
-  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.ffn_post_norm.data, n, E, cfg_.rms_eps, o_.data());
+  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.ffn_post_norm.data(), n, E, cfg_.rms_eps, o_.data());
   dev_.add(x_.data(), o_.data(), size_t(n) * E);
 }
 

@@ -63,10 +63,9 @@ Status vector_param(const gguf::GgufFile& f, const std::string& name, int64_t n,
   if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) return unsupported_type(name, *t);
   LLMSVC_RETURN_IF_ERROR(check_aligned(name, *t));
   hal::WeightRef ref{static_cast<hal::WeightType>(t->type), t->data, 1, n, hal::row_bytes(static_cast<hal::WeightType>(t->type), n)};
-  out->owned.resize(n);
+  out->values.resize(n);
   int32_t zero = 0;
-  dev.get_rows(ref, &zero, 1, out->owned.data());
-  out->data = out->owned.data();
+  dev.get_rows(ref, &zero, 1, out->values.data());
   f.release_pages(*t);
   return Status::Ok();
 }

@@ -15,11 +15,11 @@
 
 namespace llmsvc {
 
-// A small float vector (norm weights, biases), always a copy in `owned`: one read of a few
+// A small float vector (norm weights, biases), always a copy of its own: one read of a few
 // bytes in the mapping would keep a whole page (or a 2 MiB folio) of the file resident.
 struct FloatParam {
-  const float* data = nullptr;
-  std::vector<float> owned;
+  std::vector<float> values;
+  const float* data() const { return values.empty() ? nullptr : values.data(); }  // null: absent
 };
 
 struct LayerWeights {
