@@ -449,8 +449,9 @@ def main():
     res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     res = json.loads(json.dumps(res))  # keys as strings, as a merged file has them
     if earlier:
+        # A merge-only run (--parts none) replayed nothing: it is not one of the runs.
         res["runs_merged"] = [{"from": "this run", "parts": args.parts, "budgets": args.budgets,
-                               "wall_s": res["wall_s"], "finished": res["finished"]}]
+                               "wall_s": res["wall_s"], "finished": res["finished"]}] if parts else []
         for path, old in earlier:
             overlay(res, path, old)
     path = os.path.join(args.out, "trace_bench.json")
