@@ -345,6 +345,16 @@ void Server::on_readable(const SessionPtr& s) {
     if (n > 0) {
       s->last_activity = Clock::now();
       (void)s->reader.feed(std::span<const uint8_t>(buf, static_cast<size_t>(n)));  // error kept in reader
+      // Calls that ended before the app sent these bytes are finished first (send_result).
+      bool queued = false;
+      {
+        std::lock_guard lock(s->mu);
+        queued = !s->outbox.empty();
+      }
+      if (queued) {
+        take_outbox(s);
+        if (!sessions_.count(s->fd) || sessions_[s->fd] != s) return;
+      }
       process_frames(s);
       if (!sessions_.count(s->fd)) return;
       // Frames left undecoded (the connection is at its requests-in-flight bound): read no
@@ -572,20 +582,25 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
       std::lock_guard lock(app_calls_mu_);
       if (--app_calls_[app.uid] == 0) app_calls_.erase(app.uid);
     }
+    // Before the answer, whose kick wakes the loop to see it. A loop that stops meanwhile
+    // still sends the answer: it joins the workers, then takes the outboxes.
+    --calls_running_;
+    bool delivered = false;
     if (st.ok() || st.code() == Code::cancelled) {
-      post(s, Outgoing{stream, p::to_wire(st, stats), false});
+      delivered = send_result(s, stream, p::to_wire(st, stats));
     } else {
       // The daemon's own failures are logged; an app's mistakes (bad input, quotas, busy
       // contexts) are its to see, and would let it fill the log.
       const Code c = st.code();
       if (c == Code::internal || c == Code::io || c == Code::out_of_memory)
         log_event(LogLevel::error, "call of " + app.label() + " failed: " + st.message(), {&app, id, stream});
-      post(s, Outgoing{stream, p::error_message(st), false});
+      delivered = send_result(s, stream, p::error_message(st));
     }
-    --calls_running_;
-    uint64_t one = 1;
-    ssize_t w = ::write(evfd_, &one, sizeof(one));
-    (void)w;
+    if (!delivered) {  // no kick: wake the loop for calls_running_ anyway
+      uint64_t one = 1;
+      ssize_t w = ::write(evfd_, &one, sizeof(one));
+      (void)w;
+    }
   }, s->app.scope());
 }
 
@@ -616,16 +631,23 @@ void Server::send(const SessionPtr& s, uint32_t stream, const p::Message& m) {
   if (finished) call_finished(s, stream);
 }
 
-bool Server::encode_locked(const SessionPtr& s, uint32_t stream, const p::Message& m) {
+bool Server::encode_locked(const SessionPtr& s, uint32_t stream, const p::Message& m, bool written) {
   if (Status st = s->state.on_send(stream, m); !st.ok()) {
-    log_line("internal: not sent to " + s->app.label() + ": " + st.message());
+    // A worker's answer that went out before the loop closed the connection (an ERROR on
+    // stream 0 since) is no fault of ours.
+    if (!(written && s->state.phase() == p::Phase::closed))
+      log_line("internal: " + std::string(written ? "sent" : "not sent") + " to " + s->app.label() + ": " +
+               st.message());
     return false;
   }
-  if (s->writer.pending_bytes() == 0) s->last_write_progress = Clock::now();  // the write clock starts now
-  Status st = s->writer.write(stream, m);
-  if (!st.ok()) {
-    log_line("internal: cannot encode for " + s->app.label() + ": " + st.message());
-    if (stream != 0 && p::is_final_answer(m)) (void)s->writer.write(stream, p::error_message(Status(Code::internal, st.message())));
+  if (!written) {
+    if (s->writer.pending_bytes() == 0) s->last_write_progress = Clock::now();  // the write clock starts now
+    Status st = s->writer.write(stream, m);
+    if (!st.ok()) {
+      log_line("internal: cannot encode for " + s->app.label() + ": " + st.message());
+      if (stream != 0 && p::is_final_answer(m))
+        (void)s->writer.write(stream, p::error_message(Status(Code::internal, st.message())));
+    }
   }
   s->direct_ok = s->state.phase() == p::Phase::ready;
   return stream != 0 && p::type_of(m) != p::MsgType::piece && p::is_final_answer(m) && s->call_handle.count(stream);
@@ -731,6 +753,37 @@ bool Server::send_piece(const SessionPtr& s, uint32_t stream, p::Piece piece) {
   return post(s, Outgoing{stream, std::move(piece), false});
 }
 
+bool Server::send_result(const SessionPtr& s, uint32_t stream, p::Message m) {
+  bool sent = false;
+  {
+    // As send_piece, in order only; but a final answer waits for the loop's turn at the
+    // socket (the loop holds wmu briefly) rather than queueing behind a wake-up.
+    std::lock_guard wlock(s->wmu);
+    if (s->direct_ok && s->writer.pending_bytes() == 0) {
+      std::unique_lock lock(s->mu);  // (not dead: drop() clears direct_ok under wmu first)
+      if (s->outbox.empty() && s->writer.write(stream, m).ok()) {
+        // The record goes first: the loop can take it only once wmu is released, when the
+        // answer is on its way, and it takes it before it reads what the app sends next.
+        s->outbox.push_back(Outgoing{stream, std::move(m), false, true});
+        lock.unlock();
+        sent = true;
+        auto data = s->writer.pending();
+        const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) s->writer.consume(static_cast<size_t>(n));
+        if (const size_t left = s->writer.pending_bytes(); left > 0) {
+          // A full socket buffer or an error: the loop sends the rest, or sees the error.
+          s->last_write_progress = Clock::now();
+          lock.lock();
+          s->unsent_bytes = left;
+        }
+      }
+    }
+  }
+  if (!sent) return post(s, Outgoing{stream, std::move(m), false});
+  kick(s);
+  return true;
+}
+
 bool Server::wait_for_room(const SessionPtr& s) {
   std::unique_lock lock(s->mu);
   const bool ok = s->drained.wait_for(lock, std::chrono::milliseconds(opt_.write_timeout_ms), [&] {
@@ -745,33 +798,35 @@ void Server::take_outboxes() {
     std::lock_guard lock(dirty_mu_);
     dirty.swap(dirty_);
   }
-  for (const SessionPtr& s : dirty) {
-    std::vector<uint32_t> finished;
+  for (const SessionPtr& s : dirty) take_outbox(s);
+}
+
+void Server::take_outbox(const SessionPtr& s) {
+  std::vector<uint32_t> finished;
+  {
+    // Emptied and encoded under wmu: a worker's piece cannot slip in between.
+    std::lock_guard wlock(s->wmu);
+    std::deque<Outgoing> out;
     {
-      // Emptied and encoded under wmu: a worker's piece cannot slip in between.
-      std::lock_guard wlock(s->wmu);
-      std::deque<Outgoing> out;
-      {
-        std::lock_guard lock(s->mu);
-        out.swap(s->outbox);
-        s->outbox_bytes = 0;
-        s->queued_dirty = false;
-      }
-      if (!sessions_.count(s->fd) || sessions_[s->fd] != s) continue;
-      for (Outgoing& o : out) {
-        if (o.assign_handle) {
-          auto* opened = std::get_if<p::ContextOpened>(&o.message);
-          const uint32_t h = s->next_handle++;
-          if (s->next_handle == 0) s->next_handle = 1;
-          s->handles[h] = Session::Handle{opened->id, 0, {}};
-          opened->handle = h;
-        }
-        if (encode_locked(s, o.stream, o.message)) finished.push_back(o.stream);
-      }
+      std::lock_guard lock(s->mu);
+      out.swap(s->outbox);
+      s->outbox_bytes = 0;
+      s->queued_dirty = false;
     }
-    for (uint32_t stream : finished) call_finished(s, stream);
-    flush(s);
+    if (!sessions_.count(s->fd) || sessions_[s->fd] != s) return;
+    for (Outgoing& o : out) {
+      if (o.assign_handle) {
+        auto* opened = std::get_if<p::ContextOpened>(&o.message);
+        const uint32_t h = s->next_handle++;
+        if (s->next_handle == 0) s->next_handle = 1;
+        s->handles[h] = Session::Handle{opened->id, 0, {}};
+        opened->handle = h;
+      }
+      if (encode_locked(s, o.stream, o.message, o.already_sent)) finished.push_back(o.stream);
+    }
   }
+  for (uint32_t stream : finished) call_finished(s, stream);
+  flush(s);
 }
 
 void Server::check_timers() {

@@ -89,7 +89,9 @@ class Server {
   void send(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
   // send() with s->wmu held; true when `m` ended a call (call_finished() is then due,
   // once wmu is released).
-  bool encode_locked(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
+  // `written`: its bytes are already in the writer (a worker sent them), only the
+  // bookkeeping is left.
+  bool encode_locked(const SessionPtr& s, uint32_t stream, const protocol::Message& m, bool written = false);
   size_t pending_bytes(const SessionPtr& s);
   void send_error(const SessionPtr& s, uint32_t stream, const Status& st);
   void connection_error(const SessionPtr& s, const Status& st);
@@ -98,6 +100,8 @@ class Server {
   void update_interest(const SessionPtr& s);
   void drop(const SessionPtr& s, const std::string& why);
   void take_outboxes();
+  // Sends what workers queued for `s` (and does the bookkeeping of what they sent).
+  void take_outbox(const SessionPtr& s);
   // Out of descriptors or memory for a new connection: stop watching the listeners for a
   // while (the backlog keeps the connections), then watch them again.
   void pause_accepting(const std::string& why);
@@ -112,6 +116,11 @@ class Server {
   // A streamed piece: written to the socket right away when nothing is queued before it
   // (else posted); false if the connection is gone.
   bool send_piece(const SessionPtr& s, uint32_t stream, protocol::Piece piece);
+  // A call's final answer (RESULT or ERROR): written to the socket right away when nothing is
+  // queued before it, with a record queued for the loop's bookkeeping (else posted); the
+  // loop takes that record before it reads the connection's next requests, so the app's
+  // next call on the context is not refused as busy. false if the connection is gone.
+  bool send_result(const SessionPtr& s, uint32_t stream, protocol::Message m);
   // Puts the session on the loop's list to look at (its outbox, or bytes left unsent).
   void kick(const SessionPtr& s);
   // Before a call's next piece: waits while the connection is over its unsent-bytes bound.

@@ -2,8 +2,9 @@
 // its frame reader, its protocol state and its context handles; worker threads (calls,
 // context operations) append answers to its outbox, which the loop sends. The write side
 // (the frame writer and writes to the socket) is shared under `wmu`: a call's worker sends
-// its streamed pieces itself when nothing is queued before them, so that a token costs no
-// wake-up of the loop (on a small device that wake-up preempts a compute thread).
+// its streamed pieces and its final answer itself when nothing is queued before them, so that
+// neither a token nor the end of a call waits for a wake-up of the loop (on a small device
+// that wake-up preempts a compute thread, and on a VM a wake-up across CPUs costs ~0.1 ms).
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,9 @@ struct Outgoing {
   // CONTEXT_OPENED from a worker carries no handle yet: the loop assigns it (handles
   // belong to the loop), or, if the connection is gone, closes the context again.
   bool assign_handle = false;
+  // A call's final answer its worker already wrote to the socket (Server::send_result): the
+  // loop only does the bookkeeping of sending it (protocol state, the handle's call).
+  bool already_sent = false;
 };
 
 struct Session {

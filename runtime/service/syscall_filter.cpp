@@ -63,6 +63,12 @@ Result<std::string> install_syscall_filter() {
   // A binary search over the allowed numbers instead of a linear chain: the compute threads'
   // futex calls (hundreds per decoded token) each run the filter.
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2); rc != 0) return fail("OPTIMIZE", rc);
+  // No forced Speculative Store Bypass mitigation: kernels that apply it to every seccomp
+  // task (x86 with spec_store_bypass_disable=seccomp, the default before 5.16; arm64 ones
+  // that mitigate seccomp tasks) would slow the model's compute threads for good, and it
+  // guards against code running inside the process, which llmsvcd never loads (clients
+  // send data, not code).
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_SSB, 1); rc != 0) return fail("SSB", rc);
   for (const char* name : kAllowed) {
     const int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture

@@ -203,6 +203,49 @@ TEST_F(Daemon, TwoConcurrentCallsOnTwoContexts) {
   llmsvc_unbind(svc);
 }
 
+// A call's RESULT goes out from its worker before the event loop has done the bookkeeping
+// of the call's end; the app's next request on the context, sent the moment it has that
+// answer, must still find the context free: never BUSY, never a lost turn, and a close and a
+// delete right after the last answer succeed. Two threads, so answers of two contexts
+// interleave on one connection.
+TEST_F(Daemon, BackToBackCallsOnAContextAreNeverBusy) {
+  llmsvc_service* svc = start_and_bind();
+  ASSERT_NE(svc, nullptr);
+  constexpr int kCalls = 60;
+  auto run = [&](const char* id, std::string* failure) {
+    llmsvc_context* ctx = create_context(svc, id, /*raw=*/true);
+    if (!ctx) return void(*failure = "create: " + last_api_error());
+    int32_t expected_tokens = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      llmsvc_call_result r;
+      llmsvc_call_result_init(&r);
+      auto co = greedy_options(1);
+      const llmsvc_status st = llmsvc_call(ctx, " a", 2, &co, nullptr, nullptr, &r);
+      if (st != LLMSVC_OK) {
+        *failure = "call " + std::to_string(i) + ": status " + std::to_string(st) + ": " + last_api_error();
+        break;
+      }
+      expected_tokens += r.prompt_tokens + r.generated_tokens;
+      if (r.context_tokens != expected_tokens) {
+        *failure = "call " + std::to_string(i) + ": context holds " + std::to_string(r.context_tokens) +
+                   " tokens, expected " + std::to_string(expected_tokens);
+        break;
+      }
+    }
+    llmsvc_context_close(ctx);
+    if (llmsvc_context_delete(svc, id) != LLMSVC_OK && failure->empty()) *failure = "delete: " + last_api_error();
+  };
+  std::string f1, f2;
+  std::thread t1([&] { run("back1", &f1); });
+  std::thread t2([&] { run("back2", &f2); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(f1, "");
+  EXPECT_EQ(f2, "");
+  EXPECT_TRUE(list_ids(svc).empty());
+  llmsvc_unbind(svc);
+}
+
 // Per-app quotas from the configuration: past each, QUOTA_EXCEEDED and nothing changes.
 TEST_F(Daemon, QuotasAnswerQuotaExceededAndChangeNothing) {
   const std::string target =
