@@ -67,8 +67,9 @@ Result<std::string> install_syscall_filter() {
   // task (x86 with spec_store_bypass_disable=seccomp, the default before 5.16; arm64 ones
   // that mitigate seccomp tasks) would slow the model's compute threads for good, and it
   // guards against code running inside the process, which llmsvcd never loads (clients
-  // send data, not code).
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_SSB, 1); rc != 0) return fail("SSB", rc);
+  // send data, not code). Not fatal: a kernel without the flag (before 4.17) or a libseccomp
+  // without the attribute predates the forced mitigation as well.
+  (void)seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_SSB, 1);
   for (const char* name : kAllowed) {
     const int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
