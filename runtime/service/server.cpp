@@ -720,6 +720,20 @@ void Server::kick(const SessionPtr& s) {
   (void)w;
 }
 
+size_t Server::send_now_locked(const SessionPtr& s) {
+  auto data = s->writer.pending();
+  const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n > 0) s->writer.consume(static_cast<size_t>(n));
+  const size_t left = s->writer.pending_bytes();
+  if (left > 0) {
+    // A full socket buffer or an error: the loop sends the rest, or sees the error.
+    s->last_write_progress = Clock::now();
+    std::lock_guard lock(s->mu);
+    s->unsent_bytes = left;
+  }
+  return left;
+}
+
 bool Server::send_piece(const SessionPtr& s, uint32_t stream, p::Piece piece) {
   {
     // Straight to the socket only in order: nothing left unsent and nothing queued (the loop
@@ -733,17 +747,7 @@ bool Server::send_piece(const SessionPtr& s, uint32_t stream, p::Piece piece) {
         queued = !s->outbox.empty();
       }
       if (!queued && s->writer.write(stream, piece).ok()) {
-        auto data = s->writer.pending();
-        const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) s->writer.consume(static_cast<size_t>(n));
-        const size_t left = s->writer.pending_bytes();
-        if (left == 0) return true;
-        // A full socket buffer or an error: the loop sends the rest, or sees the error.
-        s->last_write_progress = Clock::now();
-        {
-          std::lock_guard lock(s->mu);
-          s->unsent_bytes = left;
-        }
+        if (send_now_locked(s) == 0) return true;
         wlock.unlock();
         kick(s);
         return true;
@@ -766,21 +770,13 @@ bool Server::send_result(const SessionPtr& s, uint32_t stream, p::Message m) {
         // answer is on its way, and it takes it before it reads what the app sends next.
         s->outbox.push_back(Outgoing{stream, std::move(m), false, true});
         lock.unlock();
+        (void)send_now_locked(s);
         sent = true;
-        auto data = s->writer.pending();
-        const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) s->writer.consume(static_cast<size_t>(n));
-        if (const size_t left = s->writer.pending_bytes(); left > 0) {
-          // A full socket buffer or an error: the loop sends the rest, or sees the error.
-          s->last_write_progress = Clock::now();
-          lock.lock();
-          s->unsent_bytes = left;
-        }
       }
     }
   }
   if (!sent) return post(s, Outgoing{stream, std::move(m), false});
-  kick(s);
+  kick(s);  // the record's bookkeeping, and any bytes left unsent
   return true;
 }
 

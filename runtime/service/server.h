@@ -113,6 +113,9 @@ class Server {
 
   // Worker side: queue an answer for the loop; false if the connection is gone.
   bool post(const SessionPtr& s, Outgoing out);
+  // With wmu held: writes what the session's writer holds to the socket, non-blocking;
+  // returns the bytes left, recorded for the loop (which the caller then kicks).
+  size_t send_now_locked(const SessionPtr& s);
   // A streamed piece: written to the socket right away when nothing is queued before it
   // (else posted); false if the connection is gone.
   bool send_piece(const SessionPtr& s, uint32_t stream, protocol::Piece piece);
