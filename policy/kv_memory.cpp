@@ -5,9 +5,8 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
-#include <map>
-#include <mutex>
-#include <vector>
+
+#include "base/mapping_pool.h"
 
 namespace llmsvc::policy {
 namespace {
@@ -18,33 +17,8 @@ constexpr size_t kAlign = 64;  // cache line; SIMD loads of a row never straddle
 // frees evicted chunks and maps loaded ones of the same sizes; mapping, faulting in and
 // unmapping each cost about a millisecond per switch-in of the trace benchmark (a third of
 // it). Bounded, so resident memory stays the budget plus at most kKvCacheBytes.
-class BlockCache {
- public:
-  void* take(size_t bytes) {
-    std::lock_guard lock(mu_);
-    auto it = free_.find(bytes);
-    if (it == free_.end() || it->second.empty()) return nullptr;
-    void* p = it->second.back();
-    it->second.pop_back();
-    held_ -= bytes;
-    return p;
-  }
-  bool keep(void* p, size_t bytes) {
-    std::lock_guard lock(mu_);
-    if (held_ + bytes > kKvCacheBytes) return false;
-    free_[bytes].push_back(p);
-    held_ += bytes;
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<size_t, std::vector<void*>> free_;
-  size_t held_ = 0;
-};
-
-BlockCache& cache() {
-  static BlockCache* c = new BlockCache;  // never destroyed: blocks may be freed during exit
+MappingPool& cache() {
+  static MappingPool* c = new MappingPool(kKvCacheBytes, 0);  // never destroyed: blocks may be freed during exit
   return *c;
 }
 
@@ -56,17 +30,13 @@ void KvFree::operator()(uint8_t* p) const noexcept {
     std::free(p);
     return;
   }
-  bool kept = false;
-  try {
-    kept = cache().keep(p, bytes);
-  } catch (...) {  // no room for the bookkeeping: give the block back instead
-  }
-  if (!kept) ::munmap(p, bytes);
+  if (!cache().keep(p, bytes)) ::munmap(p, bytes);
 }
 
 KvMem kv_alloc(size_t bytes) {
   if (bytes >= kKvMapThreshold) {
-    if (void* p = cache().take(bytes)) return KvMem(static_cast<uint8_t*>(p), KvFree{bytes});
+    size_t got = 0;
+    if (void* p = cache().take(bytes, &got)) return KvMem(static_cast<uint8_t*>(p), KvFree{got});
     // Populated: the chunk is written at once (filled, loaded or compressed into), and one
     // call faulting every page costs less than a trap per page.
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);

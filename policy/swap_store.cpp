@@ -77,13 +77,16 @@ Status SwapStore::check_expected(const ChunkIndex& index, const ChunkMeta& expec
   return for_chunk(expected.chunk_index, Status(Code::io, "stale chunk file: " + diff + " differs"));
 }
 
-Result<std::vector<uint8_t>> SwapStore::encode(const ChunkMeta& meta, std::span<const uint8_t> payload,
-                                               ChunkIndex* index) const {
-  auto bytes = encode_chunk(meta, payload, encoding_);
-  if (!bytes.ok()) return bytes.status();
-  // The queued buffer stays in memory until written: keep only what the file needs.
-  bytes->shrink_to_fit();
-  auto parsed = parse_chunk_file(*bytes);
+Result<PageBuffer> SwapStore::encode(const ChunkMeta& meta, std::span<const uint8_t> payload,
+                                     ChunkIndex* index) const {
+  LLMSVC_RETURN_IF_ERROR(check_chunk_meta(meta));
+  PageBuffer bytes;
+  if (!bytes.allocate(max_encoded_chunk_bytes(meta)))
+    return for_chunk(meta.chunk_index, Status(Code::out_of_memory, "no memory to encode the chunk"));
+  auto n = encode_chunk(meta, payload, encoding_, bytes.span());
+  if (!n.ok()) return n.status();
+  bytes.resize_down(*n);
+  auto parsed = parse_chunk_file(bytes.span());
   if (!parsed.ok()) return Status(Code::internal, "encoded chunk does not parse: " + parsed.status().message());
   *index = std::move(parsed).value();
   return bytes;
@@ -105,7 +108,7 @@ Result<ChunkIndex> SwapStore::store(const ChunkMeta& meta, std::span<const uint8
   ChunkIndex index;
   auto bytes = encode(meta, payload, &index);
   if (!bytes.ok()) return bytes.status();
-  LLMSVC_RETURN_IF_ERROR(io_.write(path(meta.chunk_index), *bytes));
+  LLMSVC_RETURN_IF_ERROR(io_.write(path(meta.chunk_index), bytes->span()));
   return index;
 }
 
@@ -182,7 +185,15 @@ LayerRead SwapStore::read_layer_async(int layer, std::span<const LayerTarget> ta
     it.submitted = true;
     if (it.entry.stored_size < it.entry.raw_size) scratch += it.entry.stored_size;
   }
-  lr.scratch_.resize(scratch);
+  if (!lr.scratch_.allocate(scratch)) {
+    for (LayerRead::Item& it : lr.items_)
+      if (it.submitted) {
+        it.status = Status(Code::out_of_memory, "read_layer: no memory for chunk " + std::to_string(it.chunk_index) +
+                                                     "'s compressed frame");
+        it.submitted = false;
+      }
+    return lr;
+  }
   std::vector<ReadRequest> reqs;
   reqs.reserve(targets.size());
   size_t pos = 0;
@@ -192,7 +203,7 @@ LayerRead SwapStore::read_layer_async(int layer, std::span<const LayerTarget> ta
     if (it.entry.stored_size == it.entry.raw_size) {
       it.frame = it.out;
     } else {
-      it.frame = std::span<uint8_t>(lr.scratch_).subspan(pos, it.entry.stored_size);
+      it.frame = lr.scratch_.span().subspan(pos, it.entry.stored_size);
       pos += it.entry.stored_size;
     }
     reqs.push_back({path(it.chunk_index), it.entry.offset, it.frame, false});
@@ -240,7 +251,8 @@ ChunkRead SwapStore::read_chunks_async(std::span<const ChunkMeta> expected, std:
     sizes[i] = direct_read_size(max_encoded_chunk_bytes(expected[i]) + 1);
     total += sizes[i];
   }
-  if (total > 0 && !cr.files_.allocate(total, kDirectReadAlign)) {
+  static_assert(kDirectReadAlign <= 4096, "pages are at least 4 KiB");
+  if (!cr.files_.allocate(total)) {
     for (ChunkRead::Item& it : cr.items_)
       if (it.submitted) {
         it.status = for_chunk(it.expected.chunk_index, Status(Code::out_of_memory, "no memory to read the chunk file"));

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "base/aligned_buffer.h"
+#include "base/page_buffer.h"
 #include "base/status.h"
 #include "policy/batch_reader.h"
 #include "policy/chunk_file.h"
@@ -54,8 +54,8 @@ class LayerRead {
   int layer_ = 0;
   std::string dir_;
   std::vector<Item> items_;
-  std::vector<uint8_t> scratch_;  // compressed frames
-  ReadBatch batch_;               // last: destroyed (waited for) before the buffers
+  PageBuffer scratch_;  // compressed frames
+  ReadBatch batch_;     // last: destroyed (waited for) before the buffers
 };
 
 class SwapStore;
@@ -82,8 +82,8 @@ class ChunkRead {
   };
   const SwapStore* store_ = nullptr;
   std::vector<Item> items_;
-  AlignedBuffer files_;  // every file's buffer, each aligned and sized for a direct read
-  ReadBatch batch_;      // last: destroyed (waited for) before the buffers
+  PageBuffer files_;  // every file's buffer, each page-aligned and sized for a direct read
+  ReadBatch batch_;   // last: destroyed (waited for) before the buffers
 };
 
 class SwapStore {
@@ -140,7 +140,7 @@ class SwapStore {
 
  private:
   // The file bytes of a chunk, and their index.
-  Result<std::vector<uint8_t>> encode(const ChunkMeta& meta, std::span<const uint8_t> payload, ChunkIndex* index) const;
+  Result<PageBuffer> encode(const ChunkMeta& meta, std::span<const uint8_t> payload, ChunkIndex* index) const;
   // "chunk <i> (<path>): " + status's message, same code.
   Status for_chunk(uint32_t chunk_index, const Status& s) const;
   friend class ChunkRead;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <future>
 #include <utility>
 
@@ -33,11 +34,22 @@ void SwapWriter::enqueue(Job job) {
   cv_.notify_one();
 }
 
-void SwapWriter::write_async(std::string path, std::vector<uint8_t> bytes, Done done) {
+void SwapWriter::write_async(std::string path, PageBuffer bytes, Done done) {
   Job job{Op::write, std::move(path), std::move(bytes), {}, std::move(done)};
-  job.bytes = job.owned;  // the vector's buffer does not move with the job
-  pending_bytes_.fetch_add(job.owned.size(), std::memory_order_relaxed);
+  job.bytes = job.owned.span();  // the mapping does not move with the job
+  pending_bytes_.fetch_add(job.owned.capacity(), std::memory_order_relaxed);
   enqueue(std::move(job));
+}
+
+void SwapWriter::write_async(std::string path, std::span<const uint8_t> bytes, Done done) {
+  PageBuffer copy;
+  if (!copy.allocate(bytes.size())) {
+    if (done) done(Status(Code::out_of_memory, "swap write " + path + ": no memory to queue " +
+                                                  std::to_string(bytes.size()) + " bytes"));
+    return;
+  }
+  if (!bytes.empty()) std::memcpy(copy.data(), bytes.data(), bytes.size());
+  write_async(std::move(path), std::move(copy), std::move(done));
 }
 
 void SwapWriter::remove_async(std::string path, Done done) {
@@ -73,7 +85,7 @@ size_t SwapWriter::cancel_pending() {
     cancelled.swap(queue_);
   }
   for (Job& job : cancelled) {
-    pending_bytes_.fetch_sub(job.owned.size(), std::memory_order_relaxed);
+    pending_bytes_.fetch_sub(job.owned.capacity(), std::memory_order_relaxed);
     job.owned = {};
   }
   for (Job& job : cancelled)
@@ -134,8 +146,8 @@ void SwapWriter::run_batch(std::vector<Job>& batch) {
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].done) batch[i].done(std::move(status[i]));
-    pending_bytes_.fetch_sub(batch[i].owned.size(), std::memory_order_relaxed);
-    batch[i].owned = {};  // free the bytes now, not when the next batch reuses the vector
+    pending_bytes_.fetch_sub(batch[i].owned.capacity(), std::memory_order_relaxed);
+    batch[i].owned = {};  // free the bytes now, not when the batch is cleared
   }
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/page_buffer.h"
 #include "base/status.h"
 
 namespace llmsvc::policy {
@@ -39,8 +40,13 @@ class SwapWriter {
   SwapWriter(const SwapWriter&) = delete;
   SwapWriter& operator=(const SwapWriter&) = delete;
 
-  // Queues an atomic write of `bytes` to `path`. Errors reach `done` as Code::io.
-  void write_async(std::string path, std::vector<uint8_t> bytes, Done done);
+  // Queues an atomic write of `bytes` to `path`. Errors reach `done` as Code::io. Queued bytes
+  // live in their own mapping (base/page_buffer.h), so freeing them on the writer thread does
+  // not leave their memory in another thread's malloc arena.
+  void write_async(std::string path, PageBuffer bytes, Done done);
+  // The same, copying `bytes` (small buffers: tables, tests). If no memory can be had for the
+  // copy, `done` gets Code::out_of_memory at once, on the calling thread.
+  void write_async(std::string path, std::span<const uint8_t> bytes, Done done);
   // Writes synchronously (after the jobs already queued); `bytes` is not copied.
   Status write(std::string path, std::span<const uint8_t> bytes);
   // Queues removing `path`; a missing file is Code::not_found.
@@ -50,8 +56,8 @@ class SwapWriter {
   void flush();
   // Completes the jobs not yet started with Code::cancelled; returns how many.
   size_t cancel_pending();
-  // Bytes held by queued write_async jobs not yet done: memory outside the KV budget, which
-  // callers bound by not queueing more past a limit.
+  // Memory held by queued write_async jobs not yet done (their buffers' capacity): outside the
+  // KV budget, which callers bound by not queueing more past a limit.
   uint64_t pending_bytes() const { return pending_bytes_.load(std::memory_order_relaxed); }
 
  private:
@@ -59,7 +65,7 @@ class SwapWriter {
   struct Job {
     Op op;
     std::string path;
-    std::vector<uint8_t> owned;       // write_async's bytes
+    PageBuffer owned;                 // write_async's bytes
     std::span<const uint8_t> bytes;   // what to write (owned, or the caller's for write())
     Done done;
   };

@@ -12,12 +12,15 @@
 //               [--presets llmsvc,lmk,... | all | none] [--budget-bytes B | --budget-fraction 0.25]
 //               [--switch-profile FILE] [--state-dir DIR] [--threads 2] [--n-ctx 2048]
 //               [--time-scale 1] [--out FILE] [--model PATH] [--text PATH] [--via engine|llmsvcd|engine,llmsvcd]
+//               [--rounds 1]
 //
 // --via llmsvcd replays it on a real llmsvcd (started in the state directory with the budget,
 // the preset's kv_ratio and the switch profile) through llmsvc.h, as an app; only the llmsvc
 // preset (the daemon's policy). Its records carry the engine's own switch-in figures, from
 // inside the daemon, and the app's wall time per call; both vias in one run also print the
-// daemon's mean switch-in over the engine's.
+// daemon's mean switch-in over the engine's. --rounds N replays every (preset, via) N times,
+// taking turns, so that a slow stretch of a shared machine does not land on one side only; the
+// daemon's figure is then the ratio of the two medians over the rounds' means.
 //
 // Output: {"trace": {...}, "runs": [one object per preset]} (llamacpp_trace.py writes runs of
 // the same schema). Exit 3 when some call failed (its record says why), after writing it.
@@ -104,6 +107,7 @@ struct Args {
   int threads = 2, n_ctx = 2048;
   double time_scale = 1.0;
   std::string via = "engine";
+  int rounds = 1;
 };
 
 // Nearest-rank percentile of an unsorted sample (llamacpp_trace.py uses the same rule).
@@ -337,9 +341,11 @@ int main_impl(int argc, char** argv) {
     else if (k == "--n-ctx") a.n_ctx = std::atoi(v.c_str());
     else if (k == "--time-scale") a.time_scale = std::atof(v.c_str());
     else if (k == "--via") a.via = v;
+    else if (k == "--rounds") a.rounds = std::atoi(v.c_str());
     else return usage("unknown argument " + k);
   }
-  if (a.threads < 1 || a.n_ctx < 64 || a.time_scale < 0) return usage("need --threads >= 1, --n-ctx >= 64, --time-scale >= 0");
+  if (a.threads < 1 || a.n_ctx < 64 || a.time_scale < 0 || a.rounds < 1)
+    return usage("need --threads >= 1, --n-ctx >= 64, --time-scale >= 0, --rounds >= 1");
   std::vector<const Preset*> presets;
   const std::vector<std::string> names = a.presets == "all" ? std::vector<std::string>{} : split_commas(a.presets);
   if (a.presets == "all")
@@ -385,28 +391,36 @@ int main_impl(int argc, char** argv) {
               {"time_scale", a.time_scale},
               {"runs", Json::array()}};
   int failed = 0;
-  std::map<bool, double> llmsvc_mean;  // by via, for the daemon's figure against the engine's
-  for (const Preset* p : presets) {
-    for (const bool via_daemon : vias) {
-      auto run = run_preset(*trace, *p, a, budget, via_daemon, &failed);
-      if (!run.ok()) {
-        std::fprintf(stderr, "bench_trace: %s: %s\n", p->name, run.status().message().c_str());
-        return 1;
+  std::map<bool, std::vector<double>> llmsvc_means;  // by via, a mean per round: the daemon's against the engine's
+  for (int round = 1; round <= a.rounds; ++round) {
+    for (const Preset* p : presets) {
+      for (const bool via_daemon : vias) {
+        auto run = run_preset(*trace, *p, a, budget, via_daemon, &failed);
+        if (!run.ok()) {
+          std::fprintf(stderr, "bench_trace: %s: %s\n", p->name, run.status().message().c_str());
+          return 1;
+        }
+        const Json& sw = (*run)["switch_in_ms"];
+        const std::string name = std::string(p->name) + (via_daemon ? "@llmsvcd" : "");
+        std::fprintf(stderr, "%-15s switch-in mean %8.2f ms (switches %8.2f, p99 %8.2f)  loaded %lld recomputed %lld  %.1f s\n",
+                     name.c_str(), sw["all"]["mean"].get<double>(), sw["switches"]["mean"].get<double>(),
+                     sw["switches"]["p99"].get<double>(), (*run)["chunks_loaded"].get<long long>(),
+                     (*run)["chunks_recomputed"].get<long long>(), (*run)["wall_s"].get<double>());
+        if (std::string(p->name) == "llmsvc") llmsvc_means[via_daemon].push_back(sw["all"]["mean"].get<double>());
+        (*run)["round"] = round;
+        out["runs"].push_back(std::move(run).value());
       }
-      const Json& sw = (*run)["switch_in_ms"];
-      const std::string name = std::string(p->name) + (via_daemon ? "@llmsvcd" : "");
-      std::fprintf(stderr, "%-15s switch-in mean %8.2f ms (switches %8.2f, p99 %8.2f)  loaded %lld recomputed %lld  %.1f s\n",
-                   name.c_str(), sw["all"]["mean"].get<double>(), sw["switches"]["mean"].get<double>(),
-                   sw["switches"]["p99"].get<double>(), (*run)["chunks_loaded"].get<long long>(),
-                   (*run)["chunks_recomputed"].get<long long>(), (*run)["wall_s"].get<double>());
-      if (std::string(p->name) == "llmsvc") llmsvc_mean[via_daemon] = sw["all"]["mean"].get<double>();
-      out["runs"].push_back(std::move(run).value());
     }
   }
-  if (llmsvc_mean.size() == 2 && llmsvc_mean[false] > 0) {
-    const double ratio = llmsvc_mean[true] / llmsvc_mean[false];
-    std::fprintf(stderr, "llmsvcd / engine, mean switch-in: %.3f (target within 10%%)\n", ratio);
-    out["llmsvcd_over_engine_switch_in_mean"] = ratio;
+  if (llmsvc_means.size() == 2) {
+    const double engine = percentile(llmsvc_means[false], 50), daemon = percentile(llmsvc_means[true], 50);
+    if (engine > 0) {
+      const double ratio = daemon / engine;
+      std::fprintf(stderr, "llmsvcd / engine, mean switch-in: %.3f (%s; target within 10%%)\n", ratio,
+                   a.rounds > 1 ? "median over the rounds of each side" : "one round");
+      out["llmsvcd_over_engine_switch_in_mean"] = ratio;
+      out["llmsvc_switch_in_means_by_round"] = {{"engine", llmsvc_means[false]}, {"llmsvcd", llmsvc_means[true]}};
+    }
   }
   const std::string text = out.dump(1) + "\n";
   if (a.out.empty()) {

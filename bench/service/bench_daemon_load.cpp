@@ -4,8 +4,9 @@
 // latency and time to first token (p50/p99/max), errors (must be 0), fairness (per-client
 // completion times), and the daemon's peak RSS (VmHWM) against what it is configured to hold:
 // its KV budget (kv_budget_bytes in a --config TOML file) + the model file + a stated fixed
-// overhead (--overhead-mib: runtime, scratch, thread stacks, connection buffers, and up to
-// 32 MiB of encoded chunks queued for the swap writer, which the KV budget does not count).
+// overhead (--overhead-mib: runtime, scratch, thread stacks, connection buffers, up to 32 MiB
+// of encoded chunks queued for the swap writer, which the KV budget does not count, and the
+// mappings kept for reuse: 16 MiB of swap buffers, 8 MiB of KV blocks).
 //
 //   bench_daemon_load [--model PATH] [--threads 2] [--clients 64] [--calls 20] [--max-tokens 8]
 //                     [--kv-budget-mib 64] [--overhead-mib 96] [--json PATH]

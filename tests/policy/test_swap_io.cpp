@@ -154,6 +154,37 @@ TEST(SwapWriter, LaterWritesAndRemovalsOfOnePathWin) {
   EXPECT_TRUE(dir.entries().empty());
 }
 
+// Queued buffers (handed over without a copy) count as pending, by the memory they hold, until
+// written: the engine stops queueing past a limit by this figure.
+TEST(SwapWriter, QueuedBuffersCountAsPendingUntilWritten) {
+  ScratchDir dir;
+  SwapWriter w;
+  std::promise<void> entered, release;
+  w.write_async(dir.file("0.kvc"), pattern_bytes(1000, 0), [&](Status s) {
+    EXPECT_TRUE(s.ok()) << s.message();
+    entered.set_value();
+    release.get_future().wait();  // holds the writer thread, so what follows stays queued
+  });
+  entered.get_future().wait();
+  const uint64_t first = w.pending_bytes();
+  EXPECT_GE(first, 1000u);  // the copied buffer's mapping
+  uint64_t queued = first;
+  for (int i = 1; i <= 3; ++i) {
+    const std::vector<uint8_t> want = pattern_bytes(70000 * i, i);
+    PageBuffer b;
+    ASSERT_TRUE(b.allocate(2 * want.size()));  // as encoding does: room for the worst case
+    std::memcpy(b.data(), want.data(), want.size());
+    b.resize_down(want.size());
+    queued += b.capacity();  // what it holds, not what it will write
+    w.write_async(dir.file(std::to_string(i) + ".kvc"), std::move(b), nullptr);
+    EXPECT_EQ(w.pending_bytes(), queued);
+  }
+  release.set_value();
+  w.flush();
+  EXPECT_EQ(w.pending_bytes(), 0u);
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(read_file(dir.file(std::to_string(i) + ".kvc")), pattern_bytes(70000 * i, i));
+}
+
 TEST(SwapWriter, DestructionDrainsTheQueue) {
   ScratchDir dir;
   std::atomic<int> ok{0};
