@@ -20,7 +20,8 @@
 // inside the daemon, and the app's wall time per call; both vias in one run also print the
 // daemon's mean switch-in over the engine's. --rounds N replays every (preset, via) N times,
 // taking turns, so that a slow stretch of a shared machine does not land on one side only; the
-// daemon's figure is then the ratio of the two medians over the rounds' means.
+// daemon's figure is then the ratio of the two medians over the rounds' means (nearest rank:
+// with an even N, the lower middle; use an odd N).
 //
 // Output: {"trace": {...}, "runs": [one object per preset]} (llamacpp_trace.py writes runs of
 // the same schema). Exit 3 when some call failed (its record says why), after writing it.

@@ -166,6 +166,23 @@ TEST(ChunkFile, EncodeIntoCallerBuffer) {
   EXPECT_EQ(small.status().code(), Code::invalid_argument);
 }
 
+// The swap store encodes into reused buffers that still hold other contexts' bytes (possibly
+// another app's): every byte of the file must be written by the encoder, none left over.
+TEST(ChunkFile, EncodeWritesEveryByteOfTheFile) {
+  for (ChunkCodec codec : {ChunkCodec::none, ChunkCodec::lz4, ChunkCodec::zstd}) {
+    for (KvFormat format : {KvFormat::f16, KvFormat::q4}) {
+      const ChunkMeta m = make_meta(7, format, 3, 2, 64);
+      const auto payload = synth_chunk_payload(m, 11);
+      std::vector<uint8_t> zeroed(max_encoded_chunk_bytes(m), 0x00), dirty(max_encoded_chunk_bytes(m), 0xA5);
+      auto a = encode_chunk(m, payload, {codec, 3}, zeroed);
+      auto b = encode_chunk(m, payload, {codec, 3}, dirty);
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(*a, *b);
+      EXPECT_EQ(0, std::memcmp(zeroed.data(), dirty.data(), *a)) << chunk_codec_name(codec);
+    }
+  }
+}
+
 TEST(ChunkFile, BadArgumentsAreRefused) {
   const ChunkMeta good = make_meta(0);
   const auto payload = synth_chunk_payload(good, 0);
