@@ -9,9 +9,14 @@
 //      (first piece to return) and by the engine (result.decode_ms); median tokens/s and the
 //      daemon/embedded ratio (target >= 98 %).
 //
-//   bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128]
-//                         [--gap-ms 3] [--on-thread 0|1] [--daemon-args "ARG ..."] [--json PATH]
+//   bench_daemon_overhead [--model PATH] [--threads 2] [--reps 15] [--calls 20] [--tokens 128]
+//                         [--gap-ms 3] [--on-thread 0|1] [--fresh 0|1] [--versus daemon|embedded]
+//                         [--daemon-args "ARG ..."] [--json PATH]
 //  --gap-ms: idle time before each timed operation (engine threads spin ~1 ms after work).
+//  --fresh 1 (default): new instances (a new llmsvcd, a new embedded bind) for every repetition;
+//  0: one of each for the whole run.
+//  --versus embedded: the control, a second embedded service in place of the daemon: how far
+//  two instances of the same path differ on this machine (the noise floor of the figures).
 //  --on-thread 1: the app makes its calls from a thread of its own, not the main thread (an
 //  embedded call then computes on such a thread, as llmsvcd's calls do on its workers).
 #include <cstring>
@@ -96,26 +101,50 @@ int run(const Flags& flags) {
   std::vector<std::string> daemon_args;
   std::istringstream words(flags.str("daemon-args"));
   for (std::string w; words >> w;) daemon_args.push_back(w);
-  auto daemon = start_daemon(dir, model, threads, daemon_args);
-  const std::string embedded_state = dir + "/embedded-state";
-  llmsvc_bind_options eo;
-  llmsvc_bind_options_init(&eo);
-  eo.target = "embedded";
-  eo.model_path = model.c_str();
-  eo.n_threads = threads;
-  eo.state_dir = embedded_state.c_str();
-  llmsvc_bind_options dopt;
-  llmsvc_bind_options_init(&dopt);
-  const std::string target = daemon->target();
-  dopt.target = target.c_str();
-  const Path paths[2] = {{"embedded", bind_or_exit(eo)}, {"daemon", bind_or_exit(dopt)}};
-
-  // Warm-up: one short call and one short decode on each path.
-  for (const Path& p : paths) {
-    llmsvc_context* c = new_context_or_exit(p.svc, "warmup", true);
-    (void)timed_call(c, "Hello", 16);
-    close_and_delete(p.svc, c);
+  const bool fresh = flags.integer("fresh") != 0;
+  const bool control = flags.str("versus") == "embedded";
+  if (!control && flags.str("versus") != "daemon") {
+    std::fprintf(stderr, "--versus: daemon or embedded\n");
+    return 2;
   }
+
+  // The two sides of a repetition. Each bind loads its own copy of the weights, and where a
+  // copy lands in memory moves its speed by several percent on some machines (two embedded
+  // services in one process differ so, --versus embedded shows it): with --fresh 1 every
+  // repetition has new instances, and the per-repetition medians average over placements.
+  std::unique_ptr<test::DaemonProcess> daemon;
+  Path paths[2] = {{"embedded", nullptr}, {control ? "embedded-2" : "daemon", nullptr}};
+  int instance = 0;
+  auto start_side = [&](int p) {
+    const std::string state = dir + "/state-" + std::to_string(instance++);
+    if (p == 1 && !control) {
+      std::filesystem::create_directories(state);
+      daemon = start_daemon(state, model, threads, daemon_args);
+      llmsvc_bind_options dopt;
+      llmsvc_bind_options_init(&dopt);
+      const std::string target = daemon->target();
+      dopt.target = target.c_str();
+      paths[p].svc = bind_or_exit(dopt);
+    } else {
+      llmsvc_bind_options eo;
+      llmsvc_bind_options_init(&eo);
+      eo.target = "embedded";
+      eo.model_path = model.c_str();
+      eo.n_threads = threads;
+      eo.state_dir = state.c_str();
+      paths[p].svc = bind_or_exit(eo);
+    }
+    // Warm-up: one short call and one short decode.
+    llmsvc_context* c = new_context_or_exit(paths[p].svc, "warmup", true);
+    (void)timed_call(c, "Hello", 16);
+    close_and_delete(paths[p].svc, c);
+  };
+  bool clean_exit = true;
+  auto stop_sides = [&] {
+    for (Path& p : paths) llmsvc_unbind(p.svc);
+    if (daemon) clean_exit = stop_daemon(*daemon) && clean_exit;
+    daemon.reset();
+  };
 
   const std::string short_prompt = " yes";
   const std::string decode_prompt = "Once upon a time, in a small village by the sea,";
@@ -124,6 +153,10 @@ int run(const Flags& flags) {
   std::vector<double> added_per_rep, paired_added, ratio_per_rep, engine_ratio_per_rep;
   bool same_text = true;
   for (int r = 0; r < reps; ++r) {
+    if (r == 0 || fresh) {
+      if (r > 0) stop_sides();
+      for (int p = 0; p < 2; ++p) start_side(p);
+    }
     // (a) Short calls, alternating which path goes first; both contexts grow alike.
     llmsvc_context* ctx[2];
     for (int p = 0; p < 2; ++p) ctx[p] = new_context_or_exit(paths[p].svc, "short-" + std::to_string(r), true);
@@ -174,14 +207,15 @@ int run(const Flags& flags) {
     std::fprintf(stderr, "rep %d/%d: short call added %.3f ms; decode %.1f vs %.1f tok/s (%d tokens)\n", r + 1, reps,
                  added_per_rep.back(), app_tps[0].back(), app_tps[1].back(), dec[1].result.generated_tokens);
   }
-  for (const Path& p : paths) llmsvc_unbind(p.svc);
-  const bool clean_exit = stop_daemon(*daemon);
+  stop_sides();
 
   auto added = [](const std::vector<double>* v) { return median(v[1]) - median(v[0]); };
-  std::printf("\nllmsvcd overhead vs embedded: %s, %d threads, %d reps x %d short calls, %d decode tokens\n",
-              model.substr(model.find_last_of('/') + 1).c_str(), threads, reps, calls, tokens);
+  std::printf("\n%s: %s, %d threads, %d reps x %d short calls, %d decode tokens, %s\n",
+              control ? "control, a second embedded service vs embedded" : "llmsvcd overhead vs embedded",
+              model.substr(model.find_last_of('/') + 1).c_str(), threads, reps, calls, tokens,
+              fresh ? "new instances every rep" : "one instance of each");
   std::printf("(figures from a loaded machine are smoke figures, not evidence)\n\n");
-  std::printf("%-34s %12s %12s %10s %10s\n", "per call (median ms)", "embedded", "daemon", "added", "target");
+  std::printf("%-34s %12s %12s %10s %10s\n", "per call (median ms)", "embedded", paths[1].name, "added", "target");
   std::printf("%-34s %12.3f %12.3f %10.3f %10s\n", "call, max_tokens 1", median(call_ms[0]), median(call_ms[1]),
               added(call_ms), "<= 0.5");
   std::printf("%-34s %12.3f %12.3f %10.3f\n", "  outside the engine (wall - ttft)", median(outside_engine_ms[0]),
@@ -196,7 +230,7 @@ int run(const Flags& flags) {
               added(info_ms));
   std::printf("%-34s %12s %12s %10.3f\n", "  median of per-rep added (call)", "", "", median(added_per_rep));
   std::printf("%-34s %12s %12s %10.3f\n", "  median of paired differences", "", "", median(paired_added));
-  std::printf("\n%-34s %12s %12s %10s %10s\n", "decode (median tokens/s)", "embedded", "daemon", "ratio", "target");
+  std::printf("\n%-34s %12s %12s %10s %10s\n", "decode (median tokens/s)", "embedded", paths[1].name, "ratio", "target");
   std::printf("%-34s %12.1f %12.1f %9.1f%% %10s\n", "as the app sees it", median(app_tps[0]), median(app_tps[1]),
               100 * median(ratio_per_rep), ">= 98%");
   std::printf("%-34s %12.1f %12.1f %9.1f%%\n", "as the engine times it", median(engine_tps[0]), median(engine_tps[1]),
@@ -240,15 +274,18 @@ int run(const Flags& flags) {
 int main_impl(int argc, char** argv) {
   Flags flags({{"model", test::default_model_path()},
                {"threads", "2"},
-               {"reps", "5"},
-               {"calls", "50"},
+               {"reps", "15"},
+               {"calls", "20"},
                {"tokens", "128"},
                {"gap-ms", "3"},
                {"on-thread", "0"},
+               {"fresh", "1"},
+               {"versus", "daemon"},
                {"daemon-args", ""},
                {"json", ""}},
-              "usage: bench_daemon_overhead [--model PATH] [--threads 2] [--reps 5] [--calls 50] [--tokens 128] "
-              "[--gap-ms 3] [--on-thread 0|1] [--daemon-args \"ARG ...\"] [--json PATH]");
+              "usage: bench_daemon_overhead [--model PATH] [--threads 2] [--reps 15] [--calls 20] [--tokens 128] "
+              "[--gap-ms 3] [--on-thread 0|1] [--fresh 0|1] [--versus daemon|embedded] [--daemon-args \"ARG ...\"] "
+              "[--json PATH]");
   if (!flags.parse(argc, argv)) return 2;
   if (flags.integer("on-thread") == 0) return run(flags);
   int rc = 1;

@@ -57,12 +57,18 @@ void WorkerPool::run() {
     }
     task();
     task = nullptr;  // its captures go before the key's slot is given back
+    bool stopping = false;
     {
       std::lock_guard lock(mu_);
       Queue& q = queues_[key];
       if (--q.running == 0 && q.tasks.empty()) queues_.erase(key);
+      stopping = stopping_;
     }
-    if (max_per_key_ > 0) cv_.notify_all();  // a key at its limit may run again
+    // A task that the key's limit held back can run now, and this thread looks for it first
+    // thing: no other thread is woken for it (waking the idle ones after every call cost the
+    // app waiting for the answer its CPU on a small machine). When stopping, the idle ones
+    // wait for the queue to empty, so they are told.
+    if (stopping) cv_.notify_all();
   }
 }
 

@@ -270,5 +270,20 @@ TEST(WorkerPool, AKeyRunsAtMostItsLimitAtOnce) {
   EXPECT_FALSE(a2_before_a1.load());
 }
 
+// The task a key's limit held back starts when the key's running task ends, with the pool
+// running on (not only when its destructor drains the queue). Nothing else wakes a thread
+// for it: the thread that finished looks for it.
+TEST(WorkerPool, AHeldBackTaskStartsWhenItsKeyFinishesOne) {
+  std::promise<void> release_a1, a1_started, a2_ran;
+  std::shared_future<void> a1_released = release_a1.get_future().share();
+  WorkerPool pool(3, "test-pool", 1);
+  pool.post([&] { a1_started.set_value(), a1_released.wait(); }, "a");
+  a1_started.get_future().wait();
+  pool.post([&] { a2_ran.set_value(); }, "a");  // held back: a is at its limit
+  release_a1.set_value();
+  EXPECT_EQ(a2_ran.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "a's second task never started after its first ended";
+}
+
 }  // namespace
 }  // namespace llmsvc::service
