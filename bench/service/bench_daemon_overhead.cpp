@@ -155,7 +155,9 @@ int run(const Flags& flags) {
   for (int r = 0; r < reps; ++r) {
     if (r == 0 || fresh) {
       if (r > 0) stop_sides();
-      for (int p = 0; p < 2; ++p) start_side(p);
+      // Which side loads first alternates too: in one process the instance bound second ran
+      // 0.04-0.21 ms per call faster than the first in every control run.
+      for (int k = 0; k < 2; ++k) start_side((r + k) % 2);
     }
     // (a) Short calls, alternating which path goes first; both contexts grow alike.
     llmsvc_context* ctx[2];
