@@ -13,8 +13,8 @@
 //                         [--gap-ms 3] [--on-thread 0|1] [--fresh 0|1] [--versus daemon|embedded]
 //                         [--daemon-args "ARG ..."] [--json PATH]
 //  --gap-ms: idle time before each timed operation (engine threads spin ~1 ms after work).
-//  --fresh 1 (default): new instances (a new llmsvcd, a new embedded bind) for every repetition;
-//  0: one of each for the whole run.
+//  --fresh 1 (default): new instances (a new llmsvcd, a new embedded bind) for every repetition,
+//  the side loaded first alternating; 0: one of each for the whole run.
 //  --versus embedded: the control, a second embedded service in place of the daemon: how far
 //  two instances of the same path differ on this machine (the noise floor of the figures).
 //  --on-thread 1: the app makes its calls from a thread of its own, not the main thread (an
