@@ -134,7 +134,7 @@ int run(const Flags& flags) {
       eo.state_dir = state.c_str();
       paths[p].svc = bind_or_exit(eo);
     }
-    // Warm-up: one short call and one short decode.
+    // Warm-up: one call of 16 tokens.
     llmsvc_context* c = new_context_or_exit(paths[p].svc, "warmup", true);
     (void)timed_call(c, "Hello", 16);
     close_and_delete(paths[p].svc, c);
