@@ -53,7 +53,8 @@ size_t estimate_bytes(const p::Message& m) {
 
 Server::Server(AppContexts& apps, ServerOptions options) : apps_(apps), opt_(std::move(options)) {
   ops_ = std::make_unique<WorkerPool>(std::max(1, opt_.op_workers), "llmsvcd-ops");
-  calls_ = std::make_unique<WorkerPool>(std::max(1, opt_.call_workers), "llmsvcd-call",
+  // One thread more than calls at once: one of them runs the loop.
+  calls_ = std::make_unique<WorkerPool>(std::max(1, opt_.call_workers) + 1, "llmsvcd-call",
                                         std::max(1, opt_.call_workers_per_app));
 }
 
@@ -102,79 +103,17 @@ int Server::run() {
   notify_ready("serving: " + status_line());
   log_line("ready (" + std::to_string(listeners_.size()) + " listening sockets)");
 
-  epoll_event events[64];
-  auto last_status = Clock::now(), last_watchdog = Clock::now(), last_busy = Clock::now();
+  last_status_ = last_watchdog_ = last_busy_ = Clock::now();
   if (opt_.watchdog_us > 0) notify_watchdog();
-  for (;;) {
-    const int n = ::epoll_wait(epfd_, events, 64, 100);
-    if (n < 0 && errno != EINTR) {
-      log_line("epoll_wait: " + fileio::errno_text(errno));
-      return 1;
-    }
-    for (int i = 0; i < n; ++i) {
-      const int fd = events[i].data.fd;
-      if (fd == sigfd_) {
-        signalfd_siginfo si;
-        while (::read(sigfd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
-          log_line(std::string("signal ") + ::strsignal(static_cast<int>(si.ssi_signo)));
-          if (stopping_) cancel_all();  // a second signal: do not wait for calls
-          begin_shutdown();
-        }
-        continue;
-      }
-      if (fd == evfd_) {
-        uint64_t v;
-        ssize_t r = ::read(evfd_, &v, sizeof(v));
-        (void)r;
-        continue;
-      }
-      bool is_listener = false;
-      for (const Listener& l : listeners_) is_listener = is_listener || l.fd == fd;
-      if (is_listener) {
-        accept_all(fd);
-        continue;
-      }
-      auto it = sessions_.find(fd);
-      if (it == sessions_.end()) continue;
-      SessionPtr s = it->second;
-      if ((events[i].events & (EPOLLHUP | EPOLLERR)) && !s->reading) {
-        drop(s, "hung up");  // not being read (backpressure): nothing more can come or go
-        continue;
-      }
-      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) on_readable(s);
-      if (sessions_.count(fd) && sessions_[fd] == s && (events[i].events & EPOLLOUT)) flush(s);
-    }
-    take_outboxes();
-    check_timers();
-    const auto now = Clock::now();
-    if (!stopping_ && now - last_status > std::chrono::seconds(5)) {
-      notify_status("serving: " + status_line());
-      last_status = now;
-    }
-    if (opt_.watchdog_us > 0 && now - last_watchdog >= std::chrono::microseconds(opt_.watchdog_us / 2)) {
-      notify_watchdog();
-      last_watchdog = now;
-    }
-    if (!stopping_ && opt_.exit_idle_ms > 0) {
-      if (!sessions_.empty() || calls_running_.load() > 0) {
-        last_busy = now;
-      } else if (now - last_busy > std::chrono::milliseconds(opt_.exit_idle_ms)) {
-        // Clients that connect from now on wait in systemd's socket, which starts us again.
-        log_line("no clients for " + std::to_string(opt_.exit_idle_ms) + " ms: exiting");
-        begin_shutdown();
-      }
-    }
-    if (stopping_) {
-      if (!cancelled_all_ && now >= stop_deadline_) {
-        log_line("stop timeout: cancelling " + std::to_string(calls_running_.load()) + " calls");
-        cancel_all();
-      }
-      bool flushed = true;
-      for (auto& [fd, s] : sessions_) flushed = flushed && pending_bytes(s) == 0;
-      const bool hard = now >= stop_deadline_ + std::chrono::seconds(3);
-      if ((calls_running_.load() == 0 && flushed) || hard) break;
-    }
+  // The loop runs on the call workers, one at a time (lead()); this thread waits for its end.
+  calls_->post_lead([this] { lead(); });
+  int rc = 0;
+  {
+    std::unique_lock lock(loop_mu_);
+    loop_cv_.wait(lock, [&] { return loop_rc_.has_value(); });
+    rc = *loop_rc_;
   }
+  if (rc != 0) return rc;
   if (calls_running_.load() > 0) {
     // Past the hard deadline: calls still running (a long prefill) lose their connection, so
     // that none waits for room to send.
@@ -195,6 +134,112 @@ int Server::run() {
   }
   log_line("stopped");
   return 0;
+}
+
+void Server::lead() {
+  // Not through calls_: once the loop is over, run() resets it (null first, then the pool's
+  // destructor joins this thread), while a call run here may still be finishing.
+  WorkerPool& pool = *calls_;
+  for (;;) {
+    const std::optional<int> rc = loop_step();
+    std::vector<CallTask> started = std::move(started_);
+    started_.clear();
+    size_t i = 0;
+    // The first call started runs on this thread, which hands the loop to an idle worker
+    // (the loop sees every other call out to a worker): a call does not wait for another
+    // thread to wake up, as it would when queued.
+    const bool here = !rc && !started.empty() && pool.swap_lead([this] { lead(); }, started[0].key);
+    if (here) i = 1;
+    for (; i < started.size(); ++i) pool.post(std::move(started[i].task), started[i].key);
+    if (here) {
+      started[0].task();
+      const std::string key = std::move(started[0].key);
+      started.clear();  // the captures go before the key's slot is given back
+      pool.finish_here(key);
+      return;
+    }
+    if (rc) {
+      {
+        std::lock_guard lock(loop_mu_);
+        loop_rc_ = *rc;
+      }
+      loop_cv_.notify_all();
+      return;
+    }
+  }
+}
+
+std::optional<int> Server::loop_step() {
+  epoll_event events[64];
+  const int n = ::epoll_wait(epfd_, events, 64, 100);
+  if (n < 0 && errno != EINTR) {
+    log_line("epoll_wait: " + fileio::errno_text(errno));
+    return 1;
+  }
+  for (int i = 0; i < n; ++i) {
+    const int fd = events[i].data.fd;
+    if (fd == sigfd_) {
+      signalfd_siginfo si;
+      while (::read(sigfd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+        log_line(std::string("signal ") + ::strsignal(static_cast<int>(si.ssi_signo)));
+        if (stopping_) cancel_all();  // a second signal: do not wait for calls
+        begin_shutdown();
+      }
+      continue;
+    }
+    if (fd == evfd_) {
+      uint64_t v;
+      ssize_t r = ::read(evfd_, &v, sizeof(v));
+      (void)r;
+      continue;
+    }
+    bool is_listener = false;
+    for (const Listener& l : listeners_) is_listener = is_listener || l.fd == fd;
+    if (is_listener) {
+      accept_all(fd);
+      continue;
+    }
+    auto it = sessions_.find(fd);
+    if (it == sessions_.end()) continue;
+    SessionPtr s = it->second;
+    if ((events[i].events & (EPOLLHUP | EPOLLERR)) && !s->reading) {
+      drop(s, "hung up");  // not being read (backpressure): nothing more can come or go
+      continue;
+    }
+    if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) on_readable(s);
+    if (sessions_.count(fd) && sessions_[fd] == s && (events[i].events & EPOLLOUT)) flush(s);
+  }
+  take_outboxes();
+  check_timers();
+  const auto now = Clock::now();
+  if (!stopping_ && now - last_status_ > std::chrono::seconds(5)) {
+    notify_status("serving: " + status_line());
+    last_status_ = now;
+  }
+  if (opt_.watchdog_us > 0 && now - last_watchdog_ >= std::chrono::microseconds(opt_.watchdog_us / 2)) {
+    notify_watchdog();
+    last_watchdog_ = now;
+  }
+  if (!stopping_ && opt_.exit_idle_ms > 0) {
+    if (!sessions_.empty() || calls_running_.load() > 0) {
+      last_busy_ = now;
+    } else if (now - last_busy_ > std::chrono::milliseconds(opt_.exit_idle_ms)) {
+      // Clients that connect from now on wait in systemd's socket, which starts us again.
+      log_line("no clients for " + std::to_string(opt_.exit_idle_ms) + " ms: exiting");
+      begin_shutdown();
+    }
+  }
+  if (stopping_) {
+    if (!cancelled_all_ && now >= stop_deadline_) {
+      log_line("stop timeout: cancelling " + std::to_string(calls_running_.load()) + " calls");
+      cancel_all();
+    }
+    bool flushed = true;
+    for (auto& [fd, s] : sessions_) flushed = flushed && pending_bytes(s) == 0;
+    const bool hard = now >= stop_deadline_ + std::chrono::seconds(3);
+    if ((calls_running_.load() == 0 && flushed) || hard) return 0;
+  }
+  return std::nullopt;
 }
 
 void Server::begin_shutdown() {
@@ -565,8 +610,8 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
   s->call_handle[stream] = call.handle;
   s->cancel_flags[stream] = flag;
   ++calls_running_;
-  calls_->post([this, s, stream, flag, app = s->app, id = it->second.id, prompt = call.prompt,
-                params = std::move(params).value()]() mutable {
+  auto task = [this, s, stream, flag, app = s->app, id = it->second.id, prompt = call.prompt,
+               params = std::move(params).value()]() mutable {
     params.cancel = flag.get();
     PieceFn on_piece = [&](std::string_view text, int32_t token) {
       for (std::string_view part : split_piece(text)) {
@@ -601,7 +646,8 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
       ssize_t w = ::write(evfd_, &one, sizeof(one));
       (void)w;
     }
-  }, s->app.scope());
+  };
+  started_.push_back({std::move(task), s->app.scope()});  // lead() runs or queues it
 }
 
 void Server::call_finished(const SessionPtr& s, uint32_t stream) {

@@ -1,6 +1,8 @@
-// Server: llmsvcd's event loop. One thread runs epoll over the listening sockets, every
-// client connection, a signalfd (SIGTERM, SIGINT) and an eventfd that workers use to hand
-// back answers. Connections are non-blocking and read through FrameReader, written through
+// Server: llmsvcd's event loop. One thread at a time runs epoll over the listening sockets,
+// every client connection, a signalfd (SIGTERM, SIGINT) and an eventfd that workers use to
+// hand back answers. The loop runs on the call workers as leader/followers: the thread that
+// runs it and starts a call runs that call itself, handing the loop to an idle worker, so a
+// call does not wait for another thread to wake before it computes. Connections are non-blocking and read through FrameReader, written through
 // FrameWriter, with the rules of ConnectionState. Calls run on a pool of call workers over
 // the shared engine (through AppContexts, so every request is confined to the caller's app);
 // apps take turns for the workers, each running at most call_workers_per_app calls at once,
@@ -23,6 +25,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -53,7 +57,7 @@ struct ServerOptions {
   int stop_timeout_ms = 5000;
   size_t max_unsent_bytes = 4u << 20;
   size_t max_requests_in_flight = 64;
-  int call_workers = 4;
+  int call_workers = 4;  // calls at once (the pool has one thread more, for the loop)
   // Calls of one app running at once (its others wait their turn), so an app's burst of
   // calls leaves workers for the other apps. Apps take turns for free workers.
   int call_workers_per_app = 2;
@@ -78,7 +82,10 @@ class Server {
  private:
   using SessionPtr = std::shared_ptr<Session>;
 
-  // Loop side.
+  // Loop side. lead() runs the loop until it hands it on or it ends; loop_step() is one
+  // round of it: a value when the loop is over (the exit code).
+  void lead();
+  std::optional<int> loop_step();
   void accept_all(int listen_fd);
   void on_readable(const SessionPtr& s);
   void process_frames(const SessionPtr& s);
@@ -138,6 +145,16 @@ class Server {
   };
   std::vector<Listener> listeners_;
   std::map<int, SessionPtr> sessions_;  // by fd
+
+  struct CallTask {
+    std::function<void()> task;
+    std::string key;
+  };
+  std::vector<CallTask> started_;  // calls the loop started in this round (lead() places them)
+  Clock::time_point last_status_{}, last_watchdog_{}, last_busy_{};
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  std::optional<int> loop_rc_;  // set when the loop is over
 
   std::mutex dirty_mu_;
   std::vector<SessionPtr> dirty_;  // sessions with outbox entries

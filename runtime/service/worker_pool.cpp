@@ -31,10 +31,49 @@ void WorkerPool::post(std::function<void()> task, const std::string& key) {
   cv_.notify_one();
 }
 
+void WorkerPool::post_lead(std::function<void()> lead) {
+  {
+    std::lock_guard lock(mu_);
+    lead_ = std::move(lead);
+  }
+  cv_.notify_one();
+}
+
+bool WorkerPool::swap_lead(std::function<void()> lead, const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || lead_ || idle_ == 0) return false;
+    for (const std::string& k : turns_)
+      if (may_start_locked(queues_[k])) return false;  // its turn comes first
+    Queue& q = queues_[key];
+    if (!may_start_locked(q)) return false;  // (running, so the entry stays)
+    q.running++;
+    lead_ = std::move(lead);
+  }
+  // Every waiting thread takes a lead before a task, so the one woken plays it.
+  cv_.notify_one();
+  return true;
+}
+
+void WorkerPool::finish_here(const std::string& key) {
+  bool stopping = false;
+  {
+    std::lock_guard lock(mu_);
+    finish_locked(key);
+    stopping = stopping_;
+  }
+  if (stopping) cv_.notify_all();
+}
+
+void WorkerPool::finish_locked(const std::string& key) {
+  Queue& q = queues_[key];
+  if (--q.running == 0 && q.tasks.empty()) queues_.erase(key);
+}
+
 bool WorkerPool::take_locked(std::function<void()>& task, std::string& key) {
   for (auto it = turns_.begin(); it != turns_.end(); ++it) {
     Queue& q = queues_[*it];
-    if (max_per_key_ > 0 && q.running >= max_per_key_) continue;
+    if (!may_start_locked(q)) continue;
     key = *it;
     task = std::move(q.tasks.front());
     q.tasks.pop_front();
@@ -50,18 +89,28 @@ void WorkerPool::run() {
   for (;;) {
     std::function<void()> task;
     std::string key;
+    bool lead = false;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return (stopping_ && turns_.empty()) || take_locked(task, key); });
+      ++idle_;
+      cv_.wait(lock, [&] {
+        if (lead_) {
+          task = std::move(lead_);
+          lead_ = nullptr;
+          return lead = true;
+        }
+        return (stopping_ && turns_.empty()) || take_locked(task, key);
+      });
+      --idle_;
       if (!task) return;
     }
     task();
     task = nullptr;  // its captures go before the key's slot is given back
+    if (lead) continue;  // no key: it may have swapped itself for a task, finished already
     bool stopping = false;
     {
       std::lock_guard lock(mu_);
-      Queue& q = queues_[key];
-      if (--q.running == 0 && q.tasks.empty()) queues_.erase(key);
+      finish_locked(key);
       stopping = stopping_;
     }
     // A task that the key's limit held back can run now, and this thread looks for it first

@@ -9,9 +9,12 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/file_io.h"
@@ -285,5 +288,80 @@ TEST(WorkerPool, AHeldBackTaskStartsWhenItsKeyFinishesOne) {
       << "a's second task never started after its first ended";
 }
 
+// Swaps the lead for a task of `key`, trying again while the pool's other threads are still
+// on their way to wait (a new pool's threads start as they please). Gives up after a minute.
+bool swap_when_idle(WorkerPool& pool, const std::function<void()>& lead, const std::string& key) {
+  for (int i = 0; i < 60000; ++i) {
+    if (pool.swap_lead(lead, key)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// Leader/followers: the thread playing the lead swaps it for a task. The task runs on that
+// thread, an idle thread takes the lead over, and the two run at once.
+TEST(WorkerPool, ASwappedLeadGoesToAnIdleThreadWhileTheTaskRunsHere) {
+  std::promise<std::thread::id> first_lead, second_lead;
+  std::shared_future<std::thread::id> second = second_lead.get_future().share();
+  std::promise<std::pair<bool, std::thread::id>> task_saw;
+  std::atomic<int> leads{0};
+  std::function<void()> lead;
+  WorkerPool pool(2, "test-pool");  // after what its threads use
+  lead = [&] {
+    if (leads++ > 0) return second_lead.set_value(std::this_thread::get_id());
+    first_lead.set_value(std::this_thread::get_id());
+    if (!swap_when_idle(pool, lead, "a")) return task_saw.set_value({false, std::thread::id()});
+    // The task, here: the new lead starts while it runs.
+    const bool overlapped = second.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+    task_saw.set_value({overlapped, std::this_thread::get_id()});
+    pool.finish_here("a");
+  };
+  pool.post_lead(lead);
+  const std::thread::id lead1 = first_lead.get_future().get();
+  auto [overlapped, task_thread] = task_saw.get_future().get();
+  ASSERT_TRUE(overlapped) << "the lead was not taken over while the task ran";
+  EXPECT_EQ(task_thread, lead1);
+  EXPECT_NE(second.get(), lead1);
+}
+
+// No swap without a thread to take the lead over, nor past the task's key limit; and a task
+// run here counts against its key's limit until finish_here.
+TEST(WorkerPool, ASwapKeepsToTheThreadsAndTheKeyLimit) {
+  {
+    WorkerPool pool(1, "test-pool");
+    std::promise<bool> swapped;
+    pool.post_lead([&] { swapped.set_value(pool.swap_lead([] {}, "a")); });
+    EXPECT_FALSE(swapped.get_future().get()) << "swapped with no idle thread to take the lead";
+  }
+  std::promise<void> release_a1, a1_started, b2_ran;
+  std::shared_future<void> a1_released = release_a1.get_future().share();
+  std::atomic<bool> swapped_a{false}, swapped_b{false}, b2_early{false}, in_here{false};
+  WorkerPool pool(3, "test-pool", 1);  // after what its threads use
+  pool.post([&] { a1_started.set_value(), a1_released.wait(); }, "a");
+  a1_started.get_future().wait();
+  pool.post_lead([&] {
+    // a is at its limit; b is not. Each round tries a just before b, so a is refused while
+    // a thread is idle for the lead (b's swap shows there is one).
+    for (int i = 0; i < 60000; ++i) {
+      if (pool.swap_lead([] {}, "a")) {
+        swapped_a = true;
+        return pool.finish_here("a");
+      }
+      if (pool.swap_lead([] {}, "b")) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    swapped_b = true;
+    // b's task runs here; b's next task, posted now, waits for it.
+    in_here = true;
+    pool.post([&] { b2_early = in_here.load(), b2_ran.set_value(); }, "b");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a wrong start
+    in_here = false;
+    pool.finish_here("b");
+  });
+  EXPECT_EQ(b2_ran.get_future().wait_for(std::chrono::seconds(70)), std::future_status::ready);
+  EXPECT_FALSE(swapped_a.load()) << "swapped for a task of a key at its limit";
+  EXPECT_FALSE(b2_early.load()) << "b's second task ran while its first ran here";
+  release_a1.set_value();
+}
 }  // namespace
 }  // namespace llmsvc::service
