@@ -145,9 +145,8 @@ void Server::lead() {
     std::vector<CallTask> started = std::move(started_);
     started_.clear();
     size_t i = 0;
-    // The first call started runs on this thread, which hands the loop to an idle worker
-    // (the loop sees every other call out to a worker): a call does not wait for another
-    // thread to wake up, as it would when queued.
+    // The round's first call runs on this thread, which hands the loop to an idle worker;
+    // the others are queued. So a call does not wait for another thread to wake up.
     const bool here = !rc && !started.empty() && pool.swap_lead([this] { lead(); }, started[0].key);
     if (here) i = 1;
     for (; i < started.size(); ++i) pool.post(std::move(started[i].task), started[i].key);
