@@ -2,12 +2,13 @@
 // every client connection, a signalfd (SIGTERM, SIGINT) and an eventfd that workers use to
 // hand back answers. The loop runs on the call workers as leader/followers: the thread that
 // runs it and starts a call runs that call itself, handing the loop to an idle worker, so a
-// call does not wait for another thread to wake before it computes. Connections are non-blocking and read through FrameReader, written through
-// FrameWriter, with the rules of ConnectionState. Calls run on a pool of call workers over
-// the shared engine (through AppContexts, so every request is confined to the caller's app);
-// apps take turns for the workers, each running at most call_workers_per_app calls at once,
-// and the engine interleaves running calls token by token. Context operations run on a
-// small pool of their own.
+// call does not wait for another thread to wake before it computes. Connections are
+// non-blocking and read through FrameReader, written through FrameWriter, with the rules of
+// ConnectionState. Calls run on the call workers over the shared engine (through
+// AppContexts, so every request is confined to the caller's app); apps take turns for the
+// workers, each running at most call_workers_per_app calls at once, and the engine
+// interleaves running calls token by token. Context operations run on a small pool of their
+// own.
 //
 // Bounds (docs/PROTOCOL.md section 9): a connection is not read while it has
 // max_requests_in_flight requests unanswered or max_unsent_bytes unsent; a call whose
@@ -26,8 +27,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
