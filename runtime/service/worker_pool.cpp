@@ -59,15 +59,16 @@ void WorkerPool::finish_here(const std::string& key) {
   bool stopping = false;
   {
     std::lock_guard lock(mu_);
-    finish_locked(key);
+    Queue& q = queues_[key];
+    if (--q.running == 0 && q.tasks.empty()) queues_.erase(key);
     stopping = stopping_;
   }
+  // A task that the key's limit held back can run now, and the finishing thread looks for it
+  // first thing (a pool thread goes straight back to wait, which takes it): no other thread
+  // is woken for it (waking the idle ones after every call cost the app waiting for the
+  // answer its CPU on a small machine). When stopping, the idle ones wait for the queue to
+  // empty, so they are told.
   if (stopping) cv_.notify_all();
-}
-
-void WorkerPool::finish_locked(const std::string& key) {
-  Queue& q = queues_[key];
-  if (--q.running == 0 && q.tasks.empty()) queues_.erase(key);
 }
 
 bool WorkerPool::take_locked(std::function<void()>& task, std::string& key) {
@@ -107,17 +108,7 @@ void WorkerPool::run() {
     task();
     task = nullptr;  // its captures go before the key's slot is given back
     if (lead) continue;  // no key: it may have swapped itself for a task, finished already
-    bool stopping = false;
-    {
-      std::lock_guard lock(mu_);
-      finish_locked(key);
-      stopping = stopping_;
-    }
-    // A task that the key's limit held back can run now, and this thread looks for it first
-    // thing: no other thread is woken for it (waking the idle ones after every call cost the
-    // app waiting for the answer its CPU on a small machine). When stopping, the idle ones
-    // wait for the queue to empty, so they are told.
-    if (stopping) cv_.notify_all();
+    finish_here(key);
   }
 }
 

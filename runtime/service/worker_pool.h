@@ -51,7 +51,6 @@ class WorkerPool {
   // The next task whose key may run another, rotating the turn past its key; false if none.
   bool take_locked(std::function<void()>& task, std::string& key);
   bool may_start_locked(const Queue& q) const { return max_per_key_ <= 0 || q.running < max_per_key_; }
-  void finish_locked(const std::string& key);
 
   const int max_per_key_;
   std::mutex mu_;
