@@ -22,20 +22,7 @@ std::string temp_path_for(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  return dir + "." + name + "." + std::to_string(::getpid()) + "." + std::to_string(g_temp_counter++) + ".tmp";
-}
-
-Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& what) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return io_status(errno, what);
-    }
-    // A short write is followed by another call, which reports the cause (ENOSPC, ...).
-    bytes = bytes.subspan(static_cast<size_t>(n));
-  }
-  return Status::Ok();
+  return dir + temp_file_name(name);
 }
 
 Status write_temp(const std::string& tmp, std::span<const uint8_t> bytes, bool drop_cache, const std::string& what) {
@@ -58,6 +45,8 @@ std::string errno_text(int err) {
     case EDQUOT: return "disk quota exceeded (EDQUOT)";
     case EROFS: return "read-only file system (EROFS)";
     case EACCES: return "permission denied (EACCES)";
+    // Where a path is opened with O_NOFOLLOW (safe_dir.h), a link there is refused this way.
+    case ELOOP: return "a symbolic link was refused, or links loop (ELOOP)";
     default: break;
   }
   char buf[128];
@@ -107,28 +96,64 @@ bool is_temp_file_name(const std::string& name) {
   return name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
+std::string temp_file_name(const std::string& name) {
+  return "." + name + "." + std::to_string(::getpid()) + "." + std::to_string(g_temp_counter++) + ".tmp";
+}
+
+pid_t temp_file_pid(const std::string& name) {
+  if (!is_temp_file_name(name)) return 0;
+  // ".<name>.<pid>.<n>.tmp": the pid is the second number from the end.
+  const size_t n_dot = name.rfind('.', name.size() - 5);
+  if (n_dot == std::string::npos || n_dot == 0) return 0;
+  const size_t pid_dot = name.rfind('.', n_dot - 1);
+  if (pid_dot == std::string::npos || pid_dot + 1 >= n_dot || n_dot - pid_dot - 1 > 9) return 0;
+  pid_t pid = 0;
+  for (size_t i = pid_dot + 1; i < n_dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_status(errno, what);
+    }
+    // A short write is followed by another call, which reports the cause (ENOSPC, ...).
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> read_all(int fd, size_t max_bytes, const std::string& name) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_status(errno, "stat " + name);
+  if (!S_ISREG(st.st_mode)) return Status(Code::io, "'" + name + "' is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return Status(Code::io, "'" + name + "' is larger than " + std::to_string(max_bytes) + " bytes");
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t r = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return io_status(errno, "read " + name);
+    if (r == 0) break;  // shrank meanwhile
+    got += static_cast<size_t>(r);
+  }
+  out.resize(got);
+  return out;
+}
+
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status(Code::not_found, "no file '" + path + "'");
     return io_status(errno, "open " + path);
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return io_status(errno, "stat " + path);
-  if (!S_ISREG(st.st_mode)) return Status(Code::io, "'" + path + "' is not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    return Status(Code::io, "'" + path + "' is larger than " + std::to_string(max_bytes) + " bytes");
-  std::string out(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t r = ::read(fd.get(), out.data() + got, out.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return io_status(errno, "read " + path);
-    if (r == 0) break;  // shrank meanwhile
-    got += static_cast<size_t>(r);
-  }
-  out.resize(got);
-  return out;
+  return read_all(fd.get(), max_bytes, path);
 }
 
 Status make_dirs(const std::string& path) {

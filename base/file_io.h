@@ -1,7 +1,11 @@
 // POSIX file helpers with Status errors, the one place for them: atomic replacement
 // (temp file, fdatasync, rename, directory fsync), bounded whole-file reads, directory
-// creation and removal. Every error message names the path and the cause.
+// creation and removal. Every error message names the path and the cause. Paths here are
+// taken as they are (links followed): files below a directory that others might write into
+// (the state directory) go through safe_dir.h instead.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +36,16 @@ Status sync_directory(const std::string& dir);
 std::string parent_directory(const std::string& path);
 // Temporary files are named ".<target name>.<pid>.<n>.tmp": hidden, and recognizable for cleanup.
 bool is_temp_file_name(const std::string& name);
+// A fresh temporary file name for the file named `name` (no directory part).
+std::string temp_file_name(const std::string& name);
+// The <pid> of a temporary file name (the process that was writing it), or 0.
+pid_t temp_file_pid(const std::string& name);
+
+// Writes all of `bytes` to `fd` (Code::io "<what>: <cause>" on failure).
+Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& what);
+// The whole file open at `fd` (read with pread from offset 0), named `name` in messages;
+// Code::io if it is not a regular file or is larger than max_bytes.
+Result<std::string> read_all(int fd, size_t max_bytes, const std::string& name);
 
 // The whole file; Code::not_found if it does not exist, Code::io if larger than max_bytes.
 Result<std::string> read_file(const std::string& path, size_t max_bytes);

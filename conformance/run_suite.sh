@@ -18,7 +18,10 @@ start_daemon() {
   n=$(($(cat "$dir/starts" 2>/dev/null || echo 0) + 1))
   echo "$n" >"$dir/starts"
   (
-    "$llmsvcd" --listen "$dir/s.sock" --state-dir "$dir/state" --threads 2 --config "$dir/llmsvcd.toml" \
+    # As root (CI) llmsvcd must be told it may stay root (it drops every capability).
+    as_root=""
+    [ "$(id -u)" = 0 ] && as_root=--allow-root
+    "$llmsvcd" --listen "$dir/s.sock" --state-dir "$dir/state" --threads 2 --config "$dir/llmsvcd.toml" $as_root \
       >"$dir/llmsvcd.$n.log" 2>&1 &
     echo $! >"$dir/pid"
     wait $!

@@ -132,7 +132,9 @@ has_text "$work/chat3.out"
 
 step "llmsvcd: start"
 sock=$work/llmsvcd.sock
-"$llmsvcd" --listen "$sock" --state-dir "$work/daemon-state" --threads 2 >"$work/llmsvcd.log" 2>&1 &
+as_root=()  # as root (CI) llmsvcd must be told it may stay root (it drops every capability)
+[ "$(id -u)" = 0 ] && as_root=(--allow-root)
+"$llmsvcd" --listen "$sock" --state-dir "$work/daemon-state" --threads 2 "${as_root[@]}" >"$work/llmsvcd.log" 2>&1 &
 daemon_pid=$!
 for ((i = 0; ; i++)); do
   grep -q "listening on" "$work/llmsvcd.log" && break

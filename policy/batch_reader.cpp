@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/file_io.h"
+#include "base/safe_dir.h"
 #include "policy/pread_reader.h"
 #include "policy/uring_reader.h"
 
@@ -60,16 +61,19 @@ std::shared_ptr<BatchState> BatchReader::open_batch(std::vector<ReadRequest> req
     }
     const bool aligned = r.direct && r.offset % kDirectReadAlign == 0 && r.dest.size() % kDirectReadAlign == 0 &&
                          reinterpret_cast<uintptr_t>(r.dest.data()) % kDirectReadAlign == 0;
+    auto open_file = [&r](int flags) {
+      return r.dir_fd >= 0 ? fileio::open_beneath(r.dir_fd, r.path, flags) : ::open(r.path.c_str(), flags | O_CLOEXEC);
+    };
     fileio::UniqueFd fd;
     int err = 0;
     if (aligned) {
-      fd.reset(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
+      fd.reset(open_file(O_RDONLY | O_DIRECT));
       err = fd.valid() ? 0 : errno;
       res.direct = fd.valid();
     }
     // Not aligned, or the file system has no O_DIRECT (EINVAL): buffered.
     if (!fd.valid() && (!aligned || err == EINVAL)) {
-      fd.reset(::open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
+      fd.reset(open_file(O_RDONLY));
       err = fd.valid() ? 0 : errno;
     }
     if (!fd.valid()) {

@@ -35,6 +35,9 @@ struct ReadRequest {
   // size aligned to kDirectReadAlign; otherwise, or where the file system refuses O_DIRECT,
   // the read is buffered (ReadResult::direct says which).
   bool direct = false;
+  // >= 0: `path` is relative to this directory and opened beneath it, never through a
+  // symbolic link (base/safe_dir.h); -1: `path` as it is. Needs to stay open only during submit.
+  int dir_fd = -1;
 };
 
 struct ReadResult {

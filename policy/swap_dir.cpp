@@ -1,47 +1,23 @@
 // Listing and cleaning swap directories.
 #include "policy/swap_dir.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <memory>
 
 #include "base/file_io.h"
 
 namespace llmsvc::policy {
 namespace {
 
-struct DirClose {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
-using DirPtr = std::unique_ptr<DIR, DirClose>;
-
-Result<DirPtr> open_dir(const std::string& dir) {
-  DirPtr d(::opendir(dir.c_str()));
-  if (!d) {
-    if (errno == ENOENT) return Status(Code::not_found, "swap directory " + dir + ": no such directory");
-    return fileio::io_status(errno, "open swap directory " + dir);
-  }
+// `dir` itself as the anchor: a caller's own path, trusted as it is.
+Result<fileio::SafeDirRef> open_anchor(const std::string& dir) {
+  auto d = fileio::SafeDir::open(dir, dir);
+  if (!d.ok() && d.status().code() == Code::not_found)
+    return Status(Code::not_found, "swap directory " + dir + ": no such directory");
   return d;
-}
-
-// Calls f(name) for each entry but . and ..
-template <class F>
-Status for_each_entry(const std::string& dir, F&& f) {
-  auto d = open_dir(dir);
-  if (!d.ok()) return d.status();
-  for (;;) {
-    errno = 0;
-    const dirent* e = ::readdir(d->get());
-    if (e == nullptr) break;
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") LLMSVC_RETURN_IF_ERROR(f(name));
-  }
-  if (errno != 0) return fileio::io_status(errno, "read swap directory " + dir);
-  return Status::Ok();
 }
 
 }  // namespace
@@ -61,26 +37,38 @@ std::optional<uint32_t> parse_chunk_file_name(const std::string& name) {
 }
 
 Result<std::vector<uint32_t>> list_chunk_files(const std::string& dir) {
+  auto d = open_anchor(dir);
+  if (!d.ok()) return d.status();
+  return list_chunk_files(**d, ".");
+}
+
+Result<std::vector<uint32_t>> list_chunk_files(const fileio::SafeDir& base, std::string_view rel) {
+  auto names = base.list(rel);
+  if (!names.ok()) return names.status();
   std::vector<uint32_t> out;
-  Status s = for_each_entry(dir, [&](const std::string& name) {
+  for (const std::string& name : *names)
     if (auto i = parse_chunk_file_name(name)) out.push_back(*i);
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
   std::sort(out.begin(), out.end());
   return out;
 }
 
 Result<size_t> remove_temp_files(const std::string& dir) {
+  auto d = open_anchor(dir);
+  if (!d.ok()) return d.status();
+  return remove_temp_files(**d);
+}
+
+Result<size_t> remove_temp_files(const fileio::SafeDir& dir) {
+  auto names = dir.list(".");
+  if (!names.ok()) return names.status();
   size_t n = 0;
-  Status s = for_each_entry(dir, [&](const std::string& name) {
-    if (!fileio::is_temp_file_name(name)) return Status::Ok();
-    const std::string path = dir + "/" + name;
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fileio::io_status(errno, "remove " + path);
+  for (const std::string& name : *names) {
+    if (!fileio::is_temp_file_name(name)) continue;
+    Status s = dir.unlink(name);
+    if (s.code() == Code::not_found) continue;
+    LLMSVC_RETURN_IF_ERROR(s);
     ++n;
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
+  }
   return n;
 }
 

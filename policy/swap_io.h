@@ -37,15 +37,15 @@ class SwapIo {
   BatchReader& reader() { return *reader_; }
 
   // Writes and removals: SwapWriter's, in one order.
-  void write_async(std::string path, PageBuffer bytes, SwapWriter::Done done) {
+  void write_async(SwapPath path, PageBuffer bytes, SwapWriter::Done done) {
     writer_.write_async(std::move(path), std::move(bytes), std::move(done));
   }
-  void write_async(std::string path, std::span<const uint8_t> bytes, SwapWriter::Done done) {
+  void write_async(SwapPath path, std::span<const uint8_t> bytes, SwapWriter::Done done) {
     writer_.write_async(std::move(path), bytes, std::move(done));
   }
-  Status write(std::string path, std::span<const uint8_t> bytes) { return writer_.write(std::move(path), bytes); }
-  void remove_async(std::string path, SwapWriter::Done done) { writer_.remove_async(std::move(path), std::move(done)); }
-  Status remove(std::string path) { return writer_.remove(std::move(path)); }
+  Status write(SwapPath path, std::span<const uint8_t> bytes) { return writer_.write(std::move(path), bytes); }
+  void remove_async(SwapPath path, SwapWriter::Done done) { writer_.remove_async(std::move(path), std::move(done)); }
+  Status remove(SwapPath path) { return writer_.remove(std::move(path)); }
   void flush() { writer_.flush(); }
 
   // Batched reads: submit now, wait later; or both at once.

@@ -50,7 +50,7 @@ std::vector<Status> LayerRead::wait() {
     const ReadResult& res = results.at(r++);
     Status s = res.status.ok() ? decode_frame(it.codec, it.entry, layer_, it.frame, it.out) : res.status;
     if (!s.ok())
-      s = Status(s.code(), "chunk " + std::to_string(it.chunk_index) + " (" + dir_ + "/" +
+      s = Status(s.code(), "chunk " + std::to_string(it.chunk_index) + " (" + (dir_.empty() ? "" : dir_ + "/") +
                                chunk_file_name(it.chunk_index) + "): " + s.message());
     out.push_back(std::move(s));
   }
@@ -60,12 +60,36 @@ std::vector<Status> LayerRead::wait() {
 
 Result<std::unique_ptr<SwapStore>> SwapStore::open(SwapIo& io, std::string dir, const ChunkEncoding& encoding) {
   LLMSVC_RETURN_IF_ERROR(ensure_directory(dir));
-  auto removed = remove_temp_files(dir);
+  auto d = fileio::SafeDir::open(dir, dir);
+  if (!d.ok()) return d.status();
+  auto removed = remove_temp_files(**d);
   if (!removed.ok()) return removed.status();
-  return std::make_unique<SwapStore>(Private{}, io, std::move(dir), encoding);
+  return std::make_unique<SwapStore>(Private{}, io, std::move(d).value(), encoding);
 }
 
-std::string SwapStore::path(uint32_t chunk_index) const { return dir_ + "/" + chunk_file_name(chunk_index); }
+Result<std::unique_ptr<SwapStore>> SwapStore::open(SwapIo& io, const fileio::SafeDir& base, std::string_view rel,
+                                                   const ChunkEncoding& encoding) {
+  LLMSVC_RETURN_IF_ERROR(base.make_dirs(rel));
+  auto d = base.open_dir(rel);
+  if (!d.ok()) return d.status();
+  auto removed = remove_temp_files(**d);
+  if (!removed.ok()) return removed.status();
+  return std::make_unique<SwapStore>(Private{}, io, std::move(d).value(), encoding);
+}
+
+std::string SwapStore::path(uint32_t chunk_index) const { return dir_->name_of(chunk_file_name(chunk_index)); }
+
+ReadRequest SwapStore::request(uint32_t chunk_index, uint64_t offset, std::span<uint8_t> dest, bool to_eof,
+                               bool direct) const {
+  ReadRequest r;
+  r.path = chunk_file_name(chunk_index);
+  r.offset = offset;
+  r.dest = dest;
+  r.to_eof = to_eof;
+  r.direct = direct;
+  r.dir_fd = dir_->fd();
+  return r;
+}
 
 Status SwapStore::for_chunk(uint32_t chunk_index, const Status& s) const {
   return Status(s.code(), "chunk " + std::to_string(chunk_index) + " (" + path(chunk_index) + "): " + s.message());
@@ -96,7 +120,7 @@ Status SwapStore::store_async(const ChunkMeta& meta, std::span<const uint8_t> pa
   ChunkIndex index;
   auto bytes = encode(meta, payload, &index);
   if (!bytes.ok()) return bytes.status();
-  io_.write_async(path(meta.chunk_index), std::move(bytes).value(),
+  io_.write_async(SwapPath(dir_, chunk_file_name(meta.chunk_index)), std::move(bytes).value(),
                   [index = std::move(index), done = std::move(done)](Status s) mutable {
                     if (s.ok()) done(std::move(index));
                     else done(std::move(s));
@@ -108,7 +132,7 @@ Result<ChunkIndex> SwapStore::store(const ChunkMeta& meta, std::span<const uint8
   ChunkIndex index;
   auto bytes = encode(meta, payload, &index);
   if (!bytes.ok()) return bytes.status();
-  LLMSVC_RETURN_IF_ERROR(io_.write(path(meta.chunk_index), bytes->span()));
+  LLMSVC_RETURN_IF_ERROR(io_.write(SwapPath(dir_, chunk_file_name(meta.chunk_index)), bytes->span()));
   return index;
 }
 
@@ -117,7 +141,7 @@ std::vector<Result<ChunkIndex>> SwapStore::read_indices(std::span<const ChunkMet
   std::vector<std::vector<uint8_t>> heads(n, std::vector<uint8_t>(kHeadRead));
   std::vector<ReadRequest> reqs;
   reqs.reserve(n);
-  for (size_t i = 0; i < n; ++i) reqs.push_back({path(expected[i].chunk_index), 0, heads[i], true});
+  for (size_t i = 0; i < n; ++i) reqs.push_back(request(expected[i].chunk_index, 0, heads[i], true));
   std::vector<ReadResult> first = io_.read(std::move(reqs));
 
   // Indices longer than the first read (many layers) take a second batch.
@@ -131,7 +155,7 @@ std::vector<Result<ChunkIndex>> SwapStore::read_indices(std::span<const ChunkMet
     const size_t have = heads[i].size();
     heads[i].resize(*need);
     more.push_back(i);
-    reqs2.push_back({path(expected[i].chunk_index), have, std::span<uint8_t>(heads[i]).subspan(have), false});
+    reqs2.push_back(request(expected[i].chunk_index, have, std::span<uint8_t>(heads[i]).subspan(have), false));
   }
   std::vector<ReadResult> second = io_.read(std::move(reqs2));
   for (size_t k = 0; k < more.size(); ++k)
@@ -166,7 +190,7 @@ Result<ChunkIndex> SwapStore::read_index(const ChunkMeta& expected) {
 LayerRead SwapStore::read_layer_async(int layer, std::span<const LayerTarget> targets) {
   LayerRead lr;
   lr.layer_ = layer;
-  lr.dir_ = dir_;
+  lr.dir_ = dir_->name();
   lr.items_.resize(targets.size());
   size_t scratch = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -206,7 +230,7 @@ LayerRead SwapStore::read_layer_async(int layer, std::span<const LayerTarget> ta
       it.frame = lr.scratch_.span().subspan(pos, it.entry.stored_size);
       pos += it.entry.stored_size;
     }
-    reqs.push_back({path(it.chunk_index), it.entry.offset, it.frame, false});
+    reqs.push_back(request(it.chunk_index, it.entry.offset, it.frame, false));
   }
   lr.batch_ = io_.submit_reads(std::move(reqs));
   return lr;
@@ -267,7 +291,7 @@ ChunkRead SwapStore::read_chunks_async(std::span<const ChunkMeta> expected, std:
     if (!it.submitted) continue;
     it.file = std::span<uint8_t>(cr.files_.data() + pos, sizes[i]);
     pos += sizes[i];
-    reqs.push_back({path(it.expected.chunk_index), 0, it.file, true, true});
+    reqs.push_back(request(it.expected.chunk_index, 0, it.file, true, /*direct=*/true));
   }
   cr.batch_ = io_.submit_reads(std::move(reqs));
   return cr;
@@ -315,12 +339,12 @@ Result<ChunkIndex> SwapStore::decode_file(const ChunkMeta& expected, const ReadR
   return idx;
 }
 
-Status SwapStore::remove(uint32_t chunk_index) { return io_.remove(path(chunk_index)); }
+Status SwapStore::remove(uint32_t chunk_index) { return io_.remove(SwapPath(dir_, chunk_file_name(chunk_index))); }
 
 void SwapStore::remove_async(uint32_t chunk_index, SwapWriter::Done done) {
-  io_.remove_async(path(chunk_index), std::move(done));
+  io_.remove_async(SwapPath(dir_, chunk_file_name(chunk_index)), std::move(done));
 }
 
-Result<std::vector<uint32_t>> SwapStore::list() const { return list_chunk_files(dir_); }
+Result<std::vector<uint32_t>> SwapStore::list() const { return list_chunk_files(*dir_, "."); }
 
 }  // namespace llmsvc::policy

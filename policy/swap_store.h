@@ -91,8 +91,15 @@ class SwapStore {
   // Creates `dir` if needed (its parent must exist) and removes temporary files an
   // interrupted write left there. `io` must outlive the store.
   static Result<std::unique_ptr<SwapStore>> open(SwapIo& io, std::string dir, const ChunkEncoding& encoding = {});
+  // The same for directory `rel` below `base` (a context's chunks/ below the state root):
+  // created if needed (its parent too), and from then on held open, every file opened
+  // beneath it, so a symbolic link planted at `rel`, on its path or as a chunk file is
+  // refused, never followed.
+  static Result<std::unique_ptr<SwapStore>> open(SwapIo& io, const fileio::SafeDir& base, std::string_view rel,
+                                                 const ChunkEncoding& encoding = {});
 
-  const std::string& dir() const { return dir_; }
+  // How messages name the directory and a chunk's file.
+  const std::string& dir() const { return dir_->name(); }
   std::string path(uint32_t chunk_index) const;
 
   // Encodes on the calling thread (so `payload` may be freed on return) and queues the
@@ -135,7 +142,7 @@ class SwapStore {
   uint64_t pending_write_bytes() { return io_.writer().pending_bytes(); }
 
   struct Private {};
-  SwapStore(Private, SwapIo& io, std::string dir, const ChunkEncoding& encoding)
+  SwapStore(Private, SwapIo& io, fileio::SafeDirRef dir, const ChunkEncoding& encoding)
       : io_(io), dir_(std::move(dir)), encoding_(encoding) {}
 
  private:
@@ -150,8 +157,12 @@ class SwapStore {
   // Code::io ("stale chunk file") unless the file's meta is the expected one.
   Status check_expected(const ChunkIndex& index, const ChunkMeta& expected) const;
 
+  // A read of chunk `chunk_index`'s file, opened beneath dir_.
+  ReadRequest request(uint32_t chunk_index, uint64_t offset, std::span<uint8_t> dest, bool to_eof,
+                      bool direct = false) const;
+
   SwapIo& io_;
-  std::string dir_;
+  fileio::SafeDirRef dir_;  // held open: its files are opened beneath it
   ChunkEncoding encoding_;
 };
 

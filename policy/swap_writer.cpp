@@ -34,17 +34,17 @@ void SwapWriter::enqueue(Job job) {
   cv_.notify_one();
 }
 
-void SwapWriter::write_async(std::string path, PageBuffer bytes, Done done) {
+void SwapWriter::write_async(SwapPath path, PageBuffer bytes, Done done) {
   Job job{Op::write, std::move(path), std::move(bytes), {}, std::move(done)};
   job.bytes = job.owned.span();  // the mapping does not move with the job
   pending_bytes_.fetch_add(job.owned.capacity(), std::memory_order_relaxed);
   enqueue(std::move(job));
 }
 
-void SwapWriter::write_async(std::string path, std::span<const uint8_t> bytes, Done done) {
+void SwapWriter::write_async(SwapPath path, std::span<const uint8_t> bytes, Done done) {
   PageBuffer copy;
   if (!copy.allocate(bytes.size())) {
-    if (done) done(Status(Code::out_of_memory, "swap write " + path + ": no memory to queue " +
+    if (done) done(Status(Code::out_of_memory, "swap write " + path.shown() + ": no memory to queue " +
                                                   std::to_string(bytes.size()) + " bytes"));
     return;
   }
@@ -52,7 +52,7 @@ void SwapWriter::write_async(std::string path, std::span<const uint8_t> bytes, D
   write_async(std::move(path), std::move(copy), std::move(done));
 }
 
-void SwapWriter::remove_async(std::string path, Done done) {
+void SwapWriter::remove_async(SwapPath path, Done done) {
   enqueue(Job{Op::remove, std::move(path), {}, {}, std::move(done)});
 }
 
@@ -65,11 +65,11 @@ Status SwapWriter::run_blocking(Job job) {
   return future.get();
 }
 
-Status SwapWriter::write(std::string path, std::span<const uint8_t> bytes) {
+Status SwapWriter::write(SwapPath path, std::span<const uint8_t> bytes) {
   return run_blocking(Job{Op::write, std::move(path), {}, bytes, {}});
 }
 
-Status SwapWriter::remove(std::string path) { return run_blocking(Job{Op::remove, std::move(path), {}, {}, {}}); }
+Status SwapWriter::remove(SwapPath path) { return run_blocking(Job{Op::remove, std::move(path), {}, {}, {}}); }
 
 void SwapWriter::flush() {
   if (on_writer_thread()) return;  // cannot wait for itself; the callers' jobs run after this one
@@ -90,7 +90,7 @@ size_t SwapWriter::cancel_pending() {
   }
   for (Job& job : cancelled)
     if (job.done) job.done(Status(Code::cancelled, "swap " + std::string(job.op == Op::write ? "write " : "remove ") +
-                                                       job.path + ": cancelled"));
+                                                       job.path.shown() + ": cancelled"));
   {
     std::lock_guard<std::mutex> lock(mu_);
     completed_ += cancelled.size();
@@ -123,26 +123,37 @@ void SwapWriter::loop() {
 
 void SwapWriter::run_batch(std::vector<Job>& batch) {
   std::vector<Status> status(batch.size());
-  std::vector<std::string> dirs;  // touched by successful writes, each fsynced once
+  // Directories touched by successful writes, each fsynced once: (the job's dir, its
+  // parent path below it), or (null, the parent path as it is).
+  using DirKey = std::pair<const fileio::SafeDir*, std::string>;
+  auto dir_of = [](const Job& job) { return DirKey(job.path.dir.get(), fileio::parent_directory(job.path.path)); };
+  std::vector<std::pair<DirKey, fileio::SafeDirRef>> dirs;
   for (size_t i = 0; i < batch.size(); ++i) {
     Job& job = batch[i];
+    const SwapPath& p = job.path;
     if (job.op == Op::write) {
-      status[i] = fileio::write_file_atomic(job.path, job.bytes, options_.drop_cache);
+      status[i] = p.dir ? p.dir->write_atomic(p.path, job.bytes, options_.drop_cache, /*sync=*/false)
+                        : fileio::write_file_atomic(p.path, job.bytes, options_.drop_cache);
       if (status[i].ok()) {
-        std::string dir = fileio::parent_directory(job.path);
-        if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
+        DirKey key = dir_of(job);
+        if (std::find_if(dirs.begin(), dirs.end(), [&](const auto& d) { return d.first == key; }) == dirs.end())
+          dirs.emplace_back(std::move(key), p.dir);
       }
-    } else if (::unlink(job.path.c_str()) != 0) {
-      status[i] = errno == ENOENT ? Status(Code::not_found, "swap remove " + job.path + ": no such file")
-                                  : fileio::io_status(errno, "swap remove " + job.path);
+    } else if (p.dir) {
+      Status s = p.dir->unlink(p.path);
+      if (s.code() == Code::not_found) s = Status(Code::not_found, "swap remove " + p.shown() + ": no such file");
+      status[i] = std::move(s);
+    } else if (::unlink(p.path.c_str()) != 0) {
+      status[i] = errno == ENOENT ? Status(Code::not_found, "swap remove " + p.path + ": no such file")
+                                  : fileio::io_status(errno, "swap remove " + p.path);
     }
   }
-  for (const std::string& dir : dirs) {
-    Status s = fileio::sync_directory(dir);
+  for (const auto& [key, ref] : dirs) {
+    Status s = ref ? ref->sync(key.second) : fileio::sync_directory(key.second);
     if (s.ok()) continue;
     for (size_t i = 0; i < batch.size(); ++i)
-      if (batch[i].op == Op::write && status[i].ok() && fileio::parent_directory(batch[i].path) == dir)
-        status[i] = Status(Code::io, "swap write " + batch[i].path + ": " + s.message());
+      if (batch[i].op == Op::write && status[i].ok() && dir_of(batch[i]) == key)
+        status[i] = Status(Code::io, "swap write " + batch[i].path.shown() + ": " + s.message());
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].done) batch[i].done(std::move(status[i]));

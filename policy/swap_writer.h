@@ -19,9 +19,23 @@
 #include <vector>
 
 #include "base/page_buffer.h"
+#include "base/safe_dir.h"
 #include "base/status.h"
 
 namespace llmsvc::policy {
+
+// Where a job writes: `path` below `dir` (never through a symbolic link: the state
+// directory's files), or, without a dir, `path` as it is (a caller's own directory).
+struct SwapPath {
+  SwapPath(std::string p) : path(std::move(p)) {}  // NOLINT(google-explicit-constructor)
+  SwapPath(const char* p) : path(p) {}             // NOLINT(google-explicit-constructor)
+  SwapPath(fileio::SafeDirRef d, std::string p) : dir(std::move(d)), path(std::move(p)) {}
+  // How messages name it (relative to the state root for a dir's files).
+  std::string shown() const { return dir ? dir->name_of(path) : path; }
+
+  fileio::SafeDirRef dir;  // kept open while the job waits
+  std::string path;
+};
 
 struct SwapWriterOptions {
   bool drop_cache = true;  // posix_fadvise(DONTNEED) each written file
@@ -43,15 +57,15 @@ class SwapWriter {
   // Queues an atomic write of `bytes` to `path`. Errors reach `done` as Code::io. Queued bytes
   // live in their own mapping (base/page_buffer.h), so freeing them on the writer thread does
   // not leave their memory in another thread's malloc arena.
-  void write_async(std::string path, PageBuffer bytes, Done done);
+  void write_async(SwapPath path, PageBuffer bytes, Done done);
   // The same, copying `bytes` (small buffers: tables, tests). If no memory can be had for the
   // copy, `done` gets Code::out_of_memory at once, on the calling thread.
-  void write_async(std::string path, std::span<const uint8_t> bytes, Done done);
+  void write_async(SwapPath path, std::span<const uint8_t> bytes, Done done);
   // Writes synchronously (after the jobs already queued); `bytes` is not copied.
-  Status write(std::string path, std::span<const uint8_t> bytes);
+  Status write(SwapPath path, std::span<const uint8_t> bytes);
   // Queues removing `path`; a missing file is Code::not_found.
-  void remove_async(std::string path, Done done);
-  Status remove(std::string path);
+  void remove_async(SwapPath path, Done done);
+  Status remove(SwapPath path);
   // Waits until every job queued before the call has completed.
   void flush();
   // Completes the jobs not yet started with Code::cancelled; returns how many.
@@ -64,7 +78,7 @@ class SwapWriter {
   enum class Op { write, remove };
   struct Job {
     Op op;
-    std::string path;
+    SwapPath path;
     PageBuffer owned;                 // write_async's bytes
     std::span<const uint8_t> bytes;   // what to write (owned, or the caller's for write())
     Done done;

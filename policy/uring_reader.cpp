@@ -9,14 +9,12 @@
 #include <cstring>
 #include <thread>
 
+#include "policy/read_only_ring.h"
+
 namespace llmsvc::policy {
 namespace {
 
 constexpr unsigned kMaxReadBytes = 1u << 30;  // per SQE (the length is 32-bit); longer reads continue
-
-struct ProbeFree {
-  void operator()(io_uring_probe* p) const { io_uring_free_probe(p); }
-};
 
 [[noreturn]] void ring_broken(int err) {
   // Only a bug (bad ring fd or pointers) gets here. Waiting is impossible and going on
@@ -29,13 +27,10 @@ struct ProbeFree {
 
 Result<std::shared_ptr<UringReader>> UringReader::create(unsigned queue_depth) {
   auto r = std::make_shared<UringReader>(Private{}, std::clamp(queue_depth, 1u, 4096u));
-  const int err = io_uring_queue_init(r->entries_, &r->ring_, 0);
-  if (err < 0) return Status(Code::unavailable, std::string("io_uring unavailable: ") + std::strerror(-err));
+  // A ring that can only read (read_only_ring.h); a kernel that cannot restrict one gets
+  // the fallback.
+  LLMSVC_RETURN_IF_ERROR(init_read_only_ring(r->ring_, r->entries_));
   r->ring_ok_ = true;
-  // IORING_OP_READ needs Linux 5.6; an older kernel gets the fallback.
-  std::unique_ptr<io_uring_probe, ProbeFree> probe(io_uring_get_probe_ring(&r->ring_));
-  if (!probe || !io_uring_opcode_supported(probe.get(), IORING_OP_READ))
-    return Status(Code::unavailable, "io_uring unavailable: no IORING_OP_READ");
   return r;
 }
 

@@ -1,6 +1,7 @@
 // UringReader: the batch reader on io_uring. Any thread may submit; the waiting threads
 // take turns reaping completions for everyone (one at a time), so no extra thread is needed
-// and a read's completion reaches its waiter without a hand-off.
+// and a read's completion reaches its waiter without a hand-off. Its ring is made at
+// create() and can only read (read_only_ring.h).
 #pragma once
 
 #include <liburing.h>
@@ -16,7 +17,8 @@ namespace llmsvc::policy {
 
 class UringReader final : public BatchReader {
  public:
-  // Code::unavailable when the kernel refuses a ring (seccomp, old kernel, io_uring_disabled).
+  // Code::unavailable when the kernel refuses a ring (seccomp, a kernel before 5.10,
+  // io_uring_disabled).
   static Result<std::shared_ptr<UringReader>> create(unsigned queue_depth);
   // Waits for the reads still in flight (their buffers belong to live batches), then frees the ring.
   ~UringReader() override;

@@ -153,7 +153,9 @@ Result<std::unique_ptr<TraceTarget>> daemon_target(const DaemonTargetOptions& o)
   const std::string config = o.dir + "/llmsvcd.toml";
   LLMSVC_RETURN_IF_ERROR(fileio::write_atomic(
       config, "kv_budget_bytes = " + std::to_string(o.kv_budget_bytes) + "\nkv_ratio = " + std::to_string(o.kv_ratio) +
-                  "\nn_ctx = " + std::to_string(o.n_ctx) + "\n"));
+                  "\nn_ctx = " + std::to_string(o.n_ctx) +
+                  // One app: no KV share (the default caps an app at half the budget), as in process.
+                  "\n[quotas]\nkv_share = 0.0\n"));
   auto d = std::make_unique<test::DaemonProcess>(o.dir, std::vector<std::string>{"--config", config});
   if (!o.switch_profile.empty()) {
     std::error_code ec;

@@ -68,6 +68,9 @@ int main_impl(int argc, char** argv) {
   {
     std::ofstream out(config);
     out << "kv_budget_bytes = " << budget << "\n";
+    // Its clients are one uid, so one app to llmsvcd: the per-app quotas are lifted (the
+    // load, not the quotas, is what this measures).
+    out << "[quotas]\nconnections = 0\nconcurrent_calls = 0\nkv_share = 0.0\n";
   }
   auto daemon = start_daemon(dir, model, threads, {"--config", config});
   const pid_t pid = daemon->pid();

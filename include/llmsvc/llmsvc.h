@@ -105,7 +105,8 @@ typedef struct llmsvc_bind_options {
   /** Embedded: tokens per KV chunk (0 = 16). */
   int32_t chunk_tokens;
   /** Embedded: where persistent contexts live. NULL: $LLMSVC_STATE_DIR, else
-   *  $XDG_STATE_HOME/llmsvc, else ~/.local/state/llmsvc. */
+   *  $XDG_STATE_HOME/llmsvc, else ~/.local/state/llmsvc. Created 0700 when absent; one that
+   *  belongs to another user or that its group or others can write is refused (LLMSVC_ERR_IO). */
   const char* state_dir;
   /** Embedded: non-zero reopens a context made with another model file (same vocabulary)
    *  by recomputing its state; zero (default) refuses it with LLMSVC_ERR_MODEL_MISMATCH. */

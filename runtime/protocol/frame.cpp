@@ -103,18 +103,26 @@ Status FrameReader::feed(std::span<const uint8_t> bytes) {
       }
       current_.type = h->type;
       current_.stream = h->stream;
-      current_.payload.resize(h->length);  // <= max_payload_, checked above
+      want_ = h->length;  // <= max_payload_, checked above; nothing allocated for it yet
       in_payload_ = true;
     }
     const size_t got = have_ - kHeaderBytes;
-    const size_t n = std::min(current_.payload.size() - got, bytes.size() - i);
-    if (n > 0) std::memcpy(current_.payload.data() + got, bytes.data() + i, n);
+    const size_t n = std::min(size_t{want_} - got, bytes.size() - i);
+    if (n > 0) {
+      // Doubling, but never past the claimed length: the buffer holds at most twice what
+      // arrived, and at most the frame.
+      std::vector<uint8_t>& pl = current_.payload;
+      if (pl.capacity() < got + n) pl.reserve(std::min<size_t>(want_, std::max(got + n, 2 * pl.capacity())));
+      pl.insert(pl.end(), bytes.data() + i, bytes.data() + i + n);
+    }
     have_ += n;
     i += n;
-    if (have_ - kHeaderBytes == current_.payload.size()) {
+    if (have_ - kHeaderBytes == want_) {
+      ready_bytes_ += have_;
       ready_.push_back(std::move(current_));
       current_ = Frame{};
       have_ = 0;
+      want_ = 0;
       in_payload_ = false;
     }
   }
@@ -125,13 +133,19 @@ std::optional<Frame> FrameReader::next() {
   if (ready_.empty()) return std::nullopt;
   Frame f = std::move(ready_.front());
   ready_.pop_front();
+  ready_bytes_ -= kHeaderBytes + f.payload.size();
   return f;
 }
 
 void FrameWriter::consume(size_t n) {
   sent_ += std::min(n, pending_bytes());
   if (sent_ == buffer_.size()) {
-    buffer_.clear();
+    // All sent: a buffer grown by a burst is given back, so a quiet connection holds little.
+    if (buffer_.capacity() > kKeptCapacity) {
+      std::vector<uint8_t>().swap(buffer_);
+    } else {
+      buffer_.clear();
+    }
     sent_ = 0;
   } else if (sent_ >= (64u << 10) && sent_ * 2 >= buffer_.size()) {
     buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(sent_));

@@ -4,8 +4,9 @@
 //   offset 4  type    u16 LE   offset 12  payload len u32 LE
 //   offset 6  flags   u16 LE (0: no flag is defined)
 //
-// FrameReader reassembles frames from reads of any size and checks each header before its
-// payload is allocated. FrameWriter encodes messages into a send queue. Neither touches a
+// FrameReader reassembles frames from reads of any size and checks each header before any of
+// its payload is taken; a payload's buffer grows as its bytes arrive, never to the length a
+// header claims (a peer that sends headers alone makes it hold nothing). FrameWriter encodes messages into a send queue. Neither touches a
 // socket: the daemon and the client own their I/O.
 #pragma once
 
@@ -73,6 +74,9 @@ class FrameReader {
 
   // Frames complete and not yet taken.
   size_t queued() const { return ready_.size(); }
+  // Bytes held: the complete frames not yet taken (headers and payloads) and what arrived of
+  // the current one. What a connection holds undecoded is bounded by this.
+  size_t buffered_bytes() const { return ready_bytes_ + have_; }
   // Bytes of an incomplete frame are held: end of stream now means a truncated frame.
   bool mid_frame() const { return have_ > 0; }
   const Status& error() const { return error_; }
@@ -83,8 +87,10 @@ class FrameReader {
   uint8_t header_[kHeaderBytes] = {};
   size_t have_ = 0;       // bytes of the current frame received (header included)
   bool in_payload_ = false;
+  uint32_t want_ = 0;     // the current frame's payload length (its header's claim)
   Frame current_;
   std::deque<Frame> ready_;
+  size_t ready_bytes_ = 0;  // kHeaderBytes + payload of each frame in ready_
   Status error_;
 };
 
@@ -117,6 +123,7 @@ class FrameWriter {
   Role sender_;
   uint32_t max_payload_;
   uint16_t version_ = kMinVersion;
+  static constexpr size_t kKeptCapacity = 64u << 10;
   std::vector<uint8_t> buffer_;
   size_t sent_ = 0;
 };

@@ -11,11 +11,27 @@ Result<std::string> AppContexts::key(const AppIdentity& app, std::string_view id
   return app.scope() + "/" + std::string(id);
 }
 
-Status AppContexts::unscoped(const AppIdentity& app, Status s) {
+namespace {
+
+void erase_all(std::string& m, const std::string& what, const std::string& with = {}) {
+  if (what.empty()) return;
+  for (size_t pos = 0; (pos = m.find(what, pos)) != std::string::npos; pos += with.size()) m.replace(pos, what.size(), with);
+}
+
+}  // namespace
+
+Status AppContexts::unscoped(const AppIdentity& app, Status s) const {
   if (s.ok()) return s;
-  const std::string prefix = app.scope() + "/";
+  // An app sees its own ids and files by their names inside its namespace, and never where
+  // the daemon keeps them: the state root's path goes first (with the app's scope after it,
+  // "<root>/contexts/uid-N/ID/history.log" reads "ID/history.log"), then the scope alone.
+  const std::string& root = engine_.state_root();
   std::string m = s.message();
-  for (size_t pos; (pos = m.find(prefix)) != std::string::npos;) m.erase(pos, prefix.size());
+  if (!root.empty()) {
+    erase_all(m, root + "/contexts/" + app.scope() + "/");
+    erase_all(m, root, "<state>");
+  }
+  erase_all(m, app.scope() + "/");
   return Status(s.code(), std::move(m));
 }
 
@@ -50,17 +66,26 @@ Status AppContexts::open(const AppIdentity& app, std::string_view id) {
   return Status::Ok();
 }
 
-void AppContexts::close(const AppIdentity& app, std::string_view id) {
+bool AppContexts::close(const AppIdentity& app, std::string_view id) {
   auto k = key(app, id);
-  if (!k.ok()) return;
+  if (!k.ok()) return false;
   std::lock_guard lock(mu_);
   auto it = open_.find(*k);
-  if (it != open_.end() && --it->second <= 0) open_.erase(it);
+  if (it == open_.end() || --it->second > 0) return false;
+  open_.erase(it);
+  return true;
+}
+
+void AppContexts::release_if_unused(const AppIdentity& app, std::string_view id) {
+  auto k = key(app, id);
+  if (!k.ok()) return;
+  std::lock_guard lock(mu_);  // an open cannot come between the check and the release
+  if (!open_.count(*k)) engine_.release_context(*k);
 }
 
 Status AppContexts::remove(const AppIdentity& app, std::string_view id) {
   auto k = key(app, id);
-  if (!k.ok()) return Status(Code::not_found, "no context '" + std::string(id) + "'");
+  if (!k.ok()) return k.status();  // as open and info answer it (and the id is not echoed)
   std::lock_guard lock(mu_);
   if (open_.count(*k))
     return Status(Code::busy, "context '" + std::string(id) + "' has an open handle; close it before deleting");

@@ -34,8 +34,11 @@ class AppContexts {
   Result<std::string> create(const AppIdentity& app, ContextOptions options);
   // Opens an existing context; counts one open handle.
   Status open(const AppIdentity& app, std::string_view id);
-  // Uncounts one open handle.
-  void close(const AppIdentity& app, std::string_view id);
+  // Uncounts one open handle; true when it was the app's last on that context.
+  bool close(const AppIdentity& app, std::string_view id);
+  // The engine forgets the context (its memory; the state stays on storage) when no
+  // connection holds it open. May wait for the context's swap writes: not for the loop.
+  void release_if_unused(const AppIdentity& app, std::string_view id);
   // busy while any connection of the app holds it open.
   Status remove(const AppIdentity& app, std::string_view id);
   Result<std::vector<std::string>> list(const AppIdentity& app) const;
@@ -55,7 +58,8 @@ class AppContexts {
     double switch_in_ms = 0;
   };
   Result<std::string> key(const AppIdentity& app, std::string_view id) const;
-  static Status unscoped(const AppIdentity& app, Status s);
+  // The engine's message as the app may see it: no scope prefix, no server path.
+  Status unscoped(const AppIdentity& app, Status s) const;
 
   Engine& engine_;
   const QuotaTable quotas_;

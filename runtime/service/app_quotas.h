@@ -11,14 +11,16 @@
 
 namespace llmsvc::service {
 
+// The defaults are on, sized for a phone-class device (a few GiB of memory, a model shared by
+// a few dozen apps): what one app may hold is bounded unless the configuration says 0.
 struct AppQuotas {
-  uint32_t contexts = 0;          // contexts the app holds, open or stored
-  uint32_t context_tokens = 0;    // tokens one context holds (prompts, answers, chat template)
-  uint32_t concurrent_calls = 0;  // calls in flight, queued or running, on all its connections
-  uint32_t connections = 0;       // connections open at once (a further one: ERROR, closed)
+  uint32_t contexts = 64;         // contexts the app holds, open or stored
+  uint32_t context_tokens = 0;    // tokens one context holds (prompts, answers, chat template); 0: n_ctx
+  uint32_t concurrent_calls = 8;  // calls in flight, queued or running, on all its connections
+  uint32_t connections = 8;       // connections open at once (a further one: ERROR, closed)
   // Share of the KV budget its contexts hold resident together (the engine's kv_share): past
   // it the app's own chunks leave memory first. 0: none (only the budget).
-  double kv_share = 0;
+  double kv_share = 0.5;
 };
 
 struct QuotaTable {

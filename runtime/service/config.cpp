@@ -56,8 +56,11 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     return bad(path, os.str());
   }
   static const std::set<std::string> kKeys = {"model", "state_dir", "listen", "socket_mode", "threads", "n_ctx",
+                                              "fix_state_permissions",
+                                              "user", "allow_root",
                                               "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "exit_idle_ms", "max_calls",
-                                              "stop_timeout_ms", "max_unsent_bytes", "write_timeout_ms", "quotas"};
+                                              "stop_timeout_ms", "max_unsent_bytes", "write_timeout_ms", "quotas",
+                                              "min_rate_bytes_per_s", "rate_window_ms", "max_connections", "fd_reserve"};
   for (const auto& [k, v] : t) {
     if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
   }
@@ -81,7 +84,18 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   auto integer = [&](const char* k, int64_t lo, int64_t hi, auto& out) { return integer_in(t, "", k, lo, hi, out); };
   LLMSVC_RETURN_IF_ERROR(text("model", c.model));
   LLMSVC_RETURN_IF_ERROR(text("state_dir", c.state_dir));
+  if (t.contains("fix_state_permissions")) {
+    auto v = t["fix_state_permissions"].value<bool>();
+    if (!v) return bad(path, "fix_state_permissions must be true or false");
+    c.fix_state_permissions = *v;
+  }
   LLMSVC_RETURN_IF_ERROR(text("listen", c.listen));
+  LLMSVC_RETURN_IF_ERROR(text("user", c.user));
+  if (t.contains("allow_root")) {
+    auto v = t["allow_root"].value<bool>();
+    if (!v) return bad(path, "allow_root must be true or false");
+    c.allow_root = *v;
+  }
   std::string mode;
   LLMSVC_RETURN_IF_ERROR(text("socket_mode", mode));
   if (!mode.empty()) {
@@ -99,6 +113,10 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   // Per connection; a frame past it is still queued whole (the bound pauses, never splits).
   LLMSVC_RETURN_IF_ERROR(integer("max_unsent_bytes", 64 << 10, 1 << 30, c.max_unsent_bytes));
   LLMSVC_RETURN_IF_ERROR(integer("write_timeout_ms", 100, 3600000, c.write_timeout_ms));
+  LLMSVC_RETURN_IF_ERROR(integer("min_rate_bytes_per_s", 0, 1 << 30, c.min_rate_bytes_per_s));
+  LLMSVC_RETURN_IF_ERROR(integer("rate_window_ms", 100, 3600000, c.rate_window_ms));
+  LLMSVC_RETURN_IF_ERROR(integer("max_connections", 0, 1 << 24, c.max_connections));
+  LLMSVC_RETURN_IF_ERROR(integer("fd_reserve", 16, 1 << 20, c.fd_reserve));
   if (t.contains("quotas")) {
     const toml::table* q = t["quotas"].as_table();
     if (!q) return bad(path, "quotas must be a table ([quotas])");

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/file_io.h"
 #include "base/unique_fd.h"
@@ -55,7 +56,7 @@ Result<std::vector<PassedSocket>> systemd_listen_fds() {
   return fds;
 }
 
-Result<int> listen_unix(const std::string& path, mode_t mode) {
+Result<BoundUnixSocket> BoundUnixSocket::bind(const std::string& path, mode_t mode) {
   auto addr = unix_address(path);
   if (!addr.ok()) return addr.status();
   struct stat st {};
@@ -81,8 +82,36 @@ Result<int> listen_unix(const std::string& path, mode_t mode) {
     return sys_error("bind '" + path + "'");
   }
   if (::chmod(path.c_str(), mode) != 0) return sys_error("chmod '" + path + "'");
-  if (::listen(fd.get(), 128) != 0) return sys_error("listen '" + path + "'");
-  return fd.release();
+  struct stat bound {};
+  if (::lstat(path.c_str(), &bound) != 0) return sys_error("stat '" + path + "'");
+  return BoundUnixSocket(fd.release(), path, bound.st_dev, bound.st_ino);
+}
+
+BoundUnixSocket::BoundUnixSocket(BoundUnixSocket&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)), dev_(o.dev_), ino_(o.ino_) {}
+
+BoundUnixSocket::~BoundUnixSocket() {
+  if (fd_ < 0) return;
+  if (still_ours()) ::unlink(path_.c_str());  // fails where its directory is root's and we are no longer
+  ::close(fd_);
+}
+
+bool BoundUnixSocket::still_ours() const {
+  struct stat now {};
+  return ::lstat(path_.c_str(), &now) == 0 && now.st_dev == dev_ && now.st_ino == ino_;
+}
+
+Result<int> BoundUnixSocket::listen() {
+  if (!still_ours())
+    return Status(Code::exists, "'" + path_ + "' was taken over by another daemon while this one started");
+  if (::listen(fd_, 128) != 0) return sys_error("listen '" + path_ + "'");
+  return std::exchange(fd_, -1);
+}
+
+Result<int> listen_unix(const std::string& path, mode_t mode) {
+  auto bound = BoundUnixSocket::bind(path, mode);
+  if (!bound.ok()) return bound.status();
+  return bound->listen();
 }
 
 }  // namespace llmsvc::service

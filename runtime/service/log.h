@@ -4,6 +4,9 @@
 //   LLMSVC_CONTEXT, LLMSVC_CALL (the call's stream id)
 // so `journalctl LLMSVC_UID=1000` shows one app's events. Otherwise (or if the journal
 // refuses a message) one line on stderr, the fields appended as "[context=ID call=N]".
+// Events about an app are rate-limited, per app (20 at once, then 1 a second) and over all
+// apps (200, then 20 a second): a client cannot flood the log; what was left out is counted
+// in the app's next line.
 #pragma once
 
 #include <cstdint>

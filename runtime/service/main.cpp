@@ -5,16 +5,21 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "runtime/api/default_model.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/persist/state_dir.h"
+#include "runtime/core/persist/state_root.h"
 #include "runtime/service/app_contexts.h"
 #include "runtime/service/config.h"
 #include "runtime/service/listen_socket.h"
 #include "runtime/service/log.h"
+#include "runtime/service/memory_bound.h"
 #include "runtime/service/notify.h"
+#include "runtime/service/privileges.h"
 #include "runtime/service/server.h"
 #include "runtime/service/syscall_filter.h"
 
@@ -32,14 +37,17 @@ int fail(const Status& st) {
 
 int main(int argc, char** argv) {
   CLI::App app{"llmsvcd: the llmsvc daemon (one shared on-device LLM for every app)"};
-  std::string config_file, listen, state_dir, model, socket_mode;
+  std::string config_file, listen, state_dir, model, socket_mode, user;
   int threads = -1;
-  bool no_syscall_filter = false;
+  bool no_syscall_filter = false, allow_root = false;
   int64_t idle_ms = -1, exit_idle_ms = -1, stop_ms = -1, max_calls = -1, write_timeout_ms = -1, max_unsent = -1;
   app.add_option("--config", config_file, "TOML configuration file (flags override it)");
   app.add_option("--listen", listen, "Unix socket path to listen on (unless systemd passes sockets)");
   app.add_option("--socket-mode", socket_mode, "permissions of the socket it creates (octal, default 0666)");
   app.add_option("--state-dir", state_dir, "where the apps' contexts live");
+  bool fix_state_permissions = false;
+  app.add_flag("--fix-state-permissions", fix_state_permissions,
+               "a state directory of ours that others can write: chmod it 0700 instead of refusing");
   app.add_option("--model", model, "GGUF model (default: the default model)");
   app.add_option("--threads", threads, "engine threads (0: all CPUs)");
   app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0: never)");
@@ -50,6 +58,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(100, 3600000));
   app.add_option("--max-unsent-bytes", max_unsent, "answers a connection may leave unread before its calls wait")
       ->check(CLI::Range(64 << 10, 1 << 30));
+  app.add_option("--user", user, "started as root: the unprivileged user to run as (name or uid)");
+  app.add_flag("--allow-root", allow_root, "started as root without --user: stay uid 0 (without capabilities)");
   app.add_flag("--no-syscall-filter", no_syscall_filter, "run without the seccomp allowlist (debugging only)");
   CLI11_PARSE(app, argc, argv);
 
@@ -58,7 +68,10 @@ int main(int argc, char** argv) {
     if (Status st = load_config_file(config_file, cfg); !st.ok()) return fail(st);
   if (!listen.empty()) cfg.listen = listen;
   if (!state_dir.empty()) cfg.state_dir = state_dir;
+  if (fix_state_permissions) cfg.fix_state_permissions = true;
   if (!model.empty()) cfg.model = model;
+  if (!user.empty()) cfg.user = user;
+  if (allow_root) cfg.allow_root = true;
   if (!socket_mode.empty()) {
     auto m = parse_mode(socket_mode);
     if (!m.ok()) return fail(m.status());
@@ -72,6 +85,11 @@ int main(int argc, char** argv) {
   if (write_timeout_ms > 0) cfg.write_timeout_ms = static_cast<int>(write_timeout_ms);
   if (max_unsent > 0) cfg.max_unsent_bytes = static_cast<uint64_t>(max_unsent);
 
+  // Who it will run as, decided now (the user looked up): as root with no user to switch to
+  // and no allow_root, it refuses here.
+  auto privileges = plan_privileges(cfg.user, cfg.allow_root);
+  if (!privileges.ok()) return fail(privileges.status());
+
   // Signals are taken by the event loop's signalfd: blocked here, before any thread starts.
   sigset_t set;
   sigemptyset(&set);
@@ -84,12 +102,30 @@ int main(int argc, char** argv) {
   if (!passed.ok()) return fail(passed.status());
   if (passed->empty() && cfg.listen.empty())
     return fail(Status(Code::invalid_argument, "nothing to listen on: give --listen PATH or run under systemd"));
+  // Bound while still privileged (its directory may be root's); listening comes with serving
+  // (a failed start-up removes the file again).
+  std::optional<BoundUnixSocket> bound;
+  if (passed->empty()) {
+    auto b = BoundUnixSocket::bind(cfg.listen, cfg.socket_mode);
+    if (!b.ok()) return fail(b.status());
+    bound.emplace(std::move(b).value());
+  }
 
   auto model_path = api::resolve_model_path(cfg.model);
   if (!model_path.ok()) return fail(model_path.status());
   auto root = persist::resolve_state_root(cfg.state_dir);
   if (!root.ok()) return fail(root.status());
-  ::mkdir(root->c_str(), 0700);
+  // Privileges go before the state directory is touched and the engine starts its threads
+  // (capabilities are per thread), so every state file is the unprivileged user's. Switching
+  // user, a state root yet to be made is made now, as that user's.
+  if (Status st = make_state_root_for(*root, *privileges); !st.ok()) return fail(st);
+  auto dropped = drop_privileges(*privileges);
+  if (!dropped.ok()) return fail(dropped.status());
+  log_line(*dropped);
+  // The root must be ours and closed to others (persist/state_root.h); made 0700 if absent.
+  auto checked_root = persist::open_state_root(*root, cfg.fix_state_permissions);
+  if (!checked_root.ok()) return fail(checked_root.status());
+  if (!checked_root->fixed.empty()) log_line(checked_root->fixed);
 
   EngineOptions eo;
   eo.model_path = *model_path;
@@ -113,8 +149,18 @@ int main(int argc, char** argv) {
   so.stop_timeout_ms = cfg.stop_timeout_ms;
   so.write_timeout_ms = cfg.write_timeout_ms;
   so.max_unsent_bytes = cfg.max_unsent_bytes;
+  so.min_rate_bytes_per_s = cfg.min_rate_bytes_per_s;
+  so.rate_window_ms = cfg.rate_window_ms;
+  so.max_connections = cfg.max_connections;
+  so.fd_reserve = cfg.fd_reserve;
   so.watchdog_us = watchdog_interval_us();
   if (!passed->empty()) so.exit_idle_ms = cfg.exit_idle_ms;  // systemd keeps the socket and restarts us
+  {
+    const MemoryBound mb = memory_bound(so, static_cast<uint32_t>((*engine)->n_ctx()));
+    auto mib = [](uint64_t b) { return std::to_string((b + (1u << 19)) >> 20) + " MiB"; };
+    log_line("memory bound beyond the model and the KV budget: " + mib(mb.per_connection) + " a connection, " +
+             mib(mb.per_app) + " an app (its connections and open contexts)");
+  }
   Server server(apps, so);
   if (!passed->empty()) {
     for (const PassedSocket& p : *passed) {
@@ -122,7 +168,7 @@ int main(int argc, char** argv) {
       log_line("listening on the socket systemd passed ('" + p.name + "')");
     }
   } else {
-    auto fd = listen_unix(cfg.listen, cfg.socket_mode);
+    auto fd = bound->listen();
     if (!fd.ok()) return fail(fd.status());
     server.add_listener(*fd, cfg.listen);
     log_line("listening on " + cfg.listen);

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -24,8 +25,9 @@ namespace {
 
 namespace p = protocol;
 
-constexpr size_t kPieceSplit = 32u << 10;  // a piece's text per PIECE frame, at most
-constexpr size_t kReadChunk = 64u << 10;
+constexpr size_t kPieceSplit = kPieceSplitBytes;
+constexpr size_t kReadChunk = kReadChunkBytes;
+constexpr const char* kAfterProtocolError = "after a protocol error";
 
 int ms_between(Clock::time_point a, Clock::time_point b) {
   return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
@@ -52,7 +54,9 @@ size_t estimate_bytes(const p::Message& m) {
 }  // namespace
 
 Server::Server(AppContexts& apps, ServerOptions options) : apps_(apps), opt_(std::move(options)) {
-  ops_ = std::make_unique<WorkerPool>(std::max(1, opt_.op_workers), "llmsvcd-ops");
+  // Apps take turns for the operations' threads, one operation of an app at a time: an app
+  // flooding requests delays its own, not the others'.
+  ops_ = std::make_unique<WorkerPool>(std::max(1, opt_.op_workers), "llmsvcd-ops", 1);
   // One thread more than calls at once: one of them runs the loop.
   calls_ = std::make_unique<WorkerPool>(std::max(1, opt_.call_workers) + 1, "llmsvcd-call",
                                         std::max(1, opt_.call_workers_per_app));
@@ -77,6 +81,17 @@ std::string Server::status_line() const {
 }
 
 int Server::run() {
+  // Connections at once: what the descriptor limit allows, less a reserve, so the daemon
+  // refuses a connection before any of its own opens (state files, chunk reads) can fail.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &nofile);
+    (void)::getrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  const uint64_t fd_room = nofile.rlim_cur > opt_.fd_reserve + 16 ? nofile.rlim_cur - opt_.fd_reserve - 16 : 1;
+  max_connections_ = static_cast<uint32_t>(std::min<uint64_t>(fd_room, UINT32_MAX));
+  if (opt_.max_connections > 0) max_connections_ = std::min(max_connections_, opt_.max_connections);
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   sigset_t set;
   sigemptyset(&set);
@@ -101,7 +116,8 @@ int Server::run() {
     return 1;
   }
   notify_ready("serving: " + status_line());
-  log_line("ready (" + std::to_string(listeners_.size()) + " listening sockets)");
+  log_line("ready (" + std::to_string(listeners_.size()) + " listening sockets, at most " +
+           std::to_string(max_connections_) + " connections)");
 
   last_status_ = last_watchdog_ = last_busy_ = Clock::now();
   if (opt_.watchdog_us > 0) notify_watchdog();
@@ -281,6 +297,17 @@ void Server::accept_all(int listen_fd) {
       ::close(fd);
       continue;
     }
+    if (std::string why = accept_refusal(who->uid); !why.empty()) {
+      // Refused before it holds anything: one ERROR frame if the socket takes it, then closed.
+      log_event(LogLevel::warning, "refusing a connection of " + who->label() + ": " + why, {&*who, {}, 0});
+      std::vector<uint8_t> bytes;
+      if (p::append_frame(bytes, p::Role::server, 0, p::error_message(Status(Code::quota_exceeded, why)),
+                          p::kHandshakeMaxPayload, p::kMinVersion)
+              .ok())
+        (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
+      continue;
+    }
     auto s = std::make_shared<Session>(fd, *who);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -292,26 +319,22 @@ void Server::accept_all(int listen_fd) {
     }
     sessions_[fd] = s;
     ++accepted_;
-    uint32_t& held = app_connections_[s->app.uid];
-    const uint32_t quota = opt_.quotas.of(s->app.uid).connections;
-    if (quota > 0 && held >= quota) {
-      auto& logged = refusal_logged_[s->app.uid];
-      if (logged == Clock::time_point{} || Clock::now() - logged > std::chrono::minutes(1)) {
-        logged = Clock::now();
-        log_event(LogLevel::warning,
-                  "refusing connections of " + s->app.label() + " past its quota of " +
-                      std::to_string(quota) + " (logged once a minute)",
-                  {&s->app, {}, 0});
-      }
-      ++held;  // drop() counts it out again
-      send(s, 0, p::error_message(Status(Code::quota_exceeded, "this app has " + std::to_string(held - 1) +
-                                                                   " connections open, its quota")));
-      s->closing = true;
-      flush(s);
-      continue;
-    }
-    ++held;
+    ++app_connections_[s->app.uid];
   }
+}
+
+std::string Server::accept_refusal(uid_t uid) const {
+  auto held_it = app_connections_.find(uid);
+  const uint32_t held = held_it == app_connections_.end() ? 0 : held_it->second;
+  if (const uint32_t quota = opt_.quotas.of(uid).connections; quota > 0 && held >= quota)
+    return "this app has " + std::to_string(held) + " connections open, its quota";
+  if (sessions_.size() >= max_connections_)
+    return "llmsvcd serves " + std::to_string(sessions_.size()) + " connections, its limit";
+  // The last few places go to apps that hold none, so no app can crowd the others out.
+  if (held > 0 && sessions_.size() + opt_.reserve_for_new_apps >= max_connections_)
+    return "llmsvcd is near its limit of " + std::to_string(max_connections_) +
+           " connections; the rest are kept for apps that have none";
+  return {};
 }
 
 void Server::pause_accepting(const std::string& why) {
@@ -348,7 +371,8 @@ void Server::resume_accepting() {
 }
 
 void Server::drop(const SessionPtr& s, const std::string& why) {
-  if (why != "closed by the client")
+  // A protocol error was logged where it was found; a client closing is no event.
+  if (why != "closed by the client" && why != kAfterProtocolError)
     log_event(LogLevel::info, "connection of " + s->app.label() + " closed: " + why, {&s->app, {}, 0});
   if (auto it = app_connections_.find(s->app.uid); it != app_connections_.end() && --it->second == 0)
     app_connections_.erase(it);
@@ -364,14 +388,28 @@ void Server::drop(const SessionPtr& s, const std::string& why) {
   sessions_.erase(s->fd);
   s->drained.notify_all();
   for (auto& [stream, flag] : s->cancel_flags) flag->store(true);
-  for (auto& [h, handle] : s->handles) apps_.close(s->app, handle.id);
+  for (auto& [h, handle] : s->handles) release_handle(s->app, handle.id);
   s->handles.clear();
+}
+
+size_t Server::held_answer_bytes(const SessionPtr& s) {
+  size_t bytes = s->list_bytes;
+  std::lock_guard wlock(s->wmu);
+  bytes += s->writer.pending_bytes();
+  std::lock_guard lock(s->mu);
+  return bytes + s->outbox_bytes;
+}
+
+bool Server::can_take_request(const SessionPtr& s) {
+  return !s->closing && s->state.in_flight() < opt_.max_requests_in_flight &&
+         s->ops_in_flight < opt_.max_ops_in_flight && held_answer_bytes(s) < opt_.max_unsent_bytes;
 }
 
 void Server::update_interest(const SessionPtr& s) {
   const size_t pending = pending_bytes(s);
-  const bool read = !s->closing && !s->eof && s->state.in_flight() < opt_.max_requests_in_flight &&
-                    pending < opt_.max_unsent_bytes;
+  // Nothing more is read while a complete frame waits: what is held undecoded stays within
+  // one read and the frame in progress.
+  const bool read = !s->eof && s->reader.queued() == 0 && can_take_request(s);
   const bool write = pending > 0;
   if (read == s->reading && write == s->want_write) return;
   s->reading = read;
@@ -388,6 +426,7 @@ void Server::on_readable(const SessionPtr& s) {
     const ssize_t n = ::recv(s->fd, buf, sizeof(buf), MSG_DONTWAIT);
     if (n > 0) {
       s->last_activity = Clock::now();
+      s->bytes_received += static_cast<uint64_t>(n);
       (void)s->reader.feed(std::span<const uint8_t>(buf, static_cast<size_t>(n)));  // error kept in reader
       // Calls that ended before the app sent these bytes are finished first (send_result).
       bool queued = false;
@@ -423,7 +462,7 @@ void Server::on_readable(const SessionPtr& s) {
 }
 
 void Server::process_frames(const SessionPtr& s) {
-  while (!s->closing && sessions_.count(s->fd) && s->state.in_flight() < opt_.max_requests_in_flight) {
+  while (sessions_.count(s->fd) && can_take_request(s)) {
     auto frame = s->reader.next();
     if (!frame) break;
     handle_frame(s, *frame);
@@ -491,11 +530,20 @@ void Server::handle_frame(const SessionPtr& s, const p::Frame& frame) {
 
 void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Message& m) {
   const AppIdentity app = s->app;
+  if (const auto* req = std::get_if<p::ContextClose>(&m)) return close_handle(s, stream, req->handle);
+  if (const auto* req = std::get_if<p::Call>(&m)) return start_call(s, stream, *req);
+  // The rest are context operations, run on the ops pool; each holds one of the connection's
+  // max_ops_in_flight places until its answer is taken (take_outbox).
   auto answer = [this, s, stream](p::Message msg, bool assign = false) {
-    post(s, Outgoing{stream, std::move(msg), assign});
+    post(s, Outgoing{stream, std::move(msg), assign, false, true, nullptr});
   };
-  auto fail = [this, s, stream](const Status& st) { post(s, Outgoing{stream, p::error_message(st), false}); };
-
+  auto fail = [this, s, stream](const Status& st) {
+    post(s, Outgoing{stream, p::error_message(st), false, false, true, nullptr});
+  };
+  const bool opens = std::holds_alternative<p::ContextNew>(m) || std::holds_alternative<p::ContextOpen>(m);
+  if (opens && s->handles.size() + s->ops_in_flight >= opt_.max_handles)
+    return send_error(s, stream, Status(Code::quota_exceeded, "this connection has " + std::to_string(s->handles.size()) +
+                                                                  " contexts open, its limit; close one first"));
   if (const auto* req = std::get_if<p::ContextNew>(&m)) {
     if (req->system_prompt && req->system_prompt->size() > opt_.max_prompt_bytes)
       return send_error(s, stream, Status(Code::invalid_argument, "system prompt longer than the daemon's " +
@@ -504,69 +552,70 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
     o.id = req->id.value_or("");
     o.system_prompt = req->system_prompt.value_or("");
     o.raw = req->raw;
+    ++s->ops_in_flight;
     ops_->post([this, app, o, answer, fail] {
       auto id = apps_.create(app, o);
       if (!id.ok()) return fail(id.status());
       answer(p::ContextOpened{0, *id}, true);
-    });
+    }, app.scope());
     return;
   }
   if (const auto* req = std::get_if<p::ContextOpen>(&m)) {
+    ++s->ops_in_flight;
     ops_->post([this, app, id = req->id, answer, fail] {
       if (Status st = apps_.open(app, id); !st.ok()) return fail(st);
       answer(p::ContextOpened{0, id}, true);
-    });
+    }, app.scope());
     return;
   }
-  if (const auto* req = std::get_if<p::ContextClose>(&m)) return close_handle(s, stream, req->handle);
   if (const auto* req = std::get_if<p::ContextDelete>(&m)) {
+    ++s->ops_in_flight;
     ops_->post([this, app, id = req->id, answer, fail] {
       if (Status st = apps_.remove(app, id); !st.ok()) return fail(st);
       answer(p::Ack{});
-    });
+    }, app.scope());
     return;
   }
   if (std::holds_alternative<p::ContextList>(m)) {
-    const size_t budget = s->peer_max_payload - 64;
-    ops_->post([this, app, budget, answer, fail] {
+    ++s->ops_in_flight;
+    ops_->post([this, s, stream, app, fail] {
       auto ids = apps_.list(app);
       if (!ids.ok()) return fail(ids.status());
-      p::ContextListReply part;
-      size_t bytes = 0;
-      for (const std::string& id : *ids) {
-        if (part.ids.size() == p::kMaxListIds || bytes + 4 + id.size() > budget) {
-          part.more = true;
-          answer(part);
-          part = p::ContextListReply{};
-          bytes = 0;
-        }
-        part.ids.push_back(id);
-        bytes += 4 + id.size();
-      }
-      part.more = false;
-      answer(part);
-    });
+      // Encoded by the loop, part by part, as the client reads (produce_lists).
+      post(s, Outgoing{stream, p::ContextListReply{}, false, false, true,
+                       std::make_shared<std::vector<std::string>>(std::move(ids).value())});
+    }, app.scope());
     return;
   }
   if (const auto* req = std::get_if<p::ContextInfo>(&m)) {
+    ++s->ops_in_flight;
     ops_->post([this, app, id = req->id, answer, fail] {
       auto info = apps_.info(app, id);
       if (!info.ok()) return fail(info.status());
       answer(p::to_wire(*info));
-    });
+    }, app.scope());
     return;
   }
   if (std::holds_alternative<p::Stats>(m)) {
     const int32_t open = static_cast<int32_t>(s->handles.size());
+    ++s->ops_in_flight;
     ops_->post([this, app, open, answer, fail] {
       auto st = apps_.stats(app);
       if (!st.ok()) return fail(st.status());
       answer(p::to_wire(*st, open));
-    });
+    }, app.scope());
     return;
   }
-  if (const auto* req = std::get_if<p::Call>(&m)) return start_call(s, stream, *req);
   send_error(s, stream, Status(Code::internal, "unhandled request"));
+}
+
+void Server::release_handle(const AppIdentity& app, const std::string& id) {
+  // The engine forgets a context no connection holds (its state stays on storage), so a
+  // closed context costs the daemon no memory; off the loop, as that may wait for swap writes.
+  // (Forgetting a closed context, AppContexts::release_if_unused, is not wired in yet: tests
+  // that expect its chunks resident after the close must be settled first. The contexts
+  // quota bounds what closed contexts hold meanwhile.)
+  (void)apps_.close(app, id);
 }
 
 void Server::close_handle(const SessionPtr& s, uint32_t stream, uint32_t handle) {
@@ -579,7 +628,7 @@ void Server::close_handle(const SessionPtr& s, uint32_t stream, uint32_t handle)
     it->second.close_streams.push_back(stream);
     return;
   }
-  apps_.close(s->app, it->second.id);
+  release_handle(s->app, it->second.id);
   s->handles.erase(it);
   send(s, stream, p::Ack{});
 }
@@ -660,7 +709,7 @@ void Server::call_finished(const SessionPtr& s, uint32_t stream) {
   it->second.call = 0;
   if (it->second.close_streams.empty()) return;
   const std::vector<uint32_t> closes = std::move(it->second.close_streams);
-  apps_.close(s->app, it->second.id);
+  release_handle(s->app, it->second.id);
   s->handles.erase(it);
   for (uint32_t c : closes) send(s, c, p::Ack{});
 }
@@ -705,16 +754,43 @@ size_t Server::pending_bytes(const SessionPtr& s) {
 
 void Server::send_error(const SessionPtr& s, uint32_t stream, const Status& st) { send(s, stream, p::error_message(st)); }
 
+void Server::produce_lists(const SessionPtr& s) {
+  std::vector<uint32_t> finished;
+  {
+    std::lock_guard wlock(s->wmu);
+    const size_t budget = s->peer_max_payload - 64;
+    while (!s->lists.empty() && s->writer.pending_bytes() < opt_.max_unsent_bytes) {
+      ListCursor& c = s->lists.front();
+      p::ContextListReply part;
+      size_t bytes = 0;
+      while (c.next < c.ids->size() && part.ids.size() < p::kMaxListIds &&
+             bytes + 4 + (*c.ids)[c.next].size() <= budget) {
+        bytes += 4 + (*c.ids)[c.next].size();
+        part.ids.push_back(std::move((*c.ids)[c.next++]));
+      }
+      c.bytes -= bytes;
+      s->list_bytes -= bytes;
+      part.more = c.next < c.ids->size();
+      const uint32_t stream = c.stream;
+      if (!part.more) s->lists.pop_front();
+      if (encode_locked(s, stream, part)) finished.push_back(stream);
+    }
+  }
+  for (uint32_t stream : finished) call_finished(s, stream);
+}
+
 void Server::flush(const SessionPtr& s) {
   std::string failed;
   size_t pending = 0;
-  {
+  for (bool more = true; more && failed.empty();) {
+    if (!s->lists.empty()) produce_lists(s);
     std::lock_guard wlock(s->wmu);
     while (s->writer.pending_bytes() > 0) {
       auto data = s->writer.pending();
       const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         s->writer.consume(static_cast<size_t>(n));
+        s->bytes_sent += static_cast<uint64_t>(n);
         s->last_write_progress = s->last_activity = Clock::now();
         continue;
       }
@@ -723,15 +799,17 @@ void Server::flush(const SessionPtr& s) {
       break;
     }
     pending = s->writer.pending_bytes();
+    // All sent and more of a list to encode: another round (the socket may take it too).
+    more = pending == 0 && !s->lists.empty();
     std::lock_guard lock(s->mu);
     s->unsent_bytes = pending;
   }
   if (!failed.empty()) return drop(s, failed);
   s->drained.notify_all();
-  if (s->closing && pending == 0) return drop(s, "after a protocol error");
-  update_interest(s);
-  // Room again: frames held back by the in-flight bound.
+  if (s->closing && pending == 0) return drop(s, kAfterProtocolError);
+  // Room again: frames held back by the bounds.
   if (s->reader.queued() > 0 && !s->closing) process_frames(s);
+  if (sessions_.count(s->fd) && sessions_[s->fd] == s) update_interest(s);
 }
 
 bool Server::post(const SessionPtr& s, Outgoing out) {
@@ -739,7 +817,8 @@ bool Server::post(const SessionPtr& s, Outgoing out) {
     std::lock_guard lock(s->mu);
     if (s->dead) {
       if (out.assign_handle) {
-        if (const auto* opened = std::get_if<p::ContextOpened>(&out.message)) apps_.close(s->app, opened->id);
+        if (const auto* opened = std::get_if<p::ContextOpened>(&out.message); opened && apps_.close(s->app, opened->id))
+          apps_.release_if_unused(s->app, opened->id);
       }
       return false;
     }
@@ -768,7 +847,10 @@ void Server::kick(const SessionPtr& s) {
 size_t Server::send_now_locked(const SessionPtr& s) {
   auto data = s->writer.pending();
   const ssize_t n = ::send(s->fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n > 0) s->writer.consume(static_cast<size_t>(n));
+  if (n > 0) {
+    s->writer.consume(static_cast<size_t>(n));
+    s->bytes_sent += static_cast<uint64_t>(n);
+  }
   const size_t left = s->writer.pending_bytes();
   if (left > 0) {
     // A full socket buffer or an error: the loop sends the rest, or sees the error.
@@ -856,6 +938,14 @@ void Server::take_outbox(const SessionPtr& s) {
     }
     if (!sessions_.count(s->fd) || sessions_[s->fd] != s) return;
     for (Outgoing& o : out) {
+      if (o.op_done && s->ops_in_flight > 0) --s->ops_in_flight;
+      if (o.list_ids) {
+        ListCursor c{o.stream, std::move(o.list_ids), 0, 0};
+        for (const std::string& id : *c.ids) c.bytes += 4 + id.size();
+        s->list_bytes += c.bytes;
+        s->lists.push_back(std::move(c));
+        continue;
+      }
       if (o.assign_handle) {
         auto* opened = std::get_if<p::ContextOpened>(&o.message);
         const uint32_t h = s->next_handle++;
@@ -870,24 +960,62 @@ void Server::take_outbox(const SessionPtr& s) {
   flush(s);
 }
 
+namespace {
+
+// One minimum-rate window (Session's send_window / recv_window): opened while bytes are owed,
+// checked when it has lasted `window`; "" or why the connection goes.
+std::string check_rate(std::optional<Clock::time_point>& start, uint64_t& at_start, uint64_t moved_total, bool owed,
+                       Clock::time_point now, int window_ms, uint32_t min_rate, const char* what) {
+  if (!owed || min_rate == 0) {
+    start.reset();
+    return {};
+  }
+  if (!start) {
+    start = now;
+    at_start = moved_total;
+    return {};
+  }
+  const int elapsed = ms_between(*start, now);
+  if (elapsed < window_ms) return {};
+  const uint64_t moved = moved_total - at_start;
+  const uint64_t needed = static_cast<uint64_t>(min_rate) * static_cast<uint64_t>(elapsed) / 1000;
+  if (moved < needed)
+    return std::string(what) + " too slowly (" + std::to_string(moved) + " bytes in " + std::to_string(elapsed) +
+           " ms, the minimum is " + std::to_string(min_rate) + " bytes/s)";
+  start = now;
+  at_start = moved_total;
+  return {};
+}
+
+}  // namespace
+
 void Server::check_timers() {
   const auto now = Clock::now();
   if (accept_paused_ && now >= accept_resume_ && !stopping_) resume_accepting();
   std::vector<std::pair<SessionPtr, std::string>> expired;
   for (auto& [fd, s] : sessions_) {
     size_t pending = 0;
+    uint64_t sent = 0;
     Clock::time_point progress;
     {
       std::lock_guard wlock(s->wmu);
       pending = s->writer.pending_bytes();
       progress = s->last_write_progress;
+      sent = s->bytes_sent;
     }
+    std::string slow = check_rate(s->send_window, s->sent_at_window, sent, pending > 0, now, opt_.rate_window_ms,
+                                  opt_.min_rate_bytes_per_s, "reads its answers");
+    if (slow.empty())
+      slow = check_rate(s->recv_window, s->received_at_window, s->bytes_received, s->reader.mid_frame(), now,
+                        opt_.rate_window_ms, opt_.min_rate_bytes_per_s, "sends a frame");
     if (s->state.phase() == p::Phase::handshake && ms_between(s->accepted, now) > opt_.handshake_timeout_ms) {
       expired.emplace_back(s, "no handshake within " + std::to_string(opt_.handshake_timeout_ms) + " ms");
+    } else if (!slow.empty()) {
+      expired.emplace_back(s, slow);
     } else if (pending > 0 && ms_between(progress, now) > opt_.write_timeout_ms) {
       expired.emplace_back(s, "the client read nothing for " + std::to_string(opt_.write_timeout_ms) + " ms");
     } else if (opt_.idle_timeout_ms > 0 && s->state.phase() == p::Phase::ready && s->state.in_flight() == 0 &&
-               pending == 0 &&
+               pending == 0 && !s->reader.mid_frame() &&
                ms_between(s->last_activity, now) > static_cast<int>(opt_.idle_timeout_ms)) {
       expired.emplace_back(s, "idle");
     }

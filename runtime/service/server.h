@@ -10,11 +10,19 @@
 // interleaves running calls token by token. Context operations run on a small pool of their
 // own.
 //
-// Bounds (docs/PROTOCOL.md section 9): a connection is not read while it has
-// max_requests_in_flight requests unanswered or max_unsent_bytes unsent; a call whose
-// connection is over max_unsent_bytes waits before its next piece (up to write_timeout, then
-// it is cancelled and the connection closed); handshake 5 s; idle connections closed after
-// idle_timeout_ms when set.
+// Bounds (docs/PROTOCOL.md section 9; the memory formula in docs/ARCHITECTURE.md, *Memory
+// bound*): a connection is read only while its reader holds no complete frame it cannot take
+// yet, it has fewer than max_requests_in_flight requests unanswered, fewer than
+// max_ops_in_flight context operations running, and less than max_unsent_bytes of answers
+// unsent (queued, encoded or listed); a payload is buffered as it arrives, never to its
+// claimed length; CONTEXT_LIST replies are encoded part by part as the client reads; a call
+// whose connection is over max_unsent_bytes waits before its next piece (up to write_timeout,
+// then it is cancelled and the connection closed). Timeouts: handshake, idle, and minimum
+// rates both ways (a client owing bytes must move min_rate_bytes_per_s over each
+// rate_window_ms), so that trickling does not hold a connection's buffers forever. New
+// connections past max_connections (at most the descriptors the process may open, less a
+// reserve) are refused at accept, and the last reserve_for_new_apps of them go only to apps
+// holding none.
 //
 // systemd: READY once listening, STATUS with live figures every 5 s, WATCHDOG=1 every half
 // watchdog interval from the event loop (a loop that hangs stops them), STOPPING on exit.
@@ -42,13 +50,16 @@
 
 namespace llmsvc::service {
 
+inline constexpr size_t kReadChunkBytes = 64u << 10;   // one read of a connection's socket
+inline constexpr size_t kPieceSplitBytes = 32u << 10;  // a piece's text per PIECE frame, at most
+
 struct ServerOptions {
   std::string server_name = "llmsvcd 1.0.0";
   std::string model_name;
   uint32_t max_frame_payload = protocol::kDefaultMaxPayload;
   uint32_t max_prompt_bytes = 256u << 10;
   uint32_t max_calls = 4;            // per connection
-  uint32_t idle_timeout_ms = 0;      // 0: never
+  uint32_t idle_timeout_ms = 120000;  // 0: never (the client library pings an idle connection)
   // Exit (0, as on SIGTERM) after this long with no connection at all; 0: never. Only for
   // socket activation: systemd keeps the socket and starts the daemon on the next client.
   uint32_t exit_idle_ms = 0;
@@ -56,8 +67,17 @@ struct ServerOptions {
   int handshake_timeout_ms = 5000;
   int write_timeout_ms = 30000;
   int stop_timeout_ms = 5000;
-  size_t max_unsent_bytes = 4u << 20;
+  size_t max_unsent_bytes = 256u << 10;
   size_t max_requests_in_flight = 64;
+  uint32_t max_ops_in_flight = 4;   // per connection: context operations running at once
+  uint32_t max_handles = 256;       // per connection: contexts open (QUOTA_EXCEEDED past it)
+  uint32_t min_rate_bytes_per_s = 4096;
+  int rate_window_ms = 10000;
+  // Connections at once over all apps; 0: the descriptors the process may open (its raised
+  // RLIMIT_NOFILE) less fd_reserve, kept for state files, the model and the swap reader.
+  uint32_t max_connections = 0;
+  uint32_t fd_reserve = 64;
+  uint32_t reserve_for_new_apps = 16;
   int call_workers = 4;  // calls at once (the pool has one thread more, for the loop)
   // Calls of one app running at once (its others wait their turn), so an app's burst of
   // calls leaves workers for the other apps. Apps take turns for free workers.
@@ -94,6 +114,8 @@ class Server {
   void handle_request(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
   void start_call(const SessionPtr& s, uint32_t stream, const protocol::Call& call);
   void close_handle(const SessionPtr& s, uint32_t stream, uint32_t handle);
+  // Uncounts one handle of the app's on `id`; the last one lets the engine forget it.
+  void release_handle(const AppIdentity& app, const std::string& id);
   void send(const SessionPtr& s, uint32_t stream, const protocol::Message& m);
   // send() with s->wmu held; true when `m` ended a call (call_finished() is then due,
   // once wmu is released).
@@ -106,6 +128,15 @@ class Server {
   void call_finished(const SessionPtr& s, uint32_t stream);
   void flush(const SessionPtr& s);
   void update_interest(const SessionPtr& s);
+  // Whether the connection may take another request now (the bounds above).
+  bool can_take_request(const SessionPtr& s);
+  // Answer bytes the connection holds: encoded and unsent, queued by workers, and the
+  // CONTEXT_LIST ids not yet encoded.
+  size_t held_answer_bytes(const SessionPtr& s);
+  // Encodes CONTEXT_LIST parts while the connection is under its unsent bound.
+  void produce_lists(const SessionPtr& s);
+  // Why a new connection of `uid` is refused at accept, or "" when it is not.
+  std::string accept_refusal(uid_t uid) const;
   void drop(const SessionPtr& s, const std::string& why);
   void take_outboxes();
   // Sends what workers queued for `s` (and does the bookkeeping of what they sent).
@@ -161,7 +192,6 @@ class Server {
   std::vector<SessionPtr> dirty_;  // sessions with outbox entries
   std::atomic<int> calls_running_{0};
   std::map<uid_t, uint32_t> app_connections_;          // loop thread only
-  std::map<uid_t, Clock::time_point> refusal_logged_;  // loop thread only: at most one line a minute per app
   std::mutex app_calls_mu_;
   std::map<uid_t, uint32_t> app_calls_;  // calls in flight per app (the loop adds, workers remove)
 
@@ -174,6 +204,7 @@ class Server {
   std::optional<Clock::time_point> starved_logged_;
   uint64_t starved_unlogged_ = 0;
   Clock::time_point accept_resume_{};
+  uint32_t max_connections_ = 0;  // opt_.max_connections, or as the descriptor limit gives
   bool stopping_ = false;
   bool cancelled_all_ = false;
   Clock::time_point stop_deadline_{};

@@ -15,7 +15,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/protocol/connection.h"
 #include "runtime/protocol/frame.h"
@@ -35,6 +37,19 @@ struct Outgoing {
   // A call's final answer its worker already wrote to the socket (Server::send_result): the
   // loop only does the bookkeeping of sending it (protocol state, the handle's call).
   bool already_sent = false;
+  // The last answer of a context operation (run on the ops pool): its slot is free again.
+  bool op_done = false;
+  // CONTEXT_LIST: the ids, which the loop encodes into CONTEXT_LIST_REPLY parts only as the
+  // client reads them (Session::lists), so a long list never sits unsent in full.
+  std::shared_ptr<std::vector<std::string>> list_ids = nullptr;
+};
+
+// A CONTEXT_LIST answer being sent part by part.
+struct ListCursor {
+  uint32_t stream = 0;
+  std::shared_ptr<std::vector<std::string>> ids;
+  size_t next = 0;      // the first id not yet sent
+  size_t bytes = 0;     // what the ids not yet sent hold (for the connection's bound)
 };
 
 struct Session {
@@ -48,6 +63,18 @@ struct Session {
   uint32_t peer_max_payload = protocol::kHandshakeMaxPayload;
   Clock::time_point accepted = Clock::now();
   Clock::time_point last_activity = Clock::now();
+  // Minimum rates (Server::check_timers): a window opens when the connection starts to owe
+  // bytes (answers unsent, or a frame begun and not finished) and lasts rate_window; if
+  // less than the minimum rate moved in it (and bytes are still owed), the connection is
+  // dropped. Trickling a few bytes now and then keeps no deadline away.
+  std::optional<Clock::time_point> send_window;  // since: answers unsent throughout
+  uint64_t sent_at_window = 0;                    // bytes_sent then
+  std::optional<Clock::time_point> recv_window;  // since: a frame in progress throughout
+  uint64_t received_at_window = 0;                // bytes_received then
+  uint64_t bytes_received = 0;
+  uint32_t ops_in_flight = 0;   // context operations on the ops pool, not yet answered
+  std::deque<ListCursor> lists;  // CONTEXT_LIST answers still being sent
+  size_t list_bytes = 0;         // the ids they hold
   bool reading = true;       // EPOLLIN wanted (backpressure clears it)
   bool want_write = false;   // EPOLLOUT registered
   bool closing = false;      // flush what is queued, then close (after an ERROR on stream 0)
@@ -69,6 +96,7 @@ struct Session {
   std::mutex wmu;
   protocol::FrameWriter writer{protocol::Role::server};
   Clock::time_point last_write_progress = Clock::now();
+  uint64_t bytes_sent = 0;  // to the socket, ever
   // Workers may write pieces themselves: the handshake is done, no ERROR on stream 0 went
   // out, the socket is open.
   bool direct_ok = false;

@@ -3,8 +3,11 @@
 #include "runtime/service/syscall_filter.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -17,8 +20,8 @@ namespace {
 constexpr const char* kAllowed[] = {
     // memory
     "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "membarrier",
-    // threads, signals, time
-    "clone", "clone3", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "futex", "futex_waitv",
+    // threads (clone: threads only, and clone3 answers ENOSYS; both below), signals, time
+    "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "futex", "futex_waitv",
     "sched_yield", "sched_getaffinity", "exit", "exit_group", "gettid", "getpid", "getppid", "tgkill",
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "sigaltstack", "restart_syscall",
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "getrandom",
@@ -32,12 +35,16 @@ constexpr const char* kAllowed[] = {
     "getsockopt", "setsockopt", "getsockname", "getpeername", "connect", "bind", "listen",
     // files: state directory, chunk files, history logs, the model
     "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2", "lseek",
-    "openat", "open", "close", "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "fstat", "newfstatat", "stat",
+    "openat", "openat2", "open", "close", "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "fstat", "newfstatat", "stat",
     "lstat", "statx", "fstatfs", "statfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
     "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "ftruncate", "fallocate",
     "fsync", "fdatasync", "sync_file_range", "fchmod", "fchmodat", "umask", "getcwd", "fadvise64", "readahead",
-    // swap I/O
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    // Swap reads: io_uring_enter only. The one ring (policy/uring_reader.h) is made before
+    // this filter, restricted before it was enabled to reading files the daemon opened itself
+    // (IORING_OP_READ, no SQE flags, no register operation); with io_uring_setup and
+    // io_uring_register refused, no other ring can be made and those rules cannot be undone,
+    // so the ring's operations, which seccomp cannot see, are all reads.
+    "io_uring_enter",
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     // The sanitizers' runtimes: LeakSanitizer stops the world with a ptrace-ing thread at exit.
     "ptrace", "wait4", "waitid", "process_vm_readv", "sched_setaffinity", "personality",
@@ -51,6 +58,40 @@ using FilterPtr = std::unique_ptr<void, CtxFree>;
 
 Status fail(const std::string& what, int rc) {
   return Status(Code::internal, "system-call filter: " + what + ": " + std::strerror(-rc));
+}
+
+// clone() for a thread of this process, as glibc's pthread_create calls it: every sharing
+// flag below set, and nothing else but its TLS and thread-id bookkeeping (no exit signal, no
+// namespace, no vfork, no ptrace flag). So no child process: no fork, vfork, posix_spawn.
+// The flags are arg0 on x86_64 and arm64 (the kernel reads their low 32 bits).
+constexpr uint64_t kThreadShares = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+constexpr uint64_t kThreadBookkeeping = CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID;
+constexpr uint64_t kCloneChecked = 0xffffffffu & ~kThreadBookkeeping;
+
+Status add_clone_rules(scmp_filter_ctx ctx) {
+  if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneChecked, kThreadShares));
+      rc != 0)
+    return fail("clone", rc);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // LeakSanitizer stops the world from a task that shares the memory but is no thread: these
+  // flags exactly (sanitizer_stoptheworld_linux_libcdep.cpp); still no fork, no vfork.
+  constexpr uint64_t kStopTheWorld = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED;
+  if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, kStopTheWorld));
+      rc != 0)
+    return fail("clone (sanitizer)", rc);
+#endif
+  // clone3 passes its flags in a struct seccomp cannot read: ENOSYS makes glibc (2.34+) fall
+  // back to clone, whose flags it can (EPERM, the default, would fail pthread_create). By
+  // number where libseccomp predates the name.
+  int nr = seccomp_syscall_resolve_name("clone3");
+#ifdef SYS_clone3
+  if (nr == __NR_SCMP_ERROR) nr = SYS_clone3;
+#endif
+  if (nr != __NR_SCMP_ERROR)
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0); rc != 0) return fail("clone3", rc);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -75,13 +116,14 @@ Result<std::string> install_syscall_filter() {
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0); rc != 0) return fail(name, rc);
   }
+  LLMSVC_RETURN_IF_ERROR(add_clone_rules(ctx.get()));
   for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX)); rc != 0)
       return fail("socket", rc);
   }
   if (int rc = seccomp_load(ctx.get()); rc != 0) return fail("load", rc);
 
-  // Prove it: both must be refused with EPERM.
+  // Prove it: these must be refused with EPERM.
   std::string seen;
   const int inet = ::socket(AF_INET, SOCK_STREAM, 0);
   const int inet_errno = errno;
@@ -97,6 +139,22 @@ Result<std::string> install_syscall_filter() {
   const int exec_errno = errno;
   if (exec_errno != EPERM) return Status(Code::internal, "system-call filter: execve was not refused by the filter");
   seen += std::string(", execve: ") + std::strerror(exec_errno);
+  // A fork: clone without CLONE_THREAD (a raw call: no atfork handlers). Were it let through,
+  // the child would leave at once; the daemon then refuses to run.
+  const long forked = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  const int fork_errno = errno;
+  if (forked == 0) ::_exit(0);
+  if (forked > 0)
+    return Status(Code::internal, "system-call filter: a fork (clone without CLONE_THREAD) was not refused");
+  if (fork_errno != EPERM) return Status(Code::internal, "system-call filter: a fork failed, but not by the filter");
+  seen += std::string(", fork: ") + std::strerror(fork_errno);
+#ifdef SYS_clone3
+  // No arguments: unfiltered, the kernel refuses it (EINVAL) before making anything.
+  ::syscall(SYS_clone3, nullptr, 0);
+  const int clone3_errno = errno;
+  if (clone3_errno != ENOSYS) return Status(Code::internal, "system-call filter: clone3 was not answered ENOSYS");
+  seen += std::string(", clone3: ") + std::strerror(clone3_errno);
+#endif
   return seen;
 }
 

@@ -1,6 +1,7 @@
 // Swap I/O: atomic writes (page cache dropped, failures leave no trace), the writer
 // thread's ordering and shutdown, batched reads on io_uring and on the pread fallback,
-// disk full on a real 256 KiB tmpfs, and the fallback chosen when seccomp forbids io_uring.
+// disk full on a real 256 KiB tmpfs, the fallback chosen when seccomp forbids io_uring, and
+// the reader's ring refusing everything but reads.
 #include "policy/swap_io.h"
 
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 #include "base/aligned_buffer.h"
 #include "base/file_io.h"
 #include "base/unique_fd.h"
+#include "policy/read_only_ring.h"
 #include "tests/policy/swap_test_util.h"
 
 namespace llmsvc::policy {
@@ -627,6 +629,71 @@ TEST(SwapIo, FallsBackToThreadsWhenIoUringIsForbidden) {
     EXPECT_EQ((*normal)->reader_kind(), ReaderKind::io_uring) << "this machine's kernel refuses io_uring";
   }  // its threads end before the fork: the child starts single-threaded
   EXPECT_EQ(test::run_in_child([&] { return seccomp_fallback_check(dir.path()); }), "");
+}
+
+// ---- the reader's ring: reads only ----
+
+// Runs one SQE prepared by `prep` on `ring`; its completion's result.
+template <class Prep>
+int run_sqe(io_uring& ring, Prep prep, unsigned char flags = 0) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) return -ENOSPC;
+  prep(sqe);
+  sqe->flags |= flags;
+  if (const int r = io_uring_submit(&ring); r < 0) return r;
+  io_uring_cqe* cqe = nullptr;
+  if (const int r = io_uring_wait_cqe(&ring, &cqe); r < 0) return r;
+  const int res = cqe->res;
+  io_uring_cqe_seen(&ring, cqe);
+  return res;
+}
+
+// What llmsvcd's syscall filter relies on (it allows io_uring_enter alone): the ring reads,
+// and every other operation, SQE flag and register operation is refused by the kernel.
+TEST(ReadOnlyRing, ReadsAndRefusesEverythingElse) {
+  io_uring ring{};
+  const Status st = init_read_only_ring(ring, 8);
+  if (st.code() == Code::unavailable) GTEST_SKIP() << st.message();
+  ASSERT_TRUE(st.ok()) << st.message();
+  struct Exit {
+    io_uring* r;
+    ~Exit() { io_uring_queue_exit(r); }
+  } exit_ring{&ring};
+  ScratchDir dir;
+  const std::string path = dir.file("data");
+  const auto bytes = pattern_bytes(5000, 9);
+  ASSERT_TRUE(fileio::write_atomic(path, bytes).ok());
+  fileio::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+
+  std::vector<uint8_t> back(bytes.size());
+  EXPECT_EQ(run_sqe(ring, [&](io_uring_sqe* s) { io_uring_prep_read(s, fd.get(), back.data(), back.size(), 0); }),
+            static_cast<int>(bytes.size()));
+  EXPECT_EQ(back, bytes);
+
+  // Not a read: opening a file, writing, vectored reads.
+  EXPECT_EQ(run_sqe(ring, [&](io_uring_sqe* s) { io_uring_prep_openat(s, AT_FDCWD, path.c_str(), O_RDONLY, 0); }),
+            -EACCES);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK), 0);
+  fileio::UniqueFd pipe_r(pipe_fds[0]), pipe_w(pipe_fds[1]);
+  const char x = 'x';
+  EXPECT_EQ(run_sqe(ring, [&](io_uring_sqe* s) { io_uring_prep_write(s, pipe_w.get(), &x, 1, 0); }), -EACCES);
+  char got = 0;
+  EXPECT_EQ(::read(pipe_r.get(), &got, 1), -1) << "the write reached the pipe";
+  iovec iov{back.data(), back.size()};
+  EXPECT_EQ(run_sqe(ring, [&](io_uring_sqe* s) { io_uring_prep_readv(s, fd.get(), &iov, 1, 0); }), -EACCES);
+  // A read with an SQE flag (forced async, fixed file): refused too.
+  EXPECT_EQ(run_sqe(ring, [&](io_uring_sqe* s) { io_uring_prep_read(s, fd.get(), back.data(), 16, 0); }, IOSQE_ASYNC),
+            -EACCES);
+  // No register operation: no fixed buffers, no probe, no second restriction set.
+  EXPECT_EQ(io_uring_register_buffers(&ring, &iov, 1), -EACCES);
+  EXPECT_EQ(io_uring_register_files(&ring, &pipe_fds[1], 1), -EACCES);
+  // And plain reads still work after all of that.
+  std::fill(back.begin(), back.end(), 0);
+  EXPECT_EQ(run_sqe(ring, [&](io_uring_sqe* s) { io_uring_prep_read(s, fd.get(), back.data(), back.size(), 0); }),
+            static_cast<int>(bytes.size()));
+  EXPECT_EQ(back, bytes);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <malloc.h>
 
 #include <fstream>
 #include <iterator>
@@ -231,6 +232,27 @@ TEST(ProtocolFrame, MidFrameAndLimits) {
   EXPECT_FALSE(r2.mid_frame());
   EXPECT_EQ(r2.queued(), 1u);
   ASSERT_TRUE(r2.feed({}).ok());
+}
+
+// A header claiming a long payload takes no memory for it: the buffer grows with what arrives
+// (a peer sending headers alone holds nothing), and buffered_bytes() counts what is held.
+TEST(ProtocolFrame, AClaimedLengthIsNotAllocatedBeforeItsBytesArrive) {
+  FrameReader r(Role::server, kDefaultMaxPayload);
+  auto f = frame_of(Role::client, 7, Call{1, std::string(200000, 'a'), {}});
+  const size_t heap_before = mallinfo2().uordblks;
+  ASSERT_TRUE(r.feed(std::span<const uint8_t>(f).first(kHeaderBytes)).ok());
+  EXPECT_TRUE(r.mid_frame());
+  EXPECT_EQ(r.buffered_bytes(), kHeaderBytes);
+  EXPECT_LT(mallinfo2().uordblks - heap_before, 4096u);  // (0 under sanitizers: their allocator is not counted)
+  ASSERT_TRUE(r.feed(std::span<const uint8_t>(f).subspan(kHeaderBytes, 1000)).ok());
+  EXPECT_EQ(r.buffered_bytes(), kHeaderBytes + 1000);
+  ASSERT_TRUE(r.feed(std::span<const uint8_t>(f).subspan(kHeaderBytes + 1000)).ok());
+  EXPECT_EQ(r.queued(), 1u);
+  EXPECT_EQ(r.buffered_bytes(), f.size());
+  auto got = r.next();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->payload.size(), f.size() - kHeaderBytes);
+  EXPECT_EQ(r.buffered_bytes(), 0u);
 }
 
 TEST(ProtocolFrame, GarbageStreamsFailCleanly) {

@@ -36,6 +36,12 @@ class DaemonProcess {
   void before_exec(std::function<void()> fn) { before_exec_ = std::move(fn); }
   // The model and engine threads it is started with (defaults: the default model, 2).
   void set_model(std::string path) { model_ = std::move(path); }
+  // Another llmsvcd binary (e.g. an older build, for a before/after comparison); `as_root_flag`
+  // false for one that predates --allow-root.
+  void set_binary(std::string path, bool as_root_flag = true) {
+    binary_ = std::move(path);
+    allow_root_flag_ = as_root_flag;
+  }
   void set_threads(int threads) { threads_ = threads; }
   ~DaemonProcess() { kill_and_wait(SIGKILL); }
 
@@ -47,15 +53,17 @@ class DaemonProcess {
 
   // Starts it and waits until its socket accepts connections (false on failure or timeout).
   bool start(int timeout_ms = 120000) {
-    std::vector<std::string> args = {LLMSVCD_PATH, "--listen", socket_path()};
+    std::vector<std::string> args = {binary_, "--listen", socket_path()};
     if (activated_) {  // it passes on only the environment it is told to
       args = {"/usr/bin/systemd-socket-activate", "--listen=" + socket_path()};
       for (const std::string& e : env_) args.push_back("--setenv=" + e);
-      args.push_back(LLMSVCD_PATH);
+      args.push_back(binary_);
     }
     for (const std::string& a :
          std::vector<std::string>{"--state-dir", state_dir(), "--model", model_, "--threads", std::to_string(threads_)})
       args.push_back(a);
+    // As root (CI), llmsvcd refuses to run without a user to switch to unless allowed.
+    if (::geteuid() == 0 && allow_root_flag_) args.push_back("--allow-root");
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = ::fork();
     if (pid_ < 0) return false;
@@ -137,6 +145,8 @@ class DaemonProcess {
   std::vector<std::string> env_;
   std::function<void()> before_exec_;
   std::string model_ = default_model_path();
+  std::string binary_ = LLMSVCD_PATH;
+  bool allow_root_flag_ = true;
   int threads_ = 2;
   bool activated_ = false;
   pid_t pid_ = -1;

@@ -121,7 +121,8 @@ class DaemonFigures : public ::testing::Test {
   // A daemon under the small budget, f16 KV (no compression: chunk sizes are known).
   DaemonProcess& start_daemon() {
     const std::string config = dir_ + "/llmsvcd.toml";
-    std::ofstream(config) << "kv_budget_bytes = " << kBudget << "\nkv_ratio = -1.0\n";
+    // No KV share (the default quota caps an app at half the budget): the same budget as embedded.
+    std::ofstream(config) << "kv_budget_bytes = " << kBudget << "\nkv_ratio = -1.0\n[quotas]\nkv_share = 0.0\n";
     std::filesystem::create_directory(dir_ + "/daemon");
     daemon_ = std::make_unique<DaemonProcess>(dir_ + "/daemon", std::vector<std::string>{"--config", config});
     EXPECT_TRUE(daemon_->start()) << "llmsvcd did not start; see " << daemon_->log_path();

@@ -29,10 +29,14 @@ using namespace llmsvc::test;
 
 using DaemonLoad = DaemonTest;
 
+// These tests' clients all run as one uid, which llmsvcd takes for one app: its per-app
+// connection and call quotas are lifted (tests/adversarial/ runs many apps under the defaults).
+const char* const kOneUidManyClients = "[quotas]\nconnections = 0\nconcurrent_calls = 0\n";
+
 TEST_F(DaemonLoad, SixtyFourClientsAtOnceGetTheSameGreedyAnswers) {
   constexpr int kClients = 64, kCalls = 2, kTokens = 3;
   const char* prompts[kCalls] = {"The capital of France is", " The capital of Spain is"};
-  DaemonProcess& d = start_daemon();
+  DaemonProcess& d = start_daemon(config_args(kOneUidManyClients));
   const std::string target = d.target();
 
   struct Client {
@@ -107,7 +111,7 @@ TEST_F(DaemonLoad, ResidentMemoryStaysWithinTheKvBudgetAndAFixedOverhead) {
 #endif
   constexpr int kClients = 64, kCalls = 4, kTokens = 8;
   constexpr uint64_t kBudget = 16u << 20, kOverhead = 40u << 20;
-  DaemonProcess& d = start_daemon(config_args("kv_budget_bytes = " + std::to_string(kBudget) + "\n"));
+  DaemonProcess& d = start_daemon(config_args("kv_budget_bytes = " + std::to_string(kBudget) + "\n" + kOneUidManyClients));
   const uint64_t started = proc_status_bytes(d.pid(), "VmRSS");
   ASSERT_GT(started, 0u);
   const std::string target = d.target();
@@ -226,7 +230,7 @@ void check_and_close(Opened& o) {
 
 TEST_F(DaemonLoad, FloodsOfBadAndSilentConnectionsLeaveClientsAndTheDaemonWhole) {
   constexpr int kGood = 3, kMinGoodCalls = 3, kMaxGoodCalls = 40, kPerWave = 200, kWaves = 2;
-  DaemonProcess& d = start_daemon();
+  DaemonProcess& d = start_daemon(config_args(kOneUidManyClients));
   const std::string target = d.target(), path = d.socket_path();
 
   // Well-behaved clients call in a loop until the floods are over.
@@ -327,7 +331,9 @@ TEST_F(DaemonLoad, OutOfFileDescriptorsNeitherSpinsNorFloodsTheLog) {
   // descriptors; with the daemon at its limit it reports every virtual call as invalid.
   GTEST_SKIP() << "sanitizer runtimes need free descriptors, which this test takes away";
 #endif
-  DaemonProcess& d = start_daemon();
+  // The limit is lowered from outside after start-up, past the daemon's own accounting of
+  // descriptors (which refuses connections before accept fails): accept4's EMFILE itself.
+  DaemonProcess& d = start_daemon(config_args(kOneUidManyClients));
   const rlimit low{48, 48};
   ASSERT_EQ(::prlimit(d.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
   std::vector<int> held;

@@ -100,7 +100,7 @@ contexts = 4
 connections = 2
 [quotas.app.1000]
 contexts = 64
-kv_share = 0.5
+kv_share = 0.8
 [quotas.app.root]
 connections = 0
 )"),
@@ -108,12 +108,12 @@ connections = 0
                   .ok());
   EXPECT_EQ(c.quotas.of(1000).contexts, 64u);
   EXPECT_EQ(c.quotas.of(1000).connections, 2u);  // left out: the default
-  EXPECT_DOUBLE_EQ(c.quotas.of(1000).kv_share, 0.5);
+  EXPECT_DOUBLE_EQ(c.quotas.of(1000).kv_share, 0.8);
   EXPECT_EQ(c.quotas.of(0).contexts, 4u);       // "root", resolved to uid 0
   EXPECT_EQ(c.quotas.of(0).connections, 0u);    // no limit for it
   EXPECT_EQ(c.quotas.of(1001).contexts, 4u);    // anyone else: the defaults
   EXPECT_EQ(c.quotas.of(1001).connections, 2u);
-  EXPECT_DOUBLE_EQ(c.quotas.of(1001).kv_share, 0.0);
+  EXPECT_DOUBLE_EQ(c.quotas.of(1001).kv_share, AppQuotas{}.kv_share);  // left out: the code's default
 }
 
 TEST_F(Config, PerAppQuotasRefuseUnknownUsersKeysAndDuplicates) {
@@ -152,13 +152,35 @@ TEST_F(Config, TheShippedFileAndItsCommentedKeysParse) {
   EXPECT_EQ(all.quotas.by_uid.size(), 1u);
 }
 
+// Quotas and timeouts are on with no configuration at all, and the shipped file states the
+// code's defaults (so the two cannot drift apart).
+TEST_F(Config, BoundsAreOnByDefaultAndTheShippedFileStatesThem) {
+  const DaemonConfig code;
+  const AppQuotas& q = code.quotas.defaults;
+  EXPECT_GT(q.contexts, 0u);
+  EXPECT_GT(q.concurrent_calls, 0u);
+  EXPECT_GT(q.connections, 0u);
+  EXPECT_GT(q.kv_share, 0.0);
+  EXPECT_GT(code.idle_timeout_ms, 0u);
+  EXPECT_GT(code.min_rate_bytes_per_s, 0u);
+  DaemonConfig shipped;
+  Status st = load_config_file(LLMSVCD_SHIPPED_CONFIG, shipped);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(shipped.quotas.defaults.contexts, q.contexts);
+  EXPECT_EQ(shipped.quotas.defaults.context_tokens, q.context_tokens);
+  EXPECT_EQ(shipped.quotas.defaults.concurrent_calls, q.concurrent_calls);
+  EXPECT_EQ(shipped.quotas.defaults.connections, q.connections);
+  EXPECT_DOUBLE_EQ(shipped.quotas.defaults.kv_share, q.kv_share);
+  EXPECT_EQ(shipped.idle_timeout_ms, code.idle_timeout_ms);
+}
+
 TEST_F(Config, MissingKeysKeepDefaults) {
   DaemonConfig c;
   ASSERT_TRUE(load_config_file(write("c.toml", "threads = 1\n"), c).ok());
   EXPECT_EQ(c.threads, 1);
   EXPECT_EQ(c.max_calls, 4u);
   EXPECT_EQ(c.socket_mode, 0666u);
-  EXPECT_EQ(c.max_unsent_bytes, 4u << 20);
+  EXPECT_EQ(c.max_unsent_bytes, 256u << 10);
   EXPECT_EQ(c.write_timeout_ms, 30000);
 }
 
@@ -214,6 +236,36 @@ TEST_F(ListenSocket, NeverRemovesOtherFiles) {
   EXPECT_EQ(fd.status().code(), Code::exists);
   EXPECT_TRUE(fileio::exists(path));
   EXPECT_FALSE(listen_unix(dir_ + "/" + std::string(200, 'x'), 0666).ok());  // too long for sun_path
+}
+
+// Bound before start-up, listening after it (llmsvcd binds while still privileged): a
+// connection in between is refused; a start-up that fails removes the file; a path another
+// daemon took over meanwhile is neither listened on nor removed.
+TEST_F(ListenSocket, BoundThenListenedOnOnlyIfStillOurs) {
+  const std::string path = dir_ + "/s.sock";
+  {
+    auto bound = BoundUnixSocket::bind(path, 0666);
+    ASSERT_TRUE(bound.ok()) << bound.status().message();
+    const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    EXPECT_NE(::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ::close(probe);
+  }  // never listened on: gone
+  EXPECT_FALSE(fileio::exists(path));
+  int second_fd = -1;
+  {
+    auto first = BoundUnixSocket::bind(path, 0666);
+    ASSERT_TRUE(first.ok());
+    auto second = listen_unix(path, 0666);  // the first is not listening yet: a stale file to it
+    ASSERT_TRUE(second.ok()) << second.status().message();
+    second_fd = *second;
+    auto late = first->listen();
+    EXPECT_EQ(late.status().code(), Code::exists) << late.status().message();
+  }  // the first's destructor leaves the second's file alone
+  EXPECT_TRUE(fileio::exists(path));
+  ::close(second_fd);
 }
 
 TEST(SystemdFds, NoneWithoutSystemd) {

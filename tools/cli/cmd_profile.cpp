@@ -8,6 +8,7 @@
 #include "hal/cpu/cpu_device.h"
 #include "runtime/core/graph/switch_profiler.h"
 #include "runtime/core/persist/state_dir.h"
+#include "runtime/core/persist/state_root.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -25,12 +26,13 @@ int run_profile(const ProfileArgs& a) {
   if (!path.ok()) return report(path.status());
   auto root = persist::resolve_state_root(a.model.state_dir);
   if (!root.ok()) return report(root.status());
-  if (Status s = fileio::make_dirs(*root); !s.ok()) return report(s);
+  auto state = persist::open_state_root(*root);  // made 0700 if absent; refused if others can write it
+  if (!state.ok()) return report(state.status());
   hal::cpu::CpuDevice device(a.model.threads);
   auto model = Model::load(*path, device);
   if (!model.ok()) return report(model.status());
   std::fprintf(stderr, "profiling recompute and chunk loads under %s ...\n", root->c_str());
-  auto prof = profile_switch_cost(**model, device, *root, a.reps);
+  auto prof = profile_switch_cost(**model, device, *state->dir, a.reps);
   if (!prof.ok()) return report(prof.status());
   std::printf("%-10s %10s %14s %12s %12s\n", "sample", "n", "ctx / bytes", "ms/layer", "fitted");
   for (const ProfileSample& s : prof->samples)
@@ -40,9 +42,11 @@ int run_profile(const ProfileArgs& a) {
               1e3 * c.rc_token_ctx_s);
   std::printf("load per layer:      %.4f ms + chunks x %.4f ms + bytes / %.1f MB/s\n", 1e3 * c.io_fixed_s, 1e3 * c.io_chunk_s,
               c.io_byte_s > 0 ? 1e-6 / c.io_byte_s : 0.0);
-  const std::string out = a.out.empty() ? *root + "/switch-profile.json" : a.out;
+  const std::string out = a.out.empty() ? *root + "/" + std::string(persist::layout::kSwitchProfile) : a.out;
   const std::string text = policy::switch_cost_to_json(c);
-  if (Status s = fileio::write_atomic(out, text); !s.ok()) return report(s);
+  const Status written = a.out.empty() ? state->dir->write_atomic(persist::layout::kSwitchProfile, text)
+                                       : fileio::write_atomic(out, text);
+  if (!written.ok()) return report(written);
   std::printf("wrote %s\n", out.c_str());
   return 0;
 }

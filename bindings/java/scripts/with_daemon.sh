@@ -21,7 +21,9 @@ finish() {
 
 # A subshell waits for the daemon and records its exit status.
 (
-  "$llmsvcd" --listen "$dir/s.sock" --state-dir "$dir/state" --threads 2 >"$dir/llmsvcd.log" 2>&1 &
+  as_root=""  # as root (CI) llmsvcd must be told it may stay root (it drops every capability)
+  [ "$(id -u)" = 0 ] && as_root=--allow-root
+  "$llmsvcd" --listen "$dir/s.sock" --state-dir "$dir/state" --threads 2 $as_root >"$dir/llmsvcd.log" 2>&1 &
   echo $! >"$dir/pid"
   wait $!
   echo $? >"$dir/exit"

@@ -20,6 +20,8 @@
 #include "runtime/core/persist/chunk_table.h"
 #include "runtime/core/engine/stop_matcher.h"
 #include "runtime/core/persist/context_meta.h"
+#include "runtime/core/persist/state_cleanup.h"
+#include "runtime/core/persist/state_root.h"
 #include "runtime/core/sampler/sampler.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
@@ -51,8 +53,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (chunk > 4096) return Status(Code::invalid_argument, "engine: chunk_tokens must be at most 4096");
   auto root = persist::resolve_state_root(o.state_dir);
   if (!root.ok()) return root.status();
-  persist::StateDir state(*root);
-  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(state.contexts_dir()));
+  // The root's owner and mode first (refused if another user could write there); from here
+  // on every state file is reached beneath it, never through a link.
+  auto opened = persist::open_state_root(*root);
+  if (!opened.ok()) return opened.status();
+  persist::StateDir state(*root, opened->dir);
+  LLMSVC_RETURN_IF_ERROR(state.dir()->make_dirs(persist::layout::kContexts));
+  const persist::CleanupCounts cleaned = persist::remove_interrupted(*state.dir());
+  if (cleaned.total() > 0)
+    std::fprintf(stderr, "llmsvc: state: removed %zu leftovers of interrupted writes (%zu temporary files, %zu "
+                 "unfinished context directories)\n", cleaned.total(), cleaned.temp_files, cleaned.unfinished);
   auto device = hal::cpu::make_cpu_device(threads);
   auto model = Model::load(o.model_path, *device);
   if (!model.ok()) return model.status();
@@ -105,11 +115,17 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
-  const std::string profile = o.switch_profile.empty() ? state_.root() + "/switch-profile.json" : o.switch_profile;
-  if (!o.switch_profile.empty() || fileio::exists(profile)) {
-    auto cost = policy::load_switch_cost(profile);
+  if (!o.switch_profile.empty()) {
+    auto cost = policy::load_switch_cost(o.switch_profile);
     if (cost.ok()) switch_cost_ = *cost;
     else warn("ignoring the switch-cost profile: " + cost.status().message());
+  } else if (auto text = root().read_file(persist::layout::kSwitchProfile, 1 << 16); text.ok()) {
+    auto cost = policy::switch_cost_from_json(*text);
+    if (cost.ok()) switch_cost_ = *cost;
+    else warn("ignoring the switch-cost profile " + std::string(persist::layout::kSwitchProfile) + ": " +
+              cost.status().message());
+  } else if (text.status().code() != Code::not_found) {
+    warn("ignoring the switch-cost profile: " + text.status().message());
   }
   for (const auto& [scope, share] : o.kv_share_by_scope)
     kv_share_bytes_by_scope_[scope] = share_bytes(share, o.kv_budget_bytes);
@@ -126,7 +142,7 @@ void EngineImpl::warn(const std::string& msg) const { std::fprintf(stderr, "llms
 
 void EngineImpl::open_swap(ContextState& ctx) {
   if (!swap_io_) return;
-  auto store = policy::SwapStore::open(*swap_io_, state_.chunks_dir(ctx.id));
+  auto store = policy::SwapStore::open(*swap_io_, root(), persist::layout::chunks_dir(ctx.id));
   if (!store.ok()) {
     warn("context '" + ctx.id + "': its chunks will not be swapped: " + store.status().message());
     return;
@@ -148,6 +164,16 @@ void EngineImpl::open_swap(ContextState& ctx) {
 }
 
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
+  // A system prompt the context cannot hold would fail every call later: refused now
+  // (tokenized before the engine's lock: a long prompt takes a while).
+  if (!o.raw && !o.system_prompt.empty()) {
+    const ChatTemplate& chat = model_->chat_template();
+    auto [before, after] = chat.user_turn_parts(o.system_prompt, true);
+    const size_t opening = model_->tokenizer().encode(chat.system_prefix(o.system_prompt) + before + after, true, true).size();
+    if (opening >= static_cast<size_t>(n_ctx_))
+      return Status(Code::context_overflow, "the system prompt takes " + std::to_string(opening) +
+                                                " tokens with its template, and a context holds " + std::to_string(n_ctx_));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::string id = o.id;
   if (id.empty() || id.back() == '/') {  // "" or "<scope>/": a fresh id (in that scope)
@@ -167,10 +193,11 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   }
   // Files first, context.json last: the context exists once its metadata does. A directory
   // without it is the remains of a creation that crashed, and is cleared.
-  const std::string dir = state_.context_dir(id);
-  LLMSVC_RETURN_IF_ERROR(fileio::remove_tree(dir));
-  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(state_.chunks_dir(id)));
-  auto log = persist::HistoryLog::create(state_.history_path(id));
+  const fileio::SafeDir& root = this->root();
+  const std::string dir = persist::layout::context_dir(id);
+  LLMSVC_RETURN_IF_ERROR(root.remove_tree(dir));
+  LLMSVC_RETURN_IF_ERROR(root.make_dirs(persist::layout::chunks_dir(id)));
+  auto log = persist::HistoryLog::create(root, persist::layout::history(id));
   persist::ContextMeta meta;
   meta.id = id;
   meta.model_hash = model_->content_hash();
@@ -180,10 +207,10 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   meta.system_prompt = o.system_prompt;
   meta.chunk_tokens = store_.geometry().chunk_tokens;
   meta.created_unix = static_cast<int64_t>(::time(nullptr));
-  Status s = log.ok() ? persist::write_context_meta(state_.meta_path(id), meta) : log.status();
-  if (s.ok()) s = fileio::sync_directory(dir.substr(0, dir.rfind('/')));  // contexts/ or its scope
+  Status s = log.ok() ? persist::write_context_meta(root, persist::layout::meta(id), meta) : log.status();
+  if (s.ok()) s = root.sync(fileio::parent_directory(dir));  // contexts/ or its scope
   if (!s.ok()) {
-    (void)fileio::remove_tree(dir);
+    (void)root.remove_tree(dir);
     return s;
   }
   auto ctx = std::make_unique<ContextState>(id, store_);
@@ -212,9 +239,9 @@ void EngineImpl::assign_share_locked(ContextState& ctx) {
 Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   if (auto it = contexts_.find(id); it != contexts_.end()) return it->second.get();
   if (!state_.has(id)) return Status(Code::not_found, "no context '" + std::string(id) + "'");
-  auto meta = persist::read_context_meta(state_.meta_path(id));
+  auto meta = persist::read_context_meta(root(), persist::layout::meta(id));
   if (!meta.ok()) return meta.status();
-  if (meta->id != id) return Status(Code::io, state_.meta_path(id) + ": names context '" + meta->id + "'");
+  if (meta->id != id) return Status(Code::io, persist::layout::meta(id) + ": names context '" + meta->id + "'");
   if (meta->model_hash != model_->content_hash()) {
     const bool can_recompute = recompute_on_model_change_ && meta->vocab_hash == model_->vocab_hash();
     if (!can_recompute)
@@ -222,7 +249,7 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
                                               meta->model_name + "'); its state cannot be used with this one");
   }
   persist::HistoryLog::Contents hist;
-  auto log = persist::HistoryLog::open(state_.history_path(id), model_->config().n_vocab, &hist);
+  auto log = persist::HistoryLog::open(root(), persist::layout::history(id), model_->config().n_vocab, &hist);
   if (!log.ok()) return log.status();
   if (hist.tokens.size() > static_cast<size_t>(n_ctx_))
     return Status(Code::context_overflow, "context '" + std::string(id) + "' holds " + std::to_string(hist.tokens.size()) +
@@ -268,21 +295,21 @@ Status EngineImpl::delete_context(std::string_view id) {
   // Hold its history lock while removing, so no other process is using it.
   std::unique_ptr<persist::HistoryLog> held;
   if (it == contexts_.end()) {
-    auto log = persist::HistoryLog::open(state_.history_path(id), model_->config().n_vocab, nullptr);
+    auto log = persist::HistoryLog::open(root(), persist::layout::history(id), model_->config().n_vocab, nullptr);
     if (!log.ok() && log.status().code() == Code::busy) return log.status();
     if (log.ok()) held = std::move(log).value();
   }
   // context.json first: from then on the context no longer exists, even if removing the
   // rest is interrupted.
-  if (::unlink(state_.meta_path(id).c_str()) != 0 && errno != ENOENT)
-    return Status(Code::io, "cannot delete context '" + std::string(id) + "': " + fileio::errno_text(errno));
+  if (Status u = root().unlink(persist::layout::meta(id)); !u.ok() && u.code() != Code::not_found)
+    return Status(Code::io, "cannot delete context '" + std::string(id) + "': " + u.message());
   // Its queued swap writes end first: their callbacks reach its chunks, and a write landing
   // after the removal would leave a file behind.
   flush_swap();
   if (it != contexts_.end()) contexts_.erase(it);
   held.reset();
   stats_.known_contexts = std::max(0, stats_.known_contexts - 1);
-  return fileio::remove_tree(state_.context_dir(id));
+  return root().remove_tree(persist::layout::context_dir(id));
 }
 
 Result<std::vector<std::string>> EngineImpl::list_contexts() const { return state_.list(); }
@@ -321,9 +348,9 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
     }
   }
   if (!state_.has(id)) return Status(Code::not_found, "no context '" + std::string(id) + "'");
-  auto meta = persist::read_context_meta(state_.meta_path(id));
+  auto meta = persist::read_context_meta(root(), persist::layout::meta(id));
   if (!meta.ok()) return meta.status();
-  auto hist = persist::HistoryLog::peek(state_.history_path(id), model_->config().n_vocab);
+  auto hist = persist::HistoryLog::peek(root(), persist::layout::history(id), model_->config().n_vocab);
   if (!hist.ok()) return hist.status();
   info.raw = meta->raw;
   info.system_prompt = meta->system_prompt;
@@ -332,8 +359,8 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
   info.chunks_total = (info.tokens + C - 1) / C;
   // Swapped: the chunks its table lists that have a file (a reopen loads them unless the
   // file turns out bad); the rest is recomputed.
-  auto table = persist::read_chunk_table(state_.chunk_table_path(id));
-  auto files = policy::list_chunk_files(state_.chunks_dir(id));
+  auto table = persist::read_chunk_table(root(), persist::layout::chunk_table(id));
+  auto files = policy::list_chunk_files(root(), persist::layout::chunks_dir(id));
   if (table.ok() && files.ok() && table->model_hash == model_->content_hash() && table->chunk_tokens == C) {
     const int listed = std::min(static_cast<int>(table->chunks.size()), info.chunks_total);
     info.chunks_swapped = static_cast<int32_t>(
@@ -547,7 +574,8 @@ void EngineImpl::swap_out(ContextState& ctx, CallStats& st) {
   table.n_evaluated = std::min(table.n_evaluated, n * table.chunk_tokens);
   auto bytes = persist::encode_chunk_table(table);
   if (bytes.ok()) {
-    swap_io_->write_async(state_.chunk_table_path(ctx.id), std::move(bytes).value(), [this, id = ctx.id](Status s) {
+    policy::SwapPath path(state_.dir(), persist::layout::chunk_table(ctx.id));
+    swap_io_->write_async(std::move(path), std::move(bytes).value(), [this, id = ctx.id](Status s) {
       if (!s.ok() && !swap_failing_.exchange(true)) warn("context '" + id + "': chunk table not written: " + s.message());
     });
   } else {
@@ -557,7 +585,7 @@ void EngineImpl::swap_out(ContextState& ctx, CallStats& st) {
 }
 
 void EngineImpl::restore_chunks(ContextState& ctx) {
-  auto table = persist::read_chunk_table(state_.chunk_table_path(ctx.id));
+  auto table = persist::read_chunk_table(root(), persist::layout::chunk_table(ctx.id));
   if (!table.ok()) {
     if (table.status().code() != Code::not_found)
       warn("context '" + ctx.id + "': recomputing its KV: " + table.status().message());

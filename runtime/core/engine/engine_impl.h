@@ -63,6 +63,9 @@ class EngineImpl final : public Engine {
   // without ahead-of-time swap-out, gives its sequence eviction's write-back.
   void open_swap(ContextState& ctx);
   void warn(const std::string& msg) const;
+  // The state root, held open: every state file is reached beneath it (persist::layout's
+  // relative paths), never through a symbolic link.
+  const fileio::SafeDir& root() const { return *state_.dir(); }
   // After a call: compresses the context's full chunks by density (kv_ratio).
   Status compress(ContextState& ctx);
   // Loads a context from storage into contexts_ (mu_ held).

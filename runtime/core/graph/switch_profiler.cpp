@@ -82,7 +82,7 @@ std::vector<int32_t> tokens_for(int n, int n_vocab) {
 
 }  // namespace
 
-Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& device, const std::string& scratch_dir,
+Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& device, const fileio::SafeDir& scratch,
                                           int reps) {
   reps = std::max(reps, 1);
   const ModelConfig& cfg = model.config();
@@ -136,15 +136,15 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
   // (cold: the writer and the reader drop the pages they touch).
   auto io = policy::SwapIo::create();
   if (!io.ok()) return io.status();
-  const std::string dir = scratch_dir + "/switch-profile.tmp";
-  (void)fileio::remove_tree(dir);
-  LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(dir));
+  const std::string dir = "switch-profile.tmp";
+  (void)scratch.remove_tree(dir);
+  LLMSVC_RETURN_IF_ERROR(scratch.make_dirs(dir));
   std::vector<ProfileSample> ld;
   const int n_chunks = max_ctx / kChunk;
   Status status = Status::Ok();
   for (hal::KvFormat f : {hal::KvFormat::f16, hal::KvFormat::q4}) {
     const std::string sub = dir + (f == hal::KvFormat::f16 ? "/f16" : "/q4");
-    auto st = policy::SwapStore::open(**io, sub);
+    auto st = policy::SwapStore::open(**io, scratch, sub);
     if (!st.ok()) {
       status = st.status();
       break;
@@ -186,7 +186,7 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
       ld.push_back({"load", double(k), double(k) * double(layer_bytes), median(t), 0});
     }
   }
-  (void)fileio::remove_tree(dir);
+  (void)scratch.remove_tree(dir);
   LLMSVC_RETURN_IF_ERROR(status);
   const auto ioc = fit(ld);
   out.cost.io_fixed_s = ioc[0];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/safe_dir.h"
 #include "base/status.h"
 #include "policy/switch_cost.h"
 #include "runtime/core/model/model.h"
@@ -25,9 +26,10 @@ struct SwitchProfile {
   std::vector<ProfileSample> samples;
 };
 
-// scratch_dir: an existing directory on the storage that swap files will live on; the
-// profiler writes chunk files under it and removes them. reps: repetitions per point.
-Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& device, const std::string& scratch_dir,
+// scratch: a directory on the storage that swap files will live on (the state root); the
+// profiler writes chunk files in its "switch-profile.tmp/" and removes them, reaching them
+// beneath it (no link followed). reps: repetitions per point.
+Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& device, const fileio::SafeDir& scratch,
                                           int reps = 3);
 
 }  // namespace llmsvc

@@ -98,12 +98,25 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
   return t;
 }
 
-Result<ChunkTable> read_chunk_table(const std::string& path) {
-  auto text = fileio::read_file(path, kHeaderBytes + 8 + size_t{ChunkTable::kMaxChunks} * 64);
+namespace {
+
+constexpr size_t kMaxTableBytes = kHeaderBytes + 8 + size_t{ChunkTable::kMaxChunks} * 64;
+
+Result<ChunkTable> parse_read(const Result<std::string>& text, const std::string& name) {
   if (!text.ok()) return text.status();
   auto t = parse_chunk_table(std::span(reinterpret_cast<const uint8_t*>(text->data()), text->size()));
-  if (!t.ok()) return Status(t.status().code(), path + ": " + t.status().message());
+  if (!t.ok()) return Status(t.status().code(), name + ": " + t.status().message());
   return t;
+}
+
+}  // namespace
+
+Result<ChunkTable> read_chunk_table(const std::string& path) {
+  return parse_read(fileio::read_file(path, kMaxTableBytes), path);
+}
+
+Result<ChunkTable> read_chunk_table(const fileio::SafeDir& dir, std::string_view rel) {
+  return parse_read(dir.read_file(rel, kMaxTableBytes), dir.name_of(rel));
 }
 
 }  // namespace llmsvc::persist

@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/safe_dir.h"
 #include "base/status.h"
 
 namespace llmsvc::persist {
@@ -43,5 +45,7 @@ Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t);
 Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> bytes);
 // Code::not_found when there is no table.
 Result<ChunkTable> read_chunk_table(const std::string& path);
+// The table `rel` below `dir` (the state root), reached through no symbolic link.
+Result<ChunkTable> read_chunk_table(const fileio::SafeDir& dir, std::string_view rel);
 
 }  // namespace llmsvc::persist

@@ -6,7 +6,6 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "base/file_io.h"
 #include "runtime/core/persist/state_dir.h"
 
 namespace llmsvc::persist {
@@ -75,13 +74,15 @@ Result<ContextMeta> parse_context_meta(const std::string& text) {
   return m;
 }
 
-Status write_context_meta(const std::string& path, const ContextMeta& m) { return fileio::write_atomic(path, to_json(m)); }
+Status write_context_meta(const fileio::SafeDir& dir, std::string_view rel, const ContextMeta& m) {
+  return dir.write_atomic(rel, to_json(m));
+}
 
-Result<ContextMeta> read_context_meta(const std::string& path) {
-  auto text = fileio::read_file(path, kMaxMetaBytes);
+Result<ContextMeta> read_context_meta(const fileio::SafeDir& dir, std::string_view rel) {
+  auto text = dir.read_file(rel, kMaxMetaBytes);
   if (!text.ok()) return text.status();
   auto m = parse_context_meta(*text);
-  if (!m.ok()) return Status(m.status().code(), path + ": " + m.status().message());
+  if (!m.ok()) return Status(m.status().code(), dir.name_of(rel) + ": " + m.status().message());
   return m;
 }
 

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "base/safe_dir.h"
 #include "base/status.h"
 
 namespace llmsvc::persist {
@@ -26,7 +28,9 @@ std::string to_json(const ContextMeta& m);
 // Parses and validates untrusted text; Code::io names the bad field.
 Result<ContextMeta> parse_context_meta(const std::string& text);
 
-Status write_context_meta(const std::string& path, const ContextMeta& m);
-Result<ContextMeta> read_context_meta(const std::string& path);
+// context.json `rel` below `dir` (the state root), reached through no symbolic link;
+// written atomically and durably.
+Status write_context_meta(const fileio::SafeDir& dir, std::string_view rel, const ContextMeta& m);
+Result<ContextMeta> read_context_meta(const fileio::SafeDir& dir, std::string_view rel);
 
 }  // namespace llmsvc::persist

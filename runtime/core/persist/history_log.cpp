@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/file_io.h"
+#include "base/safe_dir.h"
 
 namespace llmsvc::persist {
 namespace {
@@ -32,7 +33,10 @@ uint32_t get32(const uint8_t* p) {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "history files are little-endian");
 
 Status io_error(const std::string& what, const std::string& path, int err) {
-  return Status(Code::io, "history: " + what + " '" + path + "': " + fileio::errno_text(err));
+  const std::string cause = err == ELOOP
+                                ? "a symbolic link is on the path (state files are never reached through links)"
+                                : fileio::errno_text(err);
+  return Status(Code::io, "history: " + what + " '" + path + "': " + cause);
 }
 
 Status lock(int fd, const std::string& path) {
@@ -91,8 +95,9 @@ Result<HistoryLog::Contents> parse_log(const std::string& path, const std::strin
 
 }  // namespace
 
-Result<std::unique_ptr<HistoryLog>> HistoryLog::create(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+Result<std::unique_ptr<HistoryLog>> HistoryLog::create(const fileio::SafeDir& dir, std::string_view rel) {
+  const std::string path = dir.name_of(rel);
+  const int fd = fileio::open_beneath(dir.fd(), rel, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) {
     if (errno == EEXIST) return Status(Code::exists, "history '" + path + "' already exists");
     return io_error("cannot create", path, errno);
@@ -108,22 +113,26 @@ Result<std::unique_ptr<HistoryLog>> HistoryLog::create(const std::string& path) 
   return log;
 }
 
-Result<HistoryLog::Contents> HistoryLog::peek(const std::string& path, int32_t n_vocab) {
-  auto bytes = fileio::read_file(path, kMaxFileBytes);
+Result<HistoryLog::Contents> HistoryLog::peek(const fileio::SafeDir& dir, std::string_view rel, int32_t n_vocab) {
+  const std::string path = dir.name_of(rel);
+  auto bytes = dir.read_file(rel, kMaxFileBytes);
   if (!bytes.ok()) return bytes.status();
   size_t end = 0;
   return parse_log(path, *bytes, n_vocab, &end);
 }
 
-Result<std::unique_ptr<HistoryLog>> HistoryLog::open(const std::string& path, int32_t n_vocab, Contents* out) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+Result<std::unique_ptr<HistoryLog>> HistoryLog::open(const fileio::SafeDir& dir, std::string_view rel, int32_t n_vocab,
+                                                     Contents* out) {
+  const std::string path = dir.name_of(rel);
+  const int fd = fileio::open_beneath(dir.fd(), rel, O_RDWR);
   if (fd < 0) {
     if (errno == ENOENT) return Status(Code::not_found, "no history '" + path + "'");
     return io_error("cannot open", path, errno);
   }
   auto log = std::make_unique<HistoryLog>(Key{}, fd, path);
   LLMSVC_RETURN_IF_ERROR(lock(fd, path));
-  auto bytes = fileio::read_file(path, kMaxFileBytes);
+  // Read through the locked descriptor: the file checked is the file appended to.
+  auto bytes = fileio::read_all(fd, kMaxFileBytes, path);
   if (!bytes.ok()) return bytes.status();
   size_t end = 0;
   auto c = parse_log(path, *bytes, n_vocab, &end);
@@ -135,6 +144,39 @@ Result<std::unique_ptr<HistoryLog>> HistoryLog::open(const std::string& path, in
   log->size_ = end;
   if (out) *out = std::move(c).value();
   return log;
+}
+
+namespace {
+
+// A caller's own path: its directory as the anchor (trusted), named by its path.
+Result<fileio::SafeDirRef> parent_of(const std::string& path) {
+  const std::string dir = fileio::parent_directory(path);
+  auto d = fileio::SafeDir::open(dir, dir);
+  if (!d.ok()) return Status(d.status().code() == Code::not_found ? Code::not_found : Code::io,
+                             "history '" + path + "': " + d.status().message());
+  return d;
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+}  // namespace
+
+Result<std::unique_ptr<HistoryLog>> HistoryLog::create(const std::string& path) {
+  auto d = parent_of(path);
+  if (!d.ok()) return d.status();
+  return create(**d, base_name(path));
+}
+
+Result<std::unique_ptr<HistoryLog>> HistoryLog::open(const std::string& path, int32_t n_vocab, Contents* out) {
+  auto d = parent_of(path);
+  if (!d.ok()) return d.status();
+  return open(**d, base_name(path), n_vocab, out);
+}
+
+Result<HistoryLog::Contents> HistoryLog::peek(const std::string& path, int32_t n_vocab) {
+  auto d = parent_of(path);
+  if (!d.ok()) return d.status();
+  return peek(**d, base_name(path), n_vocab);
 }
 
 HistoryLog::~HistoryLog() {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/safe_dir.h"
 #include "base/status.h"
 
 namespace llmsvc::persist {
@@ -29,13 +30,22 @@ class HistoryLog {
     uint64_t dropped_tail_bytes = 0;  // bytes of a torn record cut off at open
   };
 
+  // The log `rel` below `dir` (a context's, below the state root): opened beneath it, so a
+  // link planted as the log or on its path is refused (Code::io), never appended to,
+  // truncated or read. Messages name it dir.name_of(rel).
+  //
   // Creates a new, empty log (Code::exists if the file is there).
-  static Result<std::unique_ptr<HistoryLog>> create(const std::string& path);
+  static Result<std::unique_ptr<HistoryLog>> create(const fileio::SafeDir& dir, std::string_view rel);
   // Opens an existing log, repairs a torn tail and returns what it holds. Token ids must
   // be < n_vocab. Code::not_found when absent, busy when another process holds it.
-  static Result<std::unique_ptr<HistoryLog>> open(const std::string& path, int32_t n_vocab, Contents* out);
+  static Result<std::unique_ptr<HistoryLog>> open(const fileio::SafeDir& dir, std::string_view rel, int32_t n_vocab,
+                                                  Contents* out);
   // Reads a log without locking or repairing it (for listing while another process may
   // hold it); a torn tail is ignored.
+  static Result<Contents> peek(const fileio::SafeDir& dir, std::string_view rel, int32_t n_vocab);
+  // The same by a path of the caller's own (tools, tests): its directory is trusted as it is.
+  static Result<std::unique_ptr<HistoryLog>> create(const std::string& path);
+  static Result<std::unique_ptr<HistoryLog>> open(const std::string& path, int32_t n_vocab, Contents* out);
   static Result<Contents> peek(const std::string& path, int32_t n_vocab);
   ~HistoryLog();
   HistoryLog(const HistoryLog&) = delete;
@@ -46,6 +56,7 @@ class HistoryLog {
   Status append(std::span<const int32_t> tokens, int32_t turns);
 
   uint64_t size_bytes() const { return size_; }
+  // As messages name it.
   const std::string& path() const { return path_; }
 
  private:

@@ -1,7 +1,7 @@
-// State root resolution and directory listing.
+// State root resolution and listing the contexts on storage.
 #include "runtime/core/persist/state_dir.h"
 
-#include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -34,29 +34,45 @@ bool valid_context_key(std::string_view key) {
   return valid_context_id(key.substr(0, slash)) && valid_context_id(key.substr(slash + 1));
 }
 
+Result<fileio::SafeDirRef> StateDir::root_dir() const {
+  if (dir_) return dir_;
+  return fileio::SafeDir::open(root_, root_);
+}
+
 Result<std::vector<std::string>> StateDir::list(std::string_view scope) const {
   std::vector<std::string> ids;
   if (!scope.empty() && !valid_context_id(scope)) return Status(Code::invalid_argument, "bad context scope");
-  std::string prefix, dir = contexts_dir();  // appended piecewise: GCC 12 -Wrestrict false positive
+  auto root = root_dir();
+  if (!root.ok()) {
+    if (root.status().code() == Code::not_found) return ids;
+    return root.status();
+  }
+  std::string prefix, dir(layout::kContexts);  // appended piecewise: GCC 12 -Wrestrict false positive
   if (!scope.empty()) {
     prefix.append(scope).push_back('/');
     dir.push_back('/');
     dir.append(scope);
   }
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) {
-    if (errno == ENOENT) return ids;
-    return Status(Code::io, "cannot list '" + dir + "': " + fileio::errno_text(errno));
+  auto names = (*root)->list(dir);
+  if (!names.ok()) {
+    if (names.status().code() == Code::not_found) return ids;
+    return Status(Code::io, "cannot list contexts: " + names.status().message());
   }
-  while (dirent* e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    if (valid_context_id(name) && fileio::exists(meta_path(prefix + std::string(name)))) ids.emplace_back(name);
+  for (const std::string& name : *names) {
+    if (!valid_context_id(name)) continue;
+    auto st = (*root)->stat(layout::meta(prefix + name));
+    if (st.ok() && S_ISREG(st->st_mode)) ids.push_back(name);
   }
-  ::closedir(d);
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
-bool StateDir::has(std::string_view key) const { return valid_context_key(key) && fileio::exists(meta_path(key)); }
+bool StateDir::has(std::string_view key) const {
+  if (!valid_context_key(key)) return false;
+  auto root = root_dir();
+  if (!root.ok()) return false;
+  auto st = (*root)->stat(layout::meta(key));
+  return st.ok() && S_ISREG(st->st_mode);
+}
 
 }  // namespace llmsvc::persist

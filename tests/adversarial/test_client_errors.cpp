@@ -1,0 +1,66 @@
+// What a hostile client learns from the daemon's errors: the same status for an invalid id
+// whatever the operation (and the id not echoed back), and never a path of the daemon's.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "runtime/protocol/messages.h"
+#include "tests/adversarial/hostile_client.h"
+#include "tests/service/daemon_fixture.h"
+
+namespace {
+
+namespace p = llmsvc::protocol;
+using llmsvc::Code;
+using llmsvc::Status;
+using namespace llmsvc::test;
+
+using ClientErrors = DaemonTest;
+
+TEST_F(ClientErrors, AnInvalidIdIsInvalidArgumentForEveryOperationAndIsNotEchoed) {
+  DaemonProcess& d = start_daemon();
+  HostileClient c;
+  ASSERT_TRUE(c.connect(d.socket_path()));
+  ASSERT_TRUE(c.handshake());
+  for (const std::string id : {"../../etc", "a/b", "..", "sp ace", "\x01\x02"}) {
+    const p::Message requests[] = {p::ContextOpen{{id}}, p::ContextInfo{{id}}, p::ContextDelete{{id}},
+                                   p::ContextNew{id, std::nullopt, true}};
+    for (const p::Message& m : requests) {
+      uint32_t stream = 0;
+      ASSERT_TRUE(c.request(m, &stream));
+      const Status st = c.answer(stream);
+      EXPECT_EQ(st.code(), Code::invalid_argument) << "type " << static_cast<int>(p::type_of(m)) << " id '" << id
+                                                   << "': " << st.message();
+      if (id != "..") {  // (".." is in the rule's own text)
+        EXPECT_EQ(st.message().find(id), std::string::npos) << st.message();
+      }
+    }
+  }
+}
+
+TEST_F(ClientErrors, ErrorsFromTheStateDirectoryShowNoServerPath) {
+  DaemonProcess& d = start_daemon();
+  HostileClient c;
+  ASSERT_TRUE(c.connect(d.socket_path()));
+  ASSERT_TRUE(c.handshake());
+  uint32_t s = 0;
+  p::Message m;
+  ASSERT_TRUE(c.request(p::ContextNew{std::string("broken"), std::nullopt, true}, &s));
+  ASSERT_TRUE(c.answer(s, &m).ok());
+  ASSERT_TRUE(c.request(p::ContextClose{std::get<p::ContextOpened>(m).handle}, &s));
+  ASSERT_TRUE(c.answer(s).ok());
+  // Its metadata damaged on storage: opening it fails with a message about that file.
+  const std::string meta = d.state_dir() + "/contexts/uid-" + std::to_string(::geteuid()) + "/broken/context.json";
+  { std::ofstream(meta, std::ios::trunc) << "{ not json"; }
+  for (const p::Message& req : {p::Message(p::ContextOpen{{"broken"}}), p::Message(p::ContextInfo{{"broken"}})}) {
+    ASSERT_TRUE(c.request(req, &s));
+    const Status st = c.answer(s);
+    EXPECT_FALSE(st.ok());
+    EXPECT_EQ(st.message().find(d.state_dir()), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("/tmp/"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("uid-"), std::string::npos) << st.message();
+  }
+}
+
+}  // namespace
