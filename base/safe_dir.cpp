@@ -234,7 +234,11 @@ Result<UniqueFd> SafeDir::open_file(std::string_view rel, int flags, mode_t mode
 Result<SafeDir::Parent> SafeDir::parent_of(std::string_view rel, bool writable) const {
   std::vector<std::string_view> parts;
   if (!split(rel, parts)) return error(EXDEV, "resolve", rel);
-  if (parts.empty()) return Status(Code::invalid_argument, "'" + name_of(rel) + "' names no entry");
+  if (parts.empty()) {
+    std::string msg = name_of(rel);  // (built in place: GCC 12 warns falsely on "'" + temporary)
+    msg.insert(0, 1, '\'').append("' names no entry");
+    return Status(Code::invalid_argument, std::move(msg));
+  }
   Parent p;
   p.last = std::string(parts.back());
   if (parts.size() == 1) {

@@ -24,13 +24,14 @@ Status AppContexts::unscoped(const AppIdentity& app, Status s) const {
   if (s.ok()) return s;
   // An app sees its own ids and files by their names inside its namespace, and never where
   // the daemon keeps them: the state root's path goes first (with the app's scope after it,
-  // "<root>/contexts/uid-N/ID/history.log" reads "ID/history.log"), then the scope alone.
+  // "<root>/contexts/uid-N/ID/history.log" reads "ID/history.log", as does the name relative
+  // to the root that the state files' own errors use), then the scope alone.
   const std::string& root = engine_.state_root();
+  const std::string scoped = "contexts/" + app.scope() + "/";
   std::string m = s.message();
-  if (!root.empty()) {
-    erase_all(m, root + "/contexts/" + app.scope() + "/");
-    erase_all(m, root, "<state>");
-  }
+  if (!root.empty()) erase_all(m, root + "/" + scoped);
+  erase_all(m, scoped);
+  if (!root.empty()) erase_all(m, root, "<state>");
   erase_all(m, app.scope() + "/");
   return Status(s.code(), std::move(m));
 }
@@ -74,13 +75,6 @@ bool AppContexts::close(const AppIdentity& app, std::string_view id) {
   if (it == open_.end() || --it->second > 0) return false;
   open_.erase(it);
   return true;
-}
-
-void AppContexts::release_if_unused(const AppIdentity& app, std::string_view id) {
-  auto k = key(app, id);
-  if (!k.ok()) return;
-  std::lock_guard lock(mu_);  // an open cannot come between the check and the release
-  if (!open_.count(*k)) engine_.release_context(*k);
 }
 
 Status AppContexts::remove(const AppIdentity& app, std::string_view id) {

@@ -36,9 +36,6 @@ class AppContexts {
   Status open(const AppIdentity& app, std::string_view id);
   // Uncounts one open handle; true when it was the app's last on that context.
   bool close(const AppIdentity& app, std::string_view id);
-  // The engine forgets the context (its memory; the state stays on storage) when no
-  // connection holds it open. May wait for the context's swap writes: not for the loop.
-  void release_if_unused(const AppIdentity& app, std::string_view id);
   // busy while any connection of the app holds it open.
   Status remove(const AppIdentity& app, std::string_view id);
   Result<std::vector<std::string>> list(const AppIdentity& app) const;

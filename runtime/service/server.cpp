@@ -610,11 +610,9 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
 }
 
 void Server::release_handle(const AppIdentity& app, const std::string& id) {
-  // The engine forgets a context no connection holds (its state stays on storage), so a
-  // closed context costs the daemon no memory; off the loop, as that may wait for swap writes.
-  // (Forgetting a closed context, AppContexts::release_if_unused, is not wired in yet: tests
-  // that expect its chunks resident after the close must be settled first. The contexts
-  // quota bounds what closed contexts hold meanwhile.)
+  // A closed context stays known to the engine, its chunks under the memory policy like any
+  // other's: an app that restarts or reconnects switches back in without reading storage.
+  // The contexts quota and the KV budget bound what closed contexts hold.
   (void)apps_.close(app, id);
 }
 
@@ -817,8 +815,7 @@ bool Server::post(const SessionPtr& s, Outgoing out) {
     std::lock_guard lock(s->mu);
     if (s->dead) {
       if (out.assign_handle) {
-        if (const auto* opened = std::get_if<p::ContextOpened>(&out.message); opened && apps_.close(s->app, opened->id))
-          apps_.release_if_unused(s->app, opened->id);
+        if (const auto* opened = std::get_if<p::ContextOpened>(&out.message)) (void)apps_.close(s->app, opened->id);
       }
       return false;
     }

@@ -2,6 +2,7 @@
 // whatever the operation (and the id not echoed back), and never a path of the daemon's.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <string>
 
@@ -41,25 +42,33 @@ TEST_F(ClientErrors, AnInvalidIdIsInvalidArgumentForEveryOperationAndIsNotEchoed
 
 TEST_F(ClientErrors, ErrorsFromTheStateDirectoryShowNoServerPath) {
   DaemonProcess& d = start_daemon();
-  HostileClient c;
-  ASSERT_TRUE(c.connect(d.socket_path()));
-  ASSERT_TRUE(c.handshake());
   uint32_t s = 0;
-  p::Message m;
-  ASSERT_TRUE(c.request(p::ContextNew{std::string("broken"), std::nullopt, true}, &s));
-  ASSERT_TRUE(c.answer(s, &m).ok());
-  ASSERT_TRUE(c.request(p::ContextClose{std::get<p::ContextOpened>(m).handle}, &s));
-  ASSERT_TRUE(c.answer(s).ok());
-  // Its metadata damaged on storage: opening it fails with a message about that file.
-  const std::string meta = d.state_dir() + "/contexts/uid-" + std::to_string(::geteuid()) + "/broken/context.json";
+  {
+    HostileClient c;
+    ASSERT_TRUE(c.connect(d.socket_path()));
+    ASSERT_TRUE(c.handshake());
+    p::Message m;
+    ASSERT_TRUE(c.request(p::ContextNew{std::string("broken"), std::nullopt, true}, &s));
+    ASSERT_TRUE(c.answer(s, &m).ok());
+  }
+  // Its metadata damaged on storage while the daemon is down (a running daemon keeps a
+  // closed context in memory): opening it after a restart fails with a message about that file.
+  const std::string state = d.state_dir();
+  ASSERT_EQ(d.kill_and_wait(SIGTERM), 0);
+  const std::string meta = state + "/contexts/uid-" + std::to_string(::geteuid()) + "/broken/context.json";
   { std::ofstream(meta, std::ios::trunc) << "{ not json"; }
+  DaemonProcess& again = start_daemon();
+  HostileClient c;
+  ASSERT_TRUE(c.connect(again.socket_path()));
+  ASSERT_TRUE(c.handshake());
   for (const p::Message& req : {p::Message(p::ContextOpen{{"broken"}}), p::Message(p::ContextInfo{{"broken"}})}) {
     ASSERT_TRUE(c.request(req, &s));
     const Status st = c.answer(s);
     EXPECT_FALSE(st.ok());
-    EXPECT_EQ(st.message().find(d.state_dir()), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find(state), std::string::npos) << st.message();
     EXPECT_EQ(st.message().find("/tmp/"), std::string::npos) << st.message();
     EXPECT_EQ(st.message().find("uid-"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("contexts/"), std::string::npos) << st.message();
   }
 }
 
