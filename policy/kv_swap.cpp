@@ -112,6 +112,10 @@ Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, ui
       if (r.ok()) seq.mark_stored(c, version);
       if (done) done(c, r.ok() ? r->file_size : 0, r.ok() ? Status::Ok() : r.status());
     });
+    if (s.code() == Code::quota_exceeded) {
+      q.over_quota++;  // stays without a file: dropped if evicted, as a deferred one
+      continue;
+    }
     if (!s.ok()) {
       if (first_error.ok()) first_error = s;
       continue;

@@ -38,6 +38,7 @@ struct SwapOutQueued {
   int chunks = 0;
   uint64_t payload_bytes = 0;  // before the lossless frames
   int deferred = 0;            // left for a later call: the writer's queue was full
+  int over_quota = 0;          // not written: the owner's swap files are at their DiskQuota
 };
 
 // Encoded chunks waiting for the swap writer are memory outside the KV budget: past this

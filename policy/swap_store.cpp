@@ -116,10 +116,67 @@ Result<PageBuffer> SwapStore::encode(const ChunkMeta& meta, std::span<const uint
   return bytes;
 }
 
+SwapStore::~SwapStore() {
+  if (quota_) quota_->release(counted_total_);
+}
+
+Status SwapStore::set_quota(std::shared_ptr<DiskQuota> quota) {
+  if (quota_) return Status(Code::internal, "swap store " + dir() + ": quota set twice");
+  auto chunks = list();
+  if (!chunks.ok()) return chunks.status();
+  std::lock_guard lock(counted_mu_);
+  for (uint32_t c : *chunks) {
+    auto st = dir_->stat(chunk_file_name(c));
+    if (!st.ok()) continue;  // gone since the listing
+    const uint64_t bytes = static_cast<uint64_t>(st->st_size);
+    counted_[c] = bytes;
+    counted_total_ += bytes;
+  }
+  quota->charge(counted_total_);
+  quota_ = std::move(quota);
+  return Status::Ok();
+}
+
+uint64_t SwapStore::counted_bytes() const {
+  std::lock_guard lock(counted_mu_);
+  return counted_total_;
+}
+
+Status SwapStore::charge_file(uint32_t chunk_index, uint64_t bytes) {
+  if (!quota_) return Status::Ok();
+  std::unique_lock lock(counted_mu_);
+  auto it = counted_.find(chunk_index);
+  const uint64_t old = it == counted_.end() ? 0 : it->second;
+  if (bytes <= old) {
+    quota_->release(old - bytes);
+  } else if (!quota_->try_charge(bytes - old)) {
+    lock.unlock();
+    // The older file describes content that has changed since: it goes, with its bytes.
+    if (it != counted_.end()) remove_async(chunk_index, nullptr);
+    return Status(Code::quota_exceeded, "chunk " + std::to_string(chunk_index) + ": the app's swap files would pass " +
+                                            std::to_string(quota_->limit()) + " bytes");
+  }
+  counted_total_ += bytes;
+  counted_total_ -= old;
+  counted_[chunk_index] = bytes;
+  return Status::Ok();
+}
+
+void SwapStore::uncharge_file(uint32_t chunk_index) {
+  if (!quota_) return;
+  std::lock_guard lock(counted_mu_);
+  auto it = counted_.find(chunk_index);
+  if (it == counted_.end()) return;
+  quota_->release(it->second);
+  counted_total_ -= it->second;
+  counted_.erase(it);
+}
+
 Status SwapStore::store_async(const ChunkMeta& meta, std::span<const uint8_t> payload, StoreDone done) {
   ChunkIndex index;
   auto bytes = encode(meta, payload, &index);
   if (!bytes.ok()) return bytes.status();
+  LLMSVC_RETURN_IF_ERROR(charge_file(meta.chunk_index, bytes->size()));
   io_.write_async(SwapPath(dir_, chunk_file_name(meta.chunk_index)), std::move(bytes).value(),
                   [index = std::move(index), done = std::move(done)](Status s) mutable {
                     if (s.ok()) done(std::move(index));
@@ -132,6 +189,7 @@ Result<ChunkIndex> SwapStore::store(const ChunkMeta& meta, std::span<const uint8
   ChunkIndex index;
   auto bytes = encode(meta, payload, &index);
   if (!bytes.ok()) return bytes.status();
+  LLMSVC_RETURN_IF_ERROR(charge_file(meta.chunk_index, bytes->size()));
   LLMSVC_RETURN_IF_ERROR(io_.write(SwapPath(dir_, chunk_file_name(meta.chunk_index)), bytes->span()));
   return index;
 }
@@ -339,9 +397,13 @@ Result<ChunkIndex> SwapStore::decode_file(const ChunkMeta& expected, const ReadR
   return idx;
 }
 
-Status SwapStore::remove(uint32_t chunk_index) { return io_.remove(SwapPath(dir_, chunk_file_name(chunk_index))); }
+Status SwapStore::remove(uint32_t chunk_index) {
+  uncharge_file(chunk_index);
+  return io_.remove(SwapPath(dir_, chunk_file_name(chunk_index)));
+}
 
 void SwapStore::remove_async(uint32_t chunk_index, SwapWriter::Done done) {
+  uncharge_file(chunk_index);
   io_.remove_async(SwapPath(dir_, chunk_file_name(chunk_index)), std::move(done));
 }
 

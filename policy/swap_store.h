@@ -11,14 +11,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/page_buffer.h"
 #include "base/status.h"
 #include "policy/batch_reader.h"
 #include "policy/chunk_file.h"
+#include "policy/disk_quota.h"
 #include "policy/swap_io.h"
 
 namespace llmsvc::policy {
@@ -102,9 +105,21 @@ class SwapStore {
   const std::string& dir() const { return dir_->name(); }
   std::string path(uint32_t chunk_index) const;
 
+  // Charges this store's files to `quota` from now on: the files present are counted (stat),
+  // and a write that would take the owner past its limit is refused with
+  // Code::quota_exceeded (nothing written; the chunk's older file, stale by then, is removed
+  // and uncounted). A file's bytes count from when its write is queued until it is removed
+  // or the store closes (a failed write stays counted until the chunk is written again).
+  // Call once, before any write.
+  Status set_quota(std::shared_ptr<DiskQuota> quota);
+  // Bytes of the files this store counts (0 without a quota).
+  uint64_t counted_bytes() const;
+  ~SwapStore();
+
   // Encodes on the calling thread (so `payload` may be freed on return) and queues the
   // write; `done` gets the file's index once it is durable, or the write's error, on the
-  // writer thread. A bad meta / payload is returned at once and `done` is not called.
+  // writer thread. A bad meta / payload, or one past the quota, is returned at once and
+  // `done` is not called.
   using StoreDone = std::function<void(Result<ChunkIndex>)>;
   Status store_async(const ChunkMeta& meta, std::span<const uint8_t> payload, StoreDone done);
   Result<ChunkIndex> store(const ChunkMeta& meta, std::span<const uint8_t> payload);
@@ -161,9 +176,19 @@ class SwapStore {
   ReadRequest request(uint32_t chunk_index, uint64_t offset, std::span<uint8_t> dest, bool to_eof,
                       bool direct = false) const;
 
+  // Quota accounting of chunk `chunk_index`'s next file of `bytes`: ok, or quota_exceeded
+  // (its older file then removed and uncounted). Without a quota: ok.
+  Status charge_file(uint32_t chunk_index, uint64_t bytes);
+  // Uncounts chunk `chunk_index`'s file (removed).
+  void uncharge_file(uint32_t chunk_index);
+
   SwapIo& io_;
   fileio::SafeDirRef dir_;  // held open: its files are opened beneath it
   ChunkEncoding encoding_;
+  std::shared_ptr<DiskQuota> quota_;
+  mutable std::mutex counted_mu_;
+  std::unordered_map<uint32_t, uint64_t> counted_;  // file bytes by chunk index
+  uint64_t counted_total_ = 0;
 };
 
 // The first field in which two metas differ ("tokens_hash", ...), or "" if equal.

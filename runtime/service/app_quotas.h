@@ -21,6 +21,9 @@ struct AppQuotas {
   // Share of the KV budget its contexts hold resident together (the engine's kv_share): past
   // it the app's own chunks leave memory first. 0: none (only the budget).
   double kv_share = 0.5;
+  // Bytes its contexts' chunk swap files take on storage together: a chunk past it is not
+  // written (dropped, recomputed when next needed); calls never fail for it.
+  uint64_t swap_bytes = 256ull << 20;
 };
 
 struct QuotaTable {

@@ -124,7 +124,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     auto quota_keys = [&](const toml::table& in, const std::string& where, AppQuotas& out,
                           bool overrides_allowed) -> Status {
       static const std::set<std::string> kQuotaKeys = {"contexts", "context_tokens", "concurrent_calls",
-                                                        "connections", "kv_share"};
+                                                        "connections", "kv_share", "swap_bytes"};
       for (const auto& [k, v] : in) {
         const std::string key(k.str());
         if (!kQuotaKeys.count(key) && !(overrides_allowed && key == "app"))
@@ -134,6 +134,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
       LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "context_tokens", 0, 1 << 20, out.context_tokens));
       LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "concurrent_calls", 0, 1 << 16, out.concurrent_calls));
       LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "connections", 0, 1 << 20, out.connections));
+      LLMSVC_RETURN_IF_ERROR(integer_in(in, where, "swap_bytes", 0, INT64_MAX, out.swap_bytes));
       if (in.contains("kv_share")) {
         auto v = in["kv_share"].value<double>();
         if (!v || *v < 0.0 || *v > 1.0) return bad(path, where + "kv_share must be a number in [0, 1]");

@@ -134,7 +134,11 @@ int main(int argc, char** argv) {
   eo.kv_budget_bytes = cfg.kv_budget_bytes;
   eo.kv_ratio = cfg.kv_ratio;
   eo.kv_share = cfg.quotas.defaults.kv_share;
-  for (const auto& [uid, q] : cfg.quotas.by_uid) eo.kv_share_by_scope[AppIdentity::scope_of(uid)] = q.kv_share;
+  eo.swap_bytes = cfg.quotas.defaults.swap_bytes;
+  for (const auto& [uid, q] : cfg.quotas.by_uid) {
+    eo.kv_share_by_scope[AppIdentity::scope_of(uid)] = q.kv_share;
+    eo.swap_bytes_by_scope[AppIdentity::scope_of(uid)] = q.swap_bytes;
+  }
   eo.state_dir = *root;
   auto engine = Engine::create(eo);
   if (!engine.ok()) return fail(engine.status());
@@ -159,7 +163,8 @@ int main(int argc, char** argv) {
     const MemoryBound mb = memory_bound(so, static_cast<uint32_t>((*engine)->n_ctx()));
     auto mib = [](uint64_t b) { return std::to_string((b + (1u << 19)) >> 20) + " MiB"; };
     log_line("memory bound beyond the model and the KV budget: " + mib(mb.per_connection) + " a connection, " +
-             mib(mb.per_app) + " an app (its connections and open contexts)");
+             mib(mb.per_app) + " an app (its connections and contexts)" +
+             (mb.contexts_bounded ? "" : "; warning: no contexts quota, so nothing bounds what an app's closed contexts hold"));
   }
   Server server(apps, so);
   if (!passed->empty()) {

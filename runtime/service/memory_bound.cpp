@@ -21,7 +21,7 @@ constexpr uint64_t kPerListedId = 4 + p::kMaxIdBytes + 32;  // an id kept for a 
 constexpr uint64_t kOpAnswer = p::kMaxMessageBytes + 256;    // A_op: the largest operation answer (an ERROR)
 constexpr uint64_t kLargestFrame = p::kHeaderBytes + 5 + p::kMaxListIds * (4 + p::kMaxIdBytes);  // A_max
 constexpr uint64_t kPieceFrame = p::kHeaderBytes + 8 + kPieceSplitBytes;                        // S
-// c: an open context's own state beside its system prompt and tokens (history log, swap
+// c: a loaded context's own state beside its system prompt and tokens (history log, swap
 // store, chunk tables of up to n_ctx / 16 chunks).
 constexpr uint64_t kContextState = 64u << 10;
 
@@ -31,7 +31,8 @@ MemoryBound memory_bound(const ServerOptions& o, uint32_t n_ctx) {
   const AppQuotas& q = o.quotas.defaults;
   const uint64_t U = o.max_unsent_bytes, P = o.max_frame_payload, R = kReadChunkBytes;
   const uint64_t O = o.max_ops_in_flight, K = o.max_calls, Q = o.max_requests_in_flight, H = o.max_handles;
-  // Without a contexts quota an app's open contexts are bounded by its handles.
+  // A closed context stays loaded: without a contexts quota nothing bounds an app's contexts,
+  // and the figure counts only those its handles can hold open at once.
   const uint64_t conns_per_app = q.connections > 0 ? q.connections : std::max<uint64_t>(1, o.max_connections);
   const uint64_t C = q.contexts > 0 ? q.contexts : conns_per_app * H;
 
@@ -44,6 +45,7 @@ MemoryBound memory_bound(const ServerOptions& o, uint32_t n_ctx) {
   b.per_connection = reader + writer + answers + lists + bookkeeping;
   b.per_app_contexts = C * (o.max_prompt_bytes + 4ull * n_ctx + kContextState);
   b.per_app = conns_per_app * b.per_connection + b.per_app_contexts;
+  b.contexts_bounded = q.contexts > 0;
   return b;
 }
 

@@ -27,7 +27,9 @@ namespace llmsvc::service {
 
 struct MemoryBound {
   uint64_t per_connection = 0;
-  uint64_t per_app_contexts = 0;  // one app's open contexts (outside the KV budget)
+  uint64_t per_app_contexts = 0;  // one app's loaded contexts (outside the KV budget)
+  bool contexts_bounded = true;   // false without a contexts quota: per_app_contexts is then
+                                  // only what its handles hold open, and nothing bounds the rest
   uint64_t per_app = 0;           // its connections (quotas.connections of them) and contexts
 
   // What `connections` connections and `apps` apps can make the daemon hold beyond its base

@@ -29,6 +29,10 @@
 //
 // SIGTERM / SIGINT: stop accepting, refuse new requests (UNAVAILABLE), let calls in flight
 // run for stop_timeout_ms, cancel the rest (they end with RESULT), flush, return 0.
+//
+// The definitions by concern: server.cpp (the loop, accepting, reading, dropping, shutdown),
+// server_requests.cpp (dispatch, handles, calls), server_answers.cpp (encoding, lists,
+// outboxes, flushes), server_timers.cpp (timeouts and minimum rates).
 #pragma once
 
 #include <sys/types.h>
@@ -52,6 +56,7 @@ namespace llmsvc::service {
 
 inline constexpr size_t kReadChunkBytes = 64u << 10;   // one read of a connection's socket
 inline constexpr size_t kPieceSplitBytes = 32u << 10;  // a piece's text per PIECE frame, at most
+inline constexpr const char* kAfterProtocolError = "after a protocol error";  // a drop that logs nothing more
 
 struct ServerOptions {
   std::string server_name = "llmsvcd 1.0.0";

@@ -101,6 +101,19 @@ class Hostile : public DaemonTest {
     return *honest_;
   }
 
+  // The common shape: a target with its defaults (and `extra_toml`), `honest_count` honest
+  // apps, and `attack(plan)` (a plan of `seconds`) run under_attack. A fatal failure (checked
+  // by the caller) when the honest apps cannot start.
+  template <class Attack>
+  llmsvc::test::AttackOutcome attack_for(int seconds, int honest_count, Attack attack) {
+    start_target();
+    HonestApps& honest = honest_apps(honest_count);
+    if (HasFatalFailure()) return {};
+    AttackPlan plan;
+    plan.seconds = seconds;
+    return under_attack(honest, [&] { return attack(plan); });
+  }
+
   // Whether an app that holds nothing yet (a uid of its own) binds and makes a context.
   ::testing::AssertionResult new_app_binds() {
     HonestApps late(target_, 1, 21000 + late_apps_++);
@@ -121,12 +134,10 @@ class Hostile : public DaemonTest {
 // four connections: reading stops at the connection's bounds, then the rate rule closes it.
 // Before: +365 MB and climbing.
 TEST_F(Hostile, AFloodThatReadsNothingIsThrottledThenDisconnected) {
-  start_target();
-  HonestApps& honest = honest_apps(4);
+  const AttackOutcome o = attack_for(8, 4, [&](const AttackPlan& plan) {
+    return flood_without_reading(target_, plan, 4);
+  });
   ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 8;
-  const AttackOutcome o = under_attack(honest, [&] { return flood_without_reading(target_, plan, 4); });
   EXPECT_LE(growth_, bound(4, 1));
   EXPECT_EQ(o.disconnected, 4) << o.summary();
 }
@@ -134,12 +145,8 @@ TEST_F(Hostile, AFloodThatReadsNothingIsThrottledThenDisconnected) {
 // The same flood, reading 16 bytes every 2 s: that dodges a read deadline but not the
 // minimum rate. Before: +193 MB held.
 TEST_F(Hostile, ATrickleReaderIsDisconnectedByTheMinimumRate) {
-  start_target();
-  HonestApps& honest = honest_apps(4);
+  const AttackOutcome o = attack_for(10, 4, [&](const AttackPlan& plan) { return trickle_reader(target_, plan, 2); });
   ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 10;
-  const AttackOutcome o = under_attack(honest, [&] { return trickle_reader(target_, plan, 2); });
   EXPECT_LE(growth_, bound(2, 1));
   EXPECT_EQ(o.disconnected, 2) << o.summary();
 }
@@ -147,12 +154,10 @@ TEST_F(Hostile, ATrickleReaderIsDisconnectedByTheMinimumRate) {
 // Headers claiming 1 MiB payloads that never come, from 64 connections over 8 apps: nothing
 // is allocated for a claim, and each is dropped by the rate rule. Before: +1 MB per connection.
 TEST_F(Hostile, HeadersClaimingLongPayloadsHoldNothingAndAreDropped) {
-  start_target();
-  HonestApps& honest = honest_apps(4);
+  const AttackOutcome o = attack_for(6, 4, [&](const AttackPlan& plan) {
+    return claimed_length_headers(target_, plan, 64, 8);
+  });
   ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 6;
-  const AttackOutcome o = under_attack(honest, [&] { return claimed_length_headers(target_, plan, 64, 8); });
   // What 64 connections with nothing buffered hold: their bookkeeping, not their claims.
   EXPECT_LE(growth_, kCheckMemory ? 64 * 64 * 1024 + kSlack : UINT64_MAX);
   EXPECT_EQ(o.disconnected, 64) << o.summary();
@@ -161,12 +166,10 @@ TEST_F(Hostile, HeadersClaimingLongPayloadsHoldNothingAndAreDropped) {
 // One app opens 600 connections: past its quota each is refused at accept, and another app
 // still connects and calls. Before: one uid could hold every descriptor.
 TEST_F(Hostile, OneAppCannotTakeEveryDescriptor) {
-  start_target();
-  HonestApps& honest = honest_apps(4);
+  const AttackOutcome o = attack_for(3, 4, [&](const AttackPlan& plan) {
+    return descriptor_exhaustion(target_, plan, 600);
+  });
   ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 3;
-  const AttackOutcome o = under_attack(honest, [&] { return descriptor_exhaustion(target_, plan, 600); });
   const uint32_t quota = llmsvc::service::AppQuotas{}.connections;
   EXPECT_EQ(o.left_open, static_cast<int>(quota)) << o.summary();
   EXPECT_EQ(o.refused, o.connections - static_cast<int>(quota)) << o.summary();
@@ -189,17 +192,15 @@ TEST_F(Hostile, ManyAppsTogetherLeaveRoomForANewApp) {
 // 256 KiB prompt, past any context): refused past the contexts quota, the huge one refused at
 // creation, memory and disk bounded. Before: +250 MB RSS and +265 MB on disk in 6 s.
 TEST_F(Hostile, AContextFloodStopsAtTheQuotaAndAPromptPastTheContextIsRefused) {
-  start_target();
-  HonestApps& honest = honest_apps(2);
+  const AttackOutcome o = attack_for(6, 2, [&](const AttackPlan& plan) {
+    return context_flood(target_, plan, 8u << 10);
+  });
   ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 6;
-  const AttackOutcome o = under_attack(honest, [&] { return context_flood(target_, plan, 8u << 10); });
   const uint32_t contexts = llmsvc::service::AppQuotas{}.contexts;
   EXPECT_NE(o.note.find(std::to_string(contexts) + " contexts made"), std::string::npos) << o.summary();
   EXPECT_NE(o.note.find("1 system prompts past n_ctx refused"), std::string::npos) << o.summary();
   EXPECT_LE(growth_, bound(1, 1));
-  const uint64_t disk = tree_bytes(target_.state_dir + "/contexts/uid-" + std::to_string(plan.attacker_uid));
+  const uint64_t disk = tree_bytes(target_.state_dir + "/contexts/uid-" + std::to_string(AttackPlan{}.attacker_uid));
   std::printf("[attack] the app's state on disk: %.1f MiB\n", static_cast<double>(disk) / kMiB);
   EXPECT_NE(o.note.find("50 over quota"), std::string::npos) << o.summary();  // (it stops asking then)
   // Each: its metadata (the system prompt in it) and an empty history; none was called.
@@ -224,12 +225,10 @@ TEST_F(Hostile, ALogFloodIsRateLimited) {
 // Valid requests and invalid frames interleaved on 32 connections of 8 apps, reconnecting
 // after each connection error.
 TEST_F(Hostile, InterleavedValidAndInvalidFramesHurtNoOne) {
-  start_target();
-  HonestApps& honest = honest_apps(4);
+  const AttackOutcome o = attack_for(6, 4, [&](const AttackPlan& plan) {
+    return interleaved_frames(target_, plan, 32, 8);
+  });
   ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 6;
-  const AttackOutcome o = under_attack(honest, [&] { return interleaved_frames(target_, plan, 32, 8); });
   EXPECT_GT(o.disconnected, 0) << o.summary();
   EXPECT_LE(growth_, bound(64, 8));
 }
@@ -237,12 +236,7 @@ TEST_F(Hostile, InterleavedValidAndInvalidFramesHurtNoOne) {
 // Everything at once, with 64 honest apps calling: the daemon's peak RSS stays within the
 // formula for every connection the attackers can hold, and no honest call fails.
 TEST_F(Hostile, TheCombinedAttackStaysWithinTheMemoryBoundWithSixtyFourHonestApps) {
-  start_target();
-  HonestApps& honest = honest_apps(64);
-  ASSERT_FALSE(HasFatalFailure());
-  AttackPlan plan;
-  plan.seconds = 8;
-  const AttackOutcome o = under_attack(honest, [&] {
+  const AttackOutcome o = attack_for(8, 64, [&](const AttackPlan& plan) {
     std::vector<std::thread> parts;
     AttackOutcome flood, trickle, claims, garbage, mixed;
     AttackPlan p1 = plan, p2 = plan, p3 = plan, p4 = plan, p5 = plan;
@@ -267,6 +261,7 @@ TEST_F(Hostile, TheCombinedAttackStaysWithinTheMemoryBoundWithSixtyFourHonestApp
     }
     return all;
   });
+  ASSERT_FALSE(HasFatalFailure());
   // At most: 4 + 2 + 64 + 16 attacker connections at once (the garbage ones end at once) over
   // 1 + 1 + 8 + 4 apps, and the 64 honest apps' own connections and contexts.
   const uint64_t allowed = bound(4 + 2 + 64 + 16 + 64, 1 + 1 + 8 + 4 + 64);

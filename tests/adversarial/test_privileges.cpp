@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "llmsvc/llmsvc.h"
+#include "tests/common/spawn.h"
 #include "tests/service/daemon_fixture.h"
 #include "tests/service/daemon_process.h"
 #include "tests/service/raw_client.h"
@@ -88,20 +89,7 @@ void serve_a_call(const std::string& target, const char* id) {
 // Starts llmsvcd with `args` (exactly those: no --allow-root added), its output to `log`.
 pid_t spawn(std::vector<std::string> args, const std::string& log) {
   args.insert(args.begin(), LLMSVCD_PATH);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, STDERR_FILENO);
-      ::dup2(fd, STDOUT_FILENO);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
+  return llmsvc::test::spawn_logged(std::move(args), log);
 }
 
 // Waits for `pid` to exit: its wait status, or -1 after it was SIGKILLed at timeout_ms.

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "llmsvc/llmsvc.h"
+#include "tests/common/file_facts.h"
+#include "tests/common/spawn.h"
 #include "tests/service/daemon_fixture.h"
 
 namespace llmsvc::test {
@@ -34,23 +36,6 @@ namespace fs = std::filesystem;
 
 constexpr uid_t kOtherUid = 65534;  // nobody
 constexpr const char* kDeadPid = "999999999";  // above any pid_max: no live process
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-mode_t mode_of(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
-
-uid_t owner_of(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_uid;
-}
 
 // Every entry below `dir` (relative) with its contents ("<dir>" for directories), sorted.
 std::vector<std::string> snapshot(const std::string& dir) {
@@ -99,19 +84,7 @@ class StateFiles : public DaemonTest {
     std::vector<std::string> args = {LLMSVCD_PATH, "--listen", dir_ + "/refused.sock", "--state-dir", state,
                                       "--model", default_model_path(), "--threads", "1", "--allow-root"};
     args.insert(args.end(), extra.begin(), extra.end());
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, STDERR_FILENO);
-        ::dup2(fd, STDOUT_FILENO);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    const pid_t pid = spawn_logged(std::move(args), log_path, /*truncate=*/true);
     int status = -1;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (::waitpid(pid, &status, WNOHANG) != pid) {

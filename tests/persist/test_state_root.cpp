@@ -12,24 +12,17 @@
 #include <fstream>
 #include <string>
 
+#include "tests/common/file_facts.h"
+
 namespace llmsvc::persist {
 namespace {
+
+using test::mode_of;
+using test::owner_of;
 
 namespace fs = std::filesystem;
 
 constexpr uid_t kNobody = 65534;
-
-mode_t mode_of(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
-
-uid_t owner_of(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_uid;
-}
 
 class StateRoot : public ::testing::Test {
  protected:

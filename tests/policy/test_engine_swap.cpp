@@ -8,6 +8,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -402,6 +403,56 @@ TEST_F(EngineSwap, DeleteRemovesChunkFiles) {
   EXPECT_FALSE(fs::exists(dir));
   e->flush_swap();
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// Bytes of the chunk files below `dir` (every context's chunks/).
+uint64_t chunk_file_bytes(const fs::path& dir) {
+  uint64_t bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".kvc") bytes += e.file_size();
+  return bytes;
+}
+
+// A per-app quota on swap files (EngineOptions::swap_bytes, here scope "uid-7"): the app's
+// chunk files never take more than it, the chunks it leaves unwritten are recomputed, and
+// the answers are those of an engine without pressure. A new engine over the same state
+// counts the files it finds, so it writes none past the quota either.
+TEST_F(EngineSwap, AnAppsSwapFilesStayWithinItsQuotaAndAnswersAreUnchanged) {
+  auto free_engine = make_engine(root() + "/quota-free", 0, -1);
+  const Rounds reference = run_rounds(*free_engine, "f", {}, 1, 12);
+  free_engine.reset();
+  const std::string state = root() + "/quota-tight";
+  const uint64_t quota = 6 * kChunk;  // a file is its chunk and a small index: five files
+  auto with_quota = [&](EngineOptions& o) { o.swap_bytes = quota; };
+  auto e = make_engine(state, 10 * kChunk, -1, true, with_quota);
+  const fs::path scope = fs::path(state) / "contexts" / "uid-7";
+  uint64_t most = 0;
+  const Rounds pressed = run_rounds(
+      *e, "uid-7/t",
+      [&](int, int) {
+        e->flush_swap();
+        most = std::max(most, chunk_file_bytes(scope));
+      },
+      1, 12);
+  EXPECT_EQ(pressed.answers, reference.answers);
+  EXPECT_GT(pressed.loaded, 0) << "no chunk was written: the quota is too small to show anything";
+  EXPECT_GT(pressed.recomputed, 0) << "every chunk was written: the quota is too large to show anything";
+  EXPECT_LE(most, quota);
+  EXPECT_GT(most, quota / 2);
+  EXPECT_EQ(e->stats().swap_out_failures, 0u) << "a chunk over the quota is not a failure";
+  e.reset();
+  auto again = make_engine(state, 10 * kChunk, -1, true, with_quota);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(call(*again, "uid-7/t" + std::to_string(i), " And then,", 1).status.ok());
+      again->flush_swap();
+      EXPECT_LE(chunk_file_bytes(scope), quota);
+    }
+  }
+  // Deleting a context gives its files' room back to the app.
+  const uint64_t before = chunk_file_bytes(scope);
+  ASSERT_TRUE(again->delete_context("uid-7/t0").ok());
+  EXPECT_LT(chunk_file_bytes(scope), before);
 }
 
 // A small tmpfs (root only; skipped otherwise).

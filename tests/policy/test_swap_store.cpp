@@ -345,5 +345,67 @@ TEST(SwapStore, OpenCreatesTheDirectoryAndRemovesLeftoverTemporaryFiles) {
   EXPECT_EQ(SwapStore::open(**io, dir.file("a/b")).status().code(), Code::io);
 }
 
+// A DiskQuota over two stores of one owner: writes stop at the limit (refused whole, the
+// older file of the refused chunk removed), removals and a closed store give their bytes
+// back, and a store reopened over existing files counts them.
+TEST(SwapStore, AQuotaBoundsTheOwnersFilesAndCountsWhatItFinds) {
+  ScratchDir dir;
+  auto io = SwapIo::create();
+  ASSERT_TRUE(io.ok());
+  const std::vector<Chunk> chunks = make_chunks(12, KvFormat::f16);
+  auto one_file = [&]() -> uint64_t {  // what one chunk's file takes (all are the same size)
+    auto probe = SwapStore::open(**io, dir.file("probe"));
+    EXPECT_TRUE(probe.ok());
+    auto idx = (*probe)->store(chunks[0].meta, chunks[0].payload);
+    EXPECT_TRUE(idx.ok());
+    return idx.ok() ? idx->file_size : 0;
+  }();
+  ASSERT_GT(one_file, 0u);
+  auto quota = std::make_shared<DiskQuota>(5 * one_file + one_file / 2);  // room for five files
+  auto a = SwapStore::open(**io, dir.file("a"));
+  auto b = SwapStore::open(**io, dir.file("b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->set_quota(quota).ok());
+  ASSERT_TRUE((*b)->set_quota(quota).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*a)->store(chunks[i].meta, chunks[i].payload).ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*b)->store(chunks[i].meta, chunks[i].payload).ok());
+  EXPECT_EQ(quota->used(), 5 * one_file);
+  // The sixth file is refused, in either store, synchronously or not; nothing is written.
+  EXPECT_EQ((*b)->store(chunks[2].meta, chunks[2].payload).status().code(), Code::quota_exceeded);
+  bool called = false;
+  EXPECT_EQ((*a)->store_async(chunks[3].meta, chunks[3].payload, [&](Result<ChunkIndex>) { called = true; }).code(),
+            Code::quota_exceeded);
+  (*a)->flush();
+  EXPECT_FALSE(called);
+  EXPECT_EQ(*(*b)->list(), (std::vector<uint32_t>{0, 1}));
+  // Rewriting a chunk whose file is there charges only the difference (none here).
+  EXPECT_TRUE((*a)->store(chunks[0].meta, chunks[0].payload).ok());
+  EXPECT_EQ(quota->used(), 5 * one_file);
+  // A removal gives room back.
+  ASSERT_TRUE((*a)->remove(2).ok());
+  EXPECT_EQ(quota->used(), 4 * one_file);
+  EXPECT_TRUE((*b)->store(chunks[2].meta, chunks[2].payload).ok());
+  EXPECT_EQ((*b)->counted_bytes(), 3 * one_file);
+  // A closed store gives its count back; reopened, its files count again, past the limit
+  // if they are there (they are on storage whatever the limit says), and further writes stop.
+  a->reset();
+  EXPECT_EQ(quota->used(), 3 * one_file);
+  auto tight = std::make_shared<DiskQuota>(one_file);
+  auto again = SwapStore::open(**io, dir.file("b"));
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->set_quota(tight).ok());
+  EXPECT_EQ(tight->used(), 3 * one_file);
+  EXPECT_EQ((*again)->store(chunks[5].meta, chunks[5].payload).status().code(), Code::quota_exceeded);
+  // A rewrite no larger than the file it replaces passes; a larger one is refused, and the
+  // older file, stale by then, is removed.
+  EXPECT_TRUE((*again)->store(chunks[1].meta, chunks[1].payload).ok());
+  const Chunk larger = make_chunks(2, KvFormat::f16, 8)[1];
+  EXPECT_EQ((*again)->store(larger.meta, larger.payload).status().code(), Code::quota_exceeded);
+  (*again)->flush();
+  EXPECT_EQ(*(*again)->list(), (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(tight->used(), 2 * one_file);
+  EXPECT_EQ((*again)->set_quota(tight).code(), Code::internal);  // once only
+}
+
 }  // namespace
 }  // namespace llmsvc::policy

@@ -934,6 +934,40 @@ TEST_P(DaemonKvShare, AnAppPastItsKvShareLosesOnlyItsOwnChunks) {
   EXPECT_EQ(others_resident(), before) << "the other app's chunks were taken";
 }
 
+// The swap quota (swap_bytes): an app whose contexts are swapped out under a small budget
+// keeps at most that many bytes of chunk files on storage; the chunks past it are dropped
+// and recomputed, and every call succeeds.
+TEST_F(Daemon, AnAppsSwapFilesStayWithinItsSwapQuota) {
+  constexpr uint64_t kQuota = 2u << 20;
+  DaemonProcess& d = start(config_args("kv_budget_bytes = " + std::to_string(8u << 20) + "\n[quotas]\nswap_bytes = " +
+                                       std::to_string(kQuota) + "\n"));
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += " The river runs past the mill.";  // ~85 tokens
+  llmsvc_service* svc = bind_target(d.target());
+  ASSERT_NE(svc, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      const std::string id = "s-" + std::to_string(i);
+      llmsvc_context* ctx = round == 0 ? create_context(svc, id.c_str(), true) : nullptr;
+      if (round > 0) {
+        ASSERT_EQ(llmsvc_context_open(svc, id.c_str(), &ctx), LLMSVC_OK) << last_api_error();
+      }
+      ASSERT_NE(ctx, nullptr);
+      auto co = greedy_options(4);
+      EXPECT_EQ(llmsvc_call(ctx, text.data(), text.size(), &co, nullptr, nullptr, nullptr), LLMSVC_OK) << last_api_error();
+      llmsvc_context_close(ctx);
+    }
+  }
+  llmsvc_unbind(svc);
+  ASSERT_EQ(d.kill_and_wait(SIGTERM), 0);  // its swap writes end before it does
+  uint64_t files = 0;
+  const std::filesystem::path scope = std::filesystem::path(d.state_dir()) / "contexts" / ("uid-" + std::to_string(::geteuid()));
+  for (const auto& e : std::filesystem::recursive_directory_iterator(scope))
+    if (e.is_regular_file() && e.path().extension() == ".kvc") files += e.file_size();
+  EXPECT_GT(files, kQuota / 2) << "little was swapped: the test shows nothing";
+  EXPECT_LE(files, kQuota);
+}
+
 // Fair scheduling: one app's long generations do not hold every call worker. An app (uid
 // 65534, a child process) starts four long calls at once; another app's short call, sent
 // while they generate, finishes before any of them, because an app runs at most two calls at

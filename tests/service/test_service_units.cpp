@@ -161,6 +161,7 @@ TEST_F(Config, BoundsAreOnByDefaultAndTheShippedFileStatesThem) {
   EXPECT_GT(q.concurrent_calls, 0u);
   EXPECT_GT(q.connections, 0u);
   EXPECT_GT(q.kv_share, 0.0);
+  EXPECT_GT(q.swap_bytes, 0u);
   EXPECT_GT(code.idle_timeout_ms, 0u);
   EXPECT_GT(code.min_rate_bytes_per_s, 0u);
   DaemonConfig shipped;
@@ -171,6 +172,7 @@ TEST_F(Config, BoundsAreOnByDefaultAndTheShippedFileStatesThem) {
   EXPECT_EQ(shipped.quotas.defaults.concurrent_calls, q.concurrent_calls);
   EXPECT_EQ(shipped.quotas.defaults.connections, q.connections);
   EXPECT_DOUBLE_EQ(shipped.quotas.defaults.kv_share, q.kv_share);
+  EXPECT_EQ(shipped.quotas.defaults.swap_bytes, q.swap_bytes);
   EXPECT_EQ(shipped.idle_timeout_ms, code.idle_timeout_ms);
 }
 
@@ -187,7 +189,7 @@ TEST_F(Config, MissingKeysKeepDefaults) {
 TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
   for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
                            "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n", "quotas = 3\n",
-                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n",
+                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n", "[quotas]\nswap_bytes = -1\n",
                            "max_unsent_bytes = 1000\n", "write_timeout_ms = 0\n"}) {
     DaemonConfig c;
     Status st = load_config_file(write("c.toml", text), c);

@@ -37,6 +37,12 @@ struct EngineOptions {
   double kv_share = 0;
   // The same, for particular scopes ("uid-1000"), in place of kv_share (0: none for it).
   std::map<std::string, double, std::less<>> kv_share_by_scope;
+  // A per-app quota on storage: the chunk swap files of a scope's contexts take at most this
+  // many bytes together. A chunk that would pass it is not written (dropped, and recomputed
+  // when next needed, instead of swapped); the app's calls never fail for it. 0: no limit.
+  uint64_t swap_bytes = 0;
+  // The same, for particular scopes, in place of swap_bytes (0: none for it).
+  std::map<std::string, uint64_t, std::less<>> swap_bytes_by_scope;
   // Ahead-of-time swap-out: when a call returns, the context's chunks that changed are
   // written to its chunks/ directory, so evicting them later frees memory without losing
   // them, and switch-in (or a reopen in a new process) loads them instead of recomputing.

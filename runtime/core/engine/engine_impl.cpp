@@ -112,6 +112,13 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
       aot_swap_out_(o.aot_swap_out),
       pipeline_(o.swap_recompute_pipeline),
       swap_io_(std::move(swap_io)),
+      disk_quotas_(o.swap_bytes, o.swap_bytes_by_scope, [this](const std::string& id) { return stored_swap_bytes(id); },
+                   [this](std::string_view scope) {
+                     std::vector<std::string> ids;
+                     if (auto names = state_.list(scope); names.ok())
+                       for (std::string& n : *names) ids.push_back(std::string(scope) + "/" + n);
+                     return ids;
+                   }),
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
@@ -148,6 +155,10 @@ void EngineImpl::open_swap(ContextState& ctx) {
     return;
   }
   ctx.swap = std::move(store).value();
+  if (auto quota = disk_quotas_.attach(ctx.id)) {
+    if (Status q = ctx.swap->set_quota(std::move(quota)); !q.ok())
+      warn("context '" + ctx.id + "': its swap files are not counted: " + q.message());
+  }
   if (aot_swap_out_) return;
   // Runs under the KV store's lock while the context is outside any call (its tokens and
   // evaluated count are not changing).
@@ -157,6 +168,7 @@ void EngineImpl::open_swap(ContextState& ctx) {
       swap_out_chunks_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
+    if (s.code() == Code::quota_exceeded) return false;  // the app's swap files are full: dropped
     swap_out_failures_.fetch_add(1, std::memory_order_relaxed);
     if (!swap_failing_.exchange(true)) warn("context '" + c->id + "': chunk not written back: " + s.message());
     return false;
@@ -282,7 +294,21 @@ void EngineImpl::release_context(std::string_view id) {
   // Its queued swap writes end first: their callbacks reach its chunks, and its files should
   // describe it for the next open.
   flush_swap();
+  const uint64_t files = it->second->swap ? it->second->swap->counted_bytes() : 0;
+  const std::string key = it->first;
   contexts_.erase(it);
+  if (files > 0) disk_quotas_.detach(key, files);
+}
+
+uint64_t EngineImpl::stored_swap_bytes(const std::string& id) const {
+  const fileio::SafeDir& root = this->root();
+  const std::string dir = persist::layout::chunks_dir(id);
+  auto names = root.list(dir);
+  if (!names.ok()) return 0;
+  uint64_t bytes = 0;
+  for (const std::string& n : *names)
+    if (auto st = root.stat(dir + "/" + n); st.ok() && S_ISREG(st->st_mode)) bytes += static_cast<uint64_t>(st->st_size);
+  return bytes;
 }
 
 Status EngineImpl::delete_context(std::string_view id) {
@@ -307,6 +333,7 @@ Status EngineImpl::delete_context(std::string_view id) {
   // after the removal would leave a file behind.
   flush_swap();
   if (it != contexts_.end()) contexts_.erase(it);
+  disk_quotas_.forget(std::string(id));
   held.reset();
   stats_.known_contexts = std::max(0, stats_.known_contexts - 1);
   return root().remove_tree(persist::layout::context_dir(id));

@@ -16,6 +16,7 @@
 #include "policy/swap_io.h"
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
+#include "runtime/core/engine/scope_disk_quotas.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
 #include "runtime/core/persist/state_dir.h"
@@ -61,6 +62,8 @@ class EngineImpl final : public Engine {
   void restore_chunks(ContextState& ctx);
   // Opens the context's chunk directory as its SwapStore (null, logged, if it cannot) and,
   // without ahead-of-time swap-out, gives its sequence eviction's write-back.
+  // Bytes of the chunk files stored context `id` keeps (0 when none or unreadable).
+  uint64_t stored_swap_bytes(const std::string& id) const;
   void open_swap(ContextState& ctx);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's
@@ -99,6 +102,7 @@ class EngineImpl final : public Engine {
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;
   std::map<std::string, std::shared_ptr<policy::KvShare>, std::less<>> shares_;  // by scope
+  ScopeDiskQuotas disk_quotas_;  // each scope's swap files (under mu_)
   EngineStats stats_;
   std::mt19937_64 id_rng_;
 
