@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AlignedBuffer: an owned byte array at a power-of-two alignment: 64 (a cache line, an
 // AVX-512 vector) by default, 4096 for reads that bypass the page cache (O_DIRECT).
 #pragma once

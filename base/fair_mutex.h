@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FairMutex: a mutex that hands itself out in the order it was asked for (a ticket lock).
 //
 // The engine's compute runs one evaluation at a time; every call takes the lock once per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // POSIX implementations of base/file_io.h.
 #include "base/file_io.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // POSIX file helpers with Status errors, the one place for them: atomic replacement
 // (temp file, fdatasync, rename, directory fsync), bounded whole-file reads, directory
 // creation and removal. Every error message names the path and the cause. Paths here are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MappingPool: anonymous memory mappings given up by their owners, kept for reuse up to a
 // bound on the bytes held, so that buffers of the few sizes in use are not mapped, faulted
 // in and unmapped (a cross-CPU TLB flush) again and again.

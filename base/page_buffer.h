@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PageBuffer: an owned byte array in its own anonymous mapping, which on destruction goes
 // back to a small process-wide pool of such mappings or, past the pool's bound, to the kernel.
 //

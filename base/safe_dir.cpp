@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SafeDir: openat2 where the kernel has it, a component walk with O_NOFOLLOW where not, and
 // every mutation through the parent directory's descriptor.
 #include "base/safe_dir.h"

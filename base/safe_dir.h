@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SafeDir: a directory held open, under which files are reached only beneath it and never
 // through a symbolic link. For the state directory: whoever can write into it could plant
 // links (history.log -> /etc/shadow, chunks/ -> elsewhere) that a path-based open, unlink or

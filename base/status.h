@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status and Result<T>: how every layer below the C API reports failure (no exceptions).
 #pragma once
 

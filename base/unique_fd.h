@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UniqueFd: owns a file descriptor, closes it once.
 #pragma once
 

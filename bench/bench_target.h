@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LLMSVC_BENCH_TARGET=AVX2 (or any Highway target name) restricts a benchmark's kernels to
 // that instruction set, to compare the SIMD paths on one machine. Include after
 // <benchmark/benchmark.h>.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Speed of llmsvc against llama.cpp on the same GGUF, same machine, same threads, one run.
 
 Runs llmsvc's bench_e2e and llama.cpp (llama-cpp-python, low-level API: llama_decode on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* main.c — llmsvc_conformance: the black-box suite's command line.
  *
  *   llmsvc_conformance [TARGET] [--compare-with TARGET] [--restart-cmd CMD] [--only IDS] [--list]

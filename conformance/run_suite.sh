@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs the conformance suite the way CTest does, each run in a fresh directory.
 #
 #   run_suite.sh embedded SUITE [ARGS...]          embedded, state in a fresh LLMSVC_STATE_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* runner.c — runs the test table and prints TAP version 13. */
 #include "runner.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* runner.h — the conformance suite's tiny test runner: a table of tests with stable
  * requirement ids, checks that record a diagnostic and go on, TAP version 13 output. */
 #ifndef LLMSVC_CONFORMANCE_RUNNER_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* support.c — helpers shared by the conformance tests. */
 #include "support.h"
 

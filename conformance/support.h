@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* support.h — small helpers the conformance tests share: binding, fresh ids and contexts,
  * collecting streamed pieces, an independent UTF-8 check. Only the public header is used. */
 #ifndef LLMSVC_CONFORMANCE_SUPPORT_H

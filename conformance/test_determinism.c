@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_determinism.c — DET-*: same seed and same state give the same tokens; greedy output
  * is the same through every transport. */
 #include <string.h>

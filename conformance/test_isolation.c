@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_isolation.c — ISO-*: through the daemon, contexts live in the calling user's own
  * namespace. As root, forked children drop to two unprivileged uids and bind to the daemon;
  * each child's exit code is 0 or the number of the check that failed. */

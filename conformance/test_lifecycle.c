@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_lifecycle.c — LIFE-*: version and names, _init() defaults, bind / unbind, and the
  * life of a context handle (new, open, id, close, delete, list, info). */
 #include <stdio.h>

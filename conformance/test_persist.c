@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_persist.c — PERSIST-*: contexts outlive their handles, their bindings and the process
  * that serves them. Embedded, "restart" is unbind + bind with the same state directory in
  * this process; through the daemon, the command given by --restart-cmd restarts llmsvcd. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_stats.c — STATS-*: the figures add up: a context's chunks by state and by format,
  * a call's token counts, and the service's counters against the calls that made them. */
 #include <math.h>

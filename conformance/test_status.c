@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_status.c — STATUS-*: every status code the API lets a caller reach, with a detail in
  * llmsvc_last_error() and `out` parameters left untouched on failure. */
 #include <pthread.h>

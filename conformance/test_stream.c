@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_stream.c — STREAM-*: the pieces of a reply: valid UTF-8 one by one, in order, the
  * reply itself (a longer reply extends a shorter one), stop strings, max_tokens. */
 #include <stdlib.h>

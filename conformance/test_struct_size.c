@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_struct_size.c — SIZE-*: the struct_size rules. Smaller than a struct's first version:
  * INVALID_ARGUMENT. Larger (a newer caller): accepted, the unknown tail ignored, and a result's
  * tail left untouched. Between the first version and now (an older caller): accepted, and the

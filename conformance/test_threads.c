@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_threads.c — THREAD-*: what the header promises about threads: one service handle from
  * several threads at once, concurrent calls on different contexts, cancel from any thread. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tests.h — the test tables, one per test_*.c file (each ends with an entry whose id is NULL). */
 #ifndef LLMSVC_CONFORMANCE_TESTS_H
 #define LLMSVC_CONFORMANCE_TESTS_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the C examples the way an app would, against an *installed* llmsvc, and runs them:
 #  1. `cmake --install BUILD_DIR` into a temporary prefix (staged with DESTDIR, so nothing lands
 #     outside it whatever absolute paths an install rule holds; the tree is relocatable);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for chunk swap files: any byte string must either be refused with a
 // named Code::io, or parse into an index whose every frame lies inside the input and whose
 // layers decode (or fail with Code::io) without touching a byte outside their buffers.

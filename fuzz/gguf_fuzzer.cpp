@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the GGUF reader: any byte string must either be refused with
 // model_invalid or yield a file whose every value and tensor can be touched safely.
 // Invariants the reader promises are checked here too; a violation aborts (a finding).

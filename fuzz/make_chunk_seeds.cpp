@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of chunk_file_fuzzer (fuzz/corpus/chunk_file/): small real chunk
 // files of every codec and KV format, with partial chunks and several shapes. tests/policy
 // decodes the committed seeds, so they also pin format version 1.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the GGUF seed corpus (fuzz/corpus/gguf/) with the reference writer, gguf-py.
 
 The files are small valid GGUF images that reach every part of the reader: all value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of protocol_fuzzer (fuzz/corpus/protocol/): every sample message of
 // tests/protocol/samples.h as a one-frame stream and as a bare payload, and each side's whole
 // conversation as one stream read in small pieces, laid out as the newest protocol version;

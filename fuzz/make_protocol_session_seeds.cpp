@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of protocol_session_fuzzer (fuzz/corpus/protocol_session/): realistic
 // sessions in its input format (fuzz/protocol_session_input.h): the handshake, PING / PONG both
 // ways, contexts, CALLs with PIECEs and a RESULT, CANCEL, CONTEXT_LIST in parts, every

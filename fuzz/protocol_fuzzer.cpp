@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the llmsvcd protocol (runtime/protocol, docs/PROTOCOL.md). Any byte
 // string, read as a stream of frames (split into reads of every size) or as one payload given
 // to every message decoder, must either be refused with a named Code::invalid_argument /

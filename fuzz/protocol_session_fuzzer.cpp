@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for whole llmsvcd sessions (docs/PROTOCOL.md sections 2 and 6): sequences of
 // frames on one simulated connection, both ends, where protocol_fuzzer takes single streams.
 // The input (fuzz/protocol_session_input.h) is a list of actions: the client sends a message

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The input format of fuzz/protocol_session_fuzzer.cpp, shared with its seed writer
 // (fuzz/make_protocol_session_seeds.cpp). An input is a session: a few configuration bytes,
 // then actions on one simulated connection until the input runs out. Every read is bounds-

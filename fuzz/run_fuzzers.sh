@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets (CMake preset "fuzz", clang-14) into build/fuzz and runs each
 # for SECONDS (default 60) over a scratch copy of its seed corpus fuzz/corpus/<name>/.
 # FUZZ_JOBS of them run at once (default: the CPU count), each on its own core, so the stage

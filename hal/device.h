@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HAL device interface: what a backend is (kind, capabilities) and the op set the core runs on it.
 //
 // The core places each op on a device from its capabilities; a device that lacks an op

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV chunk block formats: the byte layouts of one layer's keys or values for one chunk,
 // shared by the policy's codecs (which write them) and the HAL's attention (which reads
 // them in place, dequantizing in registers).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WeightType facts: which GGUF types we compute with and their block geometry.
 #include "hal/weight_type.h"
 

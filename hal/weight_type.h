@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WeightType: the GGML element types the HAL can compute with, numbered as in GGUF.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch bookkeeping shared by the read engines, and engine selection.
 #include "policy/batch_reader.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatchReader: reads byte ranges of many files at once into caller buffers. Two engines:
 // io_uring (uring_reader.h), and a pool of threads calling pread (pread_reader.h) where
 // io_uring is unavailable (seccomp, old kernels). submit() starts a batch and returns at

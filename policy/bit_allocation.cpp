@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact bit allocation: a multiple-choice knapsack over each chunk's bits above 2.
 #include "policy/bit_allocation.h"
 

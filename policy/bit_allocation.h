@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tolerance-aware bit allocation (LLMS): give each KV chunk one of the widths {8, 4, 3, 2}
 // so that the context's average meets a global ratio of the 8-bit base, keeping the most
 // information.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk swap file encoding and validation (layout: docs/swap-format.md).
 #include "policy/chunk_file.h"
 

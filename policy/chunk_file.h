@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk swap files: one KV chunk (all layers) as a self-checking file whose layers can be
 // read and decoded one at a time (the swap-in pipeline loads layer l+1 while layer l is
 // recomputed). The byte layout is documented in docs/swap-format.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compression of a context's KV at the end of a call.
 #include "policy/context_compression.h"
 

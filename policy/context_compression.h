@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compression of a context's KV at the end of a call (LLMS tolerance-aware compression):
 // which chunks may be compressed, the bit allocation over them, and applying it.
 #pragma once

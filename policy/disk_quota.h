@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DiskQuota: the bytes one owner (an app's scope) may keep in chunk swap files, shared by the
 // SwapStores of its contexts. Swap files are a cache of what the history can recompute, so a
 // write past the quota is not an error for the owner: the chunk is not written, and is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lz4 / zstd frame codecs with bounded decompression.
 #include "policy/frame_codec.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frame compression for chunk swap files: lz4 / zstd over one buffer, decompression bounded
 // by the expected size (input is untrusted). Compression contexts are per thread and reused.
 #pragma once

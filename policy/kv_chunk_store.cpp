@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV chunk store: budgeted chunk memory, chunk addressing, LCTRU eviction.
 #include "policy/kv_chunk_store.h"
 

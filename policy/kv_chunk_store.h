@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV chunk store (LLMS): every context's KV cache as a list of chunks of C tokens under one
 // global memory budget, with exact accounting and LCTRU eviction.
 //

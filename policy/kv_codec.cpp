@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV block codecs (Highway, dispatched per CPU). One encoder per part reads its input through
 // a "source" of f32 values, either f16 rows or a decoded q block rounded to f16, so that
 // requantizing equals quantizing the dequantized block, byte for byte, without an f16 copy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV block codecs: one layer's keys or values of one chunk, between f16 and the integer
 // formats of hal/kv_format.h (keys channel-wise, values token-wise per head, 8/4/3/2 bits).
 //

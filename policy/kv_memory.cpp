@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV chunk memory: mapped blocks for chunks (a few recently freed kept for reuse), heap blocks
 // for tiny ones.
 #include "policy/kv_memory.h"

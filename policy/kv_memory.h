@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV chunk memory: the bytes behind one chunk, straight from the kernel.
 //
 // Chunks are large (tens to hundreds of KiB), of a handful of sizes (one per format), and

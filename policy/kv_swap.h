@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV swap of a sequence's chunks through its SwapStore: what a chunk file must hold to
 // match a context (its meta), ahead-of-time swap-out of changed chunks, and loading chunks
 // back. The engine decides when; this decides how.

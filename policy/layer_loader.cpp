@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layer-by-layer loads of swapped chunks for the swap-recompute pipeline.
 #include "policy/layer_loader.h"
 

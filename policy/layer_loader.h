@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LayerLoader: the I/O half of the swap-recompute pipeline. Full chunks named by the
 // planner are read from their swap files one layer at a time, the read of layer l + 1 in
 // flight while the recompute runs layer l (Forward::recompute's layer hook calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Little-endian fixed-width integers in byte buffers: the on-disk byte order of chunk files,
 // whatever the host's. Callers check bounds; these only move bytes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batched reads on worker threads with pread.
 #include "policy/pread_reader.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PreadReader: the batch reader without io_uring: worker threads pread the requests of
 // every submitted batch (several at once, so that the device sees a queue).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The read-only ring's set-up: disabled, probed, restricted, enabled.
 #include "policy/read_only_ring.h"
 

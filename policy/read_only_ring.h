@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A read-only io_uring: made disabled, restricted to plain reads, then enabled. The
 // restrictions (IORING_REGISTER_RESTRICTIONS) hold for the ring's life and cannot be
 // changed: only IORING_OP_READ, no SQE flag (no fixed files, no links, no async forcing), no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Listing and cleaning swap directories.
 #include "policy/swap_dir.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Swap directory contents: which chunk files it holds, and cleaning up after a crash.
 #pragma once
 

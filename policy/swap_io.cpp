@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwapIo construction: picks the read engine.
 #include "policy/swap_io.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwapIo: the swap I/O engine of one service: one writer thread (swap_writer.h) and one
 // batch reader (batch_reader.h: io_uring, or threads with pread where io_uring is
 // unavailable), shared by every swap directory. Thread-safe.

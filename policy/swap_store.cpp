@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk-level swap: encode + write, and batched, checked reads.
 #include "policy/swap_store.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwapStore: one swap directory of chunk files, "<dir>/<chunk_index>.kvc" (chunk_file.h),
 // over the shared SwapIo. Chunks are stored asynchronously; the swap-in pipeline reads a
 // layer of many chunks as one batch (submit for layer l+1, compute layer l, wait).

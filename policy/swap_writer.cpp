@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The swap writer thread: ordered batches of atomic writes and removals.
 #include "policy/swap_writer.h"
 

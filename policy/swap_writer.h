@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwapWriter: the swap directory's mutations (atomic file writes, removals) run in order on
 // one thread, so that swap-out never blocks inference on storage.
 //

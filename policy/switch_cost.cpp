@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwitchCost (de)serialization.
 #include "policy/switch_cost.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linear cost models of bringing KV chunks back (LLMS's swap-recompute planner input):
 // recomputing tokens from their ids, and loading chunk files, each as seconds per layer
 // so the two can be overlapped layer by layer. `llmsvc profile` measures them on the

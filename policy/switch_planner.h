@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Swap-recompute planner (LLMS): which of a context's missing chunks to load from their
 // swap files and which to recompute from their tokens, so that the layer-overlapped
 // pipeline (loads of layer l + 1 while layer l recomputes) finishes soonest.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batched reads on io_uring.
 #include "policy/uring_reader.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UringReader: the batch reader on io_uring. Any thread may submit; the waiting threads
 // take turns reaping completions for everyone (one at a time), so no extra thread is needed
 // and a read's completion reaches its waiter without a hand-off. Its ring is made at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_e2e: times llmsvc's forward pass the way bench/compare_llamacpp.py times llama.cpp,
 // printing one JSON line per measurement:
 //   prefill N tokens into an empty context (tokens/s), decode at context C (tokens/s),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attention over the chunked KV cache with SmolLM2-135M shapes (9 heads, 3 kv heads,
 // head_dim 64, chunks of 16): decode at several context lengths (f16 chunks, and chunks
 // compressed to q8/q4/q2), and prefill micro-batches.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matmul micro-benchmark on the SmolLM2-135M shapes (Q4_1 layers, Q8_0 output matrix) for
 // 1..256 tokens and 1..2 threads. Each iteration is one matmul; consecutive iterations use
 // different copies of the weight (one per layer, like a decode step walking the model), so

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Times ggml's CPU mul_mat (the llama.cpp backend) on the SmolLM2 shapes, optionally next to ours.
 
 ggml is driven through ctypes on the libggml*.so that llama-cpp-python ships, with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV block codecs on one whole chunk of SmolLM2-135M: 30 layers x (K block + V block), each
 // 16 tokens x 192 channels (3 kv heads x 64). One iteration (Time) = the whole chunk, one thread.
 // Args: the format's bits (quantize / dequantize), or from and to bits (requantize).

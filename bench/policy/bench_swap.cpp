@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk swap benchmarks: encode / decode throughput and compression ratio per codec and KV
 // format, and swap latency: store one chunk (fdatasync + directory fsync), read one chunk,
 // read one layer of 64 chunks, on io_uring and on the pread fallback, with the files'

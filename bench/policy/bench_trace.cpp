@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_trace: replays an LLMS-style trace (trace_gen.h) through llmsvc::Engine once per
 // memory-policy preset (llmsvc's policy, the LLMS baselines, ablations), each with a fresh
 // engine and state directory, and reports the switch-in latency of every call.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The bench_trace smoke test (see CMakeLists.txt): runs a tiny trace through two presets and
 # checks the JSON's shape, then that traces are deterministic and read back unchanged, then
 # replays the trace on llmsvcd.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The llama.cpp peer of bench_trace: replays the same trace JSON with llama.cpp itself
 (llama-cpp-python 0.3.16, low-level API) on the same GGUF, and writes runs of bench_trace's
 JSON schema (policy "llamacpp").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory policy's cost when there is no memory pressure: the same conversation through
 // the engine alone (f16 KV, no swap, no budget) and with the whole policy on (compression at
 // the default ratio after each call, ahead-of-time swap-out, a budget that never binds).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Perplexity of a model whose KV cache is compressed between calls, per compression policy:
 // f16 (none), static int8 / int4 / int3 / int2 (every compressible chunk), and LLMS's
 // tolerance-aware allocation at several ratios, with an ablation that gives the bits in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Computes real K/V with the engine's forward pass.
 #include "bench/policy/real_kv.h"
 

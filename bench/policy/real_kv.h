@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real K/V for the swap benchmarks: a model's keys and values over real text, as the
 // engine's KvSequence holds them (per chunk, per layer: K rows then V rows, f16), so that
 // compression ratios are those of actual KV caches rather than of synthetic data.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The LLMS trace benchmark, one command: context-switch latency of llmsvc's memory policy
 against the LLMS baselines (LMK kill+recompute, whole-context swap, vLLM-S chunk swap, vLLM-SQ
 int8 chunk swap), llama.cpp's own state save/restore, and ablations, on LLMS-style traces

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Switch-in figures of a reopened context (a benchmark, not a test): a ~512-token context is
 // written to its swap files, then opened by fresh engines that load its chunks from the files
 // or (swap off) recompute them, f16 and at the default ratio. Medians of --reps openings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LLMS-style trace generation and its JSON form (see trace_gen.h).
 #include "bench/policy/trace_gen.h"
 

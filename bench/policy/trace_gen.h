@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LLMS-style call traces for the context-switch benchmark: N persistent contexts of a few app
 // types, Poisson arrivals, and a context-choice pattern (random / markov / gaussian). Seeded and
 // deterministic (its own uniform/normal/exponential draws over mt19937_64, not the standard

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two trace targets: llmsvc::Engine in process, and llmsvcd through llmsvc.h.
 #include "bench/policy/trace_target.h"
 

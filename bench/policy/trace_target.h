@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TraceTarget: what bench_trace replays a trace on. The engine in this process, or a real
 // llmsvcd reached through llmsvc.h as an app reaches it, so one replay measures both and the
 // daemon's switch-in figures can be set against the engine's own.

@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_attacks: the adversarial suite's attacks (tests/adversarial/attacks.h) as a table, run
 // against a given llmsvcd binary at its defaults (only the KV budget set), a fresh daemon per
 // attack (with systemd's default descriptor limits, 1024 raisable to 524288), while honest
 // apps (other uids) call: the daemon's RSS growth (peak over the start)
 // and what it still holds after the attack, the honest calls' median latency before and during
-// (and their errors), and what the attacker met. Run it on an old binary and the current one
+// (and their errors, and the ratio), the daemon's CPU time per second before and during (how
+// much of its work the attacker takes), and what the attacker met. Run it on an old binary and the current one
 // for the before/after table:
 //
 //   bench_attacks [--llmsvcd PATH] [--old] [--seconds S] [--json FILE] [--only NAME,...]
@@ -47,6 +49,7 @@ struct Row {
   std::string attack;
   double growth_mib = 0, held_mib = 0;
   double p50_before = 0, p50_during = 0;
+  double cpu_before = 0, cpu_during = 0;  // the daemon's CPU seconds per second
   int honest_calls = 0, honest_errors = 0;
   std::string outcome, extra;
 };
@@ -83,16 +86,24 @@ Row run_one(const Options& opt, const std::string& name, int honest_apps,
     row.outcome = "honest apps could not start: " + why;
     return row;
   }
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  double cpu0 = proc_cpu_seconds(d.pid());
+  auto t0 = Clock::now();
   honest.run();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   honest.stop();
+  row.cpu_before = (proc_cpu_seconds(d.pid()) - cpu0) / seconds_since(t0);
   row.p50_before = honest.p50_ms();
   const uint64_t before = proc_status_bytes(d.pid(), "VmRSS");
   RssSampler rss(d.pid());
+  cpu0 = proc_cpu_seconds(d.pid());
+  t0 = Clock::now();
   honest.run();
   std::string extra;
   const AttackOutcome o = attack(t, extra);
   honest.stop();
+  row.cpu_during = (proc_cpu_seconds(d.pid()) - cpu0) / seconds_since(t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // what the daemon keeps after
   rss.stop();
   row.growth_mib = (static_cast<double>(rss.peak()) - static_cast<double>(before)) / kMiB;
@@ -126,7 +137,7 @@ int main(int argc, char** argv) {
     else if (a == "--old") opt.old = true;
     else if (a == "--seconds") opt.seconds = std::stod(value());
     else if (a == "--json") opt.json = value();
-    else if (a == "--only") opt.only = "," + value() + ",";
+    else if (a == "--only") opt.only = std::string(",").append(value()).append(",");
     else {
       std::fprintf(stderr, "usage: bench_attacks [--llmsvcd PATH] [--old] [--seconds S] [--json FILE] [--only A,B]\n");
       return 2;
@@ -177,20 +188,23 @@ int main(int argc, char** argv) {
       {"interleaved-32", [&](const Target& t, std::string&) { return interleaved_frames(t, plan, 32, 8); }},
   };
   std::printf("binary: %s\n\n", opt.binary.c_str());
-  std::printf("| attack | RSS growth MiB | held after MiB | honest p50 ms before -> during | honest calls / errors | attacker met | notes |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("| attack | RSS growth MiB | held after MiB | honest p50 ms before -> during (x) | daemon CPU s/s before -> during | honest calls / errors | attacker met | notes |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   nlohmann::json rows = nlohmann::json::array();
   for (const Case& c : cases) {
     if (!opt.only.empty() && opt.only.find("," + c.name + ",") == std::string::npos) continue;
     const Row r = run_one(opt, c.name, 4, c.run);
-    std::printf("| %s | %+.1f | %+.1f | %.0f -> %.0f | %d / %d | %s | %s |\n", r.attack.c_str(), r.growth_mib, r.held_mib,
-                r.p50_before, r.p50_during, r.honest_calls, r.honest_errors, r.outcome.c_str(), r.extra.c_str());
+    std::printf("| %s | %+.1f | %+.1f | %.0f -> %.0f (%.1fx) | %.2f -> %.2f | %d / %d | %s | %s |\n", r.attack.c_str(),
+                r.growth_mib, r.held_mib, r.p50_before, r.p50_during, r.p50_before > 0 ? r.p50_during / r.p50_before : 0.0,
+                r.cpu_before, r.cpu_during, r.honest_calls, r.honest_errors, r.outcome.c_str(), r.extra.c_str());
     std::fflush(stdout);
     rows.push_back({{"attack", r.attack},
                     {"rss_growth_mib", r.growth_mib},
                     {"rss_held_mib", r.held_mib},
                     {"honest_p50_before_ms", r.p50_before},
                     {"honest_p50_during_ms", r.p50_during},
+                    {"daemon_cpu_before", r.cpu_before},
+                    {"daemon_cpu_during", r.cpu_during},
                     {"honest_calls", r.honest_calls},
                     {"honest_errors", r.honest_errors},
                     {"outcome", r.outcome},

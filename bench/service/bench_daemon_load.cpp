@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Many apps against one llmsvcd: --clients threads, each with its own llmsvc_bind connection
 // and its own (chat) context, make --calls calls of --max-tokens greedy tokens on short prompts,
 // all starting together. Reports throughput (calls/s, generated and prompt tokens/s), call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the daemon path costs an app: the same workload through llmsvc.h embedded and through a
 // real llmsvcd this benchmark starts on a temporary socket (same model, same engine threads,
 // same options), alternating embedded and daemon runs so both see the same machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the daemon benchmarks share: flags, order statistics, a daemon of their own in a
 // temporary directory (tests/service/daemon_process.h), /proc figures, JSON output.
 // The benchmarks themselves use only llmsvc.h and libllmsvc, like an app.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one thread waking another costs on this machine: a byte over a pipe and back between
 // two threads, after an idle gap (so the woken side sleeps, as llmsvcd's threads do between
 // requests), with the two threads on the same CPU and on different CPUs. Each daemon round

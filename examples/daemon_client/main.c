@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * daemon_client: one streamed call through the llmsvcd daemon, then the call's and the
  * service's figures.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * embedded_chat: a multi-turn chat with the model running inside this process.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise kernels: one vector loop each, scalar tails computed by the same formula;
 // GEGLU through ggml's f16 GELU table.
 #include "hal/cpu/activation_ops.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise ops on the CPU (Highway, dynamic dispatch): gated activations, add, scale,
 // with llama.cpp's exact results.
 // Single-threaded over the range given; CpuDevice splits ranges across its pool.

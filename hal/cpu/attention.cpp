@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU attention: the work plan and set bookkeeping (target independent), then the kernels
 // (Highway, compiled for every x86/Arm target and picked at run time).
 #include "hal/cpu/attention.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU attention over a chunked KV cache (f16, or q8/q4/q3/q2 read in place), with the numerics of llama.cpp's CPU path
 // (f16 KV cache, flash attention off) bit for bit, so that logits match it token for token:
 //   q is rounded to f16; s_j = f16(q) . K_j in f32; s_j *= scale; m = max_j s_j;

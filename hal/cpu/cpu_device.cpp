@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CpuDevice: splits each op across the team when the op is big enough to pay for it.
 #include "hal/cpu/cpu_device.h"
 

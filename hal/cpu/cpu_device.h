@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CpuDevice: the HAL op set on the host CPU. Owns the worker team and the kernels' scratch;
 // quantized matmul / embedding rows come from the kernels library (hal/cpu/quant), the
 // other ops from the files beside this one. Not thread-safe: one op at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ggml's vector expf and SiLU (ggml-cpu/vec.h, the AVX-512 variants), operation for operation,
 // as Highway code for every target: llama.cpp's softmax and SwiGLU use them instead of libm,
 // and matching its logits bit for bit needs the same roundings. On targets without FMA the

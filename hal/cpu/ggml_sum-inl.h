@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The f32 reductions of llama.cpp's CPU backend (its AVX-512 build), for every Highway target,
 // so that float sums come out with llama.cpp's bits:
 //   Hsum      the lanes of one vector as _mm512_reduce_add_ps / llamafile's hsum fold them:

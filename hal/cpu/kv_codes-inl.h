@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Highway helpers for the packed integer codes of the KV block formats (hal/kv_format.h),
 // shared by the attention kernel (reads) and the policy's codecs (reads and writes), so both
 // see one definition of the bit layout. Include after hwy/highway.h inside a foreach_target

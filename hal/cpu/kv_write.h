@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing new K/V rows into a chunk of the f16 KV cache, in place (no staging copy).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RMSNorm kernel: vector sum of squares, then one scaled multiply pass.
 #include "hal/cpu/norm_ops.h"
 

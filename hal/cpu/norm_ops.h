@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Normalization ops on the CPU (Highway, dynamic dispatch). Single-threaded over the rows
 // given; CpuDevice splits rows across its pool.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RoPE: a table of (cos, sin) per token shared by all heads (and layers), then the rotation.
 #include "hal/cpu/rope_ops.h"
 

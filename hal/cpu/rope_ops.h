@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rotary position embedding on the CPU, computed as ggml computes it so results are
 // llama.cpp's bit for bit: theta for pair i is pos * base^(-2i/rot_dims), built in f32 by
 // repeated multiplication, scaled by freq_scale, rotated with f32 cosf/sinf as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ThreadPool implementation: generation counter, spin-then-futex workers, spin barrier.
 #include "hal/cpu/thread_pool.h"
 

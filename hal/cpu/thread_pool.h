@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ThreadPool: a fixed team of workers that run one parallel region at a time.
 //
 // Workers spin briefly between regions (decode issues hundreds of small regions per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * llmsvc.h — the stable C API of llmsvc, the on-device LLM system service.
  *
@@ -48,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 0
+#define LLMSVC_ABI_VERSION_MINOR 1
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -118,6 +119,10 @@ typedef struct llmsvc_bind_options {
    *  8 (chunks ranked by the attention they receive get 8, 4, 3 or 2 bits; a context under 256
    *  tokens keeps 8). 0: the default, 0.5; negative: no compression (f16); at most 1. */
   float kv_ratio;
+  /** Embedded: the device that runs the model, e.g. "cpu"; NULL or "": the default (the CPU).
+   *  One not present here is LLMSVC_ERR_UNSUPPORTED, its detail naming the devices present.
+   *  Since ABI 1.1. */
+  const char* device;
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exception boundary of every C entry point: nothing C++ escapes into C.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C entry points of llmsvc.h: argument checks, then dispatch to the service's transport.
 #include <memory>
 #include <string>

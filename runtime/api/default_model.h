@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the model comes from when the caller names none: the default model in the cache.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EmbeddedTransport: a thin adapter over llmsvc::Engine, which is already thread-safe.
 #include "runtime/api/embedded_transport.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EmbeddedTransport: the engine runs inside the calling process.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The opaque C handle types: what llmsvc_service* and llmsvc_context* point to.
 #pragma once
 

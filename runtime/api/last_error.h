@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status names and the thread-local last-error detail behind llmsvc_last_error().
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C option/result structs: struct_size checks, defaults, copying.
 #include "runtime/api/options.h"
 
@@ -113,6 +114,10 @@ Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
     LLMSVC_RETURN_IF_ERROR(check_cstr(o.state_dir, "state_dir"));
     if (o.state_dir[0] == '\0') return bad("state_dir is empty");
     config.engine.state_dir = o.state_dir;
+  }
+  if (o.device != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.device, "device"));
+    config.engine.device = o.device;
   }
   config.engine.recompute_on_model_change = o.recompute_on_model_change != 0;
   config.engine.kv_budget_bytes = o.kv_budget_bytes;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C option/result structs: struct_size checks, defaults, and copying to and from the
 // core's types. Each reader validates every field and leaves nothing pointing into the
 // caller's memory.

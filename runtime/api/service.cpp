@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Service: the transport plus open-handle bookkeeping.
 #include "runtime/api/service.h"
 

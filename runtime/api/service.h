@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Service: one bound service (a transport) plus the bookkeeping of the handles open on
 // it, so that deleting a context with an open handle is refused (busy).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: what a service handle needs from wherever the engine runs: embedded (the
 // engine in this process) or the daemon client (unix:, runtime/client/unix_transport.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation of strings crossing the C boundary: UTF-8 text and context ids.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClientConnection: socket, handshake, the read turn (callers, else the keeper), per-stream delivery.
 #include "runtime/client/client_connection.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClientConnection: one connection to llmsvcd, from the app's side. Connects, handshakes,
 // then delivers each answer to the request waiting on its stream, under the rules of
 // protocol::ConnectionState. Any number of threads may have requests in flight.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UnixTransport: the C API's operations as protocol requests, with reconnection.
 #include "runtime/client/unix_transport.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon transport: llmsvc_bind with target "unix:PATH". Every Transport operation is
 // a protocol request to llmsvcd over one shared connection (ClientConnection).
 //

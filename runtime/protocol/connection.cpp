@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnectionState: the rules of docs/PROTOCOL.md section 6 over sent and received messages.
 #include "runtime/protocol/connection.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnectionState: the state machine of one connection (docs/PROTOCOL.md section 6), kept
 // by both ends over the messages they send and receive. It owns no socket: the daemon and
 // the client call on_send() before queueing a frame and on_receive() after decoding one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conversions between the protocol's messages and the engine's types.
 #include "runtime/protocol/engine_types.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The messages that mirror the engine's types, converted both ways: the daemon fills them
 // from the engine, the client turns them back into what the C API writes. Each mapping lists
 // its fields once (`*_fields(wire, core, op)`), for both directions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frame headers, the reassembling reader and the queueing writer.
 #include "runtime/protocol/frame.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frames (docs/PROTOCOL.md, "Frames"): a 16-byte header, then the payload.
 //
 //   offset 0  magic "LLMS"     offset 8   stream id   u32 LE

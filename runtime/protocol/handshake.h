@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Version negotiation (docs/PROTOCOL.md, "Handshake"): the server picks the highest version
 // both sides speak; the client checks that the WELCOME answers its HELLO.
 #pragma once

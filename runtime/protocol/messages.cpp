@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dispatch over the Message variant: its type, its encoding, decoding by type.
 #include "runtime/protocol/messages.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The messages of the protocol (docs/PROTOCOL.md, "Messages"). Each struct lists its fields
 // once, in wire order, in `fields(io, m)`: a template run by the Encoder (m const) and by the
 // Decoder (m filled in), so both directions check the same rules. The option, info, result and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The message type table of docs/PROTOCOL.md ("Message types").
 #include "runtime/protocol/types.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The protocol's constants: versions, limits, message types and who may send each on which
 // stream. docs/PROTOCOL.md is the specification; this file is its tables.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Field encodings: the checks both directions share, then the Encoder's writes and the
 // Decoder's bounds-checked reads.
 #include "runtime/protocol/wire.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Field encodings of docs/PROTOCOL.md ("Field encodings"): little-endian integers, IEEE-754
 // floats, length-prefixed UTF-8 text. Encoder and Decoder have the same methods, so each
 // message describes its fields once (a template over the two) and both directions apply the

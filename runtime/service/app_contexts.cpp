@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AppContexts: per-app scopes over the shared engine.
 #include "runtime/service/app_contexts.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AppContexts: the shared Engine as each app sees it. Every id an app names is resolved in
 // that app's scope ("uid-<uid>/<id>", see AppIdentity::scope), so an app can list, open,
 // describe, call and delete only its own contexts; their files live in the app's own 0700

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Peer credentials of a Unix socket (SO_PEERCRED), its unit (libsystemd) or executable.
 #include "runtime/service/app_identity.h"
 

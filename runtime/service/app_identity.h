@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AppIdentity: who is at the other end of a connection, from the kernel (SO_PEERCRED),
 // never from anything the client sends. Its scope names the app's context namespace.
 #pragma once

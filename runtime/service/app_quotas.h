@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AppQuotas: what each app may hold and run in llmsvcd (the [quotas] table of its
 // configuration); 0 means no limit. Going past one is LLMSVC_ERR_QUOTA_EXCEEDED, and nothing
 // of the app's state changes. QuotaTable: those limits for every app, with the overrides the

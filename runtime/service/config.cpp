@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TOML configuration file (toml++).
 #include "runtime/service/config.h"
 
@@ -60,7 +61,8 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
                                               "user", "allow_root",
                                               "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "exit_idle_ms", "max_calls",
                                               "stop_timeout_ms", "max_unsent_bytes", "write_timeout_ms", "quotas",
-                                              "min_rate_bytes_per_s", "rate_window_ms", "max_connections", "fd_reserve"};
+                                              "min_rate_bytes_per_s", "rate_window_ms", "max_connections", "fd_reserve",
+                                              "devices"};
   for (const auto& [k, v] : t) {
     if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
   }
@@ -83,6 +85,19 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
   };
   auto integer = [&](const char* k, int64_t lo, int64_t hi, auto& out) { return integer_in(t, "", k, lo, hi, out); };
   LLMSVC_RETURN_IF_ERROR(text("model", c.model));
+  if (t.contains("devices")) {
+    const toml::array* list = t["devices"].as_array();
+    if (!list) return bad(path, "devices must be a list of device names (devices = [\"cpu\"])");
+    std::vector<std::string> devices;
+    for (const auto& d : *list) {
+      auto name = d.value<std::string>();
+      if (!name || name->empty()) return bad(path, "devices must be a list of device names (devices = [\"cpu\"])");
+      devices.push_back(*name);
+    }
+    if (devices.size() > 1)
+      return bad(path, "devices: one device for now (placement across several comes with the HAL's scheduler)");
+    c.devices = std::move(devices);
+  }
   LLMSVC_RETURN_IF_ERROR(text("state_dir", c.state_dir));
   if (t.contains("fix_state_permissions")) {
     auto v = t["fix_state_permissions"].value<bool>();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DaemonConfig: what llmsvcd runs with. Read from a TOML file (--config), then overridden by
 // command-line flags. Keys (all optional):
 //
@@ -44,6 +45,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "runtime/service/app_quotas.h"
@@ -52,6 +54,9 @@ namespace llmsvc::service {
 
 struct DaemonConfig {
   std::string model;
+  // The devices that run the model, by spec (hal/devices/device_registry.h); empty: the
+  // default. One device today (placement across several comes with the HAL's scheduler).
+  std::vector<std::string> devices;
   std::string state_dir;
   bool fix_state_permissions = false;  // persist/state_root.h: chmod 0700 rather than refuse
   std::string listen;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Listening sockets: systemd's (sd_listen_fds) or bound by hand, stale files replaced safely.
 #include "runtime/service/listen_socket.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's listening sockets: those systemd passes (socket activation), or one it binds.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's log: native journal entries with fields, or whole lines on stderr.
 #include "runtime/service/log.h"
 

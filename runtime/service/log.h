@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's log. Under systemd, where stderr is the journal ($JOURNAL_STREAM names it),
 // events go to the journal natively, with structured fields beside MESSAGE and PRIORITY:
 //   LLMSVC_APP (the app's label), LLMSVC_UID, LLMSVC_PID, LLMSVC_UNIT or LLMSVC_EXE,

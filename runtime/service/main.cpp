@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvcd: the llmsvc daemon. One shared model; apps reach it through llmsvc.h bound to
 // "unix:PATH". Listens on the sockets systemd passes, or on --listen PATH.
 #include <signal.h>
@@ -37,7 +38,7 @@ int fail(const Status& st) {
 
 int main(int argc, char** argv) {
   CLI::App app{"llmsvcd: the llmsvc daemon (one shared on-device LLM for every app)"};
-  std::string config_file, listen, state_dir, model, socket_mode, user;
+  std::string config_file, listen, state_dir, model, device, socket_mode, user;
   int threads = -1;
   bool no_syscall_filter = false, allow_root = false;
   int64_t idle_ms = -1, exit_idle_ms = -1, stop_ms = -1, max_calls = -1, write_timeout_ms = -1, max_unsent = -1;
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
                "a state directory of ours that others can write: chmod it 0700 instead of refusing");
   app.add_option("--model", model, "GGUF model (default: the default model)");
   app.add_option("--threads", threads, "engine threads (0: all CPUs)");
+  app.add_option("--device", device, "the device that runs the model (default: cpu)");
   app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0: never)");
   app.add_option("--exit-idle-ms", exit_idle_ms, "socket-activated: exit after this long without clients (0: never)");
   app.add_option("--stop-timeout-ms", stop_ms, "on SIGTERM, how long calls in flight may go on");
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
   if (!state_dir.empty()) cfg.state_dir = state_dir;
   if (fix_state_permissions) cfg.fix_state_permissions = true;
   if (!model.empty()) cfg.model = model;
+  if (!device.empty()) cfg.devices = {device};
   if (!user.empty()) cfg.user = user;
   if (allow_root) cfg.allow_root = true;
   if (!socket_mode.empty()) {
@@ -130,6 +133,7 @@ int main(int argc, char** argv) {
   EngineOptions eo;
   eo.model_path = *model_path;
   eo.n_threads = cfg.threads;
+  if (!cfg.devices.empty()) eo.device = cfg.devices.front();
   eo.n_ctx = cfg.n_ctx;
   eo.kv_budget_bytes = cfg.kv_budget_bytes;
   eo.kv_ratio = cfg.kv_ratio;

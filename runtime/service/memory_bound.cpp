@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worst-case memory formula (memory_bound.h), term by term.
 #include "runtime/service/memory_bound.h"
 

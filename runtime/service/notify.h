@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sd_notify: readiness, status and watchdog keep-alives for systemd (Type=notify). No-ops
 // when not run by systemd (no $NOTIFY_SOCKET).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switch to an unprivileged user and the drop of every capability, each step checked.
 #include "runtime/service/privileges.h"
 

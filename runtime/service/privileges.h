@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who llmsvcd runs as. Started by hand as root, it switches to an unprivileged user (`user =`,
 // --user: its groups, gid and uid, real, effective and saved) or, told `allow_root`, stays
 // uid 0; either way it then holds no capability at all (effective, permitted, inheritable and

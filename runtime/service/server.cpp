@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server, the loop: epoll and its leader/followers, accepting and refusing connections,
 // reading and the backpressure that stops it, dropping a connection, shutdown.
 #include "runtime/service/server.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server: llmsvcd's event loop. One thread at a time runs epoll over the listening sockets,
 // every client connection, a signalfd (SIGTERM, SIGINT) and an eventfd that workers use to
 // hand back answers. The loop runs on the call workers as leader/followers: the thread that

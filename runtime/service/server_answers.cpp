@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server, answers: frames encoded into a connection's writer, CONTEXT_LIST parts produced
 // as the client reads, workers' answers handed over through outboxes, and the flushes.
 #include "runtime/service/server.h"

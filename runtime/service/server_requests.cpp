@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server, request dispatch: a decoded frame to the handshake, a context operation on the
 // ops pool, or a call on the call workers; handles and calls begun and ended.
 #include "runtime/service/server.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server, timers: the handshake, write and idle timeouts and the minimum rates both ways.
 #include "runtime/service/server.h"
 

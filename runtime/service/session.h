@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session: one client connection of llmsvcd. The event loop owns its socket's read side,
 // its frame reader, its protocol state and its context handles; worker threads (calls,
 // context operations) append answers to its outbox, which the loop sends. The write side

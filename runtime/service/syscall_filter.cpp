@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The allowlist, by name (resolved for the running architecture; names this kernel's
 // headers lack are skipped), and the probes that check it.
 #include "runtime/service/syscall_filter.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's system-call allowlist (libseccomp): installed once start-up is done (model
 // mapped, listeners open, engine threads running), on every thread of the process at once.
 // What the daemon does from then on — Unix sockets, files under its state directory,

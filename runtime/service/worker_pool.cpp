@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WorkerPool: threads over per-key task queues served in turns.
 #include "runtime/service/worker_pool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WorkerPool: a fixed set of threads running queued tasks. Each task carries a key (the
 // daemon keys calls by app): keys with work waiting take turns, tasks of one key run in
 // order of arrival, and at most max_per_key tasks of one key run at once. So one app's burst

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attacks, the honest apps and the memory sampler.
 #include "tests/adversarial/attacks.h"
 

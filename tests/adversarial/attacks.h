@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attacks of the adversarial suite, each run against a live llmsvcd while honest apps
 // (other uids, through libllmsvc as real apps) keep calling, with the daemon's resident memory
 // sampled throughout. The tests (test_hostile_clients.cpp) assert on the reports; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hostile client: raw frames over a Unix socket, as any uid.
 #include "tests/adversarial/hostile_client.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HostileClient: one connection to llmsvcd that behaves as an attacker may, on a raw socket
 // with the protocol library's encoder (libllmsvc would never send these), connected as any uid
 // (as_uid: the calling thread alone takes that uid, so SO_PEERCRED names it and the daemon

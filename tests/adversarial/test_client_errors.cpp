@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a hostile client learns from the daemon's errors: the same status for an invalid id
 // whatever the operation (and the id not echoed back), and never a path of the daemon's.
 #include <gtest/gtest.h>

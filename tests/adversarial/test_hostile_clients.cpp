@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile local clients against a real llmsvcd under its default quotas and bounds, while
 // honest apps (other uids, through libllmsvc) keep calling. Each attack asserts: the daemon's
 // resident memory grows by no more than the documented bound for what the attack can hold

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvcd's privileges, end to end (runtime/service/privileges.h). Started as root with a user
 // it serves as that user (uid, gid and groups, real, effective and saved) with every
 // capability set empty, the bounding set included, and its state files are that user's;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state directory as hostile territory, against a real llmsvcd and the embedded engine:
 //  - links planted in the state directory (a history.log, a context's chunks/, an app's scope
 //    directory contexts/uid-<uid>) are refused: what they point to is never appended to,

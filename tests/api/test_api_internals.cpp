@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API's inner pieces: id/UTF-8 validation, option reading and result writing,
 // and the Service's open-handle bookkeeping over a minimal in-memory transport.
 #include <gtest/gtest.h>
@@ -43,11 +44,31 @@ TEST(Validate, Utf8) {
 }
 
 TEST(Options, StructSizesCoverV1) {
-  // v1 is the current layout; these constants must never change once published.
-  EXPECT_LE(kBindOptionsV1, sizeof(llmsvc_bind_options));
-  EXPECT_GT(kBindOptionsV1, sizeof(llmsvc_bind_options) - alignof(llmsvc_bind_options));
+  // These constants must never change once published. The bind options' v1 (ABI 1.0) ends
+  // with kv_ratio; fields added since (device, ABI 1.1) lie past it, read as zero from a
+  // caller's smaller struct.
+  EXPECT_EQ(kBindOptionsV1, offsetof(llmsvc_bind_options, kv_ratio) + sizeof(float));
+  EXPECT_GE(offsetof(llmsvc_bind_options, device), kBindOptionsV1);
   EXPECT_LE(kCallOptionsV1, sizeof(llmsvc_call_options));
   EXPECT_GT(kCallResultV1, offsetof(llmsvc_call_result, tpot_ms));
+}
+
+// A caller built against ABI 1.0 passes the smaller struct: whatever lies past it (here
+// garbage where 1.1's device field would be) is never read.
+TEST(Options, AnAbi10CallersBindOptionsReadNoDevice) {
+  llmsvc_bind_options o;
+  llmsvc_bind_options_init(&o);
+  o.target = "unix:/run/llmsvc/llmsvc.sock";  // no model needed
+  o.struct_size = kBindOptionsV1;
+  std::memset(reinterpret_cast<char*>(&o) + kBindOptionsV1, 0xA5, sizeof(o) - kBindOptionsV1);
+  auto config = read_bind_options(&o);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(config->engine.device.empty());
+  o.struct_size = sizeof(o);
+  o.device = "cpu";
+  config = read_bind_options(&o);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->engine.device, "cpu");
 }
 
 TEST(Options, CallDefaultsMapToSampler) {

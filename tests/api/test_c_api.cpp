@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API's contract without a model: NULLs, struct sizes, status names, ABI version,
 // bind failures and their messages. Uses only the public header, linked to libllmsvc.so.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API over the embedded engine with the default model: contexts, calls, streaming,
 // cancellation, concurrency and stats. Skipped when the model is not fetched
 // (tools/scripts/fetch_model.sh).
@@ -94,6 +95,29 @@ class CApiEngine : public ::testing::Test {
   static inline std::string model_;
   static inline llmsvc_service* svc_ = nullptr;
 };
+
+// A device that is not here: UNSUPPORTED before the model loads, the detail naming it and
+// listing those present; "cpu" by name binds as the default does.
+TEST_F(CApiEngine, ADeviceNotPresentIsUnsupportedAndNamesThosePresent) {
+  llmsvc_bind_options o;
+  llmsvc_bind_options_init(&o);
+  EXPECT_EQ(o.device, nullptr);
+  o.target = "embedded";
+  o.model_path = model_.c_str();
+  o.n_threads = 1;
+  o.n_ctx = 64;
+  o.device = "npu";
+  llmsvc_service* svc = nullptr;
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_ERR_UNSUPPORTED);
+  EXPECT_EQ(svc, nullptr);
+  EXPECT_NE(last_error().find("'npu'"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("present: cpu"), std::string::npos) << last_error();
+  o.device = "\xc3\x28";
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_ERR_INVALID_UTF8);
+  o.device = "cpu";
+  ASSERT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_error();
+  llmsvc_unbind(svc);
+}
 
 TEST_F(CApiEngine, GreedyCallReturnsText) {
   llmsvc_call_result r;

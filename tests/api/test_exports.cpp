@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libllmsvc.so exports exactly the llmsvc_* functions of llmsvc.h and nothing else
 // (no C++ symbols from the static core, no libstdc++ template instances).
 #include <gtest/gtest.h>

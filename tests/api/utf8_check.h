@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A strict UTF-8 check for tests that see only the public header (no internal helpers).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PageBuffer: page-aligned and writable, moves without copying, reuses freed mappings of
 // similar size from a bounded pool, and gives the rest of its memory back to the system when
 // freed on a thread other than the one that made it (the case malloc's per-thread arenas keep).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SafeDir: every primitive (open, create, mkdir -p, unlink, rename, list, rm -r, stat, atomic
 // write, read) refuses a symbolic link as the final component and as an intermediate one,
 // and a path that leaves the directory ("..", absolute), with openat2 and with the

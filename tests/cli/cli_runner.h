@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the llmsvc CLI binary as a child process (through the shell, stdin from a file),
 // capturing its exit code, stdout and stderr. Shared by the CLI's test files.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The llmsvc CLI as a user meets it: argument errors, the missing-model hint, and (with
 // the default model fetched) info, tokenize, run --json and chat.
 #include <gtest/gtest.h>

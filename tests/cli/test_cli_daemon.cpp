@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The llmsvc CLI through a real llmsvcd (started on a socket in a temp directory): chat
 // --context resumes a context across runs, ctx list / show --json / delete, run --json, all
 // with --target unix:PATH or $LLMSVC_TARGET; ctx show --json has the same fields as embedded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts about files that tests check: permission bits, owner, whole contents.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic KV chunk payloads in hal/kv_format.h's layouts, for swap tests, benchmarks and
 // fuzz seeds: keys smooth along tokens per channel with a few large outlier channels (as
 // real keys are), values noisier; quantized as the codecs do (keys per channel, values per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a test body once per Highway target that is compiled in and supported here, each
 // alone, so the AVX-512, AVX2, SSE4 and baseline paths are all checked on one machine.
 #pragma once

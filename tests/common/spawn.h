@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starts a program (argv exactly as given) in a child process with its stdout and stderr
 // appended to a log file, for tests of a daemon's start-up and refusals.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // main() of every test binary: GoogleTest, with persistent state confined to a fresh
 // temporary directory per process (ctest runs each test as its own process, in parallel),
 // removed at exit, so no test sees another's contexts or the user's.

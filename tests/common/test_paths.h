@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Paths tests use: committed test data and the default model fetched by tools/scripts/fetch_model.sh.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GgufBuilder: a tiny GGUF byte-image writer for tests, able to write malformed files too.
 //
 // Valid images come from kv()/tensor(); malformed ones from overriding the header fields,

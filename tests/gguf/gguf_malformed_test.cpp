@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crafted malformed images: each must be refused with model_invalid and a message naming
 // the offending field, never crash or read out of bounds (run under the asan preset too).
 #include <gtest/gtest.h>

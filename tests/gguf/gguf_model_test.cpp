@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real default model (SmolLM2-135M-Instruct Q4_1) parses with the expected shape.
 #include <gtest/gtest.h>
 

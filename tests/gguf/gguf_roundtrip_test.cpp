@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Valid images built by GgufBuilder parse back to exactly what was written: all 13 value
 // types, arrays of each, arrays of arrays, tensors, alignment, v2, and the typed getters.
 #include <gtest/gtest.h>

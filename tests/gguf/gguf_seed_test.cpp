@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzz seed corpus, written by gguf-py (fuzz/make_gguf_seeds.py): an independent writer
 // whose files must parse, with the values the script wrote.
 #include <gtest/gtest.h>

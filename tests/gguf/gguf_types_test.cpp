@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block geometry of the tensor types against ggml's block structs, and value type names.
 #include "runtime/core/gguf/gguf_types.h"
 

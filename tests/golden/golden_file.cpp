@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden file discovery and loading.
 #include "tests/golden/golden_file.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden files written by tools/golden/gen_golden.py from llama.cpp: loading them and the
 // model each one names, for the comparison tests.
 #pragma once

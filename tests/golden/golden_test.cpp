@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Outputs against llama.cpp on the same GGUF files (golden files from tools/golden):
 // tokenizer ids, logits at the first positions, greedy continuations, chat prompt assembly.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Perplexity of the default model on a real text against llama.cpp's, computed the way
 // llama.cpp's perplexity tool does (see tools/golden/README.md): equal to its 6 printed
 // decimals where llmsvc reproduces llama.cpp's bits (golden_file.h), else within 0.5%.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ggml_v_expf (ggml-cpu/vec.h, AVX-512) written plainly, for the tests that check llama.cpp's
 // bits: exp(x) = 2^n * j(b) with n = round(x / ln 2), rounded once (_mm512_scalef_ps);
 // |n| > 192 gives 0 or inf.

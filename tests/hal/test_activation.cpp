@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gated activations, add, add_bias and scale against double-precision references and
 // against llama.cpp's exact formulas, with lengths that exercise vector tails and the split
 // across threads.

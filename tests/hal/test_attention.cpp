@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attention over chunked f16 KV against a scalar reference of llama.cpp's numerics: chunk
 // layouts (partial last chunk, chunks bigger than a key block, gaps in positions, out of
 // order), GQA ratios, sliding window, positions not starting at 0, multi-token prefill with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attention over compressed chunks (q8/q4/q3/q2, hal/kv_format.h, encoded by policy/kv_codec)
 // and the key-mass output, for GQA shapes, sliding windows, decode and prefill, mixed chunk
 // lists, every SIMD target, 1 to 3 threads:

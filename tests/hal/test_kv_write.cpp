@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kv_write: rows land in the right slots of a chunk, converted exactly as fp32_to_fp16.
 #include <gtest/gtest.h>
 

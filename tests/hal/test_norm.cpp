@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RMSNorm against a double-precision reference (odd row lengths for vector tails, with and
 // without a weight, in place, rows split across threads) and against llama.cpp's bits.
 #include <gtest/gtest.h>

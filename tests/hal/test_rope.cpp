@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RoPE, both styles: against a double-precision reference at small positions, and bit for
 // bit against ggml's f32 recipe (theta built by repeated f32 multiplication, cosf / sinf, two
 // products fused as llama.cpp's build fuses them) at large ones, where the two differ by

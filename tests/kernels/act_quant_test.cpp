@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation quantization: the SIMD Q8 quantizer equals the scalar reference on every target,
 // and both Q8 and Q8K reconstruct the input within half a quantization step.
 #include "hal/cpu/quant/act_quant.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp16 / bf16 conversions: scalar against exact double-arithmetic references and known
 // values; row converters against the scalar ones on every SIMD target.
 #include "hal/cpu/quant/fp16.h"

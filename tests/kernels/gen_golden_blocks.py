@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes golden_blocks.inc: random blocks of every weight type and their fp32 values as
 dequantized by gguf-py (llama.cpp's own Python reference), for dequantize_test.cpp.
 

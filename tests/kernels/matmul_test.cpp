@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // matmul against scalar dequantization + a float dot product, for every weight type, SIMD
 // target, thread count and token count. The tolerance is derived from the int8 activation
 // quantization (half a step per element, plus ggml's fp16 rounding of the scales).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ThreadPool: every member runs each region once, barriers order phases, split covers ranges.
 #include "hal/cpu/thread_pool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the bad-input tests: a scratch directory, the baseline models, and the
 // check every case makes (the status code, and a message naming the offending field).
 #pragma once

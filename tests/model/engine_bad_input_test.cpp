@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input at the engine and the C API, on the small committed llama model (so nothing
 // here skips): prompts that do not fit the context, invalid UTF-8, bad engine options and
 // bad model files reaching llmsvc_bind. (NULL handles, struct sizes and the missing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad model files above the GGUF parser: each case is a one-field mutation of a real test
 // model that loads and runs, and must fail Model::load with the right code and a message
 // naming the offending key, tensor or type — never crash.

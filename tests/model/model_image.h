@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ModelImage: a GGUF model held as editable metadata and tensors, for one-field mutations.
 //
 // Loaded from a real test model (so the unmutated image builds and runs), edited through

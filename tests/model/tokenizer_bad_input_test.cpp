@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad tokenizer metadata: one-field mutations of the test models' vocabularies (byte-level
 // BPE from the llama model, SentencePiece from the gemma3 model) through Tokenizer::from_gguf.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChunkTable: round trip, and damaged or inconsistent tables are refused.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ContextMeta: JSON round trip, and every malformed field is refused by name.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HistoryLog: round trips, torn tails at every byte, damaged records, locking across
 // processes, and that a failed append leaves the file as it was.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Persistent contexts through the public C API with the default model: they survive
 // unbinding, continue as if never closed, are listed and deleted with their files, are
 // refused under another model, and lose no acknowledged turn when the process is killed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The start-up scan: the debris a crash leaves (temporary files of dead writers, context
 // directories without context.json) is removed; complete contexts, live writers' files,
 // creations in progress (their history locked), unknown files and everything behind a link

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Persistent files reached through the state root's SafeDir: a symbolic link planted as a
 // history log, a context.json, a chunk table, a context directory or a scope is refused with
 // Code::io naming the relative path; the file it points to is never appended to, truncated,

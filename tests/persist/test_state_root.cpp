@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state root check: created 0700; refused when another uid owns it (always, fix or not)
 // or when its group or others can write it (unless fix_permissions, which makes it 0700);
 // refused when an ancestor lets another user replace it (a root-owned sticky one is fine).

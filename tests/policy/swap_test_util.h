@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the swap tests: scratch directories on the build's disk (not tmpfs, so that
 // page-cache behaviour is real), whole-file I/O, chunk metas, and running a check in a
 // forked child (for namespaces and seccomp, which must not touch the test process).

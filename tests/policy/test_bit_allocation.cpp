@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allocate_bits: meets the budget, is monotone in density, and is optimal (checked against
 // exhaustive search over every assignment of small instances, for {8, 4, 3, 2} and {8, 4, 2}).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk swap files: round trips for every codec and format, byte-level layout, and every
 // kind of damage (bit flips, truncations, forged fields with a valid checksum).
 #include "policy/chunk_file.h"

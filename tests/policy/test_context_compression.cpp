@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // compress_context: a young context keeps 8 bits; from the horizon on the allocation meets
 // the ratio, a dense chunk (the attention sink) keeping 8 bits paid by 3-bit chunks; chunks
 // only narrow; the chunk holding the last evaluated position stays f16.

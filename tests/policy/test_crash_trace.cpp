@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crash safety under the whole memory policy: a child process replays a long trace of calls
 // over several contexts under a tight KV budget (so chunks are evicted, written, loaded and
 // recomputed all the time) and reports every acknowledged call through a pipe; it is

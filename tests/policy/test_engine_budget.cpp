@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The embedded engine under a KV budget that holds about one context: calls on several
 // contexts in turn evict each other's chunks, which come back (loaded from their swap files,
 // or recomputed where a file was not yet written) on use, and the answers are those of an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine with KV swap (ahead-of-time swap-out, loads at switch-in and reopen) on the
 // real SmolLM2 model: swapped-and-loaded contexts answer exactly as contexts that never
 // left memory (f16, and q8); bad chunk files are recomputed; a new process loads the chunks

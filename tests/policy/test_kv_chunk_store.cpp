@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KvChunkStore / KvSequence: exact accounting, LCTRU eviction order, working-set pins,
 // addressing of blocks and rows, density bookkeeping.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV block codecs (policy/kv_codec.h) against a plain scalar reference written from the
 // format description in hal/kv_format.h and the codec's stated rules: layout (params and
 // packed codes), round-trip error, requantize == quantize(dequantize), edge cases (constant

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KV swap of a sequence (policy/kv_swap.h) and swap currency in the chunk store: changed
 // chunks are written (the partial tail too), current ones are not; evicting a chunk with a
 // current file makes it swapped, without one dropped; loads give back the same bytes; a

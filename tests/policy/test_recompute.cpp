@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Forward::recompute on the default model: dropped chunks come back bit for bit when their
 // tokens were first evaluated in a batch (recompute's own summation order), and the layer
 // hook lets chunks that are loaded while the recompute runs arrive just in time (the

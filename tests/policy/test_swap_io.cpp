@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Swap I/O: atomic writes (page cache dropped, failures leave no trace), the writer
 // thread's ordering and shutdown, batched reads on io_uring and on the pread fallback,
 // disk full on a real 256 KiB tmpfs, the fallback chosen when seccomp forbids io_uring, and

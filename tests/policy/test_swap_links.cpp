@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A swap store below the state root (SwapStore::open(io, base, rel)): a symbolic link
 // planted as its directory, on the directory's path, as a chunk file or as a temporary file
 // is refused; a chunk file behind a link is never read (the chunk is recomputed), written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SwapStore: chunks stored and read back whole or layer by layer (batched, pipelined), on
 // both read engines and all codecs; damaged, stale, truncated, missing and replaced files
 // come back as per-chunk statuses.

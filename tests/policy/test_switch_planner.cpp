@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The swap-recompute planner against brute force over every split, and the switch-cost
 // profile's JSON (round trip, defaults when absent, named errors when invalid).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The input format of fuzz/protocol_fuzzer.cpp, shared with its seed writer
 // (fuzz/make_protocol_seeds.cpp) and the test that reads the committed seeds:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sample messages of every type (several shapes of the ones with optional and repeated
 // fields), each with the stream it travels on and its sender. The protocol tests round-trip
 // them and fuzz/make_protocol_seeds writes them as the fuzzer's seed corpus. New samples go

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnectionState: the connection rules of docs/PROTOCOL.md section 6, on both ends.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's figures through the wire: every field the embedded transport hands the C API
 // (CallStats, EngineStats, ContextInfo) comes back from a RESULT, STATS_REPLY or
 // CONTEXT_INFO_REPLY encoded and decoded at the newest version; on a version-1 connection the

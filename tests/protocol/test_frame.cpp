@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frames: the header layout (the hex examples of docs/PROTOCOL.md), reassembly from reads of
 // any size, refusals (bad magic, flags, unknown type, direction, stream rule, oversize),
 // garbage streams, the writer's queue, and the committed fuzz seeds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Version negotiation: the highest common version, refusals with Code::unsupported.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every message: round trip, every truncation refused, trailing bytes, lengths and counts past
 // their limits, invalid UTF-8 in every text field, out-of-range values; errors name the field.
 // Versions: a later version only appends; a version-1 payload decodes with the later fields 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Field encodings: byte layouts, the UTF-8 check (against an independent one), errors.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sampler: greedy, penalty, each filter on known distributions, chain order, seeded draws.
 #include <gtest/gtest.h>
 

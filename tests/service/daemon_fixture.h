@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DaemonTest: a GoogleTest fixture for tests that run real llmsvcd children (DaemonProcess)
 // in a fresh directory and reach them through the public C API; every daemon a test leaves
 // running is stopped by SIGTERM and must exit 0 (under ASan: also without leaks). Plus the

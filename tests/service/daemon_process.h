@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DaemonProcess: a real llmsvcd started as a child process for a test, on a socket in a
 // fresh directory, stopped (SIGKILL if need be) when the test is done.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Raw socket helpers for tests that talk to llmsvcd below the C API: hostile or silent
 // clients, hand-made frames (docs/PROTOCOL.md sections 2 and 10).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RawProtocolClient: a client of llmsvcd of a test's own, on a raw socket with the protocol
 // library's encoder and decoder (not libllmsvc), for what the library would never send: an
 // older protocol version, requests past the daemon's limits that the library refuses first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvcd end to end: a real daemon (child process) on a real socket, reached through the
 // public C API bound to "unix:PATH", compared with the embedded engine; cancellation,
 // concurrency, SIGKILL and restart, SIGTERM, hostile bytes on the socket, and two users'
@@ -966,6 +967,23 @@ TEST_F(Daemon, AnAppsSwapFilesStayWithinItsSwapQuota) {
     if (e.is_regular_file() && e.path().extension() == ".kvc") files += e.file_size();
   EXPECT_GT(files, kQuota / 2) << "little was swapped: the test shows nothing";
   EXPECT_LE(files, kQuota);
+}
+
+// A device that is not here (by flag or in the configuration): the daemon does not start,
+// and its log names the device and those present; "cpu" by name starts.
+TEST_F(Daemon, ADeviceNotPresentIsRefusedAtStartAndNamed) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--device", "npu"}, config_args("devices = [\"npu\"]\n")}) {
+    DaemonProcess d(dir_, args);
+    const size_t before = read_text(d.log_path()).size();  // the log is appended to
+    ASSERT_FALSE(d.start(60000));
+    const std::string log = read_text(d.log_path()).substr(before);
+    EXPECT_NE(log.find("'npu'"), std::string::npos) << log;
+    EXPECT_NE(log.find("present: cpu"), std::string::npos) << log;
+  }
+  llmsvc_service* svc = bind_target(start({"--device", "cpu"}).target());
+  EXPECT_NE(svc, nullptr);
+  llmsvc_unbind(svc);
 }
 
 // Fair scheduling: one app's long generations do not hold every call worker. An app (uid

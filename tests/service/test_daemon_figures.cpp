@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory policy's figures through a real llmsvcd (protocol version 2): under a small KV
 // budget, the same sequence of calls reports the same switch-in counts (chunks loaded and
 // recomputed) through the daemon as embedded; stats carry the KV peak, evictions, swap-out and

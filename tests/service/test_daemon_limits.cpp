@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's own checks of what a client sends, reached by a client of the test's own
 // (tests/service/raw_protocol_client.h): libllmsvc refuses these before sending, so without
 // it the daemon's side of each rule would go untested.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvcd under load: many clients at once, each on its own connection and context, get the
 // same answers one client alone would; floods of hostile, truncated, oversized and silent
 // connections do not disturb well-behaved clients, and the daemon keeps serving and stops

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvcd's pieces without a model: the TOML configuration, the listening socket (stale
 // files replaced, live sockets and other files left alone) and the worker pool's turns.
 #include <gtest/gtest.h>
@@ -189,7 +190,7 @@ TEST_F(Config, MissingKeysKeepDefaults) {
 TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
   for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
                            "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n", "quotas = 3\n",
-                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n", "[quotas]\nswap_bytes = -1\n",
+                           "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n", "[quotas]\nswap_bytes = -1\n", "devices = \"cpu\"\n", "devices = [1]\n", "devices = [\"cpu\", \"cpu\"]\n",
                            "max_unsent_bytes = 1000\n", "write_timeout_ms = 0\n"}) {
     DaemonConfig c;
     Status st = load_config_file(write("c.toml", text), c);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's seccomp allowlist, installed in a forked child (the test process stays
 // unconfined): what the daemon needs still works — Unix sockets, files, threads, reads on a
 // ring made before the filter — and what it must never do fails with EPERM: IPv4/IPv6

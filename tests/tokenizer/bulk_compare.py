@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Bulk check: our tokenizer (tokenize_dump) against llama.cpp's, line by line over a text.
 
 Not a test (CI has no llama.cpp): run it by hand after changing the tokenizer. The default

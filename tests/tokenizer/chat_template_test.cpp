@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chat format detection and the pieces read from templates. (Whole conversations are
 // compared with Jinja's rendering of each GGUF's template in expected_test.cpp.)
 #include <filesystem>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our tokenizer against llama.cpp's, as recorded by gen_expected.py: token ids of every
 // text (add_special / parse_special on and off), token pieces, special ids and the
 // end-of-generation set, chat prompts (text from Jinja, ids from llama.cpp), round trips.

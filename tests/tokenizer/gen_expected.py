@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Records llama.cpp's tokenization (and Jinja's chat rendering) as the tokenizer tests' expectations.
 
 Writes, next to the fixtures in tests/data/tokenizer/:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tokenizer construction from hand-built GGUF images: what the metadata switches on
 // (BOS/EOS, space prefix, byte fallback) and metadata that is refused with a status.
 #include <cstring>

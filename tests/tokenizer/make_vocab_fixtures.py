@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the small vocabulary-only GGUF files the tokenizer tests use (tests/data/tokenizer/).
 
 bpe_<pre>.gguf  byte-level BPE ("gpt2"): SmolLM2's first merges (so the vocabulary is real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pre-tokenizer word splits. Expected words are what llama.cpp's unicode_regex_split gives
 // for the same regex lists (checked against libllama when these cases were written).
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tokenize_dump: the tokenizer from the command line, for bulk_compare.py and timing.
 //
 //   tokenize_dump MODEL.gguf [--special] [--add-special] < records

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict UTF-8 validation and the streaming detokenizer (Utf8Streamer), alone and fed by
 // real token pieces of multi-byte text.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's binding through llmsvc.h: target option, bind with a spinner, status, Ctrl-C.
 #include "tools/cli/api_client.h"
 
@@ -23,15 +24,18 @@ Result<ServicePtr> bind_service(const ModelArgs& args) {
   o.n_threads = args.threads;
   o.n_ctx = args.n_ctx;
   o.state_dir = args.state_dir.empty() ? nullptr : args.state_dir.c_str();
+  o.device = args.device.empty() ? nullptr : args.device.c_str();
   // The reader llmsvc_bind uses, run first only to know what it will bind to.
   auto config = api::read_bind_options(&o);
   if (!config.ok()) return config.status();
   std::unique_ptr<LoadProgress> progress;
   if (config->target == api::TargetKind::embedded) {
     progress = std::make_unique<LoadProgress>("loading " + config->engine.model_path);
-  } else if (!args.model.empty() || args.threads != 0 || args.n_ctx != 0 || !args.state_dir.empty()) {
+  } else if (!args.model.empty() || args.threads != 0 || args.n_ctx != 0 || !args.state_dir.empty() ||
+             !args.device.empty()) {
     std::fprintf(stderr,
-                 "llmsvc: note: --model, --threads, --ctx and --state-dir are ignored: the daemon at %s has its own\n",
+                 "llmsvc: note: --model, --threads, --ctx, --device and --state-dir are ignored: the daemon at %s has "
+                 "its own\n",
                  config->socket_path.c_str());
   }
   llmsvc_service* svc = nullptr;

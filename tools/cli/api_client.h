@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How run, chat and ctx reach the model: the public C API (llmsvc.h), the path every app
 // takes, bound to the embedded engine or to llmsvcd (--target unix:PATH, $LLMSVC_TARGET).
 // One code path for both: what the commands show is what the API gives an app.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmsvc chat`: a multi-turn conversation on one context (a persistent one with --context) of
 // the service --target names. On a terminal it prompts with "> "; otherwise every input line
 // is one turn. "/exit" or end of input quits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmsvc ctx list|show|delete`: the persistent contexts of the service --target names (the
 // embedded engine's state directory, or the caller's own contexts in llmsvcd).
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmsvc info`: a GGUF file's metadata and tensor table, without loading the model.
 #include <algorithm>
 #include <cstdio>

@@ -1,11 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmsvc profile`: measures the switch costs the swap-recompute planner uses (recompute and
 // cold chunk-file loads on this device and storage) and writes them as a profile.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "base/file_io.h"
-#include "hal/cpu/cpu_device.h"
+#include "hal/devices/device_registry.h"
 #include "runtime/core/graph/switch_profiler.h"
 #include "runtime/core/persist/state_dir.h"
 #include "runtime/core/persist/state_root.h"
@@ -28,11 +31,13 @@ int run_profile(const ProfileArgs& a) {
   if (!root.ok()) return report(root.status());
   auto state = persist::open_state_root(*root);  // made 0700 if absent; refused if others can write it
   if (!state.ok()) return report(state.status());
-  hal::cpu::CpuDevice device(a.model.threads);
-  auto model = Model::load(*path, device);
+  const int threads = a.model.threads > 0 ? a.model.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto device = hal::open_device(a.model.device, hal::DeviceOptions{threads});
+  if (!device.ok()) return report(device.status());
+  auto model = Model::load(*path, **device);
   if (!model.ok()) return report(model.status());
-  std::fprintf(stderr, "profiling recompute and chunk loads under %s ...\n", root->c_str());
-  auto prof = profile_switch_cost(**model, device, *state->dir, a.reps);
+  std::fprintf(stderr, "profiling recompute and chunk loads on %s under %s ...\n", (*device)->name().c_str(), root->c_str());
+  auto prof = profile_switch_cost(**model, **device, *state->dir, a.reps);
   if (!prof.ok()) return report(prof.status());
   std::printf("%-10s %10s %14s %12s %12s\n", "sample", "n", "ctx / bytes", "ms/layer", "fitted");
   for (const ProfileSample& s : prof->samples)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmsvc run`: one prompt, the reply streamed to stdout (or one JSON report with --json), on
 // a one-shot context of the service --target names.
 #include <cstdio>

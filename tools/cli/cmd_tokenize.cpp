@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `llmsvc tokenize`: the token ids and pieces of a text under the model's tokenizer.
 // Loads only the GGUF metadata, not the weights.
 #include <cstdio>

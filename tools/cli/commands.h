@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands: each adds itself to the app and, when chosen, stores its exit code.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the subcommands share: option sets, error output, Ctrl-C.
 #include "tools/cli/common.h"
 
@@ -18,6 +19,7 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("-t,--threads", args.threads, "worker threads (0: all CPUs)")->check(CLI::NonNegativeNumber);
   cmd.add_option("--ctx", args.n_ctx, "tokens per context (0: the model's length, at most 4096)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--device", args.device, "the device that runs the model (cpu; default: cpu)");
   cmd.add_option("--state-dir", args.state_dir, "where persistent contexts live (default: $LLMSVC_STATE_DIR, "
                                                 "$XDG_STATE_HOME/llmsvc or ~/.local/state/llmsvc)");
 }

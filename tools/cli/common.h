@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the subcommands share: model and sampling options, error output, Ctrl-C.
 #pragma once
 
@@ -22,6 +23,7 @@ struct ModelArgs {
   int threads = 0;
   int n_ctx = 0;
   std::string state_dir;  // empty: $LLMSVC_STATE_DIR, $XDG_STATE_HOME/llmsvc, ~/.local/state/llmsvc
+  std::string device;     // empty: the default device
 };
 void add_model_options(CLI::App& cmd, ModelArgs& args);
 

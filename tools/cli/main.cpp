@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvc: run, chat with, tokenize with and inspect a model; run, chat and ctx go through llmsvc.h
 // (embedded, or the llmsvcd daemon with --target unix:PATH).
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LoadProgress: a delayed spinner on a terminal's stderr.
 #include "tools/cli/progress.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LoadProgress: a spinner on stderr while something slow (the model load) runs, shown
 // only when stderr is a terminal and only once the wait passes ~300 ms.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Independent NumPy forward pass for the F32/F16 random test models, checked against
 the llama.cpp golden logits. It is the executable form of the architecture notes in
 README.md (sliding-window pattern and rule, per-layer RoPE bases, NORM vs NEOX RoPE,

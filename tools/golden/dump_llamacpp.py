@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every named intermediate tensor llama.cpp computes for one golden prompt, for llmsvc_op_check.
 
 Run with the llama.cpp venv (tools/golden/setup_llamacpp.sh):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Golden outputs from llama.cpp itself (llama-cpp-python 0.3.16, built from source).
 
 Run with the llama.cpp venv (tools/golden/setup_llamacpp.sh):

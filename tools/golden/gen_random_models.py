@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Deterministic small random-weight GGUF test models for llmsvc.
 
 Run with the llama.cpp venv (tools/golden/setup_llamacpp.sh):

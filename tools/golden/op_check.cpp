@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llmsvc_op_check: runs each op of the forward pass on llama.cpp's own inputs and compares
 // the result with llama.cpp's output bit for bit, layer by layer.
 //

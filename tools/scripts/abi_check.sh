@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks the ABI of a built libllmsvc.so.1 against the committed baseline (abi/libllmsvc.abi).
 #
 #   abi_check.sh [LIBRARY]            compare (default LIBRARY: build/release/runtime/api/libllmsvc.so.1)

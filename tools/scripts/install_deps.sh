@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages llmsvc builds and tests with (only those missing).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 python3-pip python3-venv

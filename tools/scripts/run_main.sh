@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: install what is missing, fetch the default model, build, and ask the
 # default model (embedded) for a short chat answer.
 set -euo pipefail

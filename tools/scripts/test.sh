@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, fetch the model, build Release and
+# SPDX-License-Identifier: Apache-2.0
+# The whole test suite: install what is missing, fetch the model, check the source rules
+# (tools/scripts/check_layers.py, spdx.py), build Release and
 # ASan+UBSan and run every test in both (but the full-text perplexity run under ASan, where
 # it alone neared its 15-minute limit; Release checks the numerics), run the concurrent parts
 # (thread pool, swap I/O, chunk store, the C API's threads, the daemon with its clients)
@@ -12,6 +14,9 @@ tools/scripts/fetch_model.sh >/dev/null
 jobs=$(nproc)
 start=$SECONDS
 stage() { echo "== $1 (at $((SECONDS - start)) s)" >&2; }
+stage "source rules: layers, SPDX lines"
+tools/scripts/check_layers.py
+tools/scripts/spdx.py --check
 for preset in release asan tsan; do
   stage "$preset: build"
   tools/scripts/build.sh "$preset"

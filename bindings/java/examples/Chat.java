@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Chat — a terminal chat over the llmsvc Java binding: one user turn per line of standard
  * input, each reply streamed to standard output as it is generated.

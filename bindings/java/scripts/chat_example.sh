@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs examples/Chat.java the way bindings/java/README.md tells a user to (from its source, the
 # JNI library found through java.library.path), embedded, in a fresh state directory:
 #

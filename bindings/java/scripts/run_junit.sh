@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs the Java binding's JUnit 5 suite against one target, the way CTest does.
 #
 #   run_junit.sh JAVA CONSOLE_JAR CLASSPATH JNI_LIBRARY TARGET

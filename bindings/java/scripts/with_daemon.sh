@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs a command against a real llmsvcd, the way conformance/run_suite.sh does:
 #
 #   with_daemon.sh LLMSVCD COMMAND [ARGS...]

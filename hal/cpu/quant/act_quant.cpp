@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation quantization to int8 blocks (Highway for Q8; Q8K scalar, it feeds only K-quants).
 #include "hal/cpu/quant/act_quant.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation quantization: fp32 rows to int8 blocks, the input side of the integer dot products.
 //
 // Q8 (blocks of 32, for the legacy weight types) follows ggml's quantize_row_q8_0 / q8_1:

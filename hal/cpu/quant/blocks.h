@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GGUF / GGML block layouts of the quantized weight types, byte for byte as stored in the file.
 //
 // Scales are IEEE fp16 bit patterns (see fp16.h). Every struct has 2-byte alignment and no

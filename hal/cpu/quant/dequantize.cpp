@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar reference dequantization of every supported weight type (mirrors ggml's *_ref code).
 #include "hal/cpu/quant/dequantize.h"
 

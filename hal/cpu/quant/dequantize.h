@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar reference dequantization: GGUF weight rows to fp32, exactly as ggml computes them.
 #pragma once
 

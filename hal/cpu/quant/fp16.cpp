@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Row converters between fp32 and fp16 / bf16 (Highway, dispatched per CPU).
 #include "hal/cpu/quant/fp16.h"
 

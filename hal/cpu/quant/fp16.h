@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp16 / bf16 <-> fp32 conversion: exact scalar helpers (header-only) and SIMD row converters.
 //
 // Scalar conversions are bit-exact IEEE: fp32 -> fp16 rounds to nearest even, overflows to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // K-panel repacking (GGUF K-quant superblocks <-> 16-row interleaved panels), once per weight.
 #include "hal/cpu/quant/kpanel.h"
 

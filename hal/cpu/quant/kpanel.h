@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // K-panel layout: the CPU kernels' repacked form of the K-quants (Q4_K, Q5_K, Q6_K), the
 // same size as the GGUF bytes give or take 3%.
 //

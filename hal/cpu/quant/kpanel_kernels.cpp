@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // K-panel GEMM kernels (Q4_K / Q5_K / Q6_K with Q8_K activations), all in ggml's order (see
 // KTile), so every target gives llama.cpp's bits.
 //   AVX3_DL: per 32-column sub-block and lane, vpdpbusd gives 16 rows' 4-product sums; for

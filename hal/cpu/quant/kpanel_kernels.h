@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integer GEMM kernels over K-panel-packed weights (see kpanel.h), dispatched per CPU:
 // ggml's Q4_K / Q5_K / Q6_K x Q8_K dot products (integer sub-block scales, fp32 per superblock).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matmul orchestration: weight preparation, activation quantization and the split of the
 // work over the thread pool (one parallel region per call).
 #include "hal/cpu/quant/matmul.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU matmul: y = x * W^T for GGUF weights of every supported type, on a ThreadPool.
 //
 // Quantized weights are repacked once (prepare_cpu_weight) into 16-row panels of about the

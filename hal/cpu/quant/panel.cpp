@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Panel repacking (GGUF blocks <-> 16-row interleaved panels); runs once per weight at load.
 #include "hal/cpu/quant/panel.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Panel layout: the CPU kernels' repacked form of the 32-element block types (Q4_0, Q4_1,
 // Q5_0, Q5_1, Q8_0), the same size as the GGUF bytes.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Panel GEMM kernels: one register-blocked micro-kernel per instruction set, all computing
 // ggml's float operations in ggml's order (see panel_kernels.h), so every target gives the
 // same bits.

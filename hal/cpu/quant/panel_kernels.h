@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integer GEMM kernels over panel-packed weights (see panel.h), dispatched per CPU.
 //
 // Every target computes ggml's x86 dot product (ggml_vec_dot_q4_1_q8_1 and its siblings,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Row-major GEMM for float weights (Highway FMAs) in llama.cpp's summation orders. Tokens are
 // processed in groups of 4 so each weight row is read once per group.
 #include "hal/cpu/quant/row_kernels.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Row-major GEMM kernels for the float weight types (F32 / F16 / BF16: float FMAs, converting
 // on the fly). Dispatched per CPU. F32 and F16 follow llama.cpp's summation orders (bits):
 // llamafile's GEMM for several tokens where it takes the shape, ggml_vec_dot_f32 / _f16 else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ContextState: one context inside the engine — its token history (the source of truth,
 // mirrored on storage by its HistoryLog) and the KV sequence computed from it.
 #pragma once

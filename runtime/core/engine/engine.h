@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine: one loaded model serving many contexts: create/open/delete contexts and run calls.
 //
 // Thread-safe. Calls on different contexts may be issued concurrently, each holding its
@@ -23,6 +24,9 @@ class Tokenizer;
 
 struct EngineOptions {
   std::string model_path;   // GGUF file
+  // The device that runs the model (hal/devices/device_registry.h: "cpu", ...); "": the
+  // default. One that is not here: Code::unsupported, listing those that are.
+  std::string device;
   int n_threads = 0;        // 0: all online CPUs
   int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
   int chunk_tokens = 16;    // KV chunk size

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineImpl: contexts, calls, streaming and stop conditions over Forward.
 #include "runtime/core/engine/engine_impl.h"
 
@@ -11,8 +12,8 @@
 #include <ctime>
 #include <unistd.h>
 
-#include "hal/cpu/cpu_device.h"
 #include "base/file_io.h"
+#include "hal/devices/device_registry.h"
 #include "policy/context_compression.h"
 #include "policy/kv_swap.h"
 #include "policy/layer_loader.h"
@@ -63,8 +64,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (cleaned.total() > 0)
     std::fprintf(stderr, "llmsvc: state: removed %zu leftovers of interrupted writes (%zu temporary files, %zu "
                  "unfinished context directories)\n", cleaned.total(), cleaned.temp_files, cleaned.unfinished);
-  auto device = hal::cpu::make_cpu_device(threads);
-  auto model = Model::load(o.model_path, *device);
+  auto device = hal::open_device(o.device, hal::DeviceOptions{threads});
+  if (!device.ok()) return device.status();
+  auto model = Model::load(o.model_path, **device);
   if (!model.ok()) return model.status();
   const int trained = (*model)->config().n_ctx_train;
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
@@ -75,7 +77,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     if (io.ok()) swap_io = std::move(io).value();
     else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
   }
-  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device), std::move(model).value(), o, n_ctx,
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device).value(), std::move(model).value(), o, n_ctx,
                                                               std::move(state), std::move(swap_io)));
 }
 

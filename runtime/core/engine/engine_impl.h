@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EngineImpl: the in-process Engine — one Model on one HAL device, contexts in memory.
 #pragma once
 

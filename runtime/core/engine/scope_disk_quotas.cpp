@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScopeDiskQuotas: a scope's quota made when it is first used, with its stored contexts measured then.
 #include "runtime/core/engine/scope_disk_quotas.h"
 

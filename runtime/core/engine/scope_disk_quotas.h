@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScopeDiskQuotas: each scope's (app's) policy::DiskQuota over its contexts' chunk swap files.
 // A loaded context's SwapStore counts its own files; the files of a context stored but not
 // loaded count as "dormant" bytes, measured when its scope is first used (or when its store

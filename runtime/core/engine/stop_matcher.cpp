@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StopMatcher implementation.
 #include "runtime/core/engine/stop_matcher.h"
 

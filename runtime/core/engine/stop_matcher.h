@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StopMatcher: finds stop strings in streamed text, holding back any tail that could still
 // become one, so a stop string never reaches the caller.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cursor: a bounds-checked little-endian reader over a byte image (internal to the reader).
 //
 // Every read checks the remaining bytes first, so a truncated or lying file can only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GGUF v2/v3 parsing and validation, read-only mapping, typed metadata access.
 //
 // Layout: magic "GGUF", u32 version, u64 tensor_count, u64 kv_count, the key/value pairs,

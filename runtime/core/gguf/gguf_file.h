@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GgufFile: a validated, memory-mapped GGUF (v2/v3) model file: metadata + tensor table.
 //
 // Every count, length, offset and dimension is checked (overflow-safe) against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block geometry of the GGML tensor types we know, and value type names.
 //
 // Sizes are those of ggml's block structs (ggml-common.h), which define the file layout.

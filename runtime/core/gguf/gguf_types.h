@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GGUF value types and GGML tensor types, with per-type block geometry.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forward pass for llama / qwen2 / gemma3, written once with per-architecture switches.
 #include "runtime/core/graph/forward.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Forward: the transformer forward pass of a Model over a context's chunked KV cache.
 //
 // Tokens are processed in micro-batches; each layer's new K/V rows are written in place

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Switch-cost profiling: timed recomputes and cold layer reads, then least-squares fits.
 #include "runtime/core/graph/switch_profiler.h"
 

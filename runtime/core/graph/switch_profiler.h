@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measures this device's switch costs (policy/switch_cost.h) for the swap-recompute planner:
 // recompute time of n tokens over a context of m positions (Forward::recompute), and cold
 // reads of layers of chunk files (SwapStore over SwapIo), each fitted by least squares to

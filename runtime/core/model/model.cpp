@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model loading: every tensor the architecture needs is looked up, shape- and type-checked,
 // and prepared on the device.
 #include "runtime/core/model/model.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model: a loaded GGUF model — configuration, tokenizer, chat template, and the weights
 // prepared on a HAL device. Immutable after load; shared by every context.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading ModelConfig from GGUF metadata, with sanity limits on every value.
 #include "runtime/core/model/model_config.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ModelConfig: the hyper-parameters of a decoder-only transformer, read from GGUF metadata
 // the way llama.cpp reads them for the supported architectures.
 #pragma once

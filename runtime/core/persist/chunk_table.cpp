@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChunkTable <-> bytes, validated.
 #include "runtime/core/persist/chunk_table.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChunkTable: a context's KV chunk table on storage (contexts/<id>/chunks.table): how many
 // positions were evaluated, and each chunk's format and density bookkeeping, so a context
 // reopened in a fresh process keeps its bit allocation and finds its chunk files' formats.

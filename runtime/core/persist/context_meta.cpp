@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ContextMeta <-> JSON (nlohmann), validated field by field.
 #include "runtime/core/persist/context_meta.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ContextMeta: what a persistent context is — written once when it is created
 // (context.json, replaced atomically) and checked when it is reopened.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HistoryLog: record encoding, torn-tail repair, durable appends.
 #include "runtime/core/persist/history_log.h"
 

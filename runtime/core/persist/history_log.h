@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HistoryLog: a context's token history on storage — the source of truth every KV chunk
 // is recomputed from. Append-only records, each carrying its own checksum, made durable
 // (fdatasync) before append() returns, so an acknowledged call is never lost. A torn

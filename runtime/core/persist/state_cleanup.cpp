@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The start-up scan for interrupted writes and creations.
 #include "runtime/core/persist/state_cleanup.h"
 

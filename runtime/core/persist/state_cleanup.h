@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a crash in the middle of a write or of a context's creation leaves under the state
 // root, and its removal when an engine starts. The engine writes so that a crash never
 // corrupts a context (temporary file + rename; context.json last at creation, first at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // State root resolution and listing the contexts on storage.
 #include "runtime/core/persist/state_dir.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where persistent contexts live, and the layout under it:
 //   <root>/contexts/<id>/context.json   what the context is (ContextMeta)
 //   <root>/contexts/<id>/history.log    its token history (HistoryLog)

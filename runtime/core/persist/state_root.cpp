@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state root's owner and mode, and those of its ancestors.
 #include "runtime/core/persist/state_root.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state root's own safety, checked before any state is kept in it (by llmsvcd at start
 // and by every embedded engine): the root must be this process's and closed to others.
 //

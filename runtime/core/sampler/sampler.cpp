@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sampler: llama.cpp's chain (penalties -> top_k -> top_p -> min_p -> temperature -> draw).
 #include "runtime/core/sampler/sampler.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sampler: picks the next token from logits (greedy, temperature, top-k, top-p, min-p,
 // repetition penalty). A seed makes a run reproducible.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte-level BPE merging over interned symbol ids (see bpe_model.h).
 #include "runtime/core/tokenizer/bpe_model.h"
 

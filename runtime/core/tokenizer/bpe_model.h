@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte-level BPE merging (tokenizer.ggml.merges ranks) of one pre-tokenized word, as
 // llama.cpp's llm_tokenizer_bpe_session: the word's bytes in GPT-2's byte mapping, the
 // lowest-ranked adjacent pair merged first (leftmost on ties), each final symbol looked up

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2 byte mapping: the 188 printable bytes keep their code point, the other 68 are
 // numbered from U+0100 upward in byte order.
 #include "runtime/core/tokenizer/byte_unicode.h"

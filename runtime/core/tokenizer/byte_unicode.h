@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2's byte <-> printable code point mapping that byte-level BPE vocabularies are written in
 // (a space is "Ġ" U+0120, a newline "Ċ" U+010A; printable Latin-1 bytes map to themselves).
 #pragma once

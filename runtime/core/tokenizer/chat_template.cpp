@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chat formats (ChatML, Gemma turns, raw) and what is read from the GGUF's Jinja template:
 // the family, ChatML's default system prompt and Gemma's system separator. The template
 // is not executed; the known families' shapes are written out here and checked against

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chat templates: render conversation turns into the prompt text a model family expects.
 //
 // The text equals what the GGUF's own Jinja template renders for the same conversation,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates unicode_table.cpp: the code point classes the pre-tokenizers use.
 
 The tokenizer must split text exactly as llama.cpp does, so the table is taken from

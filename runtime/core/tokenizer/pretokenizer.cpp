@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hand-written pre-tokenizer splitters equivalent to llama.cpp's regex lists (see pretokenizer.h).
 //
 // Text is decoded to code points first; each regex of a list splits every segment the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pre-tokenizers of byte-level BPE vocabularies: split text into the words BPE merges
 // within, exactly as llama.cpp's unicode_regex_split does for each tokenizer.ggml.pre.
 //

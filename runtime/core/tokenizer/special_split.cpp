@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Special-token partitioning (see special_split.h).
 #include "runtime/core/tokenizer/special_split.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Splits text around special tokens before tokenizing, as llama.cpp's
 // tokenizer_st_partition: each special token, longest first, is cut out of every text
 // fragment wherever it occurs. Control and unknown tokens are matched only when

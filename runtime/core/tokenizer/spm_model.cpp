@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentencePiece-style score-driven merging (see spm_model.h).
 #include "runtime/core/tokenizer/spm_model.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentencePiece-style BPE (tokenizer.ggml.model "llama"), as llama.cpp's
 // llm_tokenizer_spm_session: start from UTF-8 characters, repeatedly merge the adjacent
 // pair whose concatenation is the vocabulary piece with the highest score (leftmost on

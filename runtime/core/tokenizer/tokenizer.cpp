@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tokenizer::from_gguf and the tokenizer itself: special-token partition, then byte-level
 // BPE (pre-tokenizer + merges) or SentencePiece-style BPE per text fragment; detokenization.
 #include "runtime/core/tokenizer/tokenizer.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tokenizer: text <-> token ids, built from a GGUF file's tokenizer.* metadata.
 //
 // Supports byte-level BPE (tokenizer.ggml.model "gpt2", with the pre-tokenizer named by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Code point class lookup (two-level table built once from the generated runs) and UTF-8 helpers.
 #include "runtime/core/tokenizer/unicode_class.h"
 

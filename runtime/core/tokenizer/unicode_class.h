@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Code point classes (general category + whitespace) and lenient UTF-8 decoding, both
 // exactly as llama.cpp's unicode.cpp has them, so pre-tokenization splits text the same way.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict UTF-8 validation and the streaming detokenizer's UTF-8 repair (Utf8Streamer).
 //
 // Ill-formed input becomes one U+FFFD per maximal subpart (the Unicode / WHATWG

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vocab loading: tokenizer.ggml.* metadata to token table, attributes and special ids,
 // following llama.cpp's llama_vocab::impl::load step by step where it matters for results.
 #include "runtime/core/tokenizer/vocab.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vocab: the token table of a GGUF file (tokenizer.ggml.*) with the token attributes,
 // special ids, flags and end-of-generation set derived the way llama.cpp's llama_vocab
 // derives them, so both tokenizers agree with llama.cpp on what is special.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * jni_call.c — org.llmsvc.Native.call: one llmsvc_call, its pieces streamed to a Java PieceSink.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* jni_context.c — org.llmsvc.Native's context methods: new, open, id, close, delete, info, list, cancel. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* jni_service.c — org.llmsvc.Native's service methods: version, status names, bind, unbind, stats. */
 #include <stdlib.h>
 #include <string.h>

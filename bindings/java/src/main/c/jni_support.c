@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* jni_support.c — load-time lookups, exceptions, and byte[] <-> C copies (see jni_support.h). */
 #include "jni_support.h"
 

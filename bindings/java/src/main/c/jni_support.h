@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * jni_support.h — what the binding's native methods share: the Java classes and methods looked
  * up once at load, turning a failed llmsvc status into the Java exception for it, copying byte[]

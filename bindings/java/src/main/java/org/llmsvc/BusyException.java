@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#BUSY}: the context is inside another call, or open elsewhere (delete). */

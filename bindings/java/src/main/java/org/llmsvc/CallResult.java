@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** What a call produced: the reply's text and the library's figures ({@code llmsvc_call_result}). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** A context as {@code llmsvc_context_info_get} describes it (open or not). */

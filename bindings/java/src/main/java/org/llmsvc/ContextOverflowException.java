@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#CONTEXT_OVERFLOW}: the prompt (with the context's history) is longer than a context holds. */

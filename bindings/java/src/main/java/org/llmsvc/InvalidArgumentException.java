@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#INVALID_ARGUMENT}: a bad handle, id, option value or struct (see the detail). */

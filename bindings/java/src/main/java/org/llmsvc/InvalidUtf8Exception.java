@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#INVALID_UTF8}: a string is not valid Unicode (from Java: a lone surrogate). */

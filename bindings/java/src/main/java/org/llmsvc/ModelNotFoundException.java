@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#MODEL_NOT_FOUND}: the model file does not exist or cannot be opened. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#NOT_FOUND}: no context with that id. */

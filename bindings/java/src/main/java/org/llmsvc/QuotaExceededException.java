@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#QUOTA_EXCEEDED}: one of the app's quotas in the daemon would be exceeded. */

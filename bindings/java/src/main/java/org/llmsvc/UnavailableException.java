@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package org.llmsvc;
 
 /** {@link Status#UNAVAILABLE}: the service cannot be reached (no daemon, or the connection was lost). */

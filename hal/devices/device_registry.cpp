@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device registry: a table of backends, each with its name and a way to open one device.
+#include "hal/devices/device_registry.h"
+
+#include "hal/cpu/cpu_device.h"
+
+namespace llmsvc::hal {
+namespace {
+
+struct Backend {
+  std::string_view name;
+  // The backend's devices as specs, present here.
+  std::vector<std::string> (*present)();
+  // Opens the device `rest` names ("" for the first, else an index or text), or nothing.
+  Result<std::unique_ptr<Device>> (*open)(std::string_view rest, const DeviceOptions& options);
+};
+
+std::vector<std::string> cpu_present() { return {"cpu"}; }
+
+Result<std::unique_ptr<Device>> cpu_open(std::string_view rest, const DeviceOptions& options) {
+  // One CPU device: the whole host ("cpu" or "cpu:0").
+  if (!rest.empty() && rest != "0") return Status(Code::not_found, "");
+  return cpu::make_cpu_device(options.n_threads > 0 ? options.n_threads : 1);
+}
+
+constexpr Backend kBackends[] = {
+    {"cpu", cpu_present, cpu_open},
+};
+
+std::string present_list() {
+  std::string out;
+  for (const std::string& d : present_devices()) out += (out.empty() ? "" : ", ") + d;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+std::vector<std::string> present_devices() {
+  std::vector<std::string> out;
+  for (const Backend& b : kBackends)
+    for (std::string& d : b.present()) out.push_back(std::move(d));
+  return out;
+}
+
+Result<std::unique_ptr<Device>> open_device(std::string_view spec, const DeviceOptions& options) {
+  if (spec.empty()) spec = kDefaultDevice;
+  const size_t colon = spec.find(':');
+  const std::string_view name = spec.substr(0, colon);
+  const std::string_view rest = colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1);
+  const bool dangling_colon = colon != std::string_view::npos && rest.empty();  // "cpu:" names nothing
+  for (const Backend& b : kBackends) {
+    if (b.name != name || dangling_colon) continue;
+    auto device = b.open(rest, options);
+    if (device.ok() || device.status().code() != Code::not_found) return device;
+    break;
+  }
+  std::string shown(spec.substr(0, 64));
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return Status(Code::unsupported, "no device '" + shown + "' here; present: " + present_list());
+}
+
+}  // namespace llmsvc::hal

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device registry: the backends llmsvc can run on, by name, and the one place that names
+// them. Embedders choose with a device spec (`--device` on the CLI, llmsvc_bind_options.device,
+// llmsvcd's `devices =`): "cpu" today; a backend with several devices takes "NAME:INDEX" or
+// "NAME:TEXT" (the first whose description contains TEXT). No code above hal/ names a backend.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/device.h"
+
+namespace llmsvc::hal {
+
+struct DeviceOptions {
+  int n_threads = 1;  // the CPU backend's worker team (>= 1)
+};
+
+// The device this build runs on when the embedder names none.
+inline constexpr std::string_view kDefaultDevice = "cpu";
+
+// The specs of the devices present here, one per device ("cpu").
+std::vector<std::string> present_devices();
+
+// Opens the device `spec` names ("" is kDefaultDevice). Code::unsupported, naming the spec
+// and listing the devices present, when no backend or device answers to it.
+Result<std::unique_ptr<Device>> open_device(std::string_view spec, const DeviceOptions& options);
+
+}  // namespace llmsvc::hal

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device registry: the CPU is present and opens by its names; anything else is
+// UNSUPPORTED, naming what was asked (made printable) and listing the devices present.
+#include "hal/devices/device_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace llmsvc::hal {
+namespace {
+
+TEST(DeviceRegistry, TheCpuIsPresentAndOpensByItsNames) {
+  const std::vector<std::string> present = present_devices();
+  EXPECT_NE(std::find(present.begin(), present.end(), "cpu"), present.end());
+  for (const char* spec : {"", "cpu", "cpu:0"}) {
+    auto d = open_device(spec, DeviceOptions{2});
+    ASSERT_TRUE(d.ok()) << spec << ": " << d.status().message();
+    EXPECT_EQ((*d)->kind(), DeviceKind::cpu);
+    EXPECT_NE((*d)->name().find("2 threads"), std::string::npos) << (*d)->name();
+  }
+}
+
+TEST(DeviceRegistry, AnUnknownDeviceIsUnsupportedAndTheMessageListsThosePresent) {
+  std::vector<std::string> specs = {"gpu", "cpu:1", "opencl:NVIDIA", "CPU", "cpu:"};
+  specs.emplace_back("n\x01\xff", 3);
+  for (const std::string& spec : specs) {
+    auto d = open_device(spec, DeviceOptions{1});
+    ASSERT_FALSE(d.ok()) << spec;
+    EXPECT_EQ(d.status().code(), Code::unsupported) << spec;
+    const std::string m = d.status().message();
+    EXPECT_NE(m.find("present: cpu"), std::string::npos) << m;
+    for (char c : m) EXPECT_TRUE(c >= 0x20 && c <= 0x7e) << "unprintable byte in: " << m;
+  }
+  EXPECT_NE(open_device("gpu", DeviceOptions{1}).status().message().find("'gpu'"), std::string::npos);
+  const std::string long_name(5000, 'x');
+  EXPECT_LT(open_device(long_name, DeviceOptions{1}).status().message().size(), 200u);
+}
+
+}  // namespace
+}  // namespace llmsvc::hal
