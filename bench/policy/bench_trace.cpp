@@ -45,7 +45,7 @@
 #include "bench/policy/trace_gen.h"
 #include "policy/kv_chunk_store.h"
 #include "bench/policy/trace_target.h"
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/model/model_config.h"
@@ -98,7 +98,7 @@ const Preset* find_preset(const std::string& name) {
 }
 
 struct Args {
-  std::string model = api::default_model_path();
+  std::string model = default_model_path();
   std::string text = std::string(LLMSVC_TEST_DATA) + "/golden/ppl_text.txt";
   std::string trace_in, trace_out, out, switch_profile;
   std::string state_dir = "/tmp/llmsvc-bench-trace";

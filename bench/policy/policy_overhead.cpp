@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/core/engine/engine.h"
 
 namespace llmsvc::bench {
@@ -113,7 +113,7 @@ double median(std::vector<double> v) {
 }
 
 int main_impl(int argc, char** argv) {
-  std::string model = api::default_model_path(), json_path;
+  std::string model = default_model_path(), json_path;
   int reps = 5, calls = 12, threads = 2;
   PolicyKnobs knobs;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -45,7 +45,7 @@
 #include "policy/context_compression.h"
 #include "policy/kv_codec.h"
 #include "policy/kv_chunk_store.h"
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
 
@@ -270,7 +270,7 @@ Result<Outcome> run(const Policy& p, const Model& model, hal::Device& dev, const
 }
 
 int main_impl(int argc, char** argv) {
-  std::string model_path = api::default_model_path();
+  std::string model_path = default_model_path();
   std::string text_path = std::string(LLMSVC_TEST_DATA) + "/golden/ppl_text.txt";
   std::string json_path, set = "default";
   int n_ctx = 512, call = 64, windows = 0, threads = 2;

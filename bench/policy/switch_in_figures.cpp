@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/file_io.h"
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/core/engine/engine.h"
 
 namespace llmsvc::bench {
@@ -52,7 +52,7 @@ double median(std::vector<double> v) {
 }
 
 int main_impl(int argc, char** argv) {
-  std::string model = api::default_model_path(), root = "/tmp/llmsvc-bench-switch-in";
+  std::string model = default_model_path(), root = "/tmp/llmsvc-bench-switch-in";
   int reps = 5, threads = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];

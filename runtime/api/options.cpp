@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/api/validate.h"
 
 namespace llmsvc::api {
@@ -32,7 +32,6 @@ Result<T> copy_in(const T* in, size_t v1_size, const char* what) {
   return local;
 }
 
-bool finite(float v) { return std::isfinite(v); }
 
 static_assert(static_cast<int>(FinishReason::eos) == LLMSVC_FINISH_EOS);
 static_assert(static_cast<int>(FinishReason::length) == LLMSVC_FINISH_LENGTH);
@@ -157,16 +156,8 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
   auto in = copy_in(options, kCallOptionsV1, "llmsvc_call_options");
   if (!in.ok()) return in.status();
   const llmsvc_call_options& o = *in;
-  // NaN passes every ordered comparison below as false, so each check says "finite" first.
-  if (!finite(o.temperature)) return bad("temperature is not a finite number");
-  if (o.top_k < 0) return bad("top_k is negative");
-  if (!finite(o.top_p) || o.top_p < 0.0f || o.top_p > 1.0f) return bad("top_p is outside [0, 1]");
-  if (!finite(o.min_p) || o.min_p < 0.0f || o.min_p > 1.0f) return bad("min_p is outside [0, 1]");
-  if (!finite(o.repeat_penalty) || o.repeat_penalty <= 0.0f) return bad("repeat_penalty must be > 0");
-  if (o.repeat_last_n < -1) return bad("repeat_last_n must be >= -1");
-  if (o.max_tokens < 0) return bad("max_tokens is negative");
-  if (!finite(o.slo_ttft_ratio) || o.slo_ttft_ratio < 0.0f) return bad("slo_ttft_ratio must be >= 0");
-  if (!finite(o.slo_tpot_ratio) || o.slo_tpot_ratio < 0.0f) return bad("slo_tpot_ratio must be >= 0");
+  // The C struct's own rules (pointers, sizes, UTF-8) here; the values' rules where their
+  // type lives (check_call_params).
   if (o.n_stop > 0 && o.stop == nullptr) return bad("stop is NULL but n_stop is " + std::to_string(o.n_stop));
   if (o.n_stop > kMaxStopStrings) return bad("more than 16 stop strings");
 
@@ -179,16 +170,14 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
   p.sampling.repeat_penalty = o.repeat_penalty;
   p.sampling.repeat_last_n = o.repeat_last_n;
   p.max_tokens = o.max_tokens;
+  p.slo_ttft_ratio = o.slo_ttft_ratio;
+  p.slo_tpot_ratio = o.slo_tpot_ratio;
   for (size_t i = 0; i < o.n_stop; ++i) {
-    const std::string what = "stop[" + std::to_string(i) + "]";
-    LLMSVC_RETURN_IF_ERROR(check_cstr(o.stop[i], what));
-    std::string_view s(o.stop[i]);
-    if (s.empty()) return bad(what + " is empty");
-    if (s.size() > kMaxStopBytes) return bad(what + " is longer than 256 bytes");
-    p.stop.emplace_back(s);
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.stop[i], "stop[" + std::to_string(i) + "]"));
+    p.stop.emplace_back(o.stop[i]);
   }
-  // The SLO ratios are validated here; the engine has no elastic levels yet to honour them.
-  return p;
+  LLMSVC_RETURN_IF_ERROR(check_call_params(p));
+  return p;  // (the SLO ratios are carried; the engine has no elastic levels yet to honour them)
 }
 
 Status check_result_size(size_t struct_size, size_t v1_size, const char* what) {

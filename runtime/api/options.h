@@ -25,10 +25,6 @@ inline constexpr size_t kStatsV1 = LLMSVC_SIZE_THROUGH(llmsvc_stats, weight_byte
 inline constexpr size_t kContextInfoV1 = LLMSVC_SIZE_THROUGH(llmsvc_context_info, kv_resident_bytes);
 #undef LLMSVC_SIZE_THROUGH
 
-// Limits on call options that cross process boundaries later (the daemon holds them).
-inline constexpr size_t kMaxStopStrings = 16;
-inline constexpr size_t kMaxStopBytes = 256;
-
 enum class TargetKind { embedded, unix_socket };
 
 struct BindConfig {
@@ -51,7 +47,7 @@ Result<ContextOptions> read_context_options(const llmsvc_context_options* option
 Result<CallParams> read_call_options(const llmsvc_call_options* options);
 
 // Call options held elsewhere under the C fields' names, with `stop` as strings (the CLI's
-// arguments, the daemon's CALL), as the C struct: `o->stop` points into `stops`, whose
+// arguments), as the C struct: `o->stop` points into `stops`, whose
 // entries point into `a.stop`; both must outlive `o`. Unchecked but for NUL bytes in a stop.
 template <class Args>
 Status fill_call_options(const Args& a, llmsvc_call_options* o, std::vector<const char*>& stops) {
@@ -76,15 +72,6 @@ Status fill_call_options(const Args& a, llmsvc_call_options* o, std::vector<cons
   o->stop = stops.data();
   o->n_stop = stops.size();
   return Status::Ok();
-}
-
-// The same options checked by read_call_options: one place has the rules.
-template <class Args>
-Result<CallParams> read_call_args(const Args& a) {
-  llmsvc_call_options o;
-  std::vector<const char*> stops;
-  LLMSVC_RETURN_IF_ERROR(fill_call_options(a, &o, stops));
-  return read_call_options(&o);  // copies the strings out
 }
 
 // Results: the caller's struct_size must cover v1; fields past it are left untouched.

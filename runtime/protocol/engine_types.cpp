@@ -19,6 +19,8 @@ void sampling_fields(W& w, C& c, Op op) {
   op(w.repeat_last_n, c.sampling.repeat_last_n);
   op(w.max_tokens, c.max_tokens);
   op(w.stop, c.stop);
+  op(w.slo_ttft_ratio, c.slo_ttft_ratio);
+  op(w.slo_tpot_ratio, c.slo_tpot_ratio);
 }
 
 template <class W, class C, class Op>
@@ -84,6 +86,12 @@ CallOptions to_wire(const CallParams& params) {
   CallOptions o;
   sampling_fields(o, params, kToWire);
   return o;
+}
+
+CallParams from_wire(const CallOptions& options) {
+  CallParams p;
+  sampling_fields(options, p, kFromWire);
+  return p;
 }
 
 ContextInfoReply to_wire(const llmsvc::ContextInfo& info) {

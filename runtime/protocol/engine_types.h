@@ -5,13 +5,15 @@
 #pragma once
 
 #include "base/status.h"
-#include "runtime/core/engine/engine.h"
+#include "runtime/core/engine/call_types.h"
 #include "runtime/protocol/messages.h"
 
 namespace llmsvc::protocol {
 
-// Sampling, max_tokens and stop strings (CallParams has no SLO: those go as 0).
+// Sampling, max_tokens, stop strings and the SLO ratios, both ways (the values unchecked:
+// the daemon checks what it receives with check_call_params).
 CallOptions to_wire(const CallParams& params);
+CallParams from_wire(const CallOptions& options);
 ContextInfoReply to_wire(const llmsvc::ContextInfo& info);
 llmsvc::ContextInfo from_wire(const ContextInfoReply& reply);
 StatsReply to_wire(const EngineStats& stats, int32_t open_contexts);

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/persist/state_dir.h"
 #include "runtime/core/persist/state_root.h"
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     bound.emplace(std::move(b).value());
   }
 
-  auto model_path = api::resolve_model_path(cfg.model);
+  auto model_path = resolve_model_path(cfg.model);
   if (!model_path.ok()) return fail(model_path.status());
   auto root = persist::resolve_state_root(cfg.state_dir);
   if (!root.ok()) return fail(root.status());

@@ -3,7 +3,6 @@
 // ops pool, or a call on the call workers; handles and calls begun and ended.
 #include "runtime/service/server.h"
 
-#include "runtime/api/options.h"
 #include "runtime/protocol/engine_types.h"
 #include "runtime/protocol/handshake.h"
 #include "runtime/service/log.h"
@@ -190,8 +189,8 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
     return send_error(s, stream, Status(Code::context_overflow, "prompt of " + std::to_string(call.prompt.size()) +
                                                                     " bytes is longer than any context holds (at most " +
                                                                     std::to_string(opt_.max_prompt_bytes) + " bytes)"));
-  auto params = api::read_call_args(call.options);  // the C API's rules, again
-  if (!params.ok()) return send_error(s, stream, params.status());
+  CallParams params = p::from_wire(call.options);
+  if (Status checked = check_call_params(params); !checked.ok()) return send_error(s, stream, checked);
   {
     std::lock_guard lock(app_calls_mu_);
     uint32_t& n = app_calls_[s->app.uid];
@@ -206,7 +205,7 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
   s->cancel_flags[stream] = flag;
   ++calls_running_;
   auto task = [this, s, stream, flag, app = s->app, id = it->second.id, prompt = call.prompt,
-               params = std::move(params).value()]() mutable {
+               params = std::move(params)]() mutable {
     params.cancel = flag.get();
     PieceFn on_piece = [&](std::string_view text, int32_t token) {
       for (std::string_view part : split_piece(text)) {

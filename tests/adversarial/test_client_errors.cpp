@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "runtime/protocol/messages.h"
@@ -39,6 +40,44 @@ TEST_F(ClientErrors, AnInvalidIdIsInvalidArgumentForEveryOperationAndIsNotEchoed
       }
     }
   }
+}
+
+// The daemon checks a CALL's values itself (a client need not be the C library): each bad
+// value is INVALID_ARGUMENT naming the field, and the context takes calls afterwards. (A
+// float that is not finite never gets this far: the wire refuses it.)
+TEST_F(ClientErrors, ACallWithBadValuesIsRefusedByTheDaemonItself) {
+  DaemonProcess& d = start_daemon();
+  HostileClient c;
+  ASSERT_TRUE(c.connect(d.socket_path()));
+  ASSERT_TRUE(c.handshake());
+  uint32_t s = 0;
+  p::Message m;
+  ASSERT_TRUE(c.request(p::ContextNew{std::string("calls"), std::nullopt, true}, &s));
+  ASSERT_TRUE(c.answer(s, &m).ok());
+  const uint32_t handle = std::get<p::ContextOpened>(m).handle;
+  const std::pair<const char*, std::function<void(p::CallOptions&)>> bad[] = {
+      {"top_p", [](p::CallOptions& o) { o.top_p = 2.0f; }},
+      {"top_k", [](p::CallOptions& o) { o.top_k = -1; }},
+      {"repeat_penalty", [](p::CallOptions& o) { o.repeat_penalty = 0.0f; }},
+      {"max_tokens", [](p::CallOptions& o) { o.max_tokens = -1; }},
+      {"slo_ttft_ratio", [](p::CallOptions& o) { o.slo_ttft_ratio = -1.0f; }},
+  };
+  for (const auto& [field, spoil] : bad) {
+    p::Call call;
+    call.handle = handle;
+    call.prompt = "x";
+    spoil(call.options);
+    ASSERT_TRUE(c.request(call, &s));
+    const Status st = c.answer(s);
+    EXPECT_EQ(st.code(), Code::invalid_argument) << field << ": " << st.message();
+    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+  }
+  p::Call good;
+  good.handle = handle;
+  good.prompt = "x";
+  good.options.max_tokens = 1;
+  ASSERT_TRUE(c.request(good, &s));
+  EXPECT_TRUE(c.answer(s).ok());
 }
 
 TEST_F(ClientErrors, ErrorsFromTheStateDirectoryShowNoServerPath) {

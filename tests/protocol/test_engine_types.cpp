@@ -41,6 +41,37 @@ llmsvc::CallStats sample_call_stats() {
   return c;
 }
 
+// A call's parameters cross whole, both ways: sampling, limits, stops and the SLO ratios.
+TEST(ProtocolEngineTypes, CallParamsCrossWhole) {
+  llmsvc::CallParams c;
+  c.sampling.seed = 7;
+  c.sampling.temperature = 0.5f;
+  c.sampling.top_k = 9;
+  c.sampling.top_p = 0.8f;
+  c.sampling.min_p = 0.1f;
+  c.sampling.repeat_penalty = 1.2f;
+  c.sampling.repeat_last_n = 33;
+  c.max_tokens = 44;
+  c.stop = {"end", "\n\n"};
+  c.slo_ttft_ratio = 0.3f;
+  c.slo_tpot_ratio = 0.6f;
+  Call call;
+  call.handle = 1;
+  call.options = to_wire(c);
+  const llmsvc::CallParams back = from_wire(through_wire(call, kMaxVersion).options);
+  EXPECT_EQ(back.sampling.seed, 7u);
+  EXPECT_EQ(back.sampling.temperature, 0.5f);
+  EXPECT_EQ(back.sampling.top_k, 9);
+  EXPECT_EQ(back.sampling.top_p, 0.8f);
+  EXPECT_EQ(back.sampling.min_p, 0.1f);
+  EXPECT_EQ(back.sampling.repeat_penalty, 1.2f);
+  EXPECT_EQ(back.sampling.repeat_last_n, 33);
+  EXPECT_EQ(back.max_tokens, 44);
+  EXPECT_EQ(back.stop, c.stop);
+  EXPECT_EQ(back.slo_ttft_ratio, 0.3f);
+  EXPECT_EQ(back.slo_tpot_ratio, 0.6f);
+}
+
 TEST(ProtocolEngineTypes, CallStatsArriveWhole) {
   const llmsvc::CallStats in = sample_call_stats();
   llmsvc::CallStats out;

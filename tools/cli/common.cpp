@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 #include "runtime/api/last_error.h"
 #include "runtime/api/options.h"
 
@@ -41,7 +41,7 @@ Status to_call_options(const SamplingArgs& args, llmsvc_call_options* o, std::ve
   return api::read_call_options(o).status();
 }
 
-Result<std::string> model_path(const ModelArgs& args) { return api::resolve_model_path(args.model); }
+Result<std::string> model_path(const ModelArgs& args) { return resolve_model_path(args.model); }
 
 int report(const Status& status) {
   std::fprintf(stderr, "llmsvc: %s: %s\n", api::status_name(api::to_c(status.code())), status.message().c_str());

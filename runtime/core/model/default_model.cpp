@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where the model comes from when the caller names none.
-#include "runtime/api/default_model.h"
+#include "runtime/core/model/default_model.h"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace llmsvc::api {
+namespace llmsvc {
 namespace {
 
 std::string home_dir() {
@@ -49,4 +49,4 @@ Result<std::string> resolve_model_path(std::string_view model_path) {
   return Status(Code::model_not_found, "cannot open model " + path + ": " + std::strerror(err));
 }
 
-}  // namespace llmsvc::api
+}  // namespace llmsvc

@@ -7,7 +7,7 @@
 
 #include "base/status.h"
 
-namespace llmsvc::api {
+namespace llmsvc {
 
 inline constexpr std::string_view kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -19,4 +19,4 @@ std::string default_model_path();
 // missing; for the default model the message says how to fetch it.
 Result<std::string> resolve_model_path(std::string_view model_path);
 
-}  // namespace llmsvc::api
+}  // namespace llmsvc

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rules of CallParams, in one place.
+#include "runtime/core/engine/call_types.h"
+
+#include <cmath>
+
+namespace llmsvc {
+namespace {
+
+Status bad(const std::string& what) { return Status(Code::invalid_argument, what); }
+
+}  // namespace
+
+Status check_call_params(const CallParams& p) {
+  const SamplerParams& s = p.sampling;
+  // NaN passes every ordered comparison as false, so each check says "finite" first.
+  if (!std::isfinite(s.temperature)) return bad("temperature is not a finite number");
+  if (s.top_k < 0) return bad("top_k is negative");
+  if (!std::isfinite(s.top_p) || s.top_p < 0.0f || s.top_p > 1.0f) return bad("top_p is outside [0, 1]");
+  if (!std::isfinite(s.min_p) || s.min_p < 0.0f || s.min_p > 1.0f) return bad("min_p is outside [0, 1]");
+  if (!std::isfinite(s.repeat_penalty) || s.repeat_penalty <= 0.0f) return bad("repeat_penalty must be > 0");
+  if (s.repeat_last_n < -1) return bad("repeat_last_n must be >= -1");
+  if (p.max_tokens < 0) return bad("max_tokens is negative");
+  if (!std::isfinite(p.slo_ttft_ratio) || p.slo_ttft_ratio < 0.0f) return bad("slo_ttft_ratio must be >= 0");
+  if (!std::isfinite(p.slo_tpot_ratio) || p.slo_tpot_ratio < 0.0f) return bad("slo_tpot_ratio must be >= 0");
+  if (p.stop.size() > kMaxStopStrings) return bad("more than 16 stop strings");
+  for (size_t i = 0; i < p.stop.size(); ++i) {
+    const std::string what = "stop[" + std::to_string(i) + "]";
+    if (p.stop[i].empty()) return bad(what + " is empty");
+    if (p.stop[i].size() > kMaxStopBytes) return bad(what + " is longer than 256 bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace llmsvc
