@@ -4,7 +4,8 @@
 
 #include <memory>
 
-#include "runtime/api/transport.h"
+#include "runtime/core/engine/engine.h"
+#include "runtime/transport/transport.h"
 
 namespace llmsvc::api {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/api/transport.h"
+#include "runtime/transport/transport.h"
 
 namespace llmsvc::api {
 

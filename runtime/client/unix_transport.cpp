@@ -23,7 +23,7 @@ Result<M> single(Result<std::vector<p::Message>> answers) {
   return std::get<M>(std::move(answers->back()));
 }
 
-class UnixTransport final : public api::Transport {
+class UnixTransport final : public Transport {
  public:
   UnixTransport(std::string path, std::shared_ptr<ClientConnection> conn)
       : path_(std::move(path)), conn_(std::move(conn)) {}
@@ -221,10 +221,10 @@ class UnixTransport final : public api::Transport {
 
 }  // namespace
 
-Result<std::unique_ptr<api::Transport>> make_unix_transport(const std::string& socket_path) {
+Result<std::unique_ptr<Transport>> make_unix_transport(const std::string& socket_path) {
   auto conn = ClientConnection::connect(socket_path);
   if (!conn.ok()) return conn.status();
-  return std::unique_ptr<api::Transport>(
+  return std::unique_ptr<Transport>(
       std::make_unique<UnixTransport>(socket_path, std::shared_ptr<ClientConnection>(std::move(conn).value())));
 }
 

@@ -12,11 +12,11 @@
 #include <memory>
 #include <string>
 
-#include "runtime/api/transport.h"
+#include "runtime/transport/transport.h"
 
 namespace llmsvc::client {
 
 // Connects to llmsvcd at `socket_path` (unavailable when it cannot be reached).
-Result<std::unique_ptr<api::Transport>> make_unix_transport(const std::string& socket_path);
+Result<std::unique_ptr<Transport>> make_unix_transport(const std::string& socket_path);
 
 }  // namespace llmsvc::client

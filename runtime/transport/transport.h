@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Transport: what a service handle needs from wherever the engine runs: embedded (the
-// engine in this process) or the daemon client (unix:, runtime/client/unix_transport.h).
+// Transport: what a service handle (runtime/api) needs from wherever the engine runs:
+// embedded (the engine in this process, runtime/api/embedded_transport.h) or the daemon
+// client (unix:, runtime/client/unix_transport.h). Its own layer, below both, so neither
+// includes the other's side: it speaks only the call types.
 //
 // Implementations are thread-safe: a service handle is shared by the app's threads.
 #pragma once
@@ -10,9 +12,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/core/engine/engine.h"
+#include "runtime/core/engine/call_types.h"
 
-namespace llmsvc::api {
+namespace llmsvc {
 
 class Transport {
  public:
@@ -37,4 +39,4 @@ class Transport {
   virtual Result<ContextInfo> context_info(std::string_view id) = 0;
 };
 
-}  // namespace llmsvc::api
+}  // namespace llmsvc
