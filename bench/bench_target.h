@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hal/cpu/quant/hwy_targets.h"
+#include "hal/host/hwy_targets.h"
 #include "hwy/targets.h"
 
 namespace llmsvc::bench {

@@ -2,7 +2,7 @@
 // WeightType facts: which GGUF types we compute with and their block geometry.
 #include "hal/weight_type.h"
 
-#include "hal/cpu/quant/blocks.h"
+#include "hal/weight_blocks.h"
 
 namespace llmsvc::hal {
 
@@ -20,8 +20,8 @@ int64_t block_elems(WeightType t) {
   switch (t) {
     case WeightType::F32: case WeightType::F16: case WeightType::BF16: return 1;
     case WeightType::Q4_0: case WeightType::Q4_1: case WeightType::Q5_0: case WeightType::Q5_1:
-    case WeightType::Q8_0: return cpu::kQK;
-    case WeightType::Q4_K: case WeightType::Q5_K: case WeightType::Q6_K: return cpu::kQK_K;
+    case WeightType::Q8_0: return kQK;
+    case WeightType::Q4_K: case WeightType::Q5_K: case WeightType::Q6_K: return kQK_K;
   }
   return 0;
 }
@@ -30,14 +30,14 @@ size_t block_bytes(WeightType t) {
   switch (t) {
     case WeightType::F32: return 4;
     case WeightType::F16: case WeightType::BF16: return 2;
-    case WeightType::Q4_0: return sizeof(cpu::BlockQ4_0);
-    case WeightType::Q4_1: return sizeof(cpu::BlockQ4_1);
-    case WeightType::Q5_0: return sizeof(cpu::BlockQ5_0);
-    case WeightType::Q5_1: return sizeof(cpu::BlockQ5_1);
-    case WeightType::Q8_0: return sizeof(cpu::BlockQ8_0);
-    case WeightType::Q4_K: return sizeof(cpu::BlockQ4_K);
-    case WeightType::Q5_K: return sizeof(cpu::BlockQ5_K);
-    case WeightType::Q6_K: return sizeof(cpu::BlockQ6_K);
+    case WeightType::Q4_0: return sizeof(BlockQ4_0);
+    case WeightType::Q4_1: return sizeof(BlockQ4_1);
+    case WeightType::Q5_0: return sizeof(BlockQ5_0);
+    case WeightType::Q5_1: return sizeof(BlockQ5_1);
+    case WeightType::Q8_0: return sizeof(BlockQ8_0);
+    case WeightType::Q4_K: return sizeof(BlockQ4_K);
+    case WeightType::Q5_K: return sizeof(BlockQ5_K);
+    case WeightType::Q6_K: return sizeof(BlockQ6_K);
   }
   return 0;
 }

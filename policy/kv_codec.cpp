@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "hal/cpu/quant/fp16.h"
-#include "hal/cpu/quant/hwy_targets.h"  // same target list as the HAL kernels; before any hwy header
+#include "hal/host/fp16.h"
+#include "hal/host/hwy_targets.h"  // same target list as the HAL kernels; before any hwy header
 #include "hwy/base.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -18,13 +18,13 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
-#include "hal/cpu/kv_codes-inl.h"
+#include "hal/host/kv_codes-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::policy {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-namespace kc = llmsvc::hal::cpu::HWY_NAMESPACE;
+namespace kc = llmsvc::hal::host::HWY_NAMESPACE;
 using hal::KvBlockShape;
 using hal::KvFormat;
 using hal::KvPart;
@@ -97,8 +97,8 @@ struct ValueSource {
   HWY_INLINE hn::Vec<DF> Load(DF df, int t, int h, size_t ch) const {
     const size_t i = static_cast<size_t>(t) * n_head_kv + h;
     const auto c = hn::ConvertTo(df, kc::LoadCodes<B>(df, codes + static_cast<size_t>(t) * row_bytes, ch));
-    return SaturateRoundF16(df, hn::MulAdd(hn::Set(df, hal::cpu::fp16_to_fp32(scale[i])), c,
-                                           hn::Set(df, hal::cpu::fp16_to_fp32(min[i]))));
+    return SaturateRoundF16(df, hn::MulAdd(hn::Set(df, hal::fp16_to_fp32(scale[i])), c,
+                                           hn::Set(df, hal::fp16_to_fp32(min[i]))));
   }
 };
 
@@ -195,8 +195,8 @@ void EncodeValues(DF df, const KvBlockShape& s, const Src& src, void* dst) {
     hn::StoreU(inv, dp, ginv + i);
   }
   for (size_t i = 0; i < pairs; ++i) {
-    pmin[i] = hal::cpu::fp32_to_fp16(gmin[i]);  // exact: both are f16 values
-    pscale[i] = hal::cpu::fp32_to_fp16(gscale[i]);
+    pmin[i] = hal::fp32_to_fp16(gmin[i]);  // exact: both are f16 values
+    pscale[i] = hal::fp32_to_fp16(gscale[i]);
   }
   const size_t rb = QLayout(static_cast<KvFormat>(B), KvPart::value, s).row_bytes;
   for (int t = 0; t < s.n_tokens; ++t)

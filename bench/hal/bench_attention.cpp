@@ -14,7 +14,7 @@
 
 #include "bench/bench_target.h"
 #include "hal/cpu/cpu_device.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "policy/kv_codec.h"
 
 namespace llmsvc::hal::cpu {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "hal/cpu/quant/matmul.h"
 
 namespace llmsvc::hal::cpu {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/bench_target.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "policy/kv_codec.h"
 
 namespace llmsvc::policy {
@@ -28,7 +28,7 @@ std::vector<std::vector<uint16_t>> f16_chunk() {
   std::vector<std::vector<uint16_t>> blocks(2 * kLayers);
   for (auto& b : blocks) {
     b.resize(static_cast<size_t>(kShape.n_tokens) * kShape.kv_dim());
-    for (auto& h : b) h = hal::cpu::fp32_to_fp16(nd(rng));
+    for (auto& h : b) h = hal::fp32_to_fp16(nd(rng));
   }
   return blocks;
 }

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/policy/real_kv.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "policy/chunk_file.h"
 #include "policy/swap_store.h"
 #include "tests/common/kv_synth.h"
@@ -92,7 +92,7 @@ const std::vector<uint8_t>& payload(int c, hal::KvFormat f) {
   for (int l = 0; l < d.n_layer; ++l)
     for (int part = 0; part < 2; ++part) {
       const uint8_t* h = d.f16[c].data() + (size_t(2 * l + part) * n) * 2;
-      for (size_t i = 0; i < n; ++i) x[i] = hal::cpu::fp16_to_fp32(uint16_t(h[2 * i] | (h[2 * i + 1] << 8)));
+      for (size_t i = 0; i < n; ++i) x[i] = hal::fp16_to_fp32(uint16_t(h[2 * i] | (h[2 * i + 1] << 8)));
       test::append_kv_block(out, x, f, part == 0 ? hal::KvPart::key : hal::KvPart::value, s);
     }
   return out;

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 
-#include "hal/cpu/quant/hwy_targets.h"  // same target list as the kernels; before any hwy header
+#include "hal/host/hwy_targets.h"  // same target list as the kernels; before any hwy header
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hal/cpu/activation_ops.cpp"

@@ -10,8 +10,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "hal/cpu/quant/fp16.h"
-#include "hal/cpu/quant/hwy_targets.h"  // same target list as the kernels; before any hwy header
+#include "hal/host/fp16.h"
+#include "hal/host/hwy_targets.h"  // same target list as the kernels; before any hwy header
 #include "hwy/base.h"
 
 #ifndef LLMSVC_HAL_CPU_ATTENTION_PLAN_
@@ -262,12 +262,17 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
 #include "hwy/highway.h"
 #include "hal/cpu/ggml_expf-inl.h"
 #include "hal/cpu/ggml_sum-inl.h"
-#include "hal/cpu/kv_codes-inl.h"  // RoundF16, LoadF16, LoadCodes, WithTagDividing
+#include "hal/host/kv_codes-inl.h"  // RoundF16, LoadF16, LoadCodes, WithTagDividing
 
 HWY_BEFORE_NAMESPACE();
 namespace llmsvc::hal::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+// The KV block readers (hal/host/kv_codes-inl.h), beside this file's own overloads.
+using llmsvc::hal::host::HWY_NAMESPACE::LoadCodes;
+using llmsvc::hal::host::HWY_NAMESPACE::LoadF16;
+using llmsvc::hal::host::HWY_NAMESPACE::RoundF16;
+using llmsvc::hal::host::HWY_NAMESPACE::WithTagDividing;
 
 // Rows per micro-kernel: 4 where there are 32 vector registers, 2 where there are 16
 // (the q.k kernel keeps rows x 4 accumulators live, the V pass rows x 4).

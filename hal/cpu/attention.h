@@ -27,7 +27,7 @@
 // tokens of a batch. K/V stay where they are: f16 lanes are widened to f32 in registers.
 //
 // Compressed chunks (q8/q4/q3/q2, hal/kv_format.h) are read in place too, their codes widened
-// in registers (hal/cpu/kv_codes-inl.h): the result is the same computation over the f32
+// in registers (hal/host/kv_codes-inl.h): the result is the same computation over the f32
 // decoded values min + scale * code, q still rounded to f16 and weights to f16 as above.
 // Keys (channel-wise): s_j = (f16(q) . min + (f16(q) * scale) . c_j) * scale_attn, the two
 // q terms formed once per (chunk, row). Values (token-wise): v_j = min_j + scale_j * c_j

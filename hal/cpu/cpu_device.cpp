@@ -7,9 +7,9 @@
 
 #include "hal/cpu/activation_ops.h"
 #include "hal/cpu/norm_ops.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "hal/cpu/rope_ops.h"
-#include "hal/cpu/quant/hwy_targets.h"  // report the kernels' target list
+#include "hal/host/hwy_targets.h"  // report the kernels' target list
 #include "hwy/targets.h"
 
 namespace llmsvc::hal::cpu {

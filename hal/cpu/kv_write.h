@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 
 namespace llmsvc::hal::cpu {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "hal/cpu/quant/hwy_targets.h"  // same target list as the kernels; before any hwy header
+#include "hal/host/hwy_targets.h"  // same target list as the kernels; before any hwy header
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hal/cpu/rope_ops.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

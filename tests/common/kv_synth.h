@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "hal/kv_format.h"
 #include "policy/chunk_file.h"
 
@@ -20,7 +20,7 @@ namespace llmsvc::test {
 namespace kv_synth_detail {
 
 inline void put_f16(std::vector<uint8_t>& out, float v) {
-  const uint16_t h = hal::cpu::fp32_to_fp16(v);
+  const uint16_t h = hal::fp32_to_fp16(v);
   out.push_back(static_cast<uint8_t>(h));
   out.push_back(static_cast<uint8_t>(h >> 8));
 }
@@ -48,8 +48,8 @@ inline void append_kv_block(std::vector<uint8_t>& out, const std::vector<float>&
     }
   std::vector<float> scale(groups);
   for (int g = 0; g < groups; ++g) {
-    mn[g] = hal::cpu::fp16_to_fp32(hal::cpu::fp32_to_fp16(mn[g]));
-    scale[g] = hal::cpu::fp16_to_fp32(hal::cpu::fp32_to_fp16((mx[g] - mn[g]) / levels));
+    mn[g] = hal::fp16_to_fp32(hal::fp32_to_fp16(mn[g]));
+    scale[g] = hal::fp16_to_fp32(hal::fp32_to_fp16((mx[g] - mn[g]) / levels));
   }
   for (int g = 0; g < groups; ++g) kv_synth_detail::put_f16(out, mn[g]);
   for (int g = 0; g < groups; ++g) kv_synth_detail::put_f16(out, scale[g]);

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "hal/cpu/quant/hwy_targets.h"  // the same target list as the library
+#include "hal/host/hwy_targets.h"  // the same target list as the library
 #include "hwy/targets.h"
 
 namespace llmsvc::test {

@@ -9,7 +9,7 @@
 
 #include "hal/cpu/cpu_device.h"
 #include "tests/common/test_paths.h"
-#include "hal/cpu/quant/hwy_targets.h"  // before any Highway header
+#include "hal/host/hwy_targets.h"  // before any Highway header
 #include "hwy/targets.h"
 
 namespace llmsvc::test {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "ggml_expf_ref.h"
 #include "tests/common/simd_targets.h"
 

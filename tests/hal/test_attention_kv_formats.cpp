@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "policy/kv_codec.h"
 #include "tests/common/simd_targets.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // fp16 / bf16 conversions: scalar against exact double-arithmetic references and known
 // values; row converters against the scalar ones on every SIMD target.
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "hal/cpu/quant/act_quant.h"
-#include "hal/cpu/quant/blocks.h"
+#include "hal/weight_blocks.h"
 #include "hal/cpu/quant/dequantize.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "policy/kv_codec.h"
 #include "tests/common/simd_targets.h"
 
@@ -22,8 +22,8 @@ namespace {
 using hal::KvBlockShape;
 using hal::KvFormat;
 using hal::KvPart;
-using hal::cpu::fp16_to_fp32;
-using hal::cpu::fp32_to_fp16;
+using hal::fp16_to_fp32;
+using hal::fp32_to_fp16;
 
 constexpr KvFormat kQFormats[] = {KvFormat::q8, KvFormat::q4, KvFormat::q3, KvFormat::q2};
 constexpr KvPart kParts[] = {KvPart::key, KvPart::value};

@@ -20,12 +20,12 @@
 #include <nlohmann/json.hpp>
 
 #include "hal/cpu/cpu_device.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 #include "runtime/core/model/model.h"
 
 namespace {
 
-using llmsvc::hal::cpu::fp32_to_fp16;
+using llmsvc::hal::fp32_to_fp16;
 using Vec = std::vector<float>;
 
 // The tensors of a dump directory: index.json (key -> file, shape, in dump order) + raw files.

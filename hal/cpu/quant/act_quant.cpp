@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 
-#include "hal/cpu/quant/hwy_targets.h"  // before any Highway header
+#include "hal/host/hwy_targets.h"  // before any Highway header
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hal/cpu/quant/act_quant.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

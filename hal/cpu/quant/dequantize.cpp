@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "hal/cpu/quant/blocks.h"
-#include "hal/cpu/quant/fp16.h"
+#include "hal/weight_blocks.h"
+#include "hal/host/fp16.h"
 
 namespace llmsvc::hal::cpu {
 namespace {

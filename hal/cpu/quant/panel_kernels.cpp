@@ -15,9 +15,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 
-#include "hal/cpu/quant/hwy_targets.h"  // before any Highway header
+#include "hal/host/hwy_targets.h"  // before any Highway header
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hal/cpu/quant/panel_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Row converters between fp32 and fp16 / bf16 (Highway, dispatched per CPU).
-#include "hal/cpu/quant/fp16.h"
+#include "hal/host/fp16.h"
 
-#include "hal/cpu/quant/hwy_targets.h"  // before any Highway header
+#include "hal/host/hwy_targets.h"  // before any Highway header
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "hal/cpu/quant/fp16.cpp"
+#define HWY_TARGET_INCLUDE "hal/host/fp16.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-namespace llmsvc::hal::cpu {
+namespace llmsvc::hal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -73,11 +73,11 @@ void Fp32ToBf16(const float* src, uint16_t* dst, int64_t n) {
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace llmsvc::hal::cpu
+}  // namespace llmsvc::hal
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace llmsvc::hal::cpu {
+namespace llmsvc::hal {
 HWY_EXPORT(Fp16ToFp32);
 HWY_EXPORT(Fp32ToFp16);
 HWY_EXPORT(Bf16ToFp32);
@@ -87,5 +87,5 @@ void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) { HWY_DYNAMIC_
 void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) { HWY_DYNAMIC_DISPATCH(Fp32ToFp16)(src, dst, n); }
 void bf16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) { HWY_DYNAMIC_DISPATCH(Bf16ToFp32)(src, dst, n); }
 void fp32_to_bf16_row(const float* src, uint16_t* dst, int64_t n) { HWY_DYNAMIC_DISPATCH(Fp32ToBf16)(src, dst, n); }
-}  // namespace llmsvc::hal::cpu
+}  // namespace llmsvc::hal
 #endif

@@ -20,11 +20,11 @@
 #include <cstdint>
 #include <limits>
 
-#include "hal/cpu/quant/hwy_targets.h"  // LLMSVC_HWY_NATIVE_F16
+#include "hal/host/hwy_targets.h"  // LLMSVC_HWY_NATIVE_F16
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace llmsvc::hal::cpu {
+namespace llmsvc::hal::host {
 namespace HWY_NAMESPACE {
 namespace hnk = hwy::HWY_NAMESPACE;
 
@@ -229,7 +229,7 @@ HWY_INLINE void StoreCodes(DF df, VI codes, uint8_t* HWY_RESTRICT row, size_t ch
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace llmsvc::hal::cpu
+}  // namespace llmsvc::hal::host
 HWY_AFTER_NAMESPACE();
 
 #endif  // per-target include guard

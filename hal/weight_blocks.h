@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// GGUF / GGML block layouts of the quantized weight types, byte for byte as stored in the file.
+// GGUF / GGML block layouts of the quantized weight types, byte for byte as stored in the file:
+// a fact of the file format, so the HAL's (every backend reads or repacks these blocks).
 //
-// Scales are IEEE fp16 bit patterns (see fp16.h). Every struct has 2-byte alignment and no
+// Scales are IEEE fp16 bit patterns (hal/host/fp16.h converts them on the CPU). Every struct has 2-byte alignment and no
 // padding, so a row of blocks can be read in place from a GGUF tensor (whose data is aligned).
 #pragma once
 
 #include <cstdint>
 
-namespace llmsvc::hal::cpu {
+namespace llmsvc::hal {
 
 constexpr int kQK = 32;          // elements per block of the legacy types (Q4_0 ... Q8_0)
 constexpr int kQK_K = 256;       // elements per K-quant superblock
@@ -76,4 +77,4 @@ inline void k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* mn) {
   }
 }
 
-}  // namespace llmsvc::hal::cpu
+}  // namespace llmsvc::hal

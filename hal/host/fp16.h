@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace llmsvc::hal::cpu {
+namespace llmsvc::hal {
 
 namespace fp16_detail {
 inline uint32_t bits(float f) {
@@ -70,4 +70,4 @@ void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
 void bf16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);
 void fp32_to_bf16_row(const float* src, uint16_t* dst, int64_t n);
 
-}  // namespace llmsvc::hal::cpu
+}  // namespace llmsvc::hal
