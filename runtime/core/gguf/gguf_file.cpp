@@ -78,6 +78,9 @@ uint64_t min_elem_bytes(ValueType t) {
 }
 
 // Parser state over one image; every error message names where it was (`where`).
+}  // namespace
+namespace detail {
+
 class Parser {
  public:
   Parser(const uint8_t* base, uint64_t size, const Limits& limits)
@@ -230,6 +233,8 @@ class Parser {
   uint64_t size_;
   const Limits& limits_;
 };
+}  // namespace detail
+namespace {
 
 // Closes a file descriptor on scope exit.
 struct Fd {
@@ -287,7 +292,19 @@ GgufFile::~GgufFile() {
 
 Status GgufFile::parse(const Limits& limits) {
   if (size_ == 0 || base_ == nullptr) return invalid("file is empty");
-  Parser p(base_, size_, limits);
+  detail::Parser p(base_, size_, limits);
+  uint64_t tensor_count = 0, kv_count = 0;
+  LLMSVC_RETURN_IF_ERROR(parse_header(p, limits, &tensor_count, &kv_count));
+  LLMSVC_RETURN_IF_ERROR(parse_metadata(p, limits, kv_count));
+  LLMSVC_RETURN_IF_ERROR(read_alignment(limits));
+  LLMSVC_RETURN_IF_ERROR(parse_tensor_infos(p, limits, tensor_count));
+  return place_tensor_data(p.cursor().pos());
+}
+
+// "GGUF", the version (2 or 3) and the two counts, each checked against the limits and
+// against the bytes left (so a forged count cannot make the loops below run long).
+Status GgufFile::parse_header(detail::Parser& p, const Limits& limits, uint64_t* tensor_count_out,
+                              uint64_t* kv_count_out) {
   Cursor& cur = p.cursor();
   const std::string header = "header";
 
@@ -308,8 +325,8 @@ Status GgufFile::parse(const Limits& limits) {
     return invalid("header: unsupported version " + num(version_) + " (supported: 2, 3)" +
                    (swapped == 2 || swapped == 3 ? "; this looks like a big-endian file" : ""));
   }
-  uint64_t tensor_count = 0;
-  uint64_t kv_count = 0;
+  uint64_t& tensor_count = *tensor_count_out;
+  uint64_t& kv_count = *kv_count_out;
   LLMSVC_RETURN_IF_ERROR(p.read(tensor_count, header, "tensor_count"));
   LLMSVC_RETURN_IF_ERROR(p.read(kv_count, header, "kv_count"));
   if (tensor_count > limits.max_tensor_count) {
@@ -326,8 +343,11 @@ Status GgufFile::parse(const Limits& limits) {
     return invalid("header: tensor_count " + num(tensor_count) + " cannot fit in the " +
                    num(cur.remaining()) + " bytes left in the file");
   }
+  return Status::Ok();
+}
 
-  // Metadata.
+// kv_count key/value pairs: non-empty, unique keys; values as read_value bounds them.
+Status GgufFile::parse_metadata(detail::Parser& p, const Limits& limits, uint64_t kv_count) {
   for (uint64_t k = 0; k < kv_count; ++k) {
     std::string key;
     LLMSVC_RETURN_IF_ERROR(p.read_string(key, limits.max_name_bytes, "metadata #" + num(k), "key"));
@@ -340,7 +360,11 @@ Status GgufFile::parse(const Limits& limits) {
     LLMSVC_RETURN_IF_ERROR(p.read_value(type, v, 0, where));
     kv_.emplace(std::move(key), std::move(v));
   }
+  return Status::Ok();
+}
 
+// general.alignment when present: an unsigned power of two within the limit; else 32.
+Status GgufFile::read_alignment(const Limits& limits) {
   alignment_ = kDefaultAlignment;
   if (const Value* a = find("general.alignment")) {
     const std::optional<uint64_t> al = get_uint("general.alignment");
@@ -354,8 +378,13 @@ Status GgufFile::parse(const Limits& limits) {
     }
     alignment_ = static_cast<uint32_t>(*al);
   }
+  return Status::Ok();
+}
 
-  // Tensor infos.
+// tensor_count tensor infos: unique names, 1..4 dimensions of non-zero extents without
+// overflow, a known type whose block divides ne[0], an aligned offset.
+Status GgufFile::parse_tensor_infos(detail::Parser& p, const Limits& limits, uint64_t tensor_count) {
+  Cursor& cur = p.cursor();
   if (tensor_count > cur.remaining() / kMinTensorInfoBytes) {
     return invalid("header: tensor_count " + num(tensor_count) + " cannot fit in the " +
                    num(cur.remaining()) + " bytes left after the metadata");
@@ -405,10 +434,15 @@ Status GgufFile::parse(const Limits& limits) {
     tensor_index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   }
+  return Status::Ok();
+}
 
+// The data section after the infos (`header_end`), aligned: every tensor inside it, none
+// overlapping another.
+Status GgufFile::place_tensor_data(uint64_t header_end) {
   // Data section: starts at the next multiple of the alignment.
-  const uint64_t pad = (alignment_ - cur.pos() % alignment_) % alignment_;
-  const uint64_t data_start = cur.pos() + pad;  // pos <= size, pad < 2^32: no overflow
+  const uint64_t pad = (alignment_ - header_end % alignment_) % alignment_;
+  const uint64_t data_start = header_end + pad;  // pos <= size, pad < 2^32: no overflow
   if (tensors_.empty()) return Status::Ok();   // nothing points into the data section
   if (data_start > size_) {
     return invalid("data section: starts at offset " + num(data_start) + " past the end of the file (size " +

@@ -21,6 +21,10 @@
 
 namespace llmsvc::gguf {
 
+namespace detail {
+class Parser;  // the bounds-checked reader behind parse (gguf_file.cpp)
+}  // namespace detail
+
 struct Limits {
   uint64_t max_string_bytes = 1u << 20;        // one metadata string
   uint64_t max_array_elems = 1u << 24;         // one metadata array
@@ -110,6 +114,12 @@ class GgufFile {
  private:
   GgufFile() = default;
   Status parse(const Limits& limits);
+  // The steps of parse, in file order (gguf_file.cpp says what each checks).
+  Status parse_header(detail::Parser& p, const Limits& limits, uint64_t* tensor_count, uint64_t* kv_count);
+  Status parse_metadata(detail::Parser& p, const Limits& limits, uint64_t kv_count);
+  Status read_alignment(const Limits& limits);
+  Status parse_tensor_infos(detail::Parser& p, const Limits& limits, uint64_t tensor_count);
+  Status place_tensor_data(uint64_t header_end);
 
   std::string path_;
   const uint8_t* base_ = nullptr;

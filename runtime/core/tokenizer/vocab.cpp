@@ -65,12 +65,9 @@ bool is_byte_token_text(std::string_view t) {
   return t.size() == 6 && t.substr(0, 3) == "<0x" && hex(t[3]) && hex(t[4]) && t[5] == '>';
 }
 
-}  // namespace
-
-Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
-  Vocab v;
-  SpecialIds ids{};
-
+// tokenizer.ggml.model: SentencePiece ("llama") or byte-level BPE ("gpt2", with its
+// pre-tokenizer), and the defaults each implies.
+Status read_model_kind(const gguf::GgufFile& file, Vocab& v, SpecialIds& ids) {
   const std::optional<std::string_view> model = file.get_string("tokenizer.ggml.model");
   if (!model) return invalid("tokenizer.ggml.model missing");
   if (*model == "llama") {
@@ -90,7 +87,12 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
     return Status(Code::unsupported, "tokenizer: model '" + std::string(*model) + "' not supported");
   }
   if (auto b = file.get_bool("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *b;
+  return Status::Ok();
+}
 
+// The token table: texts (unique; empty ones named as llama.cpp names them), scores and
+// token types, each array at least as long as the tokens.
+Status read_tokens(const gguf::GgufFile& file, Vocab& v) {
   const std::vector<std::string>* tokens = file.get_string_array("tokenizer.ggml.tokens");
   if (tokens == nullptr || tokens->empty()) return invalid("tokenizer.ggml.tokens missing or empty");
   const size_t n = tokens->size();
@@ -122,7 +124,13 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
       return invalid("tokenizer.ggml.token_type marks token " + std::to_string(i) +
                      " as a byte token, but its text in tokenizer.ggml.tokens is not <0xHH>");
   }
+  return Status::Ok();
+}
 
+// The special ids from the metadata (a key present must name a token of the vocabulary), and
+// the add_bos / add_eos flags with the tokens they need.
+Status read_special_ids(const gguf::GgufFile& file, Vocab& v, SpecialIds& ids) {
+  const size_t n = v.text.size();
   // Special ids: defaults outside the vocabulary are dropped; metadata ids are taken when in range.
   const auto in_range = [&](int64_t id) { return id >= 0 && static_cast<size_t>(id) < n; };
   // A key that is present must be usable: a silently replaced BOS/EOS would corrupt every call.
@@ -162,7 +170,12 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
   if (auto b = file.get_bool("tokenizer.ggml.add_eos_token")) v.add_eos = *b;
   if (v.add_bos && ids.bos < 0) return invalid("add_bos_token is true but there is no BOS token");
   if (v.add_eos && ids.eos < 0) return invalid("add_eos_token is true but there is no EOS token");
+  return Status::Ok();
+}
 
+// Special tokens llama.cpp finds by their text when the metadata names none.
+void detect_control_tokens(Vocab& v, SpecialIds& ids) {
+  const size_t n = v.text.size();
   // Tokens found by their text become control tokens (the first match of each kind, in id order).
   const auto detect = [&](int32_t& id, std::span<const std::string_view> texts) {
     if (id >= 0) return;
@@ -186,7 +199,11 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
   for (size_t i = 0; i < n; ++i) {
     if ((v.attr[i] & kAttrControl) && v.text[i].find("unused") != std::string::npos) v.attr[i] |= kAttrUnused;
   }
+}
 
+// Which tokens end generation.
+void mark_end_of_generation(Vocab& v, const SpecialIds& ids) {
+  const size_t n = v.text.size();
   // End of generation: FIM pad/repo/file-sep, the turn-ending texts, EOS, EOT, EOM.
   v.eog.assign(n, 0);
   for (int32_t id : {ids.fim_pad, ids.fim_rep, ids.fim_sep}) {
@@ -211,9 +228,11 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
       v.attr[end] = kAttrUserDefined;
     }
   }
+}
 
-  v.bos = ids.bos, v.eos = ids.eos, v.eot = ids.eot, v.eom = ids.eom, v.unk = ids.unk, v.pad = ids.pad;
-
+// The special tokens in the order the pre-tokenizer splits them out.
+void list_specials(Vocab& v) {
+  const size_t n = v.text.size();
   // Tokens matched in the text before tokenizing, longest first. Overlapping tokens of one
   // length are cut in the order std::sort leaves them, so this is llama.cpp's very call on
   // the same id-ordered input (libstdc++ gives the same permutation; a stable sort does not).
@@ -222,6 +241,20 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
   }
   std::sort(v.specials.begin(), v.specials.end(),
             [&](int32_t a, int32_t b) { return v.text[a].size() > v.text[b].size(); });
+}
+
+}  // namespace
+
+Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
+  Vocab v;
+  SpecialIds ids{};
+  LLMSVC_RETURN_IF_ERROR(read_model_kind(file, v, ids));
+  LLMSVC_RETURN_IF_ERROR(read_tokens(file, v));
+  LLMSVC_RETURN_IF_ERROR(read_special_ids(file, v, ids));
+  detect_control_tokens(v, ids);
+  mark_end_of_generation(v, ids);
+  v.bos = ids.bos, v.eos = ids.eos, v.eot = ids.eot, v.eom = ids.eom, v.unk = ids.unk, v.pad = ids.pad;
+  list_specials(v);
   return v;
 }
 
