@@ -61,10 +61,11 @@ class EngineImpl final : public Engine {
   // A context read from storage: its chunk table and chunk files decide which chunks are
   // swapped (loaded at switch-in) and which dropped, and how much was evaluated.
   void restore_chunks(ContextState& ctx);
-  // Opens the context's chunk directory as its SwapStore (null, logged, if it cannot) and,
-  // without ahead-of-time swap-out, gives its sequence eviction's write-back.
   // Bytes of the chunk files stored context `id` keeps (0 when none or unreadable).
   uint64_t stored_swap_bytes(const std::string& id) const;
+  // Opens the context's chunk directory as its SwapStore (null, logged, if it cannot),
+  // charged to its scope's disk quota, and, without ahead-of-time swap-out, gives its
+  // sequence eviction's write-back.
   void open_swap(ContextState& ctx);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's
