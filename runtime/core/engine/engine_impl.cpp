@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <set>
 #include <thread>
 
 #include <cerrno>
@@ -14,10 +13,6 @@
 
 #include "base/file_io.h"
 #include "hal/devices/device_registry.h"
-#include "policy/context_compression.h"
-#include "policy/kv_swap.h"
-#include "policy/layer_loader.h"
-#include "policy/switch_planner.h"
 #include "runtime/core/persist/chunk_table.h"
 #include "runtime/core/engine/stop_matcher.h"
 #include "runtime/core/persist/context_meta.h"
@@ -83,20 +78,6 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
 
 namespace {
 
-policy::EvictionOrder eviction_order(EngineOptions::Eviction e) {
-  switch (e) {
-    case EngineOptions::Eviction::lru: return policy::EvictionOrder::lru;
-    case EngineOptions::Eviction::whole_context: return policy::EvictionOrder::whole_sequence;
-    case EngineOptions::Eviction::lctru: break;
-  }
-  return policy::EvictionOrder::lctru;
-}
-
-// A scope's share of the budget in bytes; 0 (none) without a budget or a share.
-uint64_t share_bytes(double share, uint64_t budget) {
-  return share > 0 && budget > 0 ? static_cast<uint64_t>(std::min(1.0, share) * static_cast<double>(budget)) : 0;
-}
-
 }  // namespace
 
 EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, const EngineOptions& o,
@@ -104,78 +85,26 @@ EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Mode
     : device_(std::move(device)),
       model_(std::move(model)),
       n_ctx_(n_ctx),
-      store_(policy::KvGeometry{model_->config().n_layer, model_->config().n_head_kv, model_->config().head_dim,
-                                o.chunk_tokens > 0 ? o.chunk_tokens : 16},
-             o.kv_budget_bytes, eviction_order(o.eviction)),
       state_(std::move(state)),
       recompute_on_model_change_(o.recompute_on_model_change),
-      kv_ratio_(o.kv_ratio),
-      kv_share_bytes_(share_bytes(o.kv_share, o.kv_budget_bytes)),
-      aot_swap_out_(o.aot_swap_out),
-      pipeline_(o.swap_recompute_pipeline),
-      swap_io_(std::move(swap_io)),
-      disk_quotas_(o.swap_bytes, o.swap_bytes_by_scope, [this](const std::string& id) { return stored_swap_bytes(id); },
-                   [this](std::string_view scope) {
-                     std::vector<std::string> ids;
-                     if (auto names = state_.list(scope); names.ok())
-                       for (std::string& n : *names) ids.push_back(std::string(scope) + "/" + n);
-                     return ids;
-                   }),
+      kv_(*model_, o, state_, std::move(swap_io),
+          [this](policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                 int n_valid, const Forward::LayerHook& hook) {
+            std::lock_guard<FairMutex> lock(compute_mu_);
+            return forward_.recompute(seq, tokens, positions, n_valid, hook);
+          },
+          [this](const std::string& msg) { warn(msg); }),
       id_rng_(std::random_device{}()),
       forward_(*model_, *device_, 256) {
   stats_.weight_bytes = model_->weight_bytes();
-  if (!o.switch_profile.empty()) {
-    auto cost = policy::load_switch_cost(o.switch_profile);
-    if (cost.ok()) switch_cost_ = *cost;
-    else warn("ignoring the switch-cost profile: " + cost.status().message());
-  } else if (auto text = root().read_file(persist::layout::kSwitchProfile, 1 << 16); text.ok()) {
-    auto cost = policy::switch_cost_from_json(*text);
-    if (cost.ok()) switch_cost_ = *cost;
-    else warn("ignoring the switch-cost profile " + std::string(persist::layout::kSwitchProfile) + ": " +
-              cost.status().message());
-  } else if (text.status().code() != Code::not_found) {
-    warn("ignoring the switch-cost profile: " + text.status().message());
-  }
-  for (const auto& [scope, share] : o.kv_share_by_scope)
-    kv_share_bytes_by_scope_[scope] = share_bytes(share, o.kv_budget_bytes);
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
 }
 
 EngineImpl::~EngineImpl() { flush_swap(); }
 
-void EngineImpl::flush_swap() {
-  if (swap_io_) swap_io_->flush();
-}
+void EngineImpl::flush_swap() { kv_.flush(); }
 
 void EngineImpl::warn(const std::string& msg) const { std::fprintf(stderr, "llmsvc: warning: %s\n", msg.c_str()); }
-
-void EngineImpl::open_swap(ContextState& ctx) {
-  if (!swap_io_) return;
-  auto store = policy::SwapStore::open(*swap_io_, root(), persist::layout::chunks_dir(ctx.id));
-  if (!store.ok()) {
-    warn("context '" + ctx.id + "': its chunks will not be swapped: " + store.status().message());
-    return;
-  }
-  ctx.swap = std::move(store).value();
-  if (auto quota = disk_quotas_.attach(ctx.id)) {
-    if (Status q = ctx.swap->set_quota(std::move(quota)); !q.ok())
-      warn("context '" + ctx.id + "': its swap files are not counted: " + q.message());
-  }
-  if (aot_swap_out_) return;
-  // Runs under the KV store's lock while the context is outside any call (its tokens and
-  // evaluated count are not changing).
-  ctx.kv.set_write_back([this, c = &ctx](int chunk) {
-    const Status s = policy::store_chunk_now(c->kv, *c->swap, model_->content_hash(), c->tokens, c->n_evaluated, chunk);
-    if (s.ok()) {
-      swap_out_chunks_.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    if (s.code() == Code::quota_exceeded) return false;  // the app's swap files are full: dropped
-    swap_out_failures_.fetch_add(1, std::memory_order_relaxed);
-    if (!swap_failing_.exchange(true)) warn("context '" + c->id + "': chunk not written back: " + s.message());
-    return false;
-  });
-}
 
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   // A system prompt the context cannot hold would fail every call later: refused now
@@ -219,7 +148,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   meta.model_name = std::string(model_->file().get_string("general.name").value_or(""));
   meta.raw = o.raw;
   meta.system_prompt = o.system_prompt;
-  meta.chunk_tokens = store_.geometry().chunk_tokens;
+  meta.chunk_tokens = kv_.store().geometry().chunk_tokens;
   meta.created_unix = static_cast<int64_t>(::time(nullptr));
   Status s = log.ok() ? persist::write_context_meta(root, persist::layout::meta(id), meta) : log.status();
   if (s.ok()) s = root.sync(fileio::parent_directory(dir));  // contexts/ or its scope
@@ -227,27 +156,14 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
     (void)root.remove_tree(dir);
     return s;
   }
-  auto ctx = std::make_unique<ContextState>(id, store_);
-  assign_share_locked(*ctx);
+  auto ctx = std::make_unique<ContextState>(id, kv_.store());
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
   ctx->log = std::move(log).value();
-  open_swap(*ctx);
+  kv_.attach(*ctx, /*from_storage=*/false);
   contexts_.emplace(id, std::move(ctx));
   stats_.known_contexts++;
   return id;
-}
-
-void EngineImpl::assign_share_locked(ContextState& ctx) {
-  const size_t slash = ctx.id.find('/');
-  if (slash == std::string::npos) return;
-  const std::string_view scope = std::string_view(ctx.id).substr(0, slash);
-  auto own = kv_share_bytes_by_scope_.find(scope);
-  const uint64_t bytes = own != kv_share_bytes_by_scope_.end() ? own->second : kv_share_bytes_;
-  if (bytes == 0) return;
-  auto& share = shares_[std::string(scope)];
-  if (!share) share = store_.make_share(bytes);
-  (void)ctx.kv.set_share(share);  // a new context holds no memory yet
 }
 
 Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
@@ -268,17 +184,14 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   if (hist.tokens.size() > static_cast<size_t>(n_ctx_))
     return Status(Code::context_overflow, "context '" + std::string(id) + "' holds " + std::to_string(hist.tokens.size()) +
                                               " tokens, more than this engine's " + std::to_string(n_ctx_));
-  auto ctx = std::make_unique<ContextState>(std::string(id), store_);
-  assign_share_locked(*ctx);
+  auto ctx = std::make_unique<ContextState>(std::string(id), kv_.store());
   ctx->raw = meta->raw;
   ctx->system_prompt = meta->system_prompt;
   ctx->tokens = std::move(hist.tokens);
   ctx->turns = ctx->persisted_turns = hist.turns;
   ctx->n_persisted = ctx->tokens.size();
   ctx->log = std::move(log).value();
-  open_swap(*ctx);
-  // The next call loads the chunks whose files are good and recomputes the rest.
-  restore_chunks(*ctx);
+  kv_.attach(*ctx, /*from_storage=*/true);
   ContextState* raw = ctx.get();
   contexts_.emplace(std::string(id), std::move(ctx));
   return raw;
@@ -298,19 +211,8 @@ void EngineImpl::release_context(std::string_view id) {
   flush_swap();
   const uint64_t files = it->second->swap ? it->second->swap->counted_bytes() : 0;
   const std::string key = it->first;
-  contexts_.erase(it);
-  if (files > 0) disk_quotas_.detach(key, files);
-}
-
-uint64_t EngineImpl::stored_swap_bytes(const std::string& id) const {
-  const fileio::SafeDir& root = this->root();
-  const std::string dir = persist::layout::chunks_dir(id);
-  auto names = root.list(dir);
-  if (!names.ok()) return 0;
-  uint64_t bytes = 0;
-  for (const std::string& n : *names)
-    if (auto st = root.stat(dir + "/" + n); st.ok() && S_ISREG(st->st_mode)) bytes += static_cast<uint64_t>(st->st_size);
-  return bytes;
+  contexts_.erase(it);  // (its swap store and write-back end with it, before the count moves)
+  kv_.released(key, files);
 }
 
 Status EngineImpl::delete_context(std::string_view id) {
@@ -335,7 +237,7 @@ Status EngineImpl::delete_context(std::string_view id) {
   // after the removal would leave a file behind.
   flush_swap();
   if (it != contexts_.end()) contexts_.erase(it);
-  disk_quotas_.forget(std::string(id));
+  kv_.deleted(std::string(id));
   held.reset();
   stats_.known_contexts = std::max(0, stats_.known_contexts - 1);
   return root().remove_tree(persist::layout::context_dir(id));
@@ -348,7 +250,7 @@ Result<std::vector<std::string>> EngineImpl::list_scope(std::string_view scope) 
 Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
   ContextInfo info;
   info.id = std::string(id);
-  const int C = store_.geometry().chunk_tokens;
+  const int C = kv_.store().geometry().chunk_tokens;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = contexts_.find(id); it != contexts_.end()) {
@@ -402,13 +304,7 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
 EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineStats s = stats_;
-  s.kv_bytes = store_.used_bytes();
-  s.kv_peak_bytes = store_.peak_bytes();
-  s.kv_evictions = store_.evictions();
-  s.swap_out_chunks = swap_out_chunks_.load();
-  s.swap_out_bytes = swap_out_bytes_.load();
-  s.swap_out_failures = swap_out_failures_.load();
-  s.swap_out_deferred = swap_out_deferred_.load();
+  kv_.add_figures(s);
   return s;
 }
 
@@ -456,197 +352,6 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   return Status::Ok();
 }
 
-Status EngineImpl::switch_in(ContextState& ctx, CallStats& st) {
-  const int C = store_.geometry().chunk_tokens;
-  std::vector<policy::MissingChunk> missing;
-  for (int c = 0; c < ctx.kv.n_chunks() && c * C < ctx.n_evaluated; ++c) {
-    if (ctx.kv.state(c) == policy::ChunkState::resident) continue;
-    const bool has_file = ctx.swap != nullptr && ctx.kv.state(c) == policy::ChunkState::swapped;
-    missing.push_back({c, std::min(C, ctx.n_evaluated - c * C), has_file, store_.geometry().chunk_bytes(ctx.kv.format(c))});
-  }
-  if (missing.empty()) return Status::Ok();
-  // The cost-model split (some swapped chunks recomputed while the rest load, layer by
-  // layer), or, without a profile, what the states say.
-  const policy::SwitchPlan plan = switch_cost_ && pipeline_ ? policy::plan_switch_in(missing, model_->config().n_layer, ctx.n_evaluated, *switch_cost_)
-                                               : policy::plan_by_state(missing);
-
-  std::vector<int> brought;  // back in memory: released again if switch-in fails
-  std::set<int> file_good;   // claimed for loading, their files not found bad
-  auto fail = [&](Status s) {
-    for (int b : brought) {
-      // A chunk whose file is still good goes back to swapped, not dropped.
-      if (file_good.count(b)) ctx.kv.mark_loaded(b);
-      ctx.kv.release(b);
-    }
-    return s;
-  };
-  auto bring = [&](int c, hal::KvFormat f) -> Status {
-    LLMSVC_RETURN_IF_ERROR(ctx.kv.make_resident(c, f));
-    if (std::find(brought.begin(), brought.end(), c) == brought.end()) brought.push_back(c);
-    return Status::Ok();
-  };
-  auto failed_load = [&](int c, const Status& why) {
-    // Never fatal: the tokens are the source of truth.
-    warn("context '" + ctx.id + "': recomputing a chunk: " + why.message());
-    st.chunk_load_failures++;
-    file_good.erase(c);
-  };
-  std::vector<int> recompute = plan.recompute;
-  // Loads: each chunk in the format its file holds. Whole files in batches, before the
-  // recompute pass, unless the plan overlaps them with it (then full chunks layer by layer).
-  std::vector<int> whole, layered;
-  for (int c : plan.load) {
-    const bool was_swapped = ctx.kv.state(c) == policy::ChunkState::swapped;
-    if (Status s = bring(c, ctx.kv.format(c)); !s.ok()) return fail(s);
-    if (was_swapped) file_good.insert(c);
-    const bool full = (c + 1) * C <= ctx.n_evaluated;
-    (!plan.overlap || !full ? whole : layered).push_back(c);
-  }
-  const uint64_t model_hash = model_->content_hash();
-  if (!whole.empty()) {
-    std::vector<Status> loaded = policy::load_chunks(ctx.kv, *ctx.swap, model_hash, ctx.tokens, ctx.n_evaluated, whole);
-    for (size_t i = 0; i < whole.size(); ++i) {
-      if (loaded[i].ok()) {
-        st.chunks_loaded++;
-        continue;
-      }
-      failed_load(whole[i], loaded[i]);
-      recompute.push_back(whole[i]);
-    }
-  }
-  std::unique_ptr<policy::LayerLoader> loader;
-  if (!layered.empty()) {
-    loader = std::make_unique<policy::LayerLoader>(ctx.kv, *ctx.swap, model_hash, ctx.tokens, ctx.n_evaluated, layered);
-    for (size_t i = 0; i < loader->header_failed().size(); ++i) {
-      failed_load(loader->header_failed()[i], loader->header_status()[i]);
-      recompute.push_back(loader->header_failed()[i]);
-    }
-  }
-  // Recomputes: f16 chunks at their positions, one pass; loads (if any) overlap it.
-  auto run_recompute = [&](std::vector<int> chunks, policy::LayerLoader* overlap) -> Status {
-    std::sort(chunks.begin(), chunks.end());
-    std::vector<int32_t> toks, pos;
-    for (int c : chunks) {
-      LLMSVC_RETURN_IF_ERROR(bring(c, hal::KvFormat::f16));
-      for (int p = c * C; p < std::min((c + 1) * C, ctx.n_evaluated); ++p) {
-        toks.push_back(ctx.tokens[p]);
-        pos.push_back(p);
-      }
-    }
-    if (toks.empty()) return Status::Ok();
-    std::lock_guard<FairMutex> lock(compute_mu_);
-    Forward::LayerHook hook;
-    if (overlap) hook = [overlap](int layer) { return overlap->before_layer(layer); };
-    LLMSVC_RETURN_IF_ERROR(forward_.recompute(ctx.kv, toks, pos, ctx.n_evaluated, hook));
-    st.chunks_recomputed += static_cast<int32_t>(chunks.size());
-    st.tokens_recomputed += static_cast<int32_t>(toks.size());
-    return Status::Ok();
-  };
-  Status s = run_recompute(recompute, loader.get());
-  if (loader) {
-    loader->finish();
-    st.chunks_loaded += loader->loaded();
-  }
-  if (!s.ok()) return fail(s);
-  if (loader && !loader->late_failed().empty()) {
-    // A layer frame failed mid-pass: that chunk, and every chunk this pass recomputed after
-    // it (it attended to the chunk's wrong layers), are recomputed again.
-    const int first = loader->late_failed().front();
-    std::vector<int> again = loader->late_failed();
-    for (size_t i = 0; i < again.size(); ++i) failed_load(again[i], loader->late_status()[i]);
-    for (int c : recompute)
-      if (c > first) again.push_back(c);
-    for (int c : loader->late_failed()) ctx.kv.release(c);  // its memory is in the file's format
-    if (Status s2 = run_recompute(again, nullptr); !s2.ok()) return fail(s2);
-  }
-  return Status::Ok();
-}
-
-void EngineImpl::swap_out(ContextState& ctx, CallStats& st) {
-  if (!ctx.swap) return;
-  const auto t0 = Clock::now();
-  // Without ahead-of-time swap-out, chunks are written only when evicted; the table still
-  // follows every call.
-  auto queued = !aot_swap_out_ ? Result<policy::SwapOutQueued>(policy::SwapOutQueued{}) : policy::store_changed_chunks(
-      ctx.kv, *ctx.swap, model_->content_hash(), ctx.tokens, ctx.n_evaluated,
-      [this, id = ctx.id](int c, uint64_t bytes, const Status& s) {
-        if (s.ok()) {
-          swap_out_chunks_.fetch_add(1, std::memory_order_relaxed);
-          swap_out_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-          swap_failing_.store(false, std::memory_order_relaxed);
-          return;
-        }
-        // The chunk keeps no current file (it is recomputed if evicted); nothing is lost.
-        swap_out_failures_.fetch_add(1, std::memory_order_relaxed);
-        if (!swap_failing_.exchange(true))
-          warn("context '" + id + "': chunk " + std::to_string(c) + " not swapped out: " + s.message());
-      });
-  if (queued.ok()) {
-    st.chunks_swapped_out = queued->chunks;
-    swap_out_deferred_.fetch_add(static_cast<uint64_t>(queued->deferred), std::memory_order_relaxed);
-  }
-  else warn("context '" + ctx.id + "': swap-out: " + queued.status().message());
-
-  // The chunk table, after the chunk files queued above.
-  persist::ChunkTable table;
-  table.chunk_tokens = store_.geometry().chunk_tokens;
-  table.model_hash = model_->content_hash();
-  table.n_evaluated = ctx.n_evaluated;
-  const int n = std::min(ctx.kv.n_chunks(), (ctx.n_evaluated + table.chunk_tokens - 1) / table.chunk_tokens);
-  for (int c = 0; c < n; ++c) {
-    persist::ChunkTable::Entry e;
-    e.format = static_cast<uint8_t>(ctx.kv.format(c));
-    e.mass.assign(ctx.kv.token_mass(c).begin(), ctx.kv.token_mass(c).end());
-    e.seen.assign(ctx.kv.token_seen(c).begin(), ctx.kv.token_seen(c).end());
-    table.chunks.push_back(std::move(e));
-  }
-  table.n_evaluated = std::min(table.n_evaluated, n * table.chunk_tokens);
-  auto bytes = persist::encode_chunk_table(table);
-  if (bytes.ok()) {
-    policy::SwapPath path(state_.dir(), persist::layout::chunk_table(ctx.id));
-    swap_io_->write_async(std::move(path), std::move(bytes).value(), [this, id = ctx.id](Status s) {
-      if (!s.ok() && !swap_failing_.exchange(true)) warn("context '" + id + "': chunk table not written: " + s.message());
-    });
-  } else {
-    warn("context '" + ctx.id + "': chunk table: " + bytes.status().message());
-  }
-  st.swap_out_ms = ms_since(t0);
-}
-
-void EngineImpl::restore_chunks(ContextState& ctx) {
-  auto table = persist::read_chunk_table(root(), persist::layout::chunk_table(ctx.id));
-  if (!table.ok()) {
-    if (table.status().code() != Code::not_found)
-      warn("context '" + ctx.id + "': recomputing its KV: " + table.status().message());
-    return;
-  }
-  // A table from another model (reopened with recompute_on_model_change), another chunk size
-  // or ahead of the history (it cannot be: it is written after it) is ignored.
-  if (table->model_hash != model_->content_hash() || table->chunk_tokens != store_.geometry().chunk_tokens ||
-      table->n_evaluated > static_cast<int32_t>(ctx.tokens.size()))
-    return;
-  std::set<uint32_t> files;
-  if (ctx.swap) {
-    auto listed = ctx.swap->list();
-    if (listed.ok()) files.insert(listed->begin(), listed->end());
-  }
-  std::vector<policy::KvSequence::RestoredChunk> chunks(table->chunks.size());
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    persist::ChunkTable::Entry& e = table->chunks[c];
-    chunks[c].format = static_cast<hal::KvFormat>(e.format);
-    chunks[c].on_disk = files.count(static_cast<uint32_t>(c)) > 0;
-    chunks[c].mass = std::move(e.mass);
-    chunks[c].seen = std::move(e.seen);
-  }
-  if (Status s = ctx.kv.restore(chunks); !s.ok()) {
-    warn("context '" + ctx.id + "': recomputing its KV: " + s.message());
-    return;
-  }
-  ctx.n_evaluated = table->n_evaluated;
-}
-
-Status EngineImpl::compress(ContextState& ctx) { return policy::compress_context(ctx.kv, ctx.n_evaluated, kv_ratio_); }
-
 Status EngineImpl::call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                         CallStats* out) {
   const auto t0 = Clock::now();
@@ -659,8 +364,8 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     if (ctx->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside another call");
     ctx->busy = true;
   }
-  store_.pin(ctx->kv);  // its chunks are the working set: never evicted during the call
-  BusyGuard guard{mu_, *ctx, store_};
+  kv_.store().pin(ctx->kv);  // its chunks are the working set: never evicted during the call
+  BusyGuard guard{mu_, *ctx, kv_.store()};
   CallStats st;
   std::vector<int32_t> ids = prompt_tokens(*ctx, prompt);
   if (ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(n_ctx_)) {
@@ -677,13 +382,13 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   Status s = generate(*ctx, ids, params, on_piece, st);
   // Compression failing (out of budget for the new form) leaves chunks as they were: the
   // call's answer stands.
-  (void)compress(*ctx);
+  (void)kv_.compress(*ctx);
   if (Status p = persist(*ctx); !p.ok()) {
     s = p;
     st.generated_ids.clear();
     st.generated_tokens = 0;
   } else {
-    swap_out(*ctx, st);  // ahead of time: evicting these chunks later costs nothing
+    kv_.swap_out(*ctx, st);  // ahead of time: evicting these chunks later costs nothing
   }
   st.context_tokens = static_cast<int32_t>(ctx->tokens.size());
   st.ttft_ms = st.generated_tokens > 0 ? st.ttft_ms : ms_since(t0);
@@ -729,7 +434,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   ctx.tokens.insert(ctx.tokens.end(), prompt.begin(), prompt.end());
 
   // Switch-in: bring the context's KV back into memory, then room for the new tokens.
-  Status s = switch_in(ctx, st);
+  Status s = kv_.switch_in(ctx, st);
   if (s.ok()) s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));
   st.switch_in_ms = ms_since(t0);
   std::vector<float> logits;
