@@ -254,7 +254,7 @@ void HonestApps::run() {
       llmsvc_call_options co;
       llmsvc_call_options_init(&co);
       co.max_tokens = 2;
-      while (running_.load()) {
+      do {  // at least one call a round, however soon stop() comes
         const auto t0 = Clock::now();
         const llmsvc_status st = llmsvc_call(app->ctx, " Hi", 3, &co, nullptr, nullptr, nullptr);
         const double ms = seconds_since(t0) * 1000;
@@ -264,7 +264,7 @@ void HonestApps::run() {
         } else {
           if (app->errors++ == 0) app->first_error = llmsvc_last_error();
         }
-      }
+      } while (running_.load());
     });
   }
 }
@@ -280,6 +280,15 @@ int HonestApps::calls() const {
   for (auto& a : apps_) {
     std::lock_guard lock(a->mu);
     n += static_cast<int>(a->latencies_ms.size()) + a->errors;
+  }
+  return n;
+}
+
+int HonestApps::apps_served() const {
+  int n = 0;
+  for (auto& a : apps_) {
+    std::lock_guard lock(a->mu);
+    n += a->latencies_ms.empty() ? 0 : 1;
   }
   return n;
 }

@@ -54,11 +54,14 @@ class HonestApps {
   ~HonestApps();
   // Binds every app and makes its context; false (and why) when one cannot.
   bool start(std::string* why);
-  // Calls in a loop on every app until stop(); the latencies of this round are kept.
+  // Calls in a loop on every app until stop(), at least one call each; the latencies of
+  // this round are kept.
   void run();
   void stop();
   // This round's figures.
   int calls() const;
+  int count() const { return count_; }
+  int apps_served() const;  // apps with at least one call answered this round
   int errors() const;
   std::string first_error() const;
   double p50_ms() const;

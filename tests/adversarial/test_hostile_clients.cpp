@@ -2,8 +2,8 @@
 // Hostile local clients against a real llmsvcd under its default quotas and bounds, while
 // honest apps (other uids, through libllmsvc) keep calling. Each attack asserts: the daemon's
 // resident memory grows by no more than the documented bound for what the attack can hold
-// (runtime/service/memory_bound.h), every honest call succeeds (and none waits past a
-// starvation deadline: no timing is asserted beyond that), and the daemon answers the attack
+// (runtime/service/memory_bound.h), every honest call succeeds and every honest app is
+// served (no timing is asserted; latencies are bench_attacks'), and the daemon answers the attack
 // as documented (refused, throttled or disconnected). The figures go to the test log; the
 // before/after table is bench/service/bench_attacks.
 #include <gtest/gtest.h>
@@ -32,8 +32,6 @@ constexpr uint64_t kBudget = 64 * kMiB;
 // Allocator slack on top of the live bytes the formula counts (freed blocks malloc keeps,
 // its arenas' rounding): stated, and small beside what the attacks grew the daemon by before.
 constexpr uint64_t kSlack = 24 * kMiB;
-// Honest calls are short (2 tokens on a raw context); one that waits this long is starved.
-constexpr double kStarvedMs = 30000;
 // A sanitizer's allocator holds freed memory back (quarantine, shadow): the memory bound is
 // checked in the plain builds; everything else everywhere.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -89,8 +87,9 @@ class Hostile : public DaemonTest {
                 static_cast<double>(growth_) / kMiB, static_cast<double>(rss.peak()) / kMiB, base_p50_, honest.p50_ms(),
                 honest.max_ms(), honest.calls(), honest.errors(), o.summary().c_str());
     EXPECT_EQ(honest.errors(), 0) << honest.first_error();
-    EXPECT_GT(honest.calls(), 0);
-    EXPECT_LT(honest.max_ms(), kStarvedMs);
+    // No app starved: each one's call sent as the attack began was answered (a starved one
+    // would hang here until ctest's timeout). Latencies are bench_attacks' to report.
+    EXPECT_EQ(honest.apps_served(), honest.count()) << honest.first_error();
     return o;
   }
 
