@@ -20,16 +20,14 @@
 #include <vector>
 
 #include "base/file_io.h"
+#include "tests/common/file_facts.h"
 
 namespace llmsvc::fileio {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::slurp;
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -43,9 +41,8 @@ class SafeDirTest : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     force_openat2_fallback_for_testing(GetParam());
     if (!GetParam() && !openat2_in_use()) GTEST_SKIP() << "this kernel has no openat2";
-    char tmpl[] = "/tmp/llmsvc-safe-dir-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    tmp_ = tmpl;
+    tmp_ = test::make_temp_dir("llmsvc-safe-dir");
+    ASSERT_FALSE(tmp_.empty());
     root_ = tmp_ + "/root";
     out_ = tmp_ + "/outside";
     fs::create_directories(root_ + "/a/b");

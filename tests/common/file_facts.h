@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Facts about files that tests check: permission bits, owner, whole contents.
+// Files for tests: a fresh scratch directory, and the facts tests check about files
+// (permission bits, owner, whole contents).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -10,6 +12,13 @@
 #include <string>
 
 namespace llmsvc::test {
+
+// A fresh directory /tmp/<prefix>-XXXXXX ("" on failure).
+inline std::string make_temp_dir(const char* prefix = "llmsvc-test") {
+  std::string tmpl = std::string("/tmp/") + prefix + "-XXXXXX";
+  const char* d = ::mkdtemp(tmpl.data());
+  return d ? d : "";
+}
 
 // The permission bits (07777) of `path`; a test failure when it cannot be stat'ed.
 inline mode_t mode_of(const std::string& path) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "tests/common/file_facts.h"
 
 namespace llmsvc::persist {
 namespace {
@@ -27,9 +28,8 @@ constexpr const char* kDead = "999999999";
 class StateCleanup : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/llmsvc-cleanup-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    tmp_ = tmpl;
+    tmp_ = test::make_temp_dir("llmsvc-cleanup");
+    ASSERT_FALSE(tmp_.empty());
     root_ = tmp_ + "/root";
     out_ = tmp_ + "/outside";
     fs::create_directories(root_ + "/contexts");

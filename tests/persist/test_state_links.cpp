@@ -17,24 +17,21 @@
 #include "runtime/core/persist/context_meta.h"
 #include "runtime/core/persist/history_log.h"
 #include "runtime/core/persist/state_dir.h"
+#include "tests/common/file_facts.h"
 
 namespace llmsvc::persist {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::slurp;
 
 class StateLinks : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     fileio::force_openat2_fallback_for_testing(GetParam());
-    char tmpl[] = "/tmp/llmsvc-state-links-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    tmp_ = tmpl;
+    tmp_ = test::make_temp_dir("llmsvc-state-links");
+    ASSERT_FALSE(tmp_.empty());
     root_ = tmp_ + "/root";
     out_ = tmp_ + "/outside";
     fs::create_directories(root_ + "/contexts/a/chunks");

@@ -21,6 +21,7 @@
 
 #include "base/file_io.h"
 #include "llmsvc/llmsvc.h"
+#include "tests/common/file_facts.h"
 #include "tests/service/daemon_process.h"
 
 namespace llmsvc::test {
@@ -49,12 +50,6 @@ inline llmsvc_call_options greedy_options(int32_t max_tokens) {
   return o;
 }
 
-// A fresh directory under /tmp ("" on failure).
-inline std::string make_temp_dir(const char* prefix = "llmsvcd-test") {
-  std::string tmpl = std::string("/tmp/") + prefix + "-XXXXXX";
-  const char* d = ::mkdtemp(tmpl.data());
-  return d ? d : "";
-}
 
 // Binds to `target`; nullptr (and a test failure) when it cannot.
 inline llmsvc_service* bind_target(const std::string& target) {
@@ -93,7 +88,7 @@ class DaemonTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(std::filesystem::exists(default_model_path()))
         << "default model not found; run tools/scripts/fetch_model.sh";
-    dir_ = make_temp_dir();
+    dir_ = make_temp_dir("llmsvcd-test");
     ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
