@@ -3,9 +3,11 @@
 //
 // The core places each op on a device from its capabilities; a device that lacks an op
 // or a weight type says so through supports() and placement falls back to the CPU.
-// Activations are host float32 arrays on devices that share host memory (the CPU now);
-// weights are WeightRef views of GGUF tensor bytes, which the device may repack once
-// at load time (prepare_weight) into its own layout.
+// Each device has a memory space (memory(): a pool with a capacity) and a queue for transfers;
+// the ops below take pointers into host-visible buffers of its space (the CPU's; a device
+// without host-visible memory runs prepared graphs instead, on its own buffers). Weights are
+// WeightRef views of GGUF tensor bytes, which the device may repack once at load time
+// (prepare_weight) into its own layout.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +16,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "hal/buffer.h"
 #include "hal/kv_format.h"
+#include "hal/op_kind.h"
+#include "hal/queue.h"
 #include "hal/weight_type.h"
 
 namespace llmsvc::hal {
@@ -22,10 +27,14 @@ namespace llmsvc::hal {
 enum class DeviceKind { cpu, gpu, npu, flash };
 
 struct Capabilities {
-  bool shares_host_memory = true;
-  bool static_shapes_only = false;
-  bool int8_only = false;
-  uint64_t memory_bytes = 0;  // 0 = bounded by the host
+  bool shares_host_memory = true;  // its memory space is host-visible (no copy to read results)
+  bool static_shapes_only = false; // runs only graphs prepared for a fixed shape (an NPU)
+  bool int8_only = false;          // matmuls in int8 only
+  uint64_t memory_bytes = 0;       // its pool's capacity; 0 = bounded by the host
+  uint32_t ops = kAllOps;          // op_bit() of each op kind it runs; placement falls back for the rest
+  double prepare_graph_us = 0;     // what preparing a graph for a new shape costs (0: nothing)
+  double matmul_gflops = 0;        // rough matmul throughput, for placement's estimate (0: unknown)
+  double transfer_gbps = 0;        // to and from host memory (0: shares it, free)
 };
 
 // A weight matrix [rows][cols] in a GGUF type: row r is `row_bytes` bytes at data + r*row_bytes.
@@ -81,6 +90,12 @@ class Device {
   virtual std::string name() const = 0;
   virtual const Capabilities& caps() const = 0;
   virtual bool supports(WeightType type) const = 0;
+  bool runs(OpKind op) const { return (caps().ops & op_bit(op)) != 0; }
+
+  // The device's memory space (activations, KV chunks, prepared weights it uploads) and its
+  // queue (transfers in and out of that space).
+  virtual MemoryPool& memory() = 0;
+  virtual Queue& queue() = 0;
 
   virtual Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) = 0;
 

@@ -19,8 +19,8 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
   const size_t from_k = hal::kv_block_bytes(ch.format, hal::KvPart::key, shape);
   const size_t to_k = hal::kv_block_bytes(to, hal::KvPart::key, shape);
   for (int l = 0; l < geo_.n_layer; ++l) {
-    const uint8_t* src = ch.mem.get() + l * from_layer;
-    uint8_t* dst = mem->get() + l * to_layer;
+    const uint8_t* src = ch.mem.data() + l * from_layer;
+    uint8_t* dst = mem->data() + l * to_layer;
     for (hal::KvPart part : {hal::KvPart::key, hal::KvPart::value}) {
       const uint8_t* s = part == hal::KvPart::key ? src : src + from_k;
       uint8_t* d = part == hal::KvPart::key ? dst : dst + to_k;

@@ -2,6 +2,8 @@
 // KV chunk store: budgeted chunk memory, chunk addressing, LCTRU eviction.
 #include "policy/kv_chunk_store.h"
 
+#include "hal/host/host_pool.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -192,7 +194,7 @@ const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
   const hal::KvBlockShape shape = geo_.shape();
   size_t off = size_t(layer) * geo_.layer_bytes(ch.format);
   if (part == hal::KvPart::value) off += hal::kv_block_bytes(ch.format, hal::KvPart::key, shape);
-  return ch.mem.get() + off;
+  return ch.mem.data() + off;
 }
 
 uint16_t* KvSequence::row(int layer, int pos, hal::KvPart part) {
@@ -225,8 +227,9 @@ double KvSequence::density(int c) const {
   return s > 0 ? m / s : 0.0;
 }
 
-KvChunkStore::KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order)
-    : geo_(geometry), budget_(budget_bytes), order_(order) {}
+KvChunkStore::KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order,
+                           hal::MemoryPool* memory)
+    : geo_(geometry), budget_(budget_bytes), order_(order), memory_(memory ? memory : &hal::host::shared_host_pool()) {}
 
 uint64_t KvChunkStore::used_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -282,12 +285,12 @@ Result<KvChunkStore::Mem> KvChunkStore::claim(size_t bytes, const KvSequence* re
     if (share) share->used_ += bytes;
     peak_ = std::max(peak_, used_);
   }
-  Mem mem = kv_alloc(bytes);
-  if (!mem) {
+  auto mem = memory_->alloc(bytes);
+  if (!mem.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     used_ -= bytes;
     if (share) share->used_ -= bytes;
-    return Status(Code::out_of_memory, "kv: cannot allocate a chunk of " + std::to_string(bytes) + " bytes");
+    return Status(Code::out_of_memory, "kv: a chunk of " + std::to_string(bytes) + " bytes: " + mem.status().message());
   }
   return mem;
 }

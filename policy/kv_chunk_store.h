@@ -38,7 +38,7 @@
 
 #include "base/status.h"
 #include "hal/kv_format.h"
-#include "policy/kv_memory.h"
+#include "hal/buffer.h"
 
 namespace llmsvc::policy {
 
@@ -150,8 +150,8 @@ class KvSequence {
   std::span<const float> token_mass(int c) const { return chunks_[c].mass; }
   std::span<const uint32_t> token_seen(int c) const { return chunks_[c].seen; }
   // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes).
-  uint8_t* chunk_data(int c) { return chunks_[c].mem.get(); }
-  const uint8_t* chunk_data(int c) const { return chunks_[c].mem.get(); }
+  uint8_t* chunk_data(int c) { return chunks_[c].mem.data(); }
+  const uint8_t* chunk_data(int c) const { return chunks_[c].mem.data(); }
 
   // Block of `part` for `layer` of resident chunk c, in format(c).
   const void* block(int c, int layer, hal::KvPart part) const;
@@ -189,7 +189,7 @@ class KvSequence {
 
  private:
   friend class KvChunkStore;
-  using Mem = KvMem;
+  using Mem = hal::Buffer;
   struct Chunk {
     ChunkState state = ChunkState::dropped;
     hal::KvFormat format = hal::KvFormat::f16;
@@ -221,8 +221,13 @@ class KvSequence {
 // Owns the budget and accounting shared by every sequence.
 class KvChunkStore {
  public:
-  // budget_bytes == 0: no limit beyond the allocator.
-  KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order = EvictionOrder::lctru);
+  // budget_bytes == 0: no limit beyond the allocator. memory: the pool chunks live in, the
+  // memory space of the device that runs attention (null: the process's host memory). It
+  // must be host-visible: compression and swap read chunks in place (a device whose memory
+  // is not will move them through its queue).
+  KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order = EvictionOrder::lctru,
+               hal::MemoryPool* memory = nullptr);
+  const hal::MemoryPool& memory() const { return *memory_; }
 
   const KvGeometry& geometry() const { return geo_; }
   uint64_t budget_bytes() const { return budget_; }
@@ -257,6 +262,7 @@ class KvChunkStore {
   KvGeometry geo_;
   uint64_t budget_;
   EvictionOrder order_;
+  hal::MemoryPool* memory_;
   mutable std::mutex mu_;
   uint64_t used_ = 0;
   uint64_t peak_ = 0;

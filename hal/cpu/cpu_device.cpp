@@ -8,6 +8,7 @@
 #include "hal/cpu/activation_ops.h"
 #include "hal/cpu/norm_ops.h"
 #include "hal/host/fp16.h"
+#include "hal/host/host_pool.h"
 #include "hal/cpu/rope_ops.h"
 #include "hal/host/hwy_targets.h"  // report the kernels' target list
 #include "hwy/targets.h"
@@ -38,12 +39,21 @@ void for_range(ThreadPool& pool, int64_t n, int64_t min_per_thread, int64_t alig
 
 }  // namespace
 
-CpuDevice::CpuDevice(int n_threads) : pool_(std::max(1, n_threads)) {}
+CpuDevice::CpuDevice(int n_threads, std::string space, uint64_t memory_bytes) : pool_(std::max(1, n_threads)) {
+  if (space == "host" && memory_bytes == 0) {
+    pool_mem_ = &host::shared_host_pool();
+  } else {
+    own_mem_ = std::make_unique<host::HostPool>(std::move(space), memory_bytes);
+    pool_mem_ = own_mem_.get();
+  }
+  caps_.memory_bytes = memory_bytes;
+}
 
 std::string CpuDevice::name() const {
   const auto targets = hwy::SupportedAndGeneratedTargets();
   const char* isa = targets.empty() ? "scalar" : hwy::TargetName(targets.front());
-  return std::string("cpu (") + isa + ", " + std::to_string(pool_.size()) + " threads)";
+  const std::string& space = pool_mem_->space();
+  return std::string(space == "host" ? "cpu" : space) + " (" + isa + ", " + std::to_string(pool_.size()) + " threads)";
 }
 
 bool CpuDevice::supports(WeightType type) const { return is_supported_weight_type(static_cast<uint32_t>(type)); }
@@ -126,6 +136,8 @@ void CpuDevice::scale(float* x, size_t n, float s) {
             [&](int64_t b, int64_t e) { scale_range(x + b, static_cast<size_t>(e - b), s); });
 }
 
-std::unique_ptr<Device> make_cpu_device(int n_threads) { return std::make_unique<CpuDevice>(n_threads); }
+std::unique_ptr<Device> make_cpu_device(int n_threads, std::string space, uint64_t memory_bytes) {
+  return std::make_unique<CpuDevice>(n_threads, std::move(space), memory_bytes);
+}
 
 }  // namespace llmsvc::hal::cpu

@@ -12,18 +12,23 @@
 #include "hal/cpu/rope_ops.h"
 #include "hal/cpu/thread_pool.h"
 #include "hal/device.h"
+#include "hal/queue.h"
 
 namespace llmsvc::hal::cpu {
 
 class CpuDevice final : public Device {
  public:
-  // n_threads: team size including the calling thread (clamped to >= 1).
-  explicit CpuDevice(int n_threads);
+  // n_threads: team size including the calling thread (clamped to >= 1). space: "host" is the
+  // process's host memory, shared with the KV chunks; another name gives this device a pool of
+  // its own (a second CPU device for placement). memory_bytes: its capacity (0: unbounded).
+  explicit CpuDevice(int n_threads, std::string space = "host", uint64_t memory_bytes = 0);
 
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override;
   const Capabilities& caps() const override { return caps_; }
   bool supports(WeightType type) const override;
+  MemoryPool& memory() override { return *pool_mem_; }
+  Queue& queue() override { return queue_; }
 
   Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) override;
   // w must come from this device's prepare_weight.
@@ -47,6 +52,9 @@ class CpuDevice final : public Device {
 
  private:
   ThreadPool pool_;
+  std::unique_ptr<MemoryPool> own_mem_;  // when not the shared host pool
+  MemoryPool* pool_mem_;
+  HostQueue queue_;
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
   RopeTable rope_table_;
@@ -54,6 +62,6 @@ class CpuDevice final : public Device {
 };
 
 // The HAL factory for the CPU backend.
-std::unique_ptr<Device> make_cpu_device(int n_threads);
+std::unique_ptr<Device> make_cpu_device(int n_threads, std::string space = "host", uint64_t memory_bytes = 0);
 
 }  // namespace llmsvc::hal::cpu

@@ -15,12 +15,16 @@ struct Backend {
   Result<std::unique_ptr<Device>> (*open)(std::string_view rest, const DeviceOptions& options);
 };
 
-std::vector<std::string> cpu_present() { return {"cpu"}; }
+std::vector<std::string> cpu_present() { return {"cpu", "cpu:1"}; }
 
 Result<std::unique_ptr<Device>> cpu_open(std::string_view rest, const DeviceOptions& options) {
-  // One CPU device: the whole host ("cpu" or "cpu:0").
-  if (!rest.empty() && rest != "0") return Status(Code::not_found, "");
-  return cpu::make_cpu_device(options.n_threads > 0 ? options.n_threads : 1);
+  // "cpu" / "cpu:0": the host, its memory shared with the KV chunks; "cpu:1": a second device
+  // whose memory is a pool of its own.
+  const int threads = options.n_threads > 0 ? options.n_threads : 1;
+  if (rest.empty() || rest == "0")
+    return cpu::make_cpu_device(threads, options.memory_bytes ? "cpu:0" : "host", options.memory_bytes);
+  if (rest == "1") return cpu::make_cpu_device(threads, "cpu:1", options.memory_bytes);
+  return Status(Code::not_found, "");
 }
 
 constexpr Backend kBackends[] = {

@@ -3,6 +3,8 @@
 // them. Embedders choose with a device spec (`--device` on the CLI, llmsvc_bind_options.device,
 // llmsvcd's `devices =`): "cpu" today; a backend with several devices takes "NAME:INDEX" or
 // "NAME:TEXT" (the first whose description contains TEXT). No code above hal/ names a backend.
+// "cpu:1" is a second CPU device with a memory pool of its own: placement across two devices,
+// and the transfers between their spaces, run for real on a machine without an accelerator.
 #pragma once
 
 #include <memory>
@@ -16,13 +18,14 @@
 namespace llmsvc::hal {
 
 struct DeviceOptions {
-  int n_threads = 1;  // the CPU backend's worker team (>= 1)
+  int n_threads = 1;          // the CPU backend's worker team (>= 1)
+  uint64_t memory_bytes = 0;  // cap on the device's memory pool (0: what it has)
 };
 
 // The device this build runs on when the embedder names none.
 inline constexpr std::string_view kDefaultDevice = "cpu";
 
-// The specs of the devices present here, one per device ("cpu").
+// The specs of the devices present here, one per device ("cpu", "cpu:1").
 std::vector<std::string> present_devices();
 
 // Opens the device `spec` names ("" is kDefaultDevice). Code::unsupported, naming the spec

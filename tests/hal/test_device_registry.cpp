@@ -23,8 +23,28 @@ TEST(DeviceRegistry, TheCpuIsPresentAndOpensByItsNames) {
   }
 }
 
+TEST(DeviceRegistry, ASecondCpuDeviceHasAMemoryPoolOfItsOwn) {
+  auto host = open_device("cpu", DeviceOptions{1});
+  auto second = open_device("cpu:1", DeviceOptions{1, 1 << 20});
+  ASSERT_TRUE(host.ok() && second.ok());
+  EXPECT_EQ((*host)->memory().space(), "host");
+  EXPECT_EQ((*second)->memory().space(), "cpu:1");
+  EXPECT_EQ((*second)->memory().capacity(), 1u << 20);
+  auto b = (*second)->memory().alloc(4096);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*second)->memory().used(), 4096u);
+  // Past its capacity: a clean out-of-memory naming the space, and nothing held.
+  auto big = (*second)->memory().alloc(2 << 20);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), Code::out_of_memory);
+  EXPECT_NE(big.status().message().find("cpu:1"), std::string::npos) << big.status().message();
+  EXPECT_EQ((*second)->memory().used(), 4096u);
+  b->reset();
+  EXPECT_EQ((*second)->memory().used(), 0u);
+}
+
 TEST(DeviceRegistry, AnUnknownDeviceIsUnsupportedAndTheMessageListsThosePresent) {
-  std::vector<std::string> specs = {"gpu", "cpu:1", "opencl:NVIDIA", "CPU", "cpu:"};
+  std::vector<std::string> specs = {"gpu", "cpu:2", "opencl:NVIDIA", "CPU", "cpu:"};
   specs.emplace_back("n\x01\xff", 3);
   for (const std::string& spec : specs) {
     auto d = open_device(spec, DeviceOptions{1});

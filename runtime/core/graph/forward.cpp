@@ -1,24 +1,180 @@
 // SPDX-License-Identifier: Apache-2.0
-// The forward pass for llama / qwen2 / gemma3, written once with per-architecture switches.
+// Forward: placement and planning once, a step list per shape, and the loop that runs it.
 #include "runtime/core/graph/forward.h"
 
 #include <algorithm>
+#include <chrono>
+
+#include "runtime/core/graph/model_graph.h"
 
 namespace llmsvc {
+namespace {
+
+constexpr size_t kMaxPreparedShapes = 32;  // prompt tails of many lengths: the oldest shapes go
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+// One op with everything resolved for a shape: device, row count, tensor addresses, weights.
+struct Forward::Step {
+  hal::OpKind kind = hal::OpKind::copy;
+  int layer = -1;
+  int device = 0;
+  int64_t rows = 0;
+  int64_t from_row = 0;           // last_rows: the first row moved
+  float* in[2] = {nullptr, nullptr};
+  float* out[3] = {nullptr, nullptr, nullptr};
+  bool ids_in = false, logits_out = false;  // bound per run: the token ids / the logits
+  int n_weights = 0;
+  const hal::PreparedWeight* w[3] = {nullptr, nullptr, nullptr};
+  const hal::WeightRef* table = nullptr;  // get_rows
+  const float* param = nullptr;
+  std::array<int32_t, 4> i{};
+  std::array<float, 2> f{};
+  int64_t cols_in = 0, cols_out = 0;
+  // copy
+  const hal::Buffer* src = nullptr;
+  hal::Buffer* dst = nullptr;
+  size_t src_offset = 0, dst_offset = 0, bytes = 0;
+};
+
+struct Forward::Prepared {
+  std::vector<Step> steps;
+};
+
+struct Forward::Run {
+  policy::KvSequence* seq = nullptr;
+  const int32_t* ids = nullptr;
+  float* logits = nullptr;
+  int n = 0;         // tokens
+  int n_valid = 0;   // keys visible up to here
+  bool track_mass = false;
+  const LayerHook* before_layer = nullptr;
+};
+
+Forward::Forward(const Model& model, std::vector<hal::Device*> devices, int max_batch)
+    : model_(model), devices_(std::move(devices)), cfg_(model.config()), max_batch_(std::max(1, max_batch)) {
+  pos_.resize(max_batch_);
+  figures_.devices.resize(devices_.size());
+  for (size_t d = 0; d < devices_.size(); ++d) figures_.devices[d].name = devices_[d]->name();
+}
 
 Forward::Forward(const Model& model, hal::Device& device, int max_batch)
-    : model_(model), dev_(device), cfg_(model.config()), max_batch_(std::max(1, max_batch)) {
-  const size_t n = max_batch_, q_dim = size_t(cfg_.n_head) * cfg_.head_dim;
-  x_.resize(n * cfg_.n_embd);
-  h_.resize(n * cfg_.n_embd);
-  o_.resize(n * cfg_.n_embd);
-  q_.resize(n * q_dim);
-  attn_.resize(n * q_dim);
-  k_.resize(n * cfg_.kv_dim());
-  v_.resize(n * cfg_.kv_dim());
-  gate_.resize(n * cfg_.n_ff);
-  up_.resize(n * cfg_.n_ff);
-  pos_.resize(n);
+    : Forward(model, std::vector<hal::Device*>{&device}, max_batch) {
+  init_ = place(hal::PlacementRule{});
+}
+
+Forward::~Forward() = default;
+
+Result<std::unique_ptr<Forward>> Forward::create(const Model& model, std::span<hal::Device* const> devices,
+                                                 const hal::PlacementRule& rule, int max_batch) {
+  std::unique_ptr<Forward> f(new Forward(model, std::vector<hal::Device*>(devices.begin(), devices.end()), max_batch));
+  LLMSVC_RETURN_IF_ERROR(f->place(rule));
+  return f;
+}
+
+Status Forward::place(const hal::PlacementRule& rule) {
+  const hal::Device* home = &model_.device();
+  // A device runs a matmul when it takes the weights' type; the model's own device has them ready.
+  auto can_run = [&](const hal::Op& op, const hal::Device& d) {
+    if (op.kind != hal::OpKind::matmul || &d == home) return true;
+    for (int32_t id : op.weight)
+      if (id >= 0 && !d.supports(model_weight(model_, id)->ref().type)) return false;
+    return true;
+  };
+  auto placed = hal::place(build_model_graph(cfg_), devices_, rule, can_run);
+  if (!placed.ok()) return placed.status();
+  placed_ = std::move(placed).value();
+  plan_ = hal::plan_activations(placed_.graph, hal::Shape{max_batch_, max_batch_}, placed_.n_spaces);
+  figures_.copies_per_step = placed_.copies;
+  figures_.naive_bytes = plan_.naive_bytes;
+  // Weights for matmuls placed away from the model's device, prepared on theirs once.
+  for (const hal::Op& op : placed_.graph.ops) {
+    if (op.kind != hal::OpKind::matmul || devices_[op.device] == home) continue;
+    for (int32_t id : op.weight) {
+      if (id < 0 || weights_.count({op.device, id})) continue;
+      auto w = devices_[op.device]->prepare_weight(model_weight(model_, id)->ref());
+      if (!w.ok()) return w.status();
+      weights_.emplace(std::pair{op.device, id}, std::move(w).value());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Forward::ensure_arenas() {
+  LLMSVC_RETURN_IF_ERROR(init_);
+  if (!arenas_.empty()) return Status::Ok();
+  std::vector<hal::Buffer> arenas(placed_.n_spaces);
+  for (int s = 0; s < placed_.n_spaces; ++s) {
+    if (plan_.arena_bytes[s] == 0) continue;
+    const auto d = std::find(placed_.device_space.begin(), placed_.device_space.end(), s) - placed_.device_space.begin();
+    auto b = devices_[d]->memory().alloc(plan_.arena_bytes[s]);
+    if (!b.ok()) return Status(b.status().code(), "activations: " + b.status().message());
+    arenas[s] = std::move(b).value();
+    figures_.arena_bytes += plan_.arena_bytes[s];
+  }
+  arenas_ = std::move(arenas);
+  return Status::Ok();
+}
+
+Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
+  const std::pair key{shape.tokens, shape.outputs};
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second.get();
+  const hal::Graph& g = placed_.graph;
+  auto p = std::make_unique<Prepared>();
+  auto addr = [&](int32_t t) -> float* {
+    if (t < 0 || g.tensors[t].role != hal::TensorRole::activation) return nullptr;
+    return reinterpret_cast<float*>(arenas_[g.tensors[t].space].data() + plan_.offset[t]);
+  };
+  for (const hal::Op& op : g.ops) {
+    Step s;
+    s.kind = op.kind;
+    s.layer = op.layer;
+    s.device = op.device;
+    s.rows = op.rows.at(shape);
+    if (s.rows == 0) continue;  // the output rows of a step that wants none
+    if (op.kind == hal::OpKind::last_rows) {
+      if (shape.outputs == shape.tokens) continue;  // every row goes on where it is
+      s.from_row = shape.tokens - shape.outputs;
+    }
+    for (int k = 0; k < 2; ++k) s.in[k] = addr(op.in[k]);
+    for (int k = 0; k < 3; ++k) s.out[k] = addr(op.out[k]);
+    s.ids_in = op.in[0] >= 0 && g.tensors[op.in[0]].role == hal::TensorRole::token_ids;
+    s.logits_out = op.out[0] >= 0 && g.tensors[op.out[0]].role == hal::TensorRole::logits;
+    if (op.in[0] >= 0) s.cols_in = g.tensors[op.in[0]].cols;
+    if (op.out[0] >= 0) s.cols_out = g.tensors[op.out[0]].cols;
+    s.param = op.param >= 0 ? model_param(model_, op.param) : nullptr;
+    s.i = op.i;
+    s.f = op.f;
+    if (op.kind == hal::OpKind::get_rows) s.table = &model_.token_embd();
+    if (op.kind == hal::OpKind::matmul) {
+      for (int32_t id : op.weight) {
+        if (id < 0) continue;
+        auto it = weights_.find({op.device, id});
+        s.w[s.n_weights++] = it != weights_.end() ? it->second.get() : model_weight(model_, id);
+      }
+    }
+    if (op.kind == hal::OpKind::copy) {
+      const hal::Tensor& from = g.tensors[op.in[0]];
+      const hal::Tensor& to = g.tensors[op.out[0]];
+      s.src = &arenas_[from.space];
+      s.dst = &arenas_[to.space];
+      s.src_offset = static_cast<size_t>(plan_.offset[op.in[0]]);
+      s.dst_offset = static_cast<size_t>(plan_.offset[op.out[0]]);
+      s.bytes = static_cast<size_t>(s.rows * from.cols) * sizeof(float);
+    }
+    p->steps.push_back(s);
+  }
+  ++figures_.preparations;
+  if (cache_.size() >= kMaxPreparedShapes) {
+    cache_.erase(cache_order_.front());
+    cache_order_.pop_front();
+  }
+  cache_order_.push_back(key);
+  return cache_.emplace(key, std::move(p)).first->second.get();
 }
 
 Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
@@ -27,6 +183,7 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
   if (n_total == 0) return Status(Code::invalid_argument, "forward: no tokens");
   for (int32_t t : tokens)
     if (t < 0 || t >= cfg_.n_vocab) return Status(Code::invalid_argument, "forward: token id " + std::to_string(t) + " out of range");
+  LLMSVC_RETURN_IF_ERROR(ensure_arenas());
   LLMSVC_RETURN_IF_ERROR(seq.reserve(pos0 + n_total));
   const size_t V = cfg_.n_vocab;
   logits.resize(all_logits ? V * n_total : V);
@@ -38,18 +195,20 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     if (n_total - b0 - n == 1 && n > 2) --n;
     const int p0 = pos0 + b0;
     for (int i = 0; i < n; ++i) pos_[i] = p0 + i;
-    dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
     // The rows whose logits are wanted: all, the last token's, or none (an earlier micro-batch).
     const bool last_batch = b0 + n == n_total;
     const int n_out = all_logits ? n : (last_batch ? 1 : 0);
-    LLMSVC_RETURN_IF_ERROR(layers(seq, n, p0 + n, /*track_mass=*/true, n_out));
+    auto p = prepared(hal::Shape{n, n_out});
+    if (!p.ok()) return p.status();
+    Run r;
+    r.seq = &seq;
+    r.ids = tokens.data() + b0;
+    r.logits = all_logits ? logits.data() + size_t(b0) * V : logits.data();
+    r.n = n;
+    r.n_valid = p0 + n;
+    r.track_mass = true;
+    LLMSVC_RETURN_IF_ERROR(run(**p, r));
     seq.note_queries(p0, n);
-    if (n_out == 0) continue;
-
-    // Final norm and output projection of the output rows (the first n_out rows of x_).
-    dev_.rms_norm(x_.data(), model_.output_norm().data(), n_out, cfg_.n_embd, cfg_.rms_eps, h_.data());
-    float* out = all_logits ? logits.data() + size_t(b0) * V : logits.data();
-    dev_.matmul(model_.output(), h_.data(), n_out, out);
   }
   return Status::Ok();
 }
@@ -66,112 +225,142 @@ Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> toke
         seq.state(p / C) != policy::ChunkState::resident || seq.format(p / C) != hal::KvFormat::f16)
       return Status(Code::internal, "forward: recompute position " + std::to_string(p) + " is not a writable slot");
   }
+  LLMSVC_RETURN_IF_ERROR(ensure_arenas());
   for (int b0 = 0, n = 0; b0 < n_total; b0 += n) {
     n = std::min(max_batch_, n_total - b0);
     if (n_total - b0 - n == 1 && n > 2) --n;  // as eval splits
     for (int i = 0; i < n; ++i) pos_[i] = positions[b0 + i];
-    dev_.get_rows(model_.token_embd(), tokens.data() + b0, n, x_.data());
+    auto p = prepared(hal::Shape{n, 0});
+    if (!p.ok()) return p.status();
+    Run r;
+    r.seq = &seq;
+    r.ids = tokens.data() + b0;
+    r.n = n;
     // Keys up to the batch's last position are visible (causally masked per query); later
     // batches' chunks are not needed by this one.
-    LLMSVC_RETURN_IF_ERROR(layers(seq, n, std::min(n_valid, pos_[n - 1] + 1), /*track_mass=*/false, /*n_out=*/0,
-                                  b0 == 0 && before_layer ? &before_layer : nullptr));
+    r.n_valid = std::min(n_valid, pos_[n - 1] + 1);
+    r.before_layer = b0 == 0 && before_layer ? &before_layer : nullptr;
+    LLMSVC_RETURN_IF_ERROR(run(**p, r));
   }
   return Status::Ok();
 }
 
-Status Forward::layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out,
-                       const LayerHook* before_layer) {
-  if (cfg_.embd_scale != 1.0f) dev_.scale(x_.data(), size_t(n) * cfg_.n_embd, cfg_.embd_scale);
-  for (int il = 0; il < cfg_.n_layer; ++il) {
-    if (before_layer) LLMSVC_RETURN_IF_ERROR((*before_layer)(il));
-    layer(il, seq, n, n_valid, track_mass, il + 1 == cfg_.n_layer ? n_out : n);
+Status Forward::run(const Prepared& p, const Run& r) {
+  // Busy time is taken per run of consecutive steps on one device: two clock reads per step
+  // on one device would cost more than the steps of a small model's decode.
+  const double t0 = now_s();
+  double seg_start = t0;
+  int seg_device = p.steps.empty() ? 0 : p.steps.front().device;
+  int layer = -1;
+  for (const Step& s : p.steps) {
+    if (r.before_layer && s.layer > layer) {
+      layer = s.layer;
+      LLMSVC_RETURN_IF_ERROR((*r.before_layer)(layer));
+    }
+    if (s.device != seg_device) {
+      const double t = now_s();
+      figures_.devices[seg_device].busy_s += t - seg_start;
+      seg_start = t;
+      seg_device = s.device;
+    }
+    run_step(s, r);
+    ++figures_.devices[s.device].ops;
   }
+  const double t1 = now_s();
+  figures_.devices[seg_device].busy_s += t1 - seg_start;
+  figures_.run_s += t1 - t0;
+  ++figures_.runs;
   return Status::Ok();
 }
 
-void Forward::layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out) {
-  const LayerWeights& L = model_.layers()[il];
-  const int E = cfg_.n_embd, KV = cfg_.kv_dim(), QD = cfg_.n_head * cfg_.head_dim;
-  const bool swa = cfg_.layer_is_swa[il];
-  const float freq_base = swa ? cfg_.rope_freq_base_swa : cfg_.rope_freq_base;
-  const float freq_scale = swa ? 1.0f : cfg_.rope_freq_scale;
-  const hal::RopeStyle style = cfg_.rope_neox ? hal::RopeStyle::neox : hal::RopeStyle::normal;
-
-  // Attention block.
-  dev_.rms_norm(x_.data(), L.attn_norm.data(), n, E, cfg_.rms_eps, h_.data());
-  {
-    // Q, K and V share their input: one fused call (activations quantized once).
-    const hal::PreparedWeight* ws[] = {L.wq.get(), L.wk.get(), L.wv.get()};
-    float* ys[] = {q_.data(), k_.data(), v_.data()};
-    dev_.matmul_multi(ws, ys, 3, h_.data(), n);
+void Forward::run_step(const Step& s, const Run& r) {
+  using hal::OpKind;
+  hal::Device& dev = *devices_[s.device];
+  const int rows = static_cast<int>(s.rows);
+  switch (s.kind) {
+    case OpKind::get_rows:
+      dev.get_rows(*s.table, r.ids, rows, s.out[0]);
+      break;
+    case OpKind::rms_norm: {
+      const int dim = s.i[0];
+      dev.rms_norm(s.in[0], s.param, static_cast<int>(s.rows * s.cols_in / dim), dim, s.f[0], s.out[0]);
+      break;
+    }
+    case OpKind::matmul: {
+      float* out0 = s.logits_out ? r.logits : s.out[0];
+      if (s.n_weights == 1) {
+        dev.matmul(*s.w[0], s.in[0], rows, out0);
+      } else {
+        float* ys[3] = {out0, s.out[1], s.out[2]};
+        dev.matmul_multi(s.w, ys, s.n_weights, s.in[0], rows);
+      }
+      break;
+    }
+    case OpKind::add_bias:
+      dev.add_bias(s.out[0], s.param, rows, static_cast<int>(s.cols_out));
+      break;
+    case OpKind::rope:
+      dev.rope(s.out[0], rows, s.i[0], s.i[1], s.i[2], pos_.data(), s.f[0], s.f[1], static_cast<hal::RopeStyle>(s.i[3]));
+      break;
+    case OpKind::scale:
+      dev.scale(s.out[0], size_t(s.rows) * s.cols_out, s.f[0]);
+      break;
+    case OpKind::store_kv: {
+      const int KV = cfg_.kv_dim();
+      for (int t = 0; t < rows; ++t) {
+        dev.store_f16(s.in[0] + size_t(t) * KV, r.seq->k(s.layer, pos_[t]), KV);
+        dev.store_f16(s.in[1] + size_t(t) * KV, r.seq->v(s.layer, pos_[t]), KV);
+      }
+      break;
+    }
+    case OpKind::attention: {
+      // The chunks this batch can see (sliding layers skip chunks wholly outside the window of
+      // the batch's first query).
+      policy::KvSequence& seq = *r.seq;
+      const int C = seq.geometry().chunk_tokens, end = r.n_valid, window = s.i[3];
+      const int lo = window > 0 ? std::max(0, pos_[0] - window + 1) : 0;
+      views_.clear();
+      for (int c = lo / C; c * C < end; ++c) {
+        hal::KvChunkView view;
+        view.format = seq.format(c);
+        view.k = seq.block(c, s.layer, hal::KvPart::key);
+        view.v = seq.block(c, s.layer, hal::KvPart::value);
+        view.n_tokens = view.format == hal::KvFormat::f16 ? std::min(C, end - c * C) : C;
+        view.first_pos = c * C;
+        view.mass = r.track_mass ? seq.mass(c) : nullptr;
+        views_.push_back(view);
+      }
+      hal::AttentionParams ap;
+      ap.n_head = s.i[0];
+      ap.n_head_kv = s.i[1];
+      ap.head_dim = s.i[2];
+      ap.scale = s.f[0];
+      ap.sliding_window = window;
+      dev.attention(s.in[0], rows, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, s.out[0]);
+      break;
+    }
+    case OpKind::last_rows:
+      std::copy_n(s.out[0] + size_t(s.from_row) * s.cols_out, size_t(s.rows) * s.cols_out, s.out[0]);
+      break;
+    case OpKind::add:
+      dev.add(s.out[0], s.in[1], size_t(s.rows) * s.cols_out);
+      break;
+    case OpKind::swiglu:
+      dev.swiglu(s.out[0], s.in[1], size_t(s.rows) * s.cols_out);
+      break;
+    case OpKind::geglu:
+      dev.geglu(s.out[0], s.in[1], size_t(s.rows) * s.cols_out);
+      break;
+    case OpKind::copy: {
+      dev.queue().copy(*s.src, s.src_offset, *s.dst, s.dst_offset, s.bytes).wait();
+      GraphFigures::Device& f = figures_.devices[s.device];
+      ++f.transfers;
+      f.transfer_bytes += s.bytes;
+      break;
+    }
+    case OpKind::count_:
+      break;
   }
-  if (cfg_.has_qkv_bias) {
-    dev_.add_bias(q_.data(), L.bq.data(), n, QD);
-    dev_.add_bias(k_.data(), L.bk.data(), n, KV);
-    dev_.add_bias(v_.data(), L.bv.data(), n, KV);
-  }
-  if (cfg_.has_qk_norm) {
-    dev_.rms_norm(q_.data(), L.attn_q_norm.data(), n * cfg_.n_head, cfg_.head_dim, cfg_.rms_eps, q_.data());
-    dev_.rms_norm(k_.data(), L.attn_k_norm.data(), n * cfg_.n_head_kv, cfg_.head_dim, cfg_.rms_eps, k_.data());
-  }
-  dev_.rope(q_.data(), n, cfg_.n_head, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
-  dev_.rope(k_.data(), n, cfg_.n_head_kv, cfg_.head_dim, cfg_.rope_dims, pos_.data(), freq_base, freq_scale, style);
-  if (cfg_.scale_q) dev_.scale(q_.data(), size_t(n) * QD, cfg_.attn_scale);
-  // New K/V go straight into their chunk slots.
-  for (int t = 0; t < n; ++t) {
-    dev_.store_f16(k_.data() + size_t(t) * KV, seq.k(il, pos_[t]), KV);
-    dev_.store_f16(v_.data() + size_t(t) * KV, seq.v(il, pos_[t]), KV);
-  }
-  // The chunks this batch can see (sliding layers skip chunks wholly outside the window of
-  // the batch's first query).
-  const int C = seq.geometry().chunk_tokens, end = n_valid;
-  const int lo = swa && cfg_.sliding_window > 0 ? std::max(0, pos_[0] - cfg_.sliding_window + 1) : 0;
-  views_.clear();
-  for (int c = lo / C; c * C < end; ++c) {
-    hal::KvChunkView view;
-    view.format = seq.format(c);
-    view.k = seq.block(c, il, hal::KvPart::key);
-    view.v = seq.block(c, il, hal::KvPart::value);
-    view.n_tokens = view.format == hal::KvFormat::f16 ? std::min(C, end - c * C) : C;
-    view.first_pos = c * C;
-    view.mass = track_mass ? seq.mass(c) : nullptr;
-    views_.push_back(view);
-  }
-  hal::AttentionParams ap;
-  ap.n_head = cfg_.n_head;
-  ap.n_head_kv = cfg_.n_head_kv;
-  ap.head_dim = cfg_.head_dim;
-  ap.scale = cfg_.scale_q ? 1.0f : cfg_.attn_scale;
-  ap.sliding_window = swa ? cfg_.sliding_window : 0;
-  dev_.attention(q_.data(), n, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, attn_.data());
-  if (n_out < n) {
-    // Like llama.cpp (inp_out_ids), the rest of the layer runs for the output rows only: the
-    // last n_out tokens, moved to the front.
-    if (n_out == 0) return;
-    std::copy_n(attn_.data() + size_t(n - n_out) * QD, size_t(n_out) * QD, attn_.data());
-    std::copy_n(x_.data() + size_t(n - n_out) * E, size_t(n_out) * E, x_.data());
-    n = n_out;
-  }
-  dev_.matmul(*L.wo, attn_.data(), n, o_.data());
-  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.attn_post_norm.data(), n, E, cfg_.rms_eps, o_.data());
-  dev_.add(x_.data(), o_.data(), size_t(n) * E);
-
-  // Feed-forward block.
-  dev_.rms_norm(x_.data(), L.ffn_norm.data(), n, E, cfg_.rms_eps, h_.data());
-  {
-    const hal::PreparedWeight* ws[] = {L.w_gate.get(), L.w_up.get()};
-    float* ys[] = {gate_.data(), up_.data()};
-    dev_.matmul_multi(ws, ys, 2, h_.data(), n);
-  }
-  const size_t ff = size_t(n) * cfg_.n_ff;
-  if (cfg_.gelu_ffn) {
-    dev_.geglu(gate_.data(), up_.data(), ff);
-  } else {
-    dev_.swiglu(gate_.data(), up_.data(), ff);
-  }
-  dev_.matmul(*L.w_down, gate_.data(), n, o_.data());
-  if (cfg_.has_post_norms) dev_.rms_norm(o_.data(), L.ffn_post_norm.data(), n, E, cfg_.rms_eps, o_.data());
-  dev_.add(x_.data(), o_.data(), size_t(n) * E);
 }
 
 }  // namespace llmsvc

@@ -1,31 +1,64 @@
 // SPDX-License-Identifier: Apache-2.0
-// Forward: the transformer forward pass of a Model over a context's chunked KV cache.
+// Forward: runs the model's op graph (runtime/core/graph/model_graph.h) over a context's
+// chunked KV cache, on one device or placed across several.
 //
-// Tokens are processed in micro-batches; each layer's new K/V rows are written in place
-// into the sequence's chunks (never copied), then attention runs over the chunk list.
+// Tokens are processed in micro-batches; each layer's new K/V rows are written in place into
+// the sequence's chunks (never copied), then attention runs over the chunk list. The graph is
+// placed and its activations planned once, for the largest micro-batch; each step shape
+// (tokens, output rows) is prepared once into a list of resolved steps (pointers, sizes,
+// weights) and reused, so a decode step does no planning and allocates nothing.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <list>
+#include <map>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "hal/device.h"
+#include "hal/graph_planner.h"
+#include "hal/placement.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/model/model.h"
 
 namespace llmsvc {
 
+// What the graph runs did, per device and in all.
+struct GraphFigures {
+  struct Device {
+    std::string name;
+    uint64_t ops = 0;             // steps run there (copies included)
+    uint64_t transfers = 0;       // copies into its memory
+    uint64_t transfer_bytes = 0;
+    double busy_s = 0;            // time running its steps
+  };
+  std::vector<Device> devices;
+  uint64_t preparations = 0;      // step shapes prepared (a new shape, or one evicted and met again)
+  uint64_t runs = 0;              // micro-batches run
+  double run_s = 0;               // wall time of those runs (idle of a device = run_s - its busy_s)
+  uint64_t arena_bytes = 0;       // activation memory, every space
+  uint64_t naive_bytes = 0;       // what one buffer per tensor would have taken
+  int copies_per_step = 0;        // transfers the placement put in one step
+};
+
 class Forward {
  public:
-  // max_batch: tokens per micro-batch (scratch is sized for it).
+  // One device: every op there. max_batch: tokens per micro-batch (activations are planned for it).
   Forward(const Model& model, hal::Device& device, int max_batch = 256);
+  // Several devices (the embedder's order), placed by `rule`; weights of ops placed off the
+  // model's device are prepared on theirs here. Code::unsupported when an op has no device.
+  static Result<std::unique_ptr<Forward>> create(const Model& model, std::span<hal::Device* const> devices,
+                                                 const hal::PlacementRule& rule, int max_batch = 256);
+  ~Forward();
 
   // Evaluates `tokens` at positions [pos0, pos0 + n) of `seq`, which must already hold
   // positions [0, pos0). Logits: of the last token only (n_vocab floats), or of every
   // token (n * n_vocab) when all_logits. Attention mass is tracked (KvSequence::mass).
-  // Code::out_of_memory if the KV budget is exhausted.
+  // Code::out_of_memory if the KV budget is exhausted or a device's memory is full.
   Status eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
               std::vector<float>& logits);
 
@@ -43,23 +76,36 @@ class Forward {
                    int n_valid, const LayerHook& before_layer = {});
 
   int max_batch() const { return max_batch_; }
+  const GraphFigures& figures() const { return figures_; }
+  // The placed graph (ops with their devices, copies inserted).
+  const hal::Graph& graph() const { return placed_.graph; }
 
  private:
-  // One micro-batch of n tokens at pos_[0..n) through every layer; keys visible up to n_valid.
-  // The last layer continues after attention with the last n_out rows only (moved to the front
-  // of x_), as llama.cpp does (inp_out_ids); recompute wants none.
-  Status layers(policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out,
-                const LayerHook* before_layer = nullptr);
-  void layer(int il, policy::KvSequence& seq, int n, int n_valid, bool track_mass, int n_out);
+  struct Step;
+  struct Prepared;
+  struct Run;  // one micro-batch's bindings
+  Forward(const Model& model, std::vector<hal::Device*> devices, int max_batch);
+  Status place(const hal::PlacementRule& rule);
+  Status ensure_arenas();
+  Result<const Prepared*> prepared(const hal::Shape& shape);
+  Status run(const Prepared& p, const Run& r);
+  void run_step(const Step& s, const Run& r);
 
   const Model& model_;
-  hal::Device& dev_;
+  std::vector<hal::Device*> devices_;
   const ModelConfig& cfg_;
   int max_batch_;
-  // Scratch, sized once for max_batch tokens.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  Status init_;
+  hal::PlacedGraph placed_;
+  hal::ActivationPlan plan_;
+  std::vector<hal::Buffer> arenas_;  // per space
+  // Weights prepared on devices other than the model's: (device, weight id) -> weight.
+  std::map<std::pair<int, int32_t>, std::unique_ptr<hal::PreparedWeight>> weights_;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Prepared>> cache_;  // by (T, O)
+  std::list<std::pair<int64_t, int64_t>> cache_order_;                      // oldest first
   std::vector<int32_t> pos_;
   std::vector<hal::KvChunkView> views_;
+  GraphFigures figures_;
 };
 
 }  // namespace llmsvc

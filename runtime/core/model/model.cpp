@@ -80,6 +80,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, hal::Device&
   if (!file.ok()) return file.status();
   auto m = std::make_unique<Model>(Key{});
   m->file_ = std::move(file).value();
+  m->device_ = &device;
   auto cfg = read_model_config(*m->file_);
   if (!cfg.ok()) return cfg.status();
   m->config_ = std::move(cfg).value();

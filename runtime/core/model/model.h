@@ -38,6 +38,8 @@ class Model {
   ~Model();
 
   const ModelConfig& config() const { return config_; }
+  // The device the weights were prepared on.
+  const hal::Device& device() const { return *device_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ChatTemplate& chat_template() const { return chat_; }
   const gguf::GgufFile& file() const { return *file_; }
@@ -63,6 +65,7 @@ class Model {
   void hash_identity();
 
   std::unique_ptr<gguf::GgufFile> file_;
+  const hal::Device* device_ = nullptr;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   ChatTemplate chat_;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// KV chunk memory: the bytes behind one chunk, straight from the kernel.
+// Host memory for large long-lived blocks (KV chunks, activation arenas), straight from the kernel.
 //
 // Chunks are large (tens to hundreds of KiB), of a handful of sizes (one per format), and
 // freed in LRU order from many threads. Through malloc, their freed memory stayed in its
@@ -7,7 +7,7 @@
 // chunk size and later chunks came from arenas that fragment and never shrink (the daemon's
 // RSS reached 3x its KV budget under load). Mapping each chunk on its own gives its pages back
 // when it is freed, so resident KV memory is what the store's budget counts, plus at most a
-// page per chunk of rounding and kKvCacheBytes of freed blocks kept for reuse (mapping and
+// page per chunk of rounding and kHostCacheBytes of freed blocks kept for reuse (mapping and
 // faulting in every loaded chunk anew made switch-in a third slower). Small chunks (tiny
 // models, tests) stay on the heap.
 #pragma once
@@ -16,22 +16,22 @@
 #include <cstdint>
 #include <memory>
 
-namespace llmsvc::policy {
+namespace llmsvc::hal::host {
 
-// Frees a block from kv_alloc; carries its length (munmap needs it).
-struct KvFree {
+// Frees a block from host_alloc; carries its length (munmap needs it).
+struct HostFree {
   size_t bytes = 0;
   void operator()(uint8_t* p) const noexcept;
 };
-using KvMem = std::unique_ptr<uint8_t[], KvFree>;
+using HostMem = std::unique_ptr<uint8_t[], HostFree>;
 
 // `bytes` of memory aligned to at least 64 bytes, its pages already present; null when the
 // system has none. bytes > 0.
-KvMem kv_alloc(size_t bytes);
+HostMem host_alloc(size_t bytes);
 
 // Blocks of at least this many bytes are mapped; smaller ones come from the heap.
-inline constexpr size_t kKvMapThreshold = 16 * 1024;
+inline constexpr size_t kHostMapThreshold = 16 * 1024;
 // Freed mapped blocks kept for reuse, at most this many bytes in the process.
-inline constexpr size_t kKvCacheBytes = 8u << 20;
+inline constexpr size_t kHostCacheBytes = 8u << 20;
 
-}  // namespace llmsvc::policy
+}  // namespace llmsvc::hal::host
