@@ -152,6 +152,7 @@ Result<PlacementRule> parse_placement(std::string_view spec, int n_layer, int n_
   }
   if (spec.starts_with("ops:")) {
     std::string_view rest = spec.substr(4);
+    if (rest.empty()) return bad("ops: names no op kind");
     while (!rest.empty()) {
       const size_t plus = rest.find('+');
       const std::string_view name = rest.substr(0, plus);

@@ -243,6 +243,15 @@ void build_set(const Plan& p, const RowSet& rs, SetView& sv, int rb_max) {
   });
 }
 
+// Scratch indexed by key grows in steps of kKeyStep keys: a context one token longer each
+// decode step would otherwise reallocate it at every step.
+constexpr size_t kKeyStep = 4096;
+template <class V>
+void reserve_keys(V& v, int64_t n_keys) {
+  const size_t n = static_cast<size_t>(n_keys);
+  if (v.capacity() < n) v.reserve((n + kKeyStep - 1) / kKeyStep * kKeyStep);
+}
+
 }  // namespace
 }  // namespace llmsvc::hal::cpu
 
@@ -1249,6 +1258,7 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
     if (rows.size() < static_cast<size_t>(nth)) rows.resize(nth);
     ptrs.resize(nth);
     for (int t = 0; t < nth; ++t) {
+      reserve_keys(rows[t], n_keys);
       rows[t].assign(static_cast<size_t>(n_keys), 0);
       ptrs[t] = rows[t].data();
     }
@@ -1264,6 +1274,7 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
     auto& v = AttentionAccess::shared_v(scratch);
     if (f.size() < set_floats(p, all_rows)) f.resize(set_floats(p, all_rows));
     if (i.size() < set_ints(p, all_rows)) i.resize(set_ints(p, all_rows));
+    reserve_keys(v, p.n_keys);
     if (v.size() < static_cast<size_t>(p.n_keys)) v.resize(p.n_keys);
     SetView sv = carve(p, all_rows, f.data(), i.data(), v.data());
     HWY_DYNAMIC_DISPATCH(PrepareShared)(p, sv);
@@ -1284,6 +1295,7 @@ void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
     for (int t = 0; t < nth; ++t) {
       if (per_thread[t].size() < set_floats(p, set_rows)) per_thread[t].resize(set_floats(p, set_rows));
       if (per_thread_i[t].size() < set_ints(p, set_rows)) per_thread_i[t].resize(set_ints(p, set_rows));
+      reserve_keys(per_thread_v[t], p.n_keys);
       if (per_thread_v[t].size() < static_cast<size_t>(p.n_keys)) per_thread_v[t].resize(p.n_keys);
     }
     const auto run_sets = HWY_DYNAMIC_DISPATCH(RunSets);
