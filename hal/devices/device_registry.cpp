@@ -2,6 +2,8 @@
 // The device registry: a table of backends, each with its name and a way to open one device.
 #include "hal/devices/device_registry.h"
 
+#include <algorithm>
+
 #include "hal/cpu/cpu_device.h"
 
 namespace llmsvc::hal {
@@ -62,6 +64,27 @@ Result<std::unique_ptr<Device>> open_device(std::string_view spec, const DeviceO
   for (char& c : shown)
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
   return Status(Code::unsupported, "no device '" + shown + "' here; present: " + present_list());
+}
+
+Result<std::vector<std::unique_ptr<Device>>> open_devices(std::string_view specs, const DeviceOptions& options) {
+  std::vector<std::unique_ptr<Device>> out;
+  std::vector<std::string_view> seen;
+  if (specs.empty()) specs = kDefaultDevice;
+  for (size_t at = 0; at <= specs.size();) {
+    const size_t comma = std::min(specs.find(',', at), specs.size());
+    const std::string_view spec = specs.substr(at, comma - at);
+    if (spec.empty()) return Status(Code::invalid_argument, "devices: an empty name in the list");
+    // "cpu" and "cpu:0" are one device.
+    const std::string_view key = spec.ends_with(":0") ? spec.substr(0, spec.size() - 2) : spec;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return Status(Code::invalid_argument, "devices: " + std::string(spec.substr(0, 64)) + " is named twice");
+    seen.push_back(key);
+    auto d = open_device(spec, options);
+    if (!d.ok()) return d.status();
+    out.push_back(std::move(d).value());
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace llmsvc::hal

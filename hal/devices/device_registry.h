@@ -32,4 +32,9 @@ std::vector<std::string> present_devices();
 // and listing the devices present, when no backend or device answers to it.
 Result<std::unique_ptr<Device>> open_device(std::string_view spec, const DeviceOptions& options);
 
+// Opens the devices of a comma-separated list in the embedder's order of preference ("cpu",
+// "cpu,cpu:1"; "" is kDefaultDevice). Code::invalid_argument for an empty entry or a device
+// named twice, else as open_device.
+Result<std::vector<std::unique_ptr<Device>>> open_devices(std::string_view specs, const DeviceOptions& options);
+
 }  // namespace llmsvc::hal

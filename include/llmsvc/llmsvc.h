@@ -119,9 +119,10 @@ typedef struct llmsvc_bind_options {
    *  8 (chunks ranked by the attention they receive get 8, 4, 3 or 2 bits; a context under 256
    *  tokens keeps 8). 0: the default, 0.5; negative: no compression (f16); at most 1. */
   float kv_ratio;
-  /** Embedded: the device that runs the model, e.g. "cpu"; NULL or "": the default (the CPU).
-   *  One not present here is LLMSVC_ERR_UNSUPPORTED, its detail naming the devices present.
-   *  Since ABI 1.1. */
+  /** Embedded: the devices that run the model, e.g. "cpu", or several comma-separated in order
+   *  of preference ("cpu,cpu:1": ops are placed by capability and cost, the weights load on the
+   *  first); NULL or "": the default (the CPU). One not present here is LLMSVC_ERR_UNSUPPORTED,
+   *  its detail naming the devices present. Since ABI 1.1. */
   const char* device;
 } llmsvc_bind_options;
 

@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -62,7 +63,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
                                               "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "exit_idle_ms", "max_calls",
                                               "stop_timeout_ms", "max_unsent_bytes", "write_timeout_ms", "quotas",
                                               "min_rate_bytes_per_s", "rate_window_ms", "max_connections", "fd_reserve",
-                                              "devices"};
+                                              "devices", "placement"};
   for (const auto& [k, v] : t) {
     if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
   }
@@ -92,12 +93,13 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
     for (const auto& d : *list) {
       auto name = d.value<std::string>();
       if (!name || name->empty()) return bad(path, "devices must be a list of device names (devices = [\"cpu\"])");
+      if (std::find(devices.begin(), devices.end(), *name) != devices.end() || name->find(',') != std::string::npos)
+        return bad(path, "devices: each device once, one per entry");
       devices.push_back(*name);
     }
-    if (devices.size() > 1)
-      return bad(path, "devices: one device for now (placement across several comes with the HAL's scheduler)");
     c.devices = std::move(devices);
   }
+  LLMSVC_RETURN_IF_ERROR(text("placement", c.placement));
   LLMSVC_RETURN_IF_ERROR(text("state_dir", c.state_dir));
   if (t.contains("fix_state_permissions")) {
     auto v = t["fix_state_permissions"].value<bool>();

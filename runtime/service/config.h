@@ -54,9 +54,11 @@ namespace llmsvc::service {
 
 struct DaemonConfig {
   std::string model;
-  // The devices that run the model, by spec (hal/devices/device_registry.h); empty: the
-  // default. One device today (placement across several comes with the HAL's scheduler).
+  // The devices that run the model, by spec (hal/devices/device_registry.h), in order of
+  // preference; empty: the default. With several, `placement` (hal/placement.h) says how ops
+  // are spread: "" by capability and cost, "layers:N", "ops:KIND[+KIND...]".
   std::vector<std::string> devices;
+  std::string placement;
   std::string state_dir;
   bool fix_state_permissions = false;  // persist/state_root.h: chmod 0700 rather than refuse
   std::string listen;

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
                "a state directory of ours that others can write: chmod it 0700 instead of refusing");
   app.add_option("--model", model, "GGUF model (default: the default model)");
   app.add_option("--threads", threads, "engine threads (0: all CPUs)");
-  app.add_option("--device", device, "the device that runs the model (default: cpu)");
+  app.add_option("--device", device, "the devices that run the model, comma-separated (default: cpu)");
   app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0: never)");
   app.add_option("--exit-idle-ms", exit_idle_ms, "socket-activated: exit after this long without clients (0: never)");
   app.add_option("--stop-timeout-ms", stop_ms, "on SIGTERM, how long calls in flight may go on");
@@ -133,7 +133,8 @@ int main(int argc, char** argv) {
   EngineOptions eo;
   eo.model_path = *model_path;
   eo.n_threads = cfg.threads;
-  if (!cfg.devices.empty()) eo.device = cfg.devices.front();
+  for (const std::string& d : cfg.devices) eo.device += (eo.device.empty() ? "" : ",") + d;
+  eo.placement = cfg.placement;
   eo.n_ctx = cfg.n_ctx;
   eo.kv_budget_bytes = cfg.kv_budget_bytes;
   eo.kv_ratio = cfg.kv_ratio;

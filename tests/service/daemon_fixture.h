@@ -61,6 +61,21 @@ inline llmsvc_service* bind_target(const std::string& target) {
   return svc;
 }
 
+// Binds the embedded engine on the default model with 2 threads, on `device` when given;
+// nullptr (and a test failure) when it cannot.
+inline llmsvc_service* bind_embedded(const char* device = nullptr) {
+  llmsvc_bind_options o;
+  llmsvc_bind_options_init(&o);
+  o.target = "embedded";
+  const std::string model = default_model_path();
+  o.model_path = model.c_str();
+  o.n_threads = 2;
+  o.device = device;
+  llmsvc_service* svc = nullptr;
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_api_error();
+  return svc;
+}
+
 // Creates the context `id`; nullptr (and a test failure) when it cannot.
 inline llmsvc_context* create_context(llmsvc_service* svc, const char* id, bool raw = false) {
   llmsvc_context_options o;

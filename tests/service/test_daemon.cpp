@@ -72,14 +72,8 @@ TEST_F(Daemon, GreedyCallMatchesEmbeddedAndPiecesMakeTheResult) {
   llmsvc_call_result er;
   llmsvc_call_result_init(&er);
   {
-    llmsvc_bind_options o;
-    llmsvc_bind_options_init(&o);
-    o.target = "embedded";
-    const std::string model = llmsvc::test::default_model_path();
-    o.model_path = model.c_str();
-    o.n_threads = 2;
-    llmsvc_service* svc = nullptr;
-    ASSERT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_api_error();
+    llmsvc_service* svc = bind_embedded();
+    ASSERT_NE(svc, nullptr);
     llmsvc_context* ctx = create_context(svc, "same");
     auto co = greedy_options(24);
     ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &embedded, &er), LLMSVC_OK) << last_api_error();
@@ -983,6 +977,43 @@ TEST_F(Daemon, ADeviceNotPresentIsRefusedAtStartAndNamed) {
   }
   llmsvc_service* svc = bind_target(start({"--device", "cpu"}).target());
   EXPECT_NE(svc, nullptr);
+  llmsvc_unbind(svc);
+}
+
+// Two devices: the model split layer by layer over the CPU and a second CPU device with its own
+// memory ("cpu:1"), embedded (the list in bind options) and in llmsvcd (the configuration's
+// devices and placement), answers with the very tokens one device gives.
+TEST_F(Daemon, AModelSplitOverTwoDevicesAnswersAsOneDeviceDoes) {
+  const char* prompt = "Name three colors.";
+  // The tokens of the reply, embedded on `device`.
+  auto embedded = [&](const char* device) {
+    std::vector<int32_t> tokens;
+    llmsvc_service* svc = bind_embedded(device);
+    if (!svc) return tokens;
+    std::string id = std::string("split-") + device;  // a context of its own per binding
+    std::replace_if(id.begin(), id.end(), [](char c) { return c == ',' || c == ':'; }, '.');
+    llmsvc_context* ctx = create_context(svc, id.c_str());
+    auto co = greedy_options(16);
+    Collected got;
+    EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &got, nullptr), LLMSVC_OK) << last_api_error();
+    llmsvc_context_close(ctx);
+    llmsvc_unbind(svc);
+    tokens = got.tokens;
+    return tokens;
+  };
+  const std::vector<int32_t> one = embedded("cpu");
+  ASSERT_FALSE(one.empty());
+  EXPECT_EQ(embedded("cpu,cpu:1"), one);
+
+  DaemonProcess& d = start(config_args("devices = [\"cpu\", \"cpu:1\"]\nplacement = \"layers:15\"\n"));
+  llmsvc_service* svc = bind_target(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = create_context(svc, "split");
+  Collected remote;
+  auto co = greedy_options(16);
+  ASSERT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &remote, nullptr), LLMSVC_OK) << last_api_error();
+  EXPECT_EQ(remote.tokens, one);
+  llmsvc_context_close(ctx);
   llmsvc_unbind(svc);
 }
 

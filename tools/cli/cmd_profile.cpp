@@ -32,12 +32,14 @@ int run_profile(const ProfileArgs& a) {
   auto state = persist::open_state_root(*root);  // made 0700 if absent; refused if others can write it
   if (!state.ok()) return report(state.status());
   const int threads = a.model.threads > 0 ? a.model.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto device = hal::open_device(a.model.device, hal::DeviceOptions{threads});
-  if (!device.ok()) return report(device.status());
-  auto model = Model::load(*path, **device);
+  // The first device of the list: where the weights load and, with one device, everything runs.
+  auto devices = hal::open_devices(a.model.device, hal::DeviceOptions{threads});
+  if (!devices.ok()) return report(devices.status());
+  auto& device = devices->front();
+  auto model = Model::load(*path, *device);
   if (!model.ok()) return report(model.status());
-  std::fprintf(stderr, "profiling recompute and chunk loads on %s under %s ...\n", (*device)->name().c_str(), root->c_str());
-  auto prof = profile_switch_cost(**model, **device, *state->dir, a.reps);
+  std::fprintf(stderr, "profiling recompute and chunk loads on %s under %s ...\n", device->name().c_str(), root->c_str());
+  auto prof = profile_switch_cost(**model, *device, *state->dir, a.reps);
   if (!prof.ok()) return report(prof.status());
   std::printf("%-10s %10s %14s %12s %12s\n", "sample", "n", "ctx / bytes", "ms/layer", "fitted");
   for (const ProfileSample& s : prof->samples)

@@ -24,9 +24,13 @@ class Tokenizer;
 
 struct EngineOptions {
   std::string model_path;   // GGUF file
-  // The device that runs the model (hal/devices/device_registry.h: "cpu", ...); "": the
-  // default. One that is not here: Code::unsupported, listing those that are.
+  // The devices that run the model (hal/devices/device_registry.h: "cpu", ...), comma-separated
+  // in order of preference ("cpu,cpu:1"); "": the default. One that is not here:
+  // Code::unsupported, listing those that are. The weights load on the first.
   std::string device;
+  // How ops are placed across several devices (hal/placement.h): "" (by capability and cost),
+  // "layers:N", "ops:KIND[+KIND...]".
+  std::string placement;
   int n_threads = 0;        // 0: all online CPUs
   int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
   int chunk_tokens = 16;    // KV chunk size

@@ -28,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 constexpr int kDefaultMaxCtx = 4096;
+constexpr int kMaxBatch = 256;  // tokens per micro-batch: activations are planned for it
 
 // Clears a context's busy flag and unpins its KV when a call ends, however it ends.
 struct BusyGuard {
@@ -59,10 +60,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (cleaned.total() > 0)
     std::fprintf(stderr, "llmsvc: state: removed %zu leftovers of interrupted writes (%zu temporary files, %zu "
                  "unfinished context directories)\n", cleaned.total(), cleaned.temp_files, cleaned.unfinished);
-  auto device = hal::open_device(o.device, hal::DeviceOptions{threads});
-  if (!device.ok()) return device.status();
-  auto model = Model::load(o.model_path, **device);
+  auto devices = hal::open_devices(o.device, hal::DeviceOptions{threads});
+  if (!devices.ok()) return devices.status();
+  auto model = Model::load(o.model_path, *devices->front());
   if (!model.ok()) return model.status();
+  std::vector<hal::Device*> order;
+  for (const auto& d : *devices) order.push_back(d.get());
+  auto rule = hal::parse_placement(o.placement, (*model)->config().n_layer, static_cast<int>(order.size()));
+  if (!rule.ok()) return rule.status();
+  auto forward = Forward::create(**model, order, *rule, kMaxBatch);
+  if (!forward.ok()) return forward.status();
   const int trained = (*model)->config().n_ctx_train;
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
@@ -72,30 +79,40 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     if (io.ok()) swap_io = std::move(io).value();
     else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
   }
-  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(device).value(), std::move(model).value(), o, n_ctx,
-                                                              std::move(state), std::move(swap_io)));
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(devices).value(), std::move(model).value(),
+                                                              std::move(forward).value(), o, n_ctx, std::move(state),
+                                                              std::move(swap_io)));
 }
 
 namespace {
 
+// KV chunks live in the memory of the device that runs attention (the first attention op's;
+// placement keeps attention where it can reach them).
+hal::MemoryPool* attention_memory(const Forward& forward, const std::vector<std::unique_ptr<hal::Device>>& devices) {
+  for (const hal::Op& op : forward.graph().ops)
+    if (op.kind == hal::OpKind::attention) return &devices[op.device]->memory();
+  return &devices.front()->memory();
+}
+
 }  // namespace
 
-EngineImpl::EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, const EngineOptions& o,
-                       int n_ctx, persist::StateDir state, std::unique_ptr<policy::SwapIo> swap_io)
-    : device_(std::move(device)),
+EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::unique_ptr<Model> model,
+                       std::unique_ptr<Forward> forward, const EngineOptions& o, int n_ctx, persist::StateDir state,
+                       std::unique_ptr<policy::SwapIo> swap_io)
+    : devices_(std::move(devices)),
       model_(std::move(model)),
+      forward_(std::move(forward)),
       n_ctx_(n_ctx),
       state_(std::move(state)),
       recompute_on_model_change_(o.recompute_on_model_change),
-      kv_(*model_, o, state_, std::move(swap_io),
+      kv_(*model_, o, state_, std::move(swap_io), attention_memory(*forward_, devices_),
           [this](policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
                  int n_valid, const Forward::LayerHook& hook) {
             std::lock_guard<FairMutex> lock(compute_mu_);
-            return forward_.recompute(seq, tokens, positions, n_valid, hook);
+            return forward_->recompute(seq, tokens, positions, n_valid, hook);
           },
           [this](const std::string& msg) { warn(msg); }),
-      id_rng_(std::random_device{}()),
-      forward_(*model_, *device_, 256) {
+      id_rng_(std::random_device{}()) {
   stats_.weight_bytes = model_->weight_bytes();
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
 }
@@ -342,9 +359,9 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   // prompt would make, so the results are the same bits.
   const int total = static_cast<int>(ctx.tokens.size());
   while (ctx.n_evaluated < total) {
-    const int n = std::min(forward_.max_batch(), total - ctx.n_evaluated);
+    const int n = std::min(forward_->max_batch(), total - ctx.n_evaluated);
     std::lock_guard<FairMutex> lock(compute_mu_);
-    LLMSVC_RETURN_IF_ERROR(forward_.eval(
+    LLMSVC_RETURN_IF_ERROR(forward_->eval(
         ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(static_cast<size_t>(ctx.n_evaluated), static_cast<size_t>(n)),
         ctx.n_evaluated, false, logits));
     ctx.n_evaluated += n;

@@ -24,8 +24,9 @@ namespace llmsvc {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(std::unique_ptr<hal::Device> device, std::unique_ptr<Model> model, const EngineOptions& options,
-             int n_ctx, persist::StateDir state, std::unique_ptr<policy::SwapIo> swap_io);
+  EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::unique_ptr<Model> model,
+             std::unique_ptr<Forward> forward, const EngineOptions& options, int n_ctx, persist::StateDir state,
+             std::unique_ptr<policy::SwapIo> swap_io);
   // Waits for the swap writes still queued (their callbacks reach the contexts).
   ~EngineImpl() override;
 
@@ -59,8 +60,9 @@ class EngineImpl final : public Engine {
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
   Status persist(ContextState& ctx);
 
-  std::unique_ptr<hal::Device> device_;
+  std::vector<std::unique_ptr<hal::Device>> devices_;  // the embedder's order; the weights load on the first
   std::unique_ptr<Model> model_;
+  std::unique_ptr<Forward> forward_;  // guarded by compute_mu_
   int n_ctx_;
   persist::StateDir state_;
   bool recompute_on_model_change_;
@@ -71,8 +73,7 @@ class EngineImpl final : public Engine {
   EngineStats stats_;
   std::mt19937_64 id_rng_;
 
-  FairMutex compute_mu_;  // forward_ and the device: one evaluation at a time, turns in order of arrival
-  Forward forward_;
+  FairMutex compute_mu_;  // forward_ and the devices: one evaluation at a time, turns in order of arrival
 };
 
 }  // namespace llmsvc

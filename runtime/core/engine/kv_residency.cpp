@@ -35,12 +35,13 @@ uint64_t share_bytes(double share, uint64_t budget) {
 }  // namespace
 
 KvResidency::KvResidency(const Model& model, const EngineOptions& o, const persist::StateDir& state,
-                         std::unique_ptr<policy::SwapIo> swap_io, Recompute recompute, Warn warn)
+                         std::unique_ptr<policy::SwapIo> swap_io, hal::MemoryPool* kv_memory, Recompute recompute,
+                         Warn warn)
     : model_(model),
       state_(state),
       store_(policy::KvGeometry{model.config().n_layer, model.config().n_head_kv, model.config().head_dim,
                                 o.chunk_tokens > 0 ? o.chunk_tokens : 16},
-             o.kv_budget_bytes, eviction_order(o.eviction)),
+             o.kv_budget_bytes, eviction_order(o.eviction), kv_memory),
       kv_ratio_(o.kv_ratio),
       kv_share_bytes_(share_bytes(o.kv_share, o.kv_budget_bytes)),
       aot_swap_out_(o.aot_swap_out),

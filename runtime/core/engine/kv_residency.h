@@ -38,8 +38,9 @@ class KvResidency {
   using Warn = std::function<void(const std::string&)>;
 
   // `model` and `state` must outlive it. swap_io null: no swap (evicted chunks are dropped).
+  // kv_memory: the pool chunks live in (the attention device's memory).
   KvResidency(const Model& model, const EngineOptions& options, const persist::StateDir& state,
-              std::unique_ptr<policy::SwapIo> swap_io, Recompute recompute, Warn warn);
+              std::unique_ptr<policy::SwapIo> swap_io, hal::MemoryPool* kv_memory, Recompute recompute, Warn warn);
   // Waits for the swap writes still queued (their callbacks reach the contexts).
   ~KvResidency();
 
