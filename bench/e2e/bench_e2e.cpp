@@ -2,7 +2,8 @@
 // bench_e2e: times llmsvc's forward pass the way bench/compare_llamacpp.py times llama.cpp,
 // printing one JSON line per measurement:
 //   prefill N tokens into an empty context (tokens/s), decode at context C (tokens/s),
-//   and the machine's memory read bandwidth (GB/s) with the same thread count.
+//   and the machine's memory read bandwidth (GB/s) with the same thread count; with --device
+//   listing several devices (and --placement), what each device ran and the transfers.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hal/cpu/cpu_device.h"
+#include "hal/devices/device_registry.h"
+#include "hal/placement.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
@@ -84,7 +86,7 @@ std::vector<int> int_list(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path;
+  std::string model_path, device = "cpu", placement;
   int threads = 2, reps = 5;
   std::vector<int> prefill = {64, 256, 1024}, decode_ctx = {128, 1024};
   int decode_tokens = 32;
@@ -94,6 +96,8 @@ int main(int argc, char** argv) {
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
     if (a == "--model") model_path = next();
     else if (a == "--threads") threads = std::stoi(next());
+    else if (a == "--device") device = next();
+    else if (a == "--placement") placement = next();
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
     else if (a == "--no-membw") membw = false;
@@ -101,19 +105,28 @@ int main(int argc, char** argv) {
     else if (a == "--decode-ctx") decode_ctx = int_list(next());
     else {
       std::fprintf(stderr, "usage: bench_e2e --model PATH [--threads N] [--reps N] [--decode-tokens N] [--no-membw]\n"
+                           "                 [--device SPEC[,SPEC..]] [--placement auto|layers:N|ops:KIND+..]\n"
                            "                 [--prefill N,N,..] [--decode-ctx N,N,..]   (an empty list skips the rows)\n");
       return 2;
     }
   }
-  auto dev = hal::cpu::make_cpu_device(threads);
-  auto model = Model::load(model_path, *dev);
-  if (!model.ok()) {
-    std::fprintf(stderr, "bench_e2e: %s\n", model.status().message().c_str());
+  auto fail = [](const Status& s) {
+    std::fprintf(stderr, "bench_e2e: %s\n", s.message().c_str());
     return 1;
-  }
+  };
+  auto devices = hal::open_devices(device, hal::DeviceOptions{threads});
+  if (!devices.ok()) return fail(devices.status());
+  auto model = Model::load(model_path, *devices->front());
+  if (!model.ok()) return fail(model.status());
   const ModelConfig& cfg = (*model)->config();
+  std::vector<hal::Device*> order;
+  for (const auto& d : *devices) order.push_back(d.get());
+  auto rule = hal::parse_placement(placement, cfg.n_layer, static_cast<int>(order.size()));
+  if (!rule.ok()) return fail(rule.status());
+  auto made = Forward::create(**model, order, *rule, 256);
+  if (!made.ok()) return fail(made.status());
+  Forward& fwd = **made;
   policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0);
-  Forward fwd(**model, *dev, 256);
   std::vector<float> logits;
 
   for (int n : prefill) {
@@ -154,6 +167,17 @@ int main(int argc, char** argv) {
                         {"tokens_per_s", tok_s}, {"bytes_per_token", bytes}, {"gb_per_s", tok_s * bytes / 1e9}};
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
+  }
+  if (order.size() > 1) {
+    const GraphFigures& f = fwd.figures();
+    nlohmann::json devs = nlohmann::json::array();
+    for (const auto& d : f.devices)
+      devs.push_back({{"name", d.name}, {"ops", d.ops}, {"transfers", d.transfers}, {"transfer_bytes", d.transfer_bytes},
+                      {"busy_s", d.busy_s}, {"idle_s", f.run_s - d.busy_s}});
+    nlohmann::json j = {{"test", "devices"}, {"placement", placement}, {"copies_per_step", f.copies_per_step},
+                        {"runs", f.runs}, {"preparations", f.preparations}, {"arena_bytes", f.arena_bytes},
+                        {"devices", devs}};
+    std::printf("%s\n", j.dump().c_str());
   }
   if (membw) {
     nlohmann::json j = {{"test", "memory_read_bandwidth"}, {"threads", threads},
