@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include "runtime/core/model/default_model.h"
 #include "runtime/api/validate.h"
@@ -195,20 +196,39 @@ static void copy_out(const T& local, T* out) {
   std::memcpy(reinterpret_cast<char*>(out) + skip, reinterpret_cast<const char*>(&local) + skip, n - skip);
 }
 
+namespace {
+
+// The figures of a statistics table (runtime/core/engine/stats_fields.h) that its C struct has.
+// The table's `c` column must say which those are, with the table's type: a line and the public
+// header cannot drift apart unseen. Templates, so that a field the C struct lacks is never named.
+#define LLMSVC_C_FIGURE(type, name, since, c, ...)                                                     \
+  static_assert(requires { out.name; } == (InCStruct::c == InCStruct::yes),                            \
+                #name ": the table's c column and include/llmsvc/llmsvc.h disagree");                  \
+  if constexpr (InCStruct::c == InCStruct::yes) {                                                      \
+    static_assert(std::is_same_v<decltype(out.name), type>, #name ": not the C field's type");         \
+    out.name = in.name;                                                                                \
+  }
+template <class Out>
+void copy_figures(const CallStats& in, Out& out) {
+  LLMSVC_CALL_STATS_FIELDS(LLMSVC_C_FIGURE)
+}
+template <class Out>
+void copy_figures(const EngineStats& in, Out& out) {
+  LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_C_FIGURE)
+}
+template <class Out>
+void copy_figures(const ContextInfo& in, Out& out) {
+  LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_C_FIGURE)
+}
+#undef LLMSVC_C_FIGURE
+
+}  // namespace
+
 void write_call_result(const CallStats& stats, llmsvc_call_result* out) {
   llmsvc_call_result r;
   init(&r);
-  r.prompt_tokens = stats.prompt_tokens;
-  r.generated_tokens = stats.generated_tokens;
-  r.context_tokens = stats.context_tokens;
   r.finish_reason = static_cast<int32_t>(stats.finish);
-  r.switch_in_ms = stats.switch_in_ms;
-  r.ttft_ms = stats.ttft_ms;
-  r.prefill_ms = stats.prefill_ms;
-  r.decode_ms = stats.decode_ms;
-  r.tpot_ms = stats.tpot_ms;
-  r.chunks_loaded = stats.chunks_loaded;
-  r.chunks_recomputed = stats.chunks_recomputed;
+  copy_figures(stats, r);
   copy_out(r, out);
 }
 
@@ -216,17 +236,7 @@ void write_stats(const EngineStats& engine, int32_t open_contexts, llmsvc_stats*
   llmsvc_stats s;
   init(&s);
   s.open_contexts = open_contexts;
-  s.known_contexts = engine.known_contexts;
-  s.calls = engine.calls;
-  s.prompt_tokens = engine.prompt_tokens;
-  s.generated_tokens = engine.generated_tokens;
-  s.kv_bytes = engine.kv_bytes;
-  s.weight_bytes = engine.weight_bytes;
-  s.kv_peak_bytes = engine.kv_peak_bytes;
-  s.chunks_loaded = engine.chunks_loaded;
-  s.chunks_recomputed = engine.chunks_recomputed;
-  s.swap_out_bytes = engine.swap_out_bytes;
-  s.swap_out_failures = engine.swap_out_failures;
+  copy_figures(engine, s);
   copy_out(s, out);
 }
 
@@ -235,18 +245,7 @@ void write_context_info(const ContextInfo& info, llmsvc_context_info* out) {
   init(&r);
   std::snprintf(r.id, sizeof r.id, "%s", info.id.c_str());
   r.raw = info.raw ? 1 : 0;
-  r.tokens = info.tokens;
-  r.turns = info.turns;
-  r.chunks_total = info.chunks_total;
-  r.chunks_resident = info.chunks_resident;
-  r.chunks_swapped = info.chunks_swapped;
-  r.chunks_dropped = info.chunks_dropped;
-  r.kv_resident_bytes = info.kv_resident_bytes;
-  r.chunks_f16 = info.chunks_f16;
-  r.chunks_q8 = info.chunks_q8;
-  r.chunks_q4 = info.chunks_q4;
-  r.chunks_q2 = info.chunks_q2;
-  r.chunks_q3 = info.chunks_q3;
+  copy_figures(info, r);
   copy_out(r, out);
 }
 

@@ -23,62 +23,27 @@ void sampling_fields(W& w, C& c, Op op) {
   op(w.slo_tpot_ratio, c.slo_tpot_ratio);
 }
 
+// The figures of a statistics table (runtime/core/engine/stats_fields.h), name for name.
+#define LLMSVC_FIGURE_PAIR(type, name, ...) op(w.name, c.name);
+
 template <class W, class C, class Op>
 void info_fields(W& w, C& c, Op op) {
   op(w.id, c.id);
   op(w.raw, c.raw);
-  op(w.tokens, c.tokens);
-  op(w.turns, c.turns);
-  op(w.chunks_total, c.chunks_total);
-  op(w.chunks_resident, c.chunks_resident);
-  op(w.chunks_swapped, c.chunks_swapped);
-  op(w.chunks_dropped, c.chunks_dropped);
-  op(w.kv_resident_bytes, c.kv_resident_bytes);
-  op(w.chunks_f16, c.chunks_f16);
-  op(w.chunks_q8, c.chunks_q8);
-  op(w.chunks_q4, c.chunks_q4);
-  op(w.chunks_q2, c.chunks_q2);
-  op(w.chunks_q3, c.chunks_q3);
+  LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_FIGURE_PAIR)
 }
 
 template <class W, class C, class Op>
 void stats_fields(W& w, C& c, Op op) {
-  op(w.known_contexts, c.known_contexts);
-  op(w.calls, c.calls);
-  op(w.prompt_tokens, c.prompt_tokens);
-  op(w.generated_tokens, c.generated_tokens);
-  op(w.kv_bytes, c.kv_bytes);
-  op(w.weight_bytes, c.weight_bytes);
-  op(w.kv_peak_bytes, c.kv_peak_bytes);
-  op(w.kv_evictions, c.kv_evictions);
-  op(w.chunks_loaded, c.chunks_loaded);
-  op(w.chunks_recomputed, c.chunks_recomputed);
-  op(w.chunk_load_failures, c.chunk_load_failures);
-  op(w.tokens_recomputed, c.tokens_recomputed);
-  op(w.switch_in_ms, c.switch_in_ms);
-  op(w.swap_out_chunks, c.swap_out_chunks);
-  op(w.swap_out_bytes, c.swap_out_bytes);
-  op(w.swap_out_failures, c.swap_out_failures);
-  op(w.swap_out_deferred, c.swap_out_deferred);
+  LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_FIGURE_PAIR)
 }
 
 template <class W, class C, class Op>
 void call_stats_fields(W& w, C& c, Op op) {
-  op(w.prompt_tokens, c.prompt_tokens);
-  op(w.generated_tokens, c.generated_tokens);
-  op(w.context_tokens, c.context_tokens);
-  op(w.switch_in_ms, c.switch_in_ms);
-  op(w.ttft_ms, c.ttft_ms);
-  op(w.prefill_ms, c.prefill_ms);
-  op(w.decode_ms, c.decode_ms);
-  op(w.tpot_ms, c.tpot_ms);
-  op(w.chunks_loaded, c.chunks_loaded);
-  op(w.chunks_recomputed, c.chunks_recomputed);
-  op(w.chunk_load_failures, c.chunk_load_failures);
-  op(w.tokens_recomputed, c.tokens_recomputed);
-  op(w.chunks_swapped_out, c.chunks_swapped_out);
-  op(w.swap_out_ms, c.swap_out_ms);
+  LLMSVC_CALL_STATS_FIELDS(LLMSVC_FIGURE_PAIR)
 }
+
+#undef LLMSVC_FIGURE_PAIR
 
 }  // namespace
 

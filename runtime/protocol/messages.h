@@ -2,21 +2,27 @@
 // The messages of the protocol (docs/PROTOCOL.md, "Messages"). Each struct lists its fields
 // once, in wire order, in `fields(io, m)`: a template run by the Encoder (m const) and by the
 // Decoder (m filled in), so both directions check the same rules. The option, info, result and
-// stats messages mirror the engine's figures behind the C structs of include/llmsvc/llmsvc.h.
+// stats messages mirror the engine's figures behind the C structs of include/llmsvc/llmsvc.h;
+// the info, result and stats figures are declared and listed by the tables of
+// runtime/core/engine/stats_fields.h, which the engine's structs expand too.
 //
 // Versions: a later version only appends fields, after an `io.version()` check, so one list
 // serves every version (docs/PROTOCOL.md section 8). A field a connection's version lacks is
 // neither sent nor read: it stays 0.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/core/engine/stats_fields.h"
 #include "runtime/protocol/types.h"
 #include "runtime/protocol/wire.h"
 
@@ -27,6 +33,31 @@ inline constexpr Bounds kNameBounds{0, kMaxNameBytes};
 inline constexpr Bounds kMessageBounds{0, kMaxMessageBytes};
 inline constexpr size_t kMaxListIds = 1024;  // ids in one CONTEXT_LIST_REPLY
 inline constexpr uint32_t kMaxU32 = 0xFFFFFFFFu;
+
+// One figure of a statistics table (runtime/core/engine/stats_fields.h): its type picks the
+// encoding, and a connection whose version predates it neither sends nor reads it.
+template <class IO, class T>
+Status figure(IO& io, uint16_t since, const char* field, T& v) {
+  using V = std::remove_const_t<T>;
+  static_assert(std::is_same_v<V, int32_t> || std::is_same_v<V, uint64_t> || std::is_same_v<V, double>,
+                "a figure is int32_t (count), uint64_t (u64) or double (f64)");
+  if (io.version() < since) return Status::Ok();
+  if constexpr (std::is_same_v<V, int32_t>) return io.count(field, v);
+  else if constexpr (std::is_same_v<V, uint64_t>) return io.u64(field, v);
+  else return io.f64(field, v);
+}
+
+// A table's `since` column never decreases and names versions this file speaks: skipping the
+// fields a version lacks then cuts the payload after that version's own, as appending requires
+// (docs/PROTOCOL.md section 8).
+constexpr bool appended_only(std::initializer_list<int> since) {
+  return std::ranges::is_sorted(since) && *std::ranges::max_element(since) <= kMaxVersion;
+}
+#define LLMSVC_FIGURE_SINCE(type, name, since, ...) since,
+static_assert(appended_only({LLMSVC_CALL_STATS_FIELDS(LLMSVC_FIGURE_SINCE)}));
+static_assert(appended_only({LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_FIGURE_SINCE)}));
+static_assert(appended_only({LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_FIGURE_SINCE)}));
+#undef LLMSVC_FIGURE_SINCE
 
 // Handshake. Both are extensible: a decoder ignores bytes after the fields it knows, since a
 // newer peer's handshake must reach an older one before any version is agreed.
@@ -199,45 +230,22 @@ struct ContextListReply {
   bool operator==(const ContextListReply&) const = default;
 };
 
-// llmsvc_context_info.
+// llmsvc_context_info: the id and mode, then LLMSVC_CONTEXT_INFO_FIELDS.
 struct ContextInfoReply {
   static constexpr MsgType kType = MsgType::context_info_reply;
   static constexpr bool kExtensible = false;
   std::string id;
   bool raw = false;
-  int32_t tokens = 0;
-  int32_t turns = 0;
-  int32_t chunks_total = 0;
-  int32_t chunks_resident = 0;
-  int32_t chunks_swapped = 0;
-  int32_t chunks_dropped = 0;
-  uint64_t kv_resident_bytes = 0;
-  // Version 2: the resident chunks by format.
-  int32_t chunks_f16 = 0;
-  int32_t chunks_q8 = 0;
-  int32_t chunks_q4 = 0;
-  int32_t chunks_q2 = 0;
-  // Version 3: 3-bit chunks.
-  int32_t chunks_q3 = 0;
+  LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_STATS_MEMBER)
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
     LLMSVC_RETURN_IF_ERROR(io.text("id", m.id, kIdBounds));
     LLMSVC_RETURN_IF_ERROR(io.boolean("raw", m.raw));
-    LLMSVC_RETURN_IF_ERROR(io.count("tokens", m.tokens));
-    LLMSVC_RETURN_IF_ERROR(io.count("turns", m.turns));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_total", m.chunks_total));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_resident", m.chunks_resident));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_swapped", m.chunks_swapped));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_dropped", m.chunks_dropped));
-    LLMSVC_RETURN_IF_ERROR(io.u64("kv_resident_bytes", m.kv_resident_bytes));
-    if (io.version() < kVersionPolicyFigures) return Status::Ok();
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_f16", m.chunks_f16));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_q8", m.chunks_q8));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_q4", m.chunks_q4));
-    LLMSVC_RETURN_IF_ERROR(io.count("chunks_q2", m.chunks_q2));
-    if (io.version() < kVersionQ3Chunks) return Status::Ok();
-    return io.count("chunks_q3", m.chunks_q3);
+#define LLMSVC_WIRE_FIGURE(type, name, since, ...) LLMSVC_RETURN_IF_ERROR(figure(io, since, #name, m.name));
+    LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_WIRE_FIGURE)
+#undef LLMSVC_WIRE_FIGURE
+    return Status::Ok();
   }
   bool operator==(const ContextInfoReply&) const = default;
 };
@@ -316,24 +324,10 @@ struct Piece {
   bool operator==(const Piece&) const = default;
 };
 
-// llmsvc_call_result without struct_size: the engine's CallStats, without its token ids.
+// llmsvc_call_result without struct_size and finish_reason: LLMSVC_CALL_STATS_FIELDS, the
+// engine's CallStats without its token ids.
 struct CallStats {
-  int32_t prompt_tokens = 0;
-  int32_t generated_tokens = 0;
-  int32_t context_tokens = 0;
-  double switch_in_ms = 0;
-  double ttft_ms = 0;
-  double prefill_ms = 0;
-  double decode_ms = 0;
-  double tpot_ms = 0;
-  // Version 2: switch-in (chunks loaded / recomputed, loads that failed, tokens recomputed)
-  // and the swap-out at the end of the call.
-  int32_t chunks_loaded = 0;
-  int32_t chunks_recomputed = 0;
-  int32_t chunk_load_failures = 0;
-  int32_t tokens_recomputed = 0;
-  int32_t chunks_swapped_out = 0;
-  double swap_out_ms = 0;
+  LLMSVC_CALL_STATS_FIELDS(LLMSVC_STATS_MEMBER)
   bool operator==(const CallStats&) const = default;
 };
 
@@ -349,74 +343,32 @@ struct CallResult {
   Status to_status() const { return status_from_wire(status, message); }
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
-    auto& s = m.stats;
     LLMSVC_RETURN_IF_ERROR(io.status("status", m.status, true));
     LLMSVC_RETURN_IF_ERROR(io.text("message", m.message, kMessageBounds));
     LLMSVC_RETURN_IF_ERROR(io.enum8("finish_reason", m.finish_reason, kMaxFinishReason));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.prompt_tokens", s.prompt_tokens));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.generated_tokens", s.generated_tokens));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.context_tokens", s.context_tokens));
-    LLMSVC_RETURN_IF_ERROR(io.f64("stats.switch_in_ms", s.switch_in_ms));
-    LLMSVC_RETURN_IF_ERROR(io.f64("stats.ttft_ms", s.ttft_ms));
-    LLMSVC_RETURN_IF_ERROR(io.f64("stats.prefill_ms", s.prefill_ms));
-    LLMSVC_RETURN_IF_ERROR(io.f64("stats.decode_ms", s.decode_ms));
-    LLMSVC_RETURN_IF_ERROR(io.f64("stats.tpot_ms", s.tpot_ms));
-    if (io.version() < kVersionPolicyFigures) return Status::Ok();
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunks_loaded", s.chunks_loaded));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunks_recomputed", s.chunks_recomputed));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunk_load_failures", s.chunk_load_failures));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.tokens_recomputed", s.tokens_recomputed));
-    LLMSVC_RETURN_IF_ERROR(io.count("stats.chunks_swapped_out", s.chunks_swapped_out));
-    return io.f64("stats.swap_out_ms", s.swap_out_ms);
+#define LLMSVC_WIRE_FIGURE(type, name, since, ...) \
+  LLMSVC_RETURN_IF_ERROR(figure(io, since, "stats." #name, m.stats.name));
+    LLMSVC_CALL_STATS_FIELDS(LLMSVC_WIRE_FIGURE)
+#undef LLMSVC_WIRE_FIGURE
+    return Status::Ok();
   }
   bool operator==(const CallResult&) const = default;
 };
 
-// llmsvc_stats without struct_size: the engine's EngineStats.
+// llmsvc_stats without struct_size: the service's open handles, then LLMSVC_ENGINE_STATS_FIELDS.
 struct StatsReply {
   static constexpr MsgType kType = MsgType::stats_reply;
   static constexpr bool kExtensible = false;
   int32_t open_contexts = 0;
-  int32_t known_contexts = 0;
-  uint64_t calls = 0;
-  uint64_t prompt_tokens = 0;
-  uint64_t generated_tokens = 0;
-  uint64_t kv_bytes = 0;
-  uint64_t weight_bytes = 0;
-  // Version 2: the KV memory (peak, evictions), switch-in summed over calls, swap-out.
-  uint64_t kv_peak_bytes = 0;
-  uint64_t kv_evictions = 0;
-  uint64_t chunks_loaded = 0;
-  uint64_t chunks_recomputed = 0;
-  uint64_t chunk_load_failures = 0;
-  uint64_t tokens_recomputed = 0;
-  double switch_in_ms = 0;
-  uint64_t swap_out_chunks = 0;
-  uint64_t swap_out_bytes = 0;
-  uint64_t swap_out_failures = 0;
-  uint64_t swap_out_deferred = 0;
+  LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_STATS_MEMBER)
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
     LLMSVC_RETURN_IF_ERROR(io.count("open_contexts", m.open_contexts));
-    LLMSVC_RETURN_IF_ERROR(io.count("known_contexts", m.known_contexts));
-    LLMSVC_RETURN_IF_ERROR(io.u64("calls", m.calls));
-    LLMSVC_RETURN_IF_ERROR(io.u64("prompt_tokens", m.prompt_tokens));
-    LLMSVC_RETURN_IF_ERROR(io.u64("generated_tokens", m.generated_tokens));
-    LLMSVC_RETURN_IF_ERROR(io.u64("kv_bytes", m.kv_bytes));
-    LLMSVC_RETURN_IF_ERROR(io.u64("weight_bytes", m.weight_bytes));
-    if (io.version() < kVersionPolicyFigures) return Status::Ok();
-    LLMSVC_RETURN_IF_ERROR(io.u64("kv_peak_bytes", m.kv_peak_bytes));
-    LLMSVC_RETURN_IF_ERROR(io.u64("kv_evictions", m.kv_evictions));
-    LLMSVC_RETURN_IF_ERROR(io.u64("chunks_loaded", m.chunks_loaded));
-    LLMSVC_RETURN_IF_ERROR(io.u64("chunks_recomputed", m.chunks_recomputed));
-    LLMSVC_RETURN_IF_ERROR(io.u64("chunk_load_failures", m.chunk_load_failures));
-    LLMSVC_RETURN_IF_ERROR(io.u64("tokens_recomputed", m.tokens_recomputed));
-    LLMSVC_RETURN_IF_ERROR(io.f64("switch_in_ms", m.switch_in_ms));
-    LLMSVC_RETURN_IF_ERROR(io.u64("swap_out_chunks", m.swap_out_chunks));
-    LLMSVC_RETURN_IF_ERROR(io.u64("swap_out_bytes", m.swap_out_bytes));
-    LLMSVC_RETURN_IF_ERROR(io.u64("swap_out_failures", m.swap_out_failures));
-    return io.u64("swap_out_deferred", m.swap_out_deferred);
+#define LLMSVC_WIRE_FIGURE(type, name, since, ...) LLMSVC_RETURN_IF_ERROR(figure(io, since, #name, m.name));
+    LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_WIRE_FIGURE)
+#undef LLMSVC_WIRE_FIGURE
+    return Status::Ok();
   }
   bool operator==(const StatsReply&) const = default;
 };

@@ -12,7 +12,8 @@ namespace llmsvc::protocol {
 // Protocol versions this implementation speaks (negotiated by Hello / Welcome). Version 2
 // appends the memory policy's figures to RESULT, STATS_REPLY and CONTEXT_INFO_REPLY, version 3
 // the count of 3-bit chunks to CONTEXT_INFO_REPLY (docs/PROTOCOL.md section 8.1); a connection
-// carries the layouts of the version it agreed on.
+// carries the layouts of the version it agreed on. The statistics tables of
+// runtime/core/engine/stats_fields.h name these versions by number (their `since` column).
 inline constexpr uint16_t kMinVersion = 1;
 inline constexpr uint16_t kMaxVersion = 3;
 inline constexpr uint16_t kVersionPolicyFigures = 2;

@@ -110,15 +110,9 @@ Status AppContexts::call(const AppIdentity& app, std::string_view id, std::strin
     p.max_context_tokens = static_cast<int32_t>(quota);
   Status s = unscoped(app, engine_.call(*k, prompt, p, on_piece, stats));
   std::lock_guard lock(mu_);
-  AppFigures& f = figures_[app.uid];
+  EngineStats& f = figures_[app.uid];
   f.calls++;
-  f.prompt_tokens += static_cast<uint64_t>(std::max(0, stats->prompt_tokens));
-  f.generated_tokens += static_cast<uint64_t>(std::max(0, stats->generated_tokens));
-  f.chunks_loaded += static_cast<uint64_t>(std::max(0, stats->chunks_loaded));
-  f.chunks_recomputed += static_cast<uint64_t>(std::max(0, stats->chunks_recomputed));
-  f.chunk_load_failures += static_cast<uint64_t>(std::max(0, stats->chunk_load_failures));
-  f.tokens_recomputed += static_cast<uint64_t>(std::max(0, stats->tokens_recomputed));
-  f.switch_in_ms += stats->switch_in_ms;
+  add_call_figures(f, *stats);
   return s;
 }
 
@@ -127,28 +121,19 @@ Result<EngineStats> AppContexts::stats(const AppIdentity& app) const {
   if (!ids.ok()) return ids.status();
   const EngineStats device = engine_.stats();
   EngineStats s;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = figures_.find(app.uid); it != figures_.end()) s = it->second;
+  }
   s.known_contexts = static_cast<int32_t>(ids->size());
-  s.weight_bytes = device.weight_bytes;
-  s.kv_peak_bytes = device.kv_peak_bytes;
-  s.kv_evictions = device.kv_evictions;
-  s.swap_out_chunks = device.swap_out_chunks;
-  s.swap_out_bytes = device.swap_out_bytes;
-  s.swap_out_failures = device.swap_out_failures;
-  s.swap_out_deferred = device.swap_out_deferred;
   for (const std::string& id : *ids) {
     if (auto info = engine_.context_info(app.scope() + "/" + id); info.ok()) s.kv_bytes += info->kv_resident_bytes;
   }
-  std::lock_guard lock(mu_);
-  if (auto it = figures_.find(app.uid); it != figures_.end()) {
-    s.calls = it->second.calls;
-    s.prompt_tokens = it->second.prompt_tokens;
-    s.generated_tokens = it->second.generated_tokens;
-    s.chunks_loaded = it->second.chunks_loaded;
-    s.chunks_recomputed = it->second.chunks_recomputed;
-    s.chunk_load_failures = it->second.chunk_load_failures;
-    s.tokens_recomputed = it->second.tokens_recomputed;
-    s.switch_in_ms = it->second.switch_in_ms;
-  }
+  // The device's figures (stats_fields.h), the same for every app.
+#define LLMSVC_DEVICE_FIGURE(type, name, since, c, source) \
+  if constexpr (StatSource::source == StatSource::device) s.name = device.name;
+  LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_DEVICE_FIGURE)
+#undef LLMSVC_DEVICE_FIGURE
   return s;
 }
 

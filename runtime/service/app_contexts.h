@@ -50,11 +50,6 @@ class AppContexts {
   Result<EngineStats> stats(const AppIdentity& app) const;
 
  private:
-  struct AppFigures {
-    uint64_t calls = 0, prompt_tokens = 0, generated_tokens = 0;
-    uint64_t chunks_loaded = 0, chunks_recomputed = 0, chunk_load_failures = 0, tokens_recomputed = 0;
-    double switch_in_ms = 0;
-  };
   Result<std::string> key(const AppIdentity& app, std::string_view id) const;
   // The engine's message as the app may see it: no scope prefix, no server path.
   Status unscoped(const AppIdentity& app, Status s) const;
@@ -63,7 +58,7 @@ class AppContexts {
   const QuotaTable quotas_;
   mutable std::mutex mu_;  // open_, figures_; held across open/delete so they cannot interleave
   std::map<std::string, int, std::less<>> open_;  // key -> handles open on any connection
-  std::map<uid_t, AppFigures> figures_;
+  std::map<uid_t, EngineStats> figures_;  // per app: its calls and their figures (source `call`) only
 };
 
 }  // namespace llmsvc::service

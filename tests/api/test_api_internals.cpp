@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "runtime/api/options.h"
 #include "runtime/api/service.h"
@@ -209,6 +210,55 @@ TEST(Options, ResultsRespectStructSize) {
   EXPECT_EQ(r.tail, 0x1234u);
   EXPECT_FALSE(check_result_size(kCallResultV1 - 1, kCallResultV1, "llmsvc_call_result").ok());
   EXPECT_TRUE(check_result_size(sizeof r, kCallResultV1, "llmsvc_call_result").ok());
+}
+
+// Every figure the C structs have, a new one included, is written from its table's line
+// (stats_fields.h) with its own value.
+TEST(Options, WritersCopyEveryPublicFigure) {
+  int n = 0;
+#define LLMSVC_FILL(type, name, ...) in.name = static_cast<type>(++n);
+  // A generic lambda, so that the lines whose field the C struct lacks are never named.
+  auto check = [](const auto& in, const auto& out) {
+#define LLMSVC_CHECK(type, name, since, c, ...)   \
+  if constexpr (InCStruct::c == InCStruct::yes) { \
+    EXPECT_EQ(out.name, in.name) << #name;        \
+  }
+    using In = std::remove_cvref_t<decltype(in)>;
+    if constexpr (std::is_same_v<In, CallStats>) {
+      LLMSVC_CALL_STATS_FIELDS(LLMSVC_CHECK)
+    } else if constexpr (std::is_same_v<In, EngineStats>) {
+      LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_CHECK)
+    } else {
+      LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_CHECK)
+    }
+#undef LLMSVC_CHECK
+  };
+  {
+    CallStats in;
+    LLMSVC_CALL_STATS_FIELDS(LLMSVC_FILL)
+    llmsvc_call_result out;
+    init(&out);
+    write_call_result(in, &out);
+    check(in, out);
+  }
+  {
+    EngineStats in;
+    LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_FILL)
+    llmsvc_stats out;
+    init(&out);
+    write_stats(in, 99, &out);
+    EXPECT_EQ(out.open_contexts, 99);
+    check(in, out);
+  }
+  {
+    ContextInfo in;
+    LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_FILL)
+    llmsvc_context_info out;
+    init(&out);
+    write_context_info(in, &out);
+    check(in, out);
+  }
+#undef LLMSVC_FILL
 }
 
 // Just enough of a transport to exercise the Service's bookkeeping: a set of ids.

@@ -2,7 +2,8 @@
 // The engine's figures through the wire: every field the embedded transport hands the C API
 // (CallStats, EngineStats, ContextInfo) comes back from a RESULT, STATS_REPLY or
 // CONTEXT_INFO_REPLY encoded and decoded at the newest version; on a version-1 connection the
-// figures version 2 added read 0 and the rest still arrive.
+// figures version 2 added read 0 and the rest still arrive. The tests spelled out field by
+// field check the tables too; the last one covers every line of them, a new one included.
 #include <gtest/gtest.h>
 
 #include "runtime/protocol/engine_types.h"
@@ -192,6 +193,37 @@ TEST(ProtocolEngineTypes, ContextInfoArrivesWhole) {
   const llmsvc::ContextInfo old = from_wire(through_wire(to_wire(in), 1));
   EXPECT_EQ(old.kv_resident_bytes, 47u);
   EXPECT_EQ(old.chunks_f16 + old.chunks_q8 + old.chunks_q4 + old.chunks_q3 + old.chunks_q2, 0);
+}
+
+// Every line of the statistics tables (stats_fields.h), a new one included: distinct values
+// cross at each version from the one that added it, and read 0 before.
+TEST(ProtocolEngineTypes, EveryTableFigureCrossesFromItsVersion) {
+#define LLMSVC_FILL(type, name, ...) in.name = static_cast<type>(++n);
+#define LLMSVC_CHECK(type, name, since, ...) EXPECT_EQ(out.name, v >= since ? in.name : type{}) << #name << " v" << v;
+  for (uint16_t v = kMinVersion; v <= kMaxVersion; ++v) {
+    int n = 0;
+    {
+      llmsvc::CallStats in, out;
+      LLMSVC_CALL_STATS_FIELDS(LLMSVC_FILL)
+      from_wire(through_wire(to_wire(Status::Ok(), in), v), &out);
+      LLMSVC_CALL_STATS_FIELDS(LLMSVC_CHECK)
+    }
+    {
+      EngineStats in;
+      LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_FILL)
+      const EngineStats out = from_wire(through_wire(to_wire(in, 1), v));
+      LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_CHECK)
+    }
+    {
+      llmsvc::ContextInfo in;
+      in.id = "x";
+      LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_FILL)
+      const llmsvc::ContextInfo out = from_wire(through_wire(to_wire(in), v));
+      LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_CHECK)
+    }
+  }
+#undef LLMSVC_CHECK
+#undef LLMSVC_FILL
 }
 
 }  // namespace

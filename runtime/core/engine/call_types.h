@@ -4,34 +4,30 @@
 // results and statistics. Plain data; no engine behind them.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/core/engine/stats_fields.h"
 #include "runtime/core/sampler/sampler.h"
 
 namespace llmsvc {
 
-// A context as the engine sees it (loaded or only on storage).
+// A context as the engine sees it (loaded or only on storage); its figures are
+// LLMSVC_CONTEXT_INFO_FIELDS (stats_fields.h).
 struct ContextInfo {
   std::string id;
   bool raw = false;
   bool loaded = false;        // in this engine's memory (else only on storage)
-  int32_t tokens = 0;         // tokens in the history
-  int32_t turns = 0;          // completed user turns
   std::string system_prompt;
-  // KV chunks by state (a chunk holds chunk_tokens positions; the last may be partial).
-  int32_t chunks_total = 0;
-  int32_t chunks_resident = 0;   // in memory, any format: f16 + q8 + q4 + q3 + q2 below
-  int32_t chunks_f16 = 0, chunks_q8 = 0, chunks_q4 = 0, chunks_q3 = 0, chunks_q2 = 0;
-  int32_t chunks_swapped = 0;    // only on storage
-  int32_t chunks_dropped = 0;    // nowhere: recomputed from the tokens when needed
-  uint64_t kv_resident_bytes = 0;
+  LLMSVC_CONTEXT_INFO_FIELDS(LLMSVC_STATS_MEMBER)
 };
 
 struct ContextOptions {
@@ -62,18 +58,10 @@ Status check_call_params(const CallParams& params);
 
 enum class FinishReason { none = 0, eos = 1, length = 2, stop = 3, cancelled = 4, context_full = 5 };
 
+// A call's figures are LLMSVC_CALL_STATS_FIELDS (stats_fields.h).
 struct CallStats {
-  int32_t prompt_tokens = 0;
-  int32_t generated_tokens = 0;
-  int32_t context_tokens = 0;
+  LLMSVC_CALL_STATS_FIELDS(LLMSVC_STATS_MEMBER)
   FinishReason finish = FinishReason::none;
-  double switch_in_ms = 0, ttft_ms = 0, prefill_ms = 0, decode_ms = 0, tpot_ms = 0;
-  // Switch-in: chunks loaded from their swap files, chunks recomputed from their tokens (the
-  // dropped ones, and those whose file was missing, damaged or stale), tokens recomputed.
-  int32_t chunks_loaded = 0, chunks_recomputed = 0, chunk_load_failures = 0, tokens_recomputed = 0;
-  // Swap-out at the end of the call (encoding on the call's thread; writes are asynchronous).
-  int32_t chunks_swapped_out = 0;
-  double swap_out_ms = 0;
   std::vector<int32_t> prompt_ids;     // what the prompt added (template included)
   std::vector<int32_t> generated_ids;  // what was generated
 };
@@ -81,19 +69,25 @@ struct CallStats {
 // Receives valid UTF-8 pieces as they complete; return false to cancel.
 using PieceFn = std::function<bool(std::string_view piece, int32_t token)>;
 
+// The service's figures are LLMSVC_ENGINE_STATS_FIELDS (stats_fields.h).
 struct EngineStats {
-  int32_t known_contexts = 0;
-  uint64_t calls = 0, prompt_tokens = 0, generated_tokens = 0;
-  uint64_t kv_bytes = 0, weight_bytes = 0;
-  uint64_t kv_peak_bytes = 0;  // the most resident KV ever held at once
-  uint64_t kv_evictions = 0;   // chunks evicted under the budget
-  // Switch-in, all calls (see CallStats).
-  uint64_t chunks_loaded = 0, chunks_recomputed = 0, chunk_load_failures = 0, tokens_recomputed = 0;
-  double switch_in_ms = 0;
-  // Swap-out: chunk files made durable, their bytes on storage, writes that failed (disk
-  // full, ...: the chunk just has no current file; nothing is lost).
-  uint64_t swap_out_chunks = 0, swap_out_bytes = 0, swap_out_failures = 0;
-  uint64_t swap_out_deferred = 0;  // chunks left for later: the writer's queue was full
+  LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_STATS_MEMBER)
 };
+
+// Adds one call's figures to a running total: each EngineStats figure whose source is `call`
+// gains CallStats' figure of the same name (negative ones count 0). `calls` is the caller's
+// to count. Templates, so that only the `call` lines need a CallStats counterpart.
+template <class Total, class Call>
+void add_call_figures(Total& total, const Call& call) {
+#define LLMSVC_ADD_CALL_FIGURE(type, name, since, c, source)                              \
+  if constexpr (StatSource::source == StatSource::call) {                                 \
+    if constexpr (std::is_integral_v<type>)                                               \
+      total.name += static_cast<type>(std::max<decltype(call.name)>(0, call.name));       \
+    else                                                                                  \
+      total.name += call.name;                                                            \
+  }
+  LLMSVC_ENGINE_STATS_FIELDS(LLMSVC_ADD_CALL_FIGURE)
+#undef LLMSVC_ADD_CALL_FIGURE
+}
 
 }  // namespace llmsvc

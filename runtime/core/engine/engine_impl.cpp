@@ -412,13 +412,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.calls++;
-    stats_.prompt_tokens += st.prompt_tokens;
-    stats_.generated_tokens += st.generated_tokens;
-    stats_.chunks_loaded += static_cast<uint64_t>(st.chunks_loaded);
-    stats_.chunks_recomputed += static_cast<uint64_t>(st.chunks_recomputed);
-    stats_.chunk_load_failures += static_cast<uint64_t>(st.chunk_load_failures);
-    stats_.tokens_recomputed += static_cast<uint64_t>(st.tokens_recomputed);
-    stats_.switch_in_ms += st.switch_in_ms;
+    add_call_figures(stats_, st);
   }
   if (out) *out = std::move(st);
   return s;
