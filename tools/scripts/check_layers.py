@@ -6,7 +6,11 @@
 # listed in tools/scripts/layer_exceptions.txt (the known ones, each with the issue that
 # removes it); an exception that no longer occurs fails too, so the list only shrinks.
 # Tests, benchmarks, fuzzers, tools and examples may include anything and are not checked.
+# --self-test runs the check on a scratch repository with a planted forbidden include (it must
+# fail, naming it) and without (it must pass): what CI runs before the real check.
 import pathlib
+import shutil
+import tempfile
 import re
 import subprocess
 import sys
@@ -16,8 +20,8 @@ UNCHECKED = ("tests/", "bench/", "fuzz/", "tools/", "examples/", "bindings/", "c
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
-def read_table():
-    text = (ROOT / "docs/ARCHITECTURE.md").read_text(encoding="utf-8")
+def read_table(root):
+    text = (root / "docs/ARCHITECTURE.md").read_text(encoding="utf-8")
     block = re.search(r"```layers\n(.*?)```", text, re.S)
     if not block:
         sys.exit("check_layers: no ```layers block in docs/ARCHITECTURE.md")
@@ -40,15 +44,15 @@ def layer_of(path, table):
     return best
 
 
-def main() -> int:
-    table = read_table()
+def check(root) -> int:
+    table = read_table(root)
     exceptions = set()
-    for line in (ROOT / "tools/scripts/layer_exceptions.txt").read_text(encoding="utf-8").splitlines():
+    for line in (root / "tools/scripts/layer_exceptions.txt").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             src, inc = line.split()
             exceptions.add((src, inc))
-    files = subprocess.run(["git", "ls-files", "*.h", "*.cpp", "*.c"], cwd=ROOT, check=True, capture_output=True,
+    files = subprocess.run(["git", "ls-files", "*.h", "*.cpp", "*.c"], cwd=root, check=True, capture_output=True,
                            text=True).stdout.split()
     bad, seen = [], set()
     for name in files:
@@ -58,7 +62,7 @@ def main() -> int:
         if own is None:
             bad.append(f"{name}: in no layer of the table")
             continue
-        for n, line in enumerate((ROOT / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for n, line in enumerate((root / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             m = INCLUDE.match(line)
             if not m or "/" not in m.group(1):
                 continue  # a header beside the file
@@ -80,5 +84,27 @@ def main() -> int:
     return 0
 
 
+def self_test() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        for rel in ("docs/ARCHITECTURE.md", "tools/scripts/layer_exceptions.txt"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / rel, root / rel)
+        (root / "hal").mkdir()
+        (root / "hal/fine.cpp").write_text('#include "base/status.h"\n')
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        if check(root) != 0:
+            print("check_layers --self-test: a clean tree failed")
+            return 1
+        (root / "hal/planted.cpp").write_text('#include "runtime/core/engine/engine.h"\n')
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        if check(root) == 0:
+            print("check_layers --self-test: a planted forbidden include passed")
+            return 1
+    print("check_layers --self-test: the planted include was caught")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if sys.argv[1:] == ["--self-test"] else check(ROOT))

@@ -15,6 +15,7 @@ jobs=$(nproc)
 start=$SECONDS
 stage() { echo "== $1 (at $((SECONDS - start)) s)" >&2; }
 stage "source rules: layers, SPDX lines"
+tools/scripts/check_layers.py --self-test
 tools/scripts/check_layers.py
 tools/scripts/spdx.py --check
 for preset in release asan tsan; do
