@@ -35,6 +35,7 @@ struct Forward::Step {
   std::array<int32_t, 4> i{};
   std::array<float, 2> f{};
   int64_t cols_in = 0, cols_out = 0;
+  StepWaits waits{-1, -1, -1, -1};  // several devices: see Forward::add_waits
   // copy
   const hal::Buffer* src = nullptr;
   hal::Buffer* dst = nullptr;
@@ -43,6 +44,7 @@ struct Forward::Step {
 
 struct Forward::Prepared {
   std::vector<Step> steps;
+  std::vector<std::vector<int32_t>> order;  // several devices: each one's steps, in order
 };
 
 struct Forward::Run {
@@ -58,6 +60,8 @@ struct Forward::Run {
 Forward::Forward(const Model& model, std::vector<hal::Device*> devices, int max_batch)
     : model_(model), devices_(std::move(devices)), cfg_(model.config()), max_batch_(std::max(1, max_batch)) {
   pos_.resize(max_batch_);
+  views_.resize(devices_.size());
+  busy_.resize(devices_.size());
   figures_.devices.resize(devices_.size());
   for (size_t d = 0; d < devices_.size(); ++d) figures_.devices[d].name = devices_[d]->name();
 }
@@ -71,8 +75,11 @@ Forward::~Forward() = default;
 
 Result<std::unique_ptr<Forward>> Forward::create(const Model& model, std::span<hal::Device* const> devices,
                                                  const hal::PlacementRule& rule, int max_batch) {
+  if (devices.empty() || devices.size() > static_cast<size_t>(kMaxDevices))
+    return Status(Code::invalid_argument, "forward: from 1 to " + std::to_string(kMaxDevices) + " devices");
   std::unique_ptr<Forward> f(new Forward(model, std::vector<hal::Device*>(devices.begin(), devices.end()), max_batch));
   LLMSVC_RETURN_IF_ERROR(f->place(rule));
+  if (devices.size() > 1) f->threads_ = std::make_unique<DeviceThreads>(static_cast<int>(devices.size()));
   return f;
 }
 
@@ -125,6 +132,13 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
   if (auto it = cache_.find(key); it != cache_.end()) return it->second.get();
   const hal::Graph& g = placed_.graph;
   auto p = std::make_unique<Prepared>();
+  // Several devices: each step's reads [0] and writes [1] as (space, first byte, end) ranges;
+  // the KV cache is one more space, n_spaces.
+  std::vector<std::array<std::vector<std::array<int64_t, 3>>, 2>> access;
+  const hal::Shape max{max_batch_, max_batch_};
+  auto range = [&](int32_t t) -> std::array<int64_t, 3> {
+    return {g.tensors[t].space, plan_.offset[t], plan_.offset[t] + g.tensors[t].bytes_at(max)};
+  };
   auto addr = [&](int32_t t) -> float* {
     if (t < 0 || g.tensors[t].role != hal::TensorRole::activation) return nullptr;
     return reinterpret_cast<float*>(arenas_[g.tensors[t].space].data() + plan_.offset[t]);
@@ -167,7 +181,17 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
       s.bytes = static_cast<size_t>(s.rows * from.cols) * sizeof(float);
     }
     p->steps.push_back(s);
+    if (threads_) {
+      auto& a = access.emplace_back();
+      for (int32_t t : op.in)
+        if (t >= 0 && g.tensors[t].role == hal::TensorRole::activation) a[0].push_back(range(t));
+      for (int32_t t : op.out)
+        if (t >= 0 && g.tensors[t].role == hal::TensorRole::activation) a[1].push_back(range(t));
+      if (op.kind == hal::OpKind::store_kv || op.kind == hal::OpKind::attention)
+        a[1].push_back({placed_.n_spaces, 0, 1});  // chunk rows, chunk metadata and key mass
+    }
   }
+  if (threads_) add_waits(*p, access);
   ++figures_.preparations;
   if (cache_.size() >= kMaxPreparedShapes) {
     cache_.erase(cache_order_.front());
@@ -175,6 +199,28 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
   }
   cache_order_.push_back(key);
   return cache_.emplace(key, std::move(p)).first->second.get();
+}
+
+void Forward::add_waits(Prepared& p, const std::vector<std::array<std::vector<std::array<int64_t, 3>>, 2>>& access) const {
+  auto meet = [](const std::vector<std::array<int64_t, 3>>& a, const std::vector<std::array<int64_t, 3>>& b) {
+    for (const auto& x : a)
+      for (const auto& y : b)
+        if (x[0] == y[0] && x[1] < y[2] && y[1] < x[2]) return true;
+    return false;
+  };
+  const int32_t n = static_cast<int32_t>(p.steps.size());
+  p.order.assign(devices_.size(), {});
+  for (int32_t j = 0; j < n; ++j) {
+    Step& s = p.steps[j];
+    p.order[s.device].push_back(j);
+    for (int32_t i = j - 1; i >= 0; --i) {
+      const int d = p.steps[i].device;
+      // A step of the same device runs before it anyway; an earlier need on d is covered.
+      if (d == s.device || s.waits[d] >= i) continue;
+      if (meet(access[i][1], access[j][0]) || meet(access[i][1], access[j][1]) || meet(access[i][0], access[j][1]))
+        s.waits[d] = i;
+    }
+  }
 }
 
 Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
@@ -246,6 +292,25 @@ Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> toke
 }
 
 Status Forward::run(const Prepared& p, const Run& r) {
+  if (threads_ && !r.before_layer) {
+    struct Steps final : StepList {
+      Forward& f;
+      const Prepared& p;
+      const Run& r;
+      Steps(Forward& f, const Prepared& p, const Run& r) : f(f), p(p), r(r) {}
+      const StepWaits& waits(int32_t i) const override { return p.steps[i].waits; }
+      void run(int32_t i) override {
+        f.run_step(p.steps[i], r);
+        ++f.figures_.devices[p.steps[i].device].ops;  // each device's figures are its own thread's
+      }
+    } steps(*this, p, r);
+    const double t0 = now_s();
+    threads_->run(p.order, steps, busy_);
+    for (size_t d = 0; d < devices_.size(); ++d) figures_.devices[d].busy_s += busy_[d];
+    figures_.run_s += now_s() - t0;
+    ++figures_.runs;
+    return Status::Ok();
+  }
   // Busy time is taken per run of consecutive steps on one device: two clock reads per step
   // on one device would cost more than the steps of a small model's decode.
   const double t0 = now_s();
@@ -317,9 +382,10 @@ void Forward::run_step(const Step& s, const Run& r) {
       // The chunks this batch can see (sliding layers skip chunks wholly outside the window of
       // the batch's first query).
       policy::KvSequence& seq = *r.seq;
+      std::vector<hal::KvChunkView>& views = views_[s.device];
       const int C = seq.geometry().chunk_tokens, end = r.n_valid, window = s.i[3];
       const int lo = window > 0 ? std::max(0, pos_[0] - window + 1) : 0;
-      views_.clear();
+      views.clear();
       for (int c = lo / C; c * C < end; ++c) {
         hal::KvChunkView view;
         view.format = seq.format(c);
@@ -328,7 +394,7 @@ void Forward::run_step(const Step& s, const Run& r) {
         view.n_tokens = view.format == hal::KvFormat::f16 ? std::min(C, end - c * C) : C;
         view.first_pos = c * C;
         view.mass = r.track_mass ? seq.mass(c) : nullptr;
-        views_.push_back(view);
+        views.push_back(view);
       }
       hal::AttentionParams ap;
       ap.n_head = s.i[0];
@@ -336,7 +402,7 @@ void Forward::run_step(const Step& s, const Run& r) {
       ap.head_dim = s.i[2];
       ap.scale = s.f[0];
       ap.sliding_window = window;
-      dev.attention(s.in[0], rows, pos_.data(), views_.data(), static_cast<int>(views_.size()), ap, s.out[0]);
+      dev.attention(s.in[0], rows, pos_.data(), views.data(), static_cast<int>(views.size()), ap, s.out[0]);
       break;
     }
     case OpKind::last_rows:

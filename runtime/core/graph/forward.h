@@ -23,6 +23,7 @@
 #include "hal/graph_planner.h"
 #include "hal/placement.h"
 #include "policy/kv_chunk_store.h"
+#include "runtime/core/graph/device_threads.h"
 #include "runtime/core/model/model.h"
 
 namespace llmsvc {
@@ -49,8 +50,11 @@ class Forward {
  public:
   // One device: every op there. max_batch: tokens per micro-batch (activations are planned for it).
   Forward(const Model& model, hal::Device& device, int max_batch = 256);
-  // Several devices (the embedder's order), placed by `rule`; weights of ops placed off the
-  // model's device are prepared on theirs here. Code::unsupported when an op has no device.
+  // Several devices (the embedder's order, at most kMaxDevices), placed by `rule`; weights of
+  // ops placed off the model's device are prepared on theirs here. Code::unsupported when an
+  // op has no device. Each device then runs its steps on a thread of its own, concurrently
+  // where the steps do not depend on each other (DeviceThreads); a recompute with a layer hook
+  // runs them in order.
   static Result<std::unique_ptr<Forward>> create(const Model& model, std::span<hal::Device* const> devices,
                                                  const hal::PlacementRule& rule, int max_batch = 256);
   ~Forward();
@@ -89,6 +93,9 @@ class Forward {
   Status ensure_arenas();
   Result<const Prepared*> prepared(const hal::Shape& shape);
   Status run(const Prepared& p, const Run& r);
+  // For several devices: what each step must wait for on the others (conflicting reads and
+  // writes of activation bytes, and the KV cache, which store_kv and attention both touch).
+  void add_waits(Prepared& p, const std::vector<std::array<std::vector<std::array<int64_t, 3>>, 2>>& access) const;
   void run_step(const Step& s, const Run& r);
 
   const Model& model_;
@@ -104,7 +111,9 @@ class Forward {
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Prepared>> cache_;  // by (T, O)
   std::list<std::pair<int64_t, int64_t>> cache_order_;                      // oldest first
   std::vector<int32_t> pos_;
-  std::vector<hal::KvChunkView> views_;
+  std::vector<std::vector<hal::KvChunkView>> views_;  // per device (attention's chunk list)
+  std::unique_ptr<DeviceThreads> threads_;           // with several devices
+  std::vector<double> busy_;                          // per device, of the last concurrent run
   GraphFigures figures_;
 };
 
