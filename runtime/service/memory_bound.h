@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // MemoryBound: llmsvcd's worst-case memory as a formula of its configuration (the formula is
-// written out in docs/ARCHITECTURE.md, *Memory bound*; this is its one implementation, which
+// written out in docs/memory-bound.md; this is its one implementation, which
 // the daemon logs at start-up and the adversarial tests check RSS against).
 //
 //   per connection = reader + writer + worker answers + lists + bookkeeping
