@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     const GraphFigures& f = fwd.figures();
     nlohmann::json devs = nlohmann::json::array();
     for (const auto& d : f.devices)
-      devs.push_back({{"name", d.name}, {"ops", d.ops}, {"transfers", d.transfers}, {"transfer_bytes", d.transfer_bytes},
+      devs.push_back({{"name", d.name}, {"ops", d.ops}, {"bytes", d.bytes}, {"transfers", d.transfers}, {"transfer_bytes", d.transfer_bytes},
                       {"busy_s", d.busy_s}, {"idle_s", f.run_s - d.busy_s}});
     nlohmann::json j = {{"test", "devices"}, {"placement", placement}, {"copies_per_step", f.copies_per_step},
                         {"runs", f.runs}, {"preparations", f.preparations}, {"arena_bytes", f.arena_bytes},

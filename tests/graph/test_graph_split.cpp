@@ -85,6 +85,8 @@ class GraphSplit : public ::testing::TestWithParam<std::string> {
     EXPECT_GT(f.copies_per_step, 0);
     EXPECT_GT(f.devices[0].ops, 0u);
     EXPECT_GT(f.devices[1].ops, 0u);
+    EXPECT_GT(f.devices[0].bytes, 0u);
+    EXPECT_GT(f.devices[1].bytes, 0u);
     EXPECT_GT(f.devices[1].transfers, 0u);
     EXPECT_GT(f.devices[1].transfer_bytes, 0u);
     EXPECT_GT(b_->memory().used(), 0u);  // its activations live in its own pool

@@ -35,7 +35,8 @@ struct Forward::Step {
   std::array<int32_t, 4> i{};
   std::array<float, 2> f{};
   int64_t cols_in = 0, cols_out = 0;
-  StepWaits waits{-1, -1, -1, -1};  // several devices: see Forward::add_waits
+  StepWaits waits{-1, -1, -1, -1};
+  uint64_t bytes_out = 0;  // what it writes (for the figures)  // several devices: see Forward::add_waits
   // copy
   const hal::Buffer* src = nullptr;
   hal::Buffer* dst = nullptr;
@@ -180,6 +181,8 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
       s.dst_offset = static_cast<size_t>(plan_.offset[op.out[0]]);
       s.bytes = static_cast<size_t>(s.rows * from.cols) * sizeof(float);
     }
+    for (int32_t t : op.out)
+      if (t >= 0) s.bytes_out += static_cast<uint64_t>(s.rows * g.tensors[t].cols) * sizeof(float);
     p->steps.push_back(s);
     if (threads_) {
       auto& a = access.emplace_back();
@@ -301,7 +304,9 @@ Status Forward::run(const Prepared& p, const Run& r) {
       const StepWaits& waits(int32_t i) const override { return p.steps[i].waits; }
       void run(int32_t i) override {
         f.run_step(p.steps[i], r);
-        ++f.figures_.devices[p.steps[i].device].ops;  // each device's figures are its own thread's
+        GraphFigures::Device& d = f.figures_.devices[p.steps[i].device];  // each device's figures are its own thread's
+        ++d.ops;
+        d.bytes += p.steps[i].bytes_out;
       }
     } steps(*this, p, r);
     const double t0 = now_s();
@@ -330,6 +335,7 @@ Status Forward::run(const Prepared& p, const Run& r) {
     }
     run_step(s, r);
     ++figures_.devices[s.device].ops;
+    figures_.devices[s.device].bytes += s.bytes_out;
   }
   const double t1 = now_s();
   figures_.devices[seg_device].busy_s += t1 - seg_start;

@@ -33,6 +33,7 @@ struct GraphFigures {
   struct Device {
     std::string name;
     uint64_t ops = 0;             // steps run there (copies included)
+    uint64_t bytes = 0;           // activation bytes its steps wrote (copies included)
     uint64_t transfers = 0;       // copies into its memory
     uint64_t transfer_bytes = 0;
     double busy_s = 0;            // time running its steps
