@@ -17,8 +17,8 @@
 
 #include <xxhash.h>
 
-#include "policy/chunk_file.h"
-#include "policy/le_bytes.h"
+#include "policy/swap/chunk_file.h"
+#include "policy/swap/le_bytes.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/chunk_file.h"
+#include "policy/swap/chunk_file.h"
 #include "tests/common/kv_synth.h"
 
 using namespace llmsvc;

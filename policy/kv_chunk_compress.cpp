@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // KvSequence::compress: re-encodes a resident chunk into a narrower format, layer by layer.
 #include "policy/kv_chunk_store.h"
-#include "policy/kv_codec.h"
+#include "policy/compression/kv_codec.h"
 
 namespace llmsvc::policy {
 

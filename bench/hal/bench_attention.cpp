@@ -15,7 +15,7 @@
 #include "bench/bench_target.h"
 #include "hal/cpu/cpu_device.h"
 #include "hal/host/fp16.h"
-#include "policy/kv_codec.h"
+#include "policy/compression/kv_codec.h"
 
 namespace llmsvc::hal::cpu {
 namespace {
@@ -89,7 +89,7 @@ void BM_AttentionDecode30Layers(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionDecode30Layers)->ArgsProduct({{1024, 4096}, {1, 2, 4}})->UseRealTime();
 
-// The same decode over chunks compressed to q8/q4/q2 (policy/kv_codec; range(1) = bits, 16 =
+// The same decode over chunks compressed to q8/q4/q2 (policy/compression/kv_codec; range(1) = bits, 16 =
 // f16 as above): one layer (its KV stays in cache between calls) and 30 layers (KV streamed
 // from L3/DRAM as in the model). Bytes processed: the K and V bytes the call reads.
 struct FormatSetup {

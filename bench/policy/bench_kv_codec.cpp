@@ -10,7 +10,7 @@
 
 #include "bench/bench_target.h"
 #include "hal/host/fp16.h"
-#include "policy/kv_codec.h"
+#include "policy/compression/kv_codec.h"
 
 namespace llmsvc::policy {
 namespace {

@@ -25,8 +25,8 @@
 
 #include "bench/policy/real_kv.h"
 #include "hal/host/fp16.h"
-#include "policy/chunk_file.h"
-#include "policy/swap_store.h"
+#include "policy/swap/chunk_file.h"
+#include "policy/swap/swap_store.h"
 #include "tests/common/kv_synth.h"
 #include "tests/common/test_paths.h"
 

@@ -6,7 +6,7 @@
 //
 // A text is cut into windows of --ctx tokens; each window is fed as calls of --call tokens
 // (what an app's turns look like), and after every call the context is compressed as the
-// engine does (policy/context_compression.h). The tokens of each window's second half are
+// engine does (policy/compression/context_compression.h). The tokens of each window's second half are
 // scored, like llama.cpp's perplexity tool, so every scored token sees a compressed history.
 //
 // Each row also gives the change in mean NLL per window against f16 and against static int4,
@@ -41,9 +41,9 @@
 #include <nlohmann/json.hpp>
 
 #include "hal/cpu/cpu_device.h"
-#include "policy/bit_allocation.h"
-#include "policy/context_compression.h"
-#include "policy/kv_codec.h"
+#include "policy/compression/bit_allocation.h"
+#include "policy/compression/context_compression.h"
+#include "policy/compression/kv_codec.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/model/default_model.h"
 #include "runtime/core/graph/forward.h"

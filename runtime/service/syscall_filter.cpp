@@ -40,7 +40,7 @@ constexpr const char* kAllowed[] = {
     "lstat", "statx", "fstatfs", "statfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
     "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "ftruncate", "fallocate",
     "fsync", "fdatasync", "sync_file_range", "fchmod", "fchmodat", "umask", "getcwd", "fadvise64", "readahead",
-    // Swap reads: io_uring_enter only. The one ring (policy/uring_reader.h) is made before
+    // Swap reads: io_uring_enter only. The one ring (policy/swap/uring_reader.h) is made before
     // this filter, restricted before it was enabled to reading files the daemon opened itself
     // (IORING_OP_READ, no SQE flags, no register operation); with io_uring_setup and
     // io_uring_register refused, no other ring can be made and those rules cannot be undone,

@@ -13,7 +13,7 @@
 
 #include "hal/host/fp16.h"
 #include "hal/kv_format.h"
-#include "policy/chunk_file.h"
+#include "policy/swap/chunk_file.h"
 
 namespace llmsvc::test {
 

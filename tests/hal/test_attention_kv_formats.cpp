@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Attention over compressed chunks (q8/q4/q3/q2, hal/kv_format.h, encoded by policy/kv_codec)
+// Attention over compressed chunks (q8/q4/q3/q2, hal/kv_format.h, encoded by policy/compression/kv_codec)
 // and the key-mass output, for GQA shapes, sliding windows, decode and prefill, mixed chunk
 // lists, every SIMD target, 1 to 3 threads:
 //  - against a double-precision reference of the same numerics over the exact decoded values
@@ -22,7 +22,7 @@
 
 #include "hal/cpu/cpu_device.h"
 #include "hal/host/fp16.h"
-#include "policy/kv_codec.h"
+#include "policy/compression/kv_codec.h"
 #include "tests/common/simd_targets.h"
 
 namespace llmsvc::hal::cpu {

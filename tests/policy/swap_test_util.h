@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/chunk_file.h"
+#include "policy/swap/chunk_file.h"
 
 namespace llmsvc::test {
 

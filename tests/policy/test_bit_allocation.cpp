@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "policy/bit_allocation.h"
+#include "policy/compression/bit_allocation.h"
 
 namespace llmsvc::policy {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Chunk swap files: round trips for every codec and format, byte-level layout, and every
 // kind of damage (bit flips, truncations, forged fields with a valid checksum).
-#include "policy/chunk_file.h"
+#include "policy/swap/chunk_file.h"
 
 #include <gtest/gtest.h>
 #include <lz4.h>
@@ -16,7 +16,7 @@
 #include <tuple>
 #include <vector>
 
-#include "policy/le_bytes.h"
+#include "policy/swap/le_bytes.h"
 #include "tests/common/kv_synth.h"
 #include "tests/policy/swap_test_util.h"
 

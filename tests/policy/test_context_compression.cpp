@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "policy/context_compression.h"
+#include "policy/compression/context_compression.h"
 #include "policy/kv_chunk_store.h"
 
 namespace llmsvc::policy {

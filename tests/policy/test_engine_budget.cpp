@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "llmsvc/llmsvc.h"
-#include "policy/context_compression.h"  // kAllocationHorizonChunks
+#include "policy/compression/context_compression.h"  // kAllocationHorizonChunks
 #include "tests/common/test_paths.h"
 
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/switch_cost.h"
+#include "policy/planning/switch_cost.h"
 #include "runtime/core/engine/engine.h"
 #include "tests/common/test_paths.h"
 

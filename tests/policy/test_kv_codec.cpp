@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// KV block codecs (policy/kv_codec.h) against a plain scalar reference written from the
+// KV block codecs (policy/compression/kv_codec.h) against a plain scalar reference written from the
 // format description in hal/kv_format.h and the codec's stated rules: layout (params and
 // packed codes), round-trip error, requantize == quantize(dequantize), edge cases (constant
 // groups, +-0, subnormals, the f16 range's ends, inf and NaN), on every SIMD target.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hal/host/fp16.h"
-#include "policy/kv_codec.h"
+#include "policy/compression/kv_codec.h"
 #include "tests/common/simd_targets.h"
 
 namespace llmsvc::policy {

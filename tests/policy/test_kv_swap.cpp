@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// KV swap of a sequence (policy/kv_swap.h) and swap currency in the chunk store: changed
+// KV swap of a sequence (policy/swap/kv_swap.h) and swap currency in the chunk store: changed
 // chunks are written (the partial tail too), current ones are not; evicting a chunk with a
 // current file makes it swapped, without one dropped; loads give back the same bytes; a
 // file for another history or prefix is refused; restore starts a sequence from storage.
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "policy/kv_swap.h"
-#include "policy/switch_planner.h"
+#include "policy/planning/switch_planner.h"
+#include "policy/swap/kv_swap.h"
 #include "tests/policy/swap_test_util.h"
 
 namespace llmsvc::policy {

@@ -3,7 +3,7 @@
 // thread's ordering and shutdown, batched reads on io_uring and on the pread fallback,
 // disk full on a real 256 KiB tmpfs, the fallback chosen when seccomp forbids io_uring, and
 // the reader's ring refusing everything but reads.
-#include "policy/swap_io.h"
+#include "policy/swap/swap_io.h"
 
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -29,7 +29,7 @@
 #include "base/aligned_buffer.h"
 #include "base/file_io.h"
 #include "base/unique_fd.h"
-#include "policy/read_only_ring.h"
+#include "policy/swap/read_only_ring.h"
 #include "tests/policy/swap_test_util.h"
 
 namespace llmsvc::policy {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/safe_dir.h"
-#include "policy/swap_store.h"
+#include "policy/swap/swap_store.h"
 #include "tests/common/kv_synth.h"
 #include "tests/policy/swap_test_util.h"
 

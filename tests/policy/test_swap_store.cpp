@@ -2,7 +2,7 @@
 // SwapStore: chunks stored and read back whole or layer by layer (batched, pipelined), on
 // both read engines and all codecs; damaged, stale, truncated, missing and replaced files
 // come back as per-chunk statuses.
-#include "policy/swap_store.h"
+#include "policy/swap/swap_store.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <random>
 
-#include "policy/switch_planner.h"
+#include "policy/planning/switch_planner.h"
 
 namespace llmsvc::policy {
 namespace {

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "policy/swap_io.h"
+#include "policy/swap/swap_io.h"
 #include "runtime/service/syscall_filter.h"
 
 namespace llmsvc::service {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "policy/kv_chunk_store.h"
-#include "policy/swap_store.h"
+#include "policy/swap/swap_store.h"
 #include "runtime/core/persist/history_log.h"
 
 namespace llmsvc {

@@ -12,7 +12,7 @@
 
 #include "base/fair_mutex.h"
 #include "hal/device.h"
-#include "policy/swap_io.h"
+#include "policy/swap/swap_io.h"
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/engine/kv_residency.h"

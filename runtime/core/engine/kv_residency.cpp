@@ -6,10 +6,10 @@
 #include <chrono>
 #include <set>
 
-#include "policy/context_compression.h"
-#include "policy/kv_swap.h"
-#include "policy/layer_loader.h"
-#include "policy/switch_planner.h"
+#include "policy/compression/context_compression.h"
+#include "policy/planning/switch_planner.h"
+#include "policy/swap/kv_swap.h"
+#include "policy/swap/layer_loader.h"
 #include "runtime/core/persist/chunk_table.h"
 
 namespace llmsvc {

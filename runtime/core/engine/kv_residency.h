@@ -17,8 +17,8 @@
 #include <string>
 
 #include "policy/kv_chunk_store.h"
-#include "policy/swap_io.h"
-#include "policy/switch_cost.h"
+#include "policy/planning/switch_cost.h"
+#include "policy/swap/swap_io.h"
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/engine/scope_disk_quotas.h"
@@ -59,7 +59,7 @@ class KvResidency {
   void deleted(const std::string& id);
 
   // Brings back the chunks of evaluated positions that left memory: loads what the plan
-  // (policy/switch_planner.h) loads, recomputes the rest and every chunk whose load failed.
+  // (policy/planning/switch_planner.h) loads, recomputes the rest and every chunk whose load failed.
   Status switch_in(ContextState& ctx, CallStats& st);
   // After a call whose history is durable: queues the chunks that changed since their files
   // were written, then the chunk table (ahead-of-time swap-out). Never fails the call.

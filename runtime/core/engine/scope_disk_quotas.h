@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/disk_quota.h"
+#include "policy/swap/disk_quota.h"
 
 namespace llmsvc {
 

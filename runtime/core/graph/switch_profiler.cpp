@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "base/file_io.h"
-#include "policy/swap_io.h"
-#include "policy/swap_store.h"
+#include "policy/swap/swap_io.h"
+#include "policy/swap/swap_store.h"
 #include "runtime/core/graph/forward.h"
 
 namespace llmsvc {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Measures this device's switch costs (policy/switch_cost.h) for the swap-recompute planner:
+// Measures this device's switch costs (policy/planning/switch_cost.h) for the swap-recompute planner:
 // recompute time of n tokens over a context of m positions (Forward::recompute), and cold
 // reads of layers of chunk files (SwapStore over SwapIo), each fitted by least squares to
 // the linear models. What `llmsvc profile` runs.
@@ -10,7 +10,7 @@
 
 #include "base/safe_dir.h"
 #include "base/status.h"
-#include "policy/switch_cost.h"
+#include "policy/planning/switch_cost.h"
 #include "runtime/core/model/model.h"
 
 namespace llmsvc {

@@ -31,7 +31,7 @@ Kind kind_of(const fileio::SafeDir& root, const std::string& rel) {
 
 std::string join(const std::string& dir, const std::string& name) { return dir == "." ? name : dir + "/" + name; }
 
-// "<digits>.kvc": a chunk file (policy/swap_dir.h's names; persist does not link policy).
+// "<digits>.kvc": a chunk file (policy/swap/swap_dir.h's names; persist does not link policy).
 bool is_chunk_file_name(const std::string& name) {
   if (name.size() < 5 || name.compare(name.size() - 4, 4, ".kvc") != 0) return false;
   return std::all_of(name.begin(), name.end() - 4, [](char c) { return c >= '0' && c <= '9'; });

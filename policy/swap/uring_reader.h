@@ -12,7 +12,7 @@
 #include <memory>
 #include <mutex>
 
-#include "policy/batch_reader.h"
+#include "policy/swap/batch_reader.h"
 
 namespace llmsvc::policy {
 

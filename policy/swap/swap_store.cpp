@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Chunk-level swap: encode + write, and batched, checked reads.
-#include "policy/swap_store.h"
+#include "policy/swap/swap_store.h"
 
 
-#include "policy/swap_dir.h"
+#include "policy/swap/swap_dir.h"
 
 namespace llmsvc::policy {
 namespace {

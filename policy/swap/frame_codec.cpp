@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // lz4 / zstd frame codecs with bounded decompression.
-#include "policy/frame_codec.h"
+#include "policy/swap/frame_codec.h"
 
 #include <lz4.h>
 #include <zstd.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Listing and cleaning swap directories.
-#include "policy/swap_dir.h"
+#include "policy/swap/swap_dir.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

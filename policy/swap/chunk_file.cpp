@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Chunk swap file encoding and validation (layout: docs/swap-format.md).
-#include "policy/chunk_file.h"
+#include "policy/swap/chunk_file.h"
 
 #include <xxhash.h>
 
@@ -8,8 +8,8 @@
 #include <climits>
 #include <cstring>
 
-#include "policy/frame_codec.h"
-#include "policy/le_bytes.h"
+#include "policy/swap/frame_codec.h"
+#include "policy/swap/le_bytes.h"
 
 namespace llmsvc::policy {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // DiskQuota: charges as a compare-and-swap loop, so concurrent writers never pass the limit together.
-#include "policy/disk_quota.h"
+#include "policy/swap/disk_quota.h"
 
 namespace llmsvc::policy {
 

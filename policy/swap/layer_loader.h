@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 #include "policy/kv_chunk_store.h"
-#include "policy/swap_store.h"
+#include "policy/swap/swap_store.h"
 
 namespace llmsvc::policy {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // KV swap of a sequence's chunks: chunk file metas, swap-out of changed chunks, loading.
-#include "policy/kv_swap.h"
+#include "policy/swap/kv_swap.h"
 
 #include <algorithm>
 #include <cstring>

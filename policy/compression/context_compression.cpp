@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Compression of a context's KV at the end of a call.
-#include "policy/context_compression.h"
+#include "policy/compression/context_compression.h"
 
 #include <algorithm>
 
-#include "policy/bit_allocation.h"
+#include "policy/compression/bit_allocation.h"
 
 namespace llmsvc::policy {
 

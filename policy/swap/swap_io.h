@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "policy/batch_reader.h"
-#include "policy/swap_dir.h"
-#include "policy/swap_writer.h"
+#include "policy/swap/batch_reader.h"
+#include "policy/swap/swap_dir.h"
+#include "policy/swap/swap_writer.h"
 
 namespace llmsvc::policy {
 

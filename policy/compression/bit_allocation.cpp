@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Exact bit allocation: a multiple-choice knapsack over each chunk's bits above 2.
-#include "policy/bit_allocation.h"
+#include "policy/compression/bit_allocation.h"
 
 #include <algorithm>
 #include <cmath>

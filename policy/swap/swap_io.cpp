@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SwapIo construction: picks the read engine.
-#include "policy/swap_io.h"
+#include "policy/swap/swap_io.h"
 
 namespace llmsvc::policy {
 

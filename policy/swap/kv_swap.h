@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "policy/chunk_file.h"
 #include "policy/kv_chunk_store.h"
-#include "policy/swap_store.h"
+#include "policy/swap/chunk_file.h"
+#include "policy/swap/swap_store.h"
 
 namespace llmsvc::policy {
 

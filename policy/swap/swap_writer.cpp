@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The swap writer thread: ordered batches of atomic writes and removals.
-#include "policy/swap_writer.h"
+#include "policy/swap/swap_writer.h"
 
 #include <unistd.h>
 

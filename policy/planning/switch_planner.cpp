@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The swap-recompute split: move the most bytes-per-token chunks to recompute while it helps,
 // each split timed overlapped and not.
-#include "policy/switch_planner.h"
+#include "policy/planning/switch_planner.h"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // KV block codecs (Highway, dispatched per CPU). One encoder per part reads its input through
 // a "source" of f32 values, either f16 rows or a decoded q block rounded to f16, so that
 // requantizing equals quantizing the dequantized block, byte for byte, without an f16 copy.
-#include "policy/kv_codec.h"
+#include "policy/compression/kv_codec.h"
 
 #include <algorithm>
 #include <cassert>
@@ -14,7 +14,7 @@
 #include "hwy/base.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "policy/kv_codec.cpp"
+#define HWY_TARGET_INCLUDE "policy/compression/kv_codec.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 

@@ -8,7 +8,7 @@
 #include <span>
 
 #include "base/status.h"
-#include "policy/chunk_file.h"
+#include "policy/swap/chunk_file.h"
 
 namespace llmsvc::policy {
 

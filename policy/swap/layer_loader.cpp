@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Layer-by-layer loads of swapped chunks for the swap-recompute pipeline.
-#include "policy/layer_loader.h"
+#include "policy/swap/layer_loader.h"
 
 #include <algorithm>
 
-#include "policy/kv_swap.h"
+#include "policy/swap/kv_swap.h"
 
 namespace llmsvc::policy {
 

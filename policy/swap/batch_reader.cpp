@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Batch bookkeeping shared by the read engines, and engine selection.
-#include "policy/batch_reader.h"
+#include "policy/swap/batch_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 
 #include "base/file_io.h"
 #include "base/safe_dir.h"
-#include "policy/pread_reader.h"
-#include "policy/uring_reader.h"
+#include "policy/swap/pread_reader.h"
+#include "policy/swap/uring_reader.h"
 
 namespace llmsvc::policy {
 

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "policy/switch_cost.h"
+#include "policy/planning/switch_cost.h"
 
 namespace llmsvc::policy {
 

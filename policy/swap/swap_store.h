@@ -20,10 +20,10 @@
 
 #include "base/page_buffer.h"
 #include "base/status.h"
-#include "policy/batch_reader.h"
-#include "policy/chunk_file.h"
-#include "policy/disk_quota.h"
-#include "policy/swap_io.h"
+#include "policy/swap/batch_reader.h"
+#include "policy/swap/chunk_file.h"
+#include "policy/swap/disk_quota.h"
+#include "policy/swap/swap_io.h"
 
 namespace llmsvc::policy {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The read-only ring's set-up: disabled, probed, restricted, enabled.
-#include "policy/read_only_ring.h"
+#include "policy/swap/read_only_ring.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SwitchCost (de)serialization.
-#include "policy/switch_cost.h"
+#include "policy/planning/switch_cost.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Batched reads on worker threads with pread.
-#include "policy/pread_reader.h"
+#include "policy/swap/pread_reader.h"
 
 #include <unistd.h>
 

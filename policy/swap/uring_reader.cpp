@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Batched reads on io_uring.
-#include "policy/uring_reader.h"
+#include "policy/swap/uring_reader.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "policy/read_only_ring.h"
+#include "policy/swap/read_only_ring.h"
 
 namespace llmsvc::policy {
 namespace {

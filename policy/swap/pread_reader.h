@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "policy/batch_reader.h"
+#include "policy/swap/batch_reader.h"
 
 namespace llmsvc::policy {
 
