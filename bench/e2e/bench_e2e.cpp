@@ -2,8 +2,8 @@
 // bench_e2e: times llmsvc's forward pass the way bench/compare_llamacpp.py times llama.cpp,
 // printing one JSON line per measurement:
 //   prefill N tokens into an empty context (tokens/s), decode at context C (tokens/s),
-//   and the machine's memory read bandwidth (GB/s) with the same thread count; with --device
-//   listing several devices (and --placement), what each device ran and the transfers.
+//   the machine's memory read bandwidth (GB/s) with the same thread count, and what each device
+//   ran (with --device listing several, and --placement: the transfers between them).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }
-  if (order.size() > 1) {
+  {
     const GraphFigures& f = fwd.figures();
     nlohmann::json devs = nlohmann::json::array();
     for (const auto& d : f.devices)
@@ -176,6 +176,7 @@ int main(int argc, char** argv) {
                       {"busy_s", d.busy_s}, {"idle_s", f.run_s - d.busy_s}});
     nlohmann::json j = {{"test", "devices"}, {"placement", placement}, {"copies_per_step", f.copies_per_step},
                         {"runs", f.runs}, {"preparations", f.preparations}, {"arena_bytes", f.arena_bytes},
+                        {"naive_bytes", f.naive_bytes},
                         {"devices", devs}};
     std::printf("%s\n", j.dump().c_str());
   }
