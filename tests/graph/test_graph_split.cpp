@@ -178,13 +178,20 @@ TEST_P(GraphFallback, AttentionGoesToTheCpuWhenTheFirstDeviceLacksIt) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GraphFallback, ::testing::Values("SmolLM2-135M-Instruct.Q4_1"));
 
-TEST(GraphPrepared, AStepShapeIsPreparedOnceAndReusedAcrossCalls) {
+TEST(GraphPrepared, AStepShapePreparedAheadIsReusedAcrossCalls) {
   auto m = test::load_model(test::load_golden("SmolLM2-135M-Instruct.Q4_1"));
   ASSERT_TRUE(m.model);
   Forward fwd(*m.model, *m.device, 16);
-  run(fwd, *m.model);  // warm-up: prompt shapes (16, 16), (8, 8) and the decode shape (1, 1)
+  // Prepared ahead: the prompt's shapes (16 and 8 tokens, every row out) and decoding's (1, 1).
+  ASSERT_TRUE(fwd.prepare(16, 16).ok());
+  ASSERT_TRUE(fwd.prepare(8, 8).ok());
+  ASSERT_TRUE(fwd.prepare(1, 1).ok());
+  EXPECT_FALSE(fwd.prepare(17, 1).ok());
+  EXPECT_FALSE(fwd.prepare(4, 5).ok());
   const uint64_t after_warm_up = fwd.figures().preparations;
   EXPECT_EQ(after_warm_up, 3u);
+  run(fwd, *m.model);  // nothing left to prepare
+  EXPECT_EQ(fwd.figures().preparations, after_warm_up);
   const uint64_t runs = fwd.figures().runs;
   run(fwd, *m.model);  // a second call over a new context: the same shapes
   EXPECT_EQ(fwd.figures().preparations, after_warm_up);

@@ -204,6 +204,15 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
   return cache_.emplace(key, std::move(p)).first->second.get();
 }
 
+Status Forward::prepare(int tokens, int outputs) {
+  if (tokens < 1 || tokens > max_batch_ || outputs < 0 || outputs > tokens)
+    return Status(Code::invalid_argument, "forward: a step of " + std::to_string(tokens) + " tokens and " +
+                                              std::to_string(outputs) + " outputs");
+  LLMSVC_RETURN_IF_ERROR(ensure_arenas());
+  auto p = prepared(hal::Shape{tokens, outputs});
+  return p.ok() ? Status::Ok() : p.status();
+}
+
 void Forward::add_waits(Prepared& p, const std::vector<std::array<std::vector<std::array<int64_t, 3>>, 2>>& access) const {
   auto meet = [](const std::vector<std::array<int64_t, 3>>& a, const std::vector<std::array<int64_t, 3>>& b) {
     for (const auto& x : a)

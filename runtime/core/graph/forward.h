@@ -80,6 +80,11 @@ class Forward {
   Status recompute(policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
                    int n_valid, const LayerHook& before_layer = {});
 
+  // Prepares the step shape of `tokens` tokens with `outputs` output rows ahead of its first
+  // use (what a device that compiles graphs wants before a latency-bound call); eval and
+  // recompute prepare what they meet anyway. Code::invalid_argument past max_batch.
+  Status prepare(int tokens, int outputs);
+
   int max_batch() const { return max_batch_; }
   const GraphFigures& figures() const { return figures_; }
   // The placed graph (ops with their devices, copies inserted).
