@@ -6,7 +6,8 @@ pkgs=(build-essential cmake ninja-build pkg-config python3 python3-pip python3-v
       libhwy-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
       libzstd-dev liblz4-dev libxxhash-dev liburing-dev libsystemd-dev libtomlplusplus-dev libseccomp-dev
       clang-14 libclang-rt-14-dev bible-kjv-text default-jdk-headless junit5 abigail-tools
-      python3-matplotlib)  # the last: the trace benchmark's plots (bench/policy/run_trace_bench.py)
+      python3-matplotlib   # the trace benchmark's plots (bench/policy/run_trace_bench.py)
+      ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo)  # OpenCL: the loader, headers, PoCL (CPU) for CI
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClDeviceContext: what llmsvc holds open on one OpenCL device: its context, an in-order
+// command queue, the memory pool of its buffers and the builder of its programs.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "hal/opencl/cl_platform.h"
+#include "hal/opencl/cl_pool.h"
+#include "hal/opencl/cl_queue.h"
+#include "hal/opencl/program_cache.h"
+
+namespace llmsvc::hal::opencl {
+
+struct ClOptions {
+  std::string cache_dir;      // program binaries ("": none)
+  uint64_t memory_bytes = 0;  // the pool's capacity (0: 90 % of the device's memory)
+};
+
+class ClDeviceContext {
+ public:
+  static Result<std::unique_ptr<ClDeviceContext>> open(const ClDeviceInfo& device, const ClOptions& options);
+  ~ClDeviceContext();
+
+  const ClDeviceInfo& info() const { return info_; }
+  cl_context context() const { return context_.get(); }
+  ClQueue& queue() { return *queue_; }
+  ClPool& pool() { return *pool_; }
+  ProgramBuilder& programs() { return *programs_; }
+
+ private:
+  ClDeviceContext() = default;
+  ClDeviceInfo info_;
+  ClContext context_;
+  ClCommandQueue command_queue_;
+  std::unique_ptr<ClQueue> queue_;
+  std::unique_ptr<ClPool> pool_;  // before the context goes: its buffers are released first
+  std::unique_ptr<ProgramBuilder> programs_;
+};
+
+}  // namespace llmsvc::hal::opencl
