@@ -12,6 +12,7 @@
 
 #include "hal/host/host_pool.h"
 #include "hal/opencl/cl_device_context.h"
+#include "tests/common/file_facts.h"
 
 namespace llmsvc::hal::opencl {
 namespace {
@@ -22,7 +23,8 @@ class OpenCl : public ::testing::Test {
     auto d = select_cl_device("");
     ASSERT_TRUE(d.ok()) << d.status().message() << " (install pocl-opencl-icd: tools/scripts/install_deps.sh)";
     info_ = *d;
-    cache_ = std::filesystem::temp_directory_path() / ("llmsvc-clcache-" + std::to_string(::getpid()));
+    cache_ = test::make_temp_dir("llmsvc-clcache");
+    ASSERT_FALSE(cache_.empty());
     auto c = ClDeviceContext::open(info_, ClOptions{cache_.string(), 0});
     ASSERT_TRUE(c.ok()) << c.status().message();
     ctx_ = std::move(c).value();

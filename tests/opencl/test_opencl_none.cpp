@@ -9,13 +9,14 @@
 #include <filesystem>
 
 #include "hal/opencl/cl_platform.h"
+#include "tests/common/file_facts.h"
 
 namespace llmsvc::hal::opencl {
 namespace {
 
 TEST(OpenClNone, NoPlatformIsAClearError) {
-  const auto empty = std::filesystem::temp_directory_path() / ("llmsvc-no-icd-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(empty);
+  const std::string empty = test::make_temp_dir("llmsvc-no-icd");
+  ASSERT_FALSE(empty.empty());
   ASSERT_EQ(::setenv("OCL_ICD_VENDORS", empty.c_str(), 1), 0);
   auto all = list_cl_devices();
   ASSERT_FALSE(all.ok());

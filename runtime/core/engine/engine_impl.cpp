@@ -86,12 +86,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
 
 namespace {
 
-// KV chunks live in the memory of the device that runs attention (the first attention op's;
-// placement keeps attention where it can reach them).
+// KV chunks live in the memory of the device that runs attention (the first attention op's),
+// when the policy can reach it in place (host-visible); else in host memory (null), which
+// placement gives only to host-visible devices today.
 hal::MemoryPool* attention_memory(const Forward& forward, const std::vector<std::unique_ptr<hal::Device>>& devices) {
-  for (const hal::Op& op : forward.graph().ops)
-    if (op.kind == hal::OpKind::attention) return &devices[op.device]->memory();
-  return &devices.front()->memory();
+  for (const hal::Op& op : forward.graph().ops) {
+    if (op.kind != hal::OpKind::attention) continue;
+    hal::MemoryPool& pool = devices[op.device]->memory();
+    return pool.host_visible() ? &pool : nullptr;
+  }
+  return nullptr;
 }
 
 }  // namespace
