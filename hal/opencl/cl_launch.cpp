@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// build_kernels / make_kernel: sources joined and built through the program cache.
+#include "hal/opencl/cl_launch.h"
+
+#include "hal/opencl/cl_sources.h"
+
+namespace llmsvc::hal::opencl {
+
+Result<ClProgram> build_kernels(ClDeviceContext& ctx, std::initializer_list<std::string_view> sources,
+                                std::string_view options) {
+  std::string text(cl_source("common"));
+  for (std::string_view name : sources) {
+    const std::string_view s = cl_source(name);
+    if (s.empty()) return Status(Code::internal, std::string("opencl: no kernel source ").append(name));
+    text += "\n";
+    text += s;
+  }
+  std::string opts = "-cl-std=CL1.2";
+  if (!options.empty()) opts.append(" ").append(options);
+  return ctx.programs().build(text, opts);
+}
+
+Result<ClKernel> make_kernel(cl_program program, const char* name) {
+  cl_int err = CL_SUCCESS;
+  ClKernel k(clCreateKernel(program, name, &err));
+  if (err != CL_SUCCESS) return cl_status(err, std::string("creating kernel ") + name);
+  return k;
+}
+
+}  // namespace llmsvc::hal::opencl

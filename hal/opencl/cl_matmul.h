@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClMatmul: weights on an OpenCL device and the kernels that read them: matmul (a GEMV for a
+// few tokens, a GEMM for prefill) and embedding rows.
+//
+// Each GGUF weight type is repacked once at upload into a layout the kernels read coalesced
+// (see cl_matmul.cpp's comment for which type becomes what); activations are f32.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/status.h"
+#include "hal/buffer.h"
+#include "hal/device.h"
+#include "hal/opencl/cl_launch.h"
+
+namespace llmsvc::hal::opencl {
+
+// A weight in device memory (its own copy: the file's bytes are not read again).
+class ClWeight final : public PreparedWeight {
+ public:
+  const WeightRef& ref() const override { return ref_; }
+  bool owns_copy() const override { return true; }
+  uint64_t device_bytes() const;  // what it holds in the device's pool
+
+ private:
+  friend class ClMatmul;
+  WeightRef ref_;
+  int layout = 0;         // which repacked form (cl_matmul.cpp)
+  Buffer parts[3];        // codes, scales, ... as the layout needs
+};
+
+class ClMatmul {
+ public:
+  // Builds the matmul programs for the context's device (through its program cache).
+  static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx);
+  ~ClMatmul();
+
+  // The weight types upload() takes.
+  bool supports(WeightType type) const;
+  // Repacks `w` on the host and copies it into the device's pool (waits for the copy).
+  // Code::out_of_memory when the pool is full; Code::unsupported for another type.
+  Result<std::unique_ptr<ClWeight>> upload(const WeightRef& w);
+
+  // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens; x: n_tokens x cols f32, y: n_tokens x
+  // rows f32 (neither overlapping the other). Enqueued on the context's queue, no wait.
+  Status matmul(const ClWeight& w, ClView x, int n_tokens, ClView y);
+  // out[i] = w[ids[i]] dequantized (f32, exactly as the CPU's dequantization gives it); ids:
+  // n int32 in device memory, each in [0, rows).
+  Status get_rows(const ClWeight& w, ClView ids, int n, ClView out);
+
+ private:
+  struct Impl;
+  explicit ClMatmul(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llmsvc::hal::opencl

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClOps: the HAL's non-matmul ops as OpenCL kernels on device buffers: norms, RoPE, gated
+// activations, residual adds, biases, scales, and attention over a context's KV chunks kept in
+// device memory (new K/V rows written into them in place).
+//
+// Every call enqueues on the context's in-order queue and returns without waiting; an error is
+// an enqueue failure. Numerics follow the CPU backend's ops (hal/cpu) to float rounding.
+#pragma once
+
+#include <memory>
+
+#include "base/status.h"
+#include "hal/device.h"
+#include "hal/kv_format.h"
+#include "hal/opencl/cl_launch.h"
+
+namespace llmsvc::hal::opencl {
+
+// A context's KV cache in device memory: every chunk lies in one buffer (`arena`); chunk c of
+// the sequence is at byte table[c] & kKvOffsetMask of it, in format table[c] >> 56 (a KvFormat,
+// bits per code). A chunk is laid out as on the host (policy/kv_chunk_store.h): for each layer,
+// the K block then the V block of a block shape of chunk_tokens tokens (hal/kv_format.h).
+struct ClKv {
+  cl_mem arena = nullptr;
+  ClView table;  // ulong per chunk
+  int n_chunks = 0;
+  int chunk_tokens = 0;
+  int n_layer = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+};
+inline constexpr uint64_t kKvOffsetMask = (uint64_t(1) << 56) - 1;
+inline uint64_t kv_table_entry(uint64_t offset, KvFormat f) { return offset | (uint64_t(static_cast<uint8_t>(f)) << 56); }
+
+class ClOps {
+ public:
+  static Result<std::unique_ptr<ClOps>> create(ClDeviceContext& ctx);
+  ~ClOps();
+
+  // As hal::Device's ops of the same names, on views (f32 unless said).
+  Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out);
+  // positions: n_tokens int32.
+  Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView positions, float freq_base,
+              float freq_scale, RopeStyle style);
+  Status swiglu(ClView gate, ClView up, size_t n);
+  Status geglu(ClView gate, ClView up, size_t n);
+  Status add(ClView y, ClView x, size_t n);
+  Status add_bias(ClView y, ClView bias, int n_rows, int dim);
+  Status scale(ClView x, size_t n, float s);
+
+  // K and V rows of n_tokens tokens (k, v: n_tokens x kv_dim f32) stored as f16 into `layer` of
+  // the chunks at positions[t] (their chunks are f16).
+  Status store_kv(ClView k, ClView v, int n_tokens, ClView positions, const ClKv& kv, int layer);
+  // Causal attention of n_tokens queries (q: n_tokens x n_head x head_dim, query t at
+  // positions[t]) over keys at positions [0, n_valid) of `layer` (a query sees keys at
+  // positions <= its own, and > its own - p.sliding_window when that is > 0), every KV format.
+  // out: n_tokens x n_head x head_dim. mass, when its mem is not null: float per position;
+  // adds, for each key, the softmax weight it received summed over query rows and heads (as
+  // hal::KvChunkView::mass).
+  Status attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
+                   const AttentionParams& p, ClView out, ClView mass);
+
+ private:
+  struct Impl;
+  explicit ClOps(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llmsvc::hal::opencl
