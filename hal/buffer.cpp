@@ -12,6 +12,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     pool_ = std::exchange(o.pool_, nullptr);
     host_ = std::exchange(o.host_, nullptr);
     handle_ = std::exchange(o.handle_, nullptr);
+    offset_ = std::exchange(o.offset_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
   }
   return *this;
@@ -22,6 +23,7 @@ void Buffer::reset() noexcept {
   pool_ = nullptr;
   host_ = nullptr;
   handle_ = nullptr;
+  offset_ = 0;
   bytes_ = 0;
 }
 
@@ -48,12 +50,13 @@ Result<Buffer> MemoryPool::alloc(size_t bytes) {
   b.pool_ = this;
   b.host_ = block.host;
   b.handle_ = block.handle;
+  b.offset_ = block.offset;
   b.bytes_ = bytes;
   return b;
 }
 
 void MemoryPool::give_back(Buffer& b) noexcept {
-  release(Block{b.host_, b.handle_}, b.bytes_);
+  release(Block{b.host_, b.handle_, b.offset_}, b.bytes_);
   std::lock_guard lock(mu_);
   used_ -= b.bytes_;
 }

@@ -32,8 +32,11 @@ class Buffer {
   size_t size() const { return bytes_; }
   // The bytes in host memory, or null where the space is not host-visible.
   uint8_t* data() const { return host_; }
-  // The device's own handle (a cl_mem, ...); for host spaces the host pointer.
+  // The device's own handle (a cl_mem, ...); for host spaces the host pointer. A pool that
+  // sub-allocates one large device object (an arena) gives every buffer that object's handle
+  // and the buffer's byte offset in it.
   void* handle() const { return handle_; }
+  size_t offset() const { return offset_; }
   const MemoryPool* pool() const { return pool_; }
   // Gives the allocation back to its pool.
   void reset() noexcept;
@@ -43,6 +46,7 @@ class Buffer {
   MemoryPool* pool_ = nullptr;
   uint8_t* host_ = nullptr;
   void* handle_ = nullptr;
+  size_t offset_ = 0;
   size_t bytes_ = 0;
 };
 
@@ -72,6 +76,7 @@ class MemoryPool {
   struct Block {
     uint8_t* host = nullptr;
     void* handle = nullptr;
+    size_t offset = 0;  // within handle
   };
   // The backend's allocator: a block of `bytes`, or {} when there is none.
   virtual Block allocate(size_t bytes) = 0;

@@ -4,15 +4,18 @@
 // The core places each op on a device from its capabilities; a device that lacks an op
 // or a weight type says so through supports() and placement falls back to the CPU.
 // Each device has a memory space (memory(): a pool with a capacity) and a queue for transfers;
-// the ops below take pointers into host-visible buffers of its space (the CPU's; a device
-// without host-visible memory runs prepared graphs instead, on its own buffers). Weights are
+// the ops below take pointers into host-visible buffers of its space (the CPU's). A device
+// without host-visible memory (a discrete GPU) is driven on buffer views instead: begin() binds
+// a micro-batch, run() enqueues one op of it, end() completes it. Weights are
 // WeightRef views of GGUF tensor bytes, which the device may repack once at load time
 // (prepare_weight) into its own layout.
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -83,6 +86,48 @@ struct AttentionParams {
 
 enum class RopeStyle { normal, neox };  // adjacent pairs (llama) / split halves (neox, qwen2, gemma)
 
+// A place in a device's memory: a buffer of its pool and a byte offset in it.
+struct BufferView {
+  const Buffer* buffer = nullptr;
+  size_t offset = 0;
+};
+
+// One op of a prepared step list with everything resolved: what a view-driven device runs.
+// Operands as in the pointer ops above; ids_in / logits_out name the bound tensors (the
+// micro-batch's token ids, the host's logits), which the device stages itself.
+struct OpCall {
+  OpKind kind = OpKind::copy;
+  int layer = -1;
+  int64_t rows = 0;
+  int64_t from_row = 0;  // last_rows: the first row moved to the front
+  BufferView in[2], out[3];
+  bool ids_in = false, logits_out = false;
+  int n_weights = 0;
+  const PreparedWeight* w[3] = {nullptr, nullptr, nullptr};  // matmul
+  const PreparedWeight* table = nullptr;  // get_rows: the embedding table, prepared on this device
+  const PreparedWeight* param = nullptr;  // norm scale / bias as a 1 x n F32 weight (null: none)
+  std::array<int32_t, 4> i{};             // as the graph's op integers (hal/graph.h)
+  std::array<float, 2> f{};
+  int64_t cols_in = 0, cols_out = 0;
+};
+
+// What one micro-batch binds on a view-driven device.
+struct BatchBinding {
+  const int32_t* ids = nullptr;        // n token ids (host)
+  const int32_t* positions = nullptr;  // n positions (host)
+  int n = 0;
+  float* logits = nullptr;  // host rows of n_vocab floats the logits op writes; complete after end()
+  // The context's KV cache: chunk c's memory (a buffer of kv_memory(), null when not resident)
+  // and format; chunks hold chunk_tokens positions of n_layer layers (policy/kv_chunk_store.h).
+  std::span<const Buffer* const> chunk_memory;
+  std::span<const KvFormat> chunk_format;
+  int chunk_tokens = 0, n_layer = 0, n_head_kv = 0, head_dim = 0;
+  int n_valid = 0;  // keys at positions [0, n_valid) are visible
+  // Per chunk, chunk_tokens floats to which attention adds each key's mass (as
+  // KvChunkView::mass), complete after end(); empty when not tracked.
+  std::span<float* const> chunk_mass;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -96,6 +141,15 @@ class Device {
   // queue (transfers in and out of that space).
   virtual MemoryPool& memory() = 0;
   virtual Queue& queue() = 0;
+  // Where the KV chunks of contexts this device attends over live (a GPU: one arena, so that
+  // attention reaches every chunk through one handle).
+  virtual MemoryPool& kv_memory() { return memory(); }
+
+  // The view-driven path (devices whose memory is not host-visible). Each returns the first
+  // failure of the device (an enqueue, a transfer); Code::unsupported where not offered.
+  virtual Status begin(const BatchBinding& batch);
+  virtual Status run(const OpCall& op);
+  virtual Status end();
 
   virtual Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) = 0;
 

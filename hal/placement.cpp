@@ -27,12 +27,6 @@ double estimate(const Graph& g, const Op& op, int space, const std::vector<int>&
   return s;
 }
 
-Status unreachable_host(const Device& d) {
-  std::string what = "placement: ";
-  what.append(d.name()).append(" cannot reach host memory");
-  return Status(Code::unsupported, what);
-}
-
 }  // namespace
 
 Result<PlacedGraph> place(const Graph& logical, std::span<Device* const> devices, const PlacementRule& rule,
@@ -75,7 +69,6 @@ Result<PlacedGraph> place(const Graph& logical, std::span<Device* const> devices
       return Status(Code::unsupported, what);
     }
     const int space = out.device_space[dev];
-    const bool host_visible = devices[dev]->memory().host_visible();
     Op op = lop;
     op.device = dev;
     auto physical = [&](int32_t t) {
@@ -96,10 +89,9 @@ Result<PlacedGraph> place(const Graph& logical, std::span<Device* const> devices
     };
     for (int32_t& t : op.in) {
       if (t < 0) continue;
-      if (logical.tensors[t].role != TensorRole::activation) {
-        if (!host_visible) return unreachable_host(*devices[dev]);
-        continue;
-      }
+      // Bound tensors (token ids, logits) are the caller's host memory: a device that cannot
+      // reach it stages them itself (hal::Device::begin / end).
+      if (logical.tensors[t].role != TensorRole::activation) continue;
       if (where[t] < 0) return Status(Code::internal, "placement: " + logical.tensors[t].name + " is read before it is written");
       const int32_t phys = physical(t);
       if (!current[t][space]) {
@@ -119,10 +111,7 @@ Result<PlacedGraph> place(const Graph& logical, std::span<Device* const> devices
     }
     for (int32_t& t : op.out) {
       if (t < 0) continue;
-      if (logical.tensors[t].role != TensorRole::activation) {
-        if (!host_visible) return unreachable_host(*devices[dev]);
-        continue;
-      }
+      if (logical.tensors[t].role != TensorRole::activation) continue;
       const int32_t logical_id = t;
       t = physical(logical_id);
       where[logical_id] = space;

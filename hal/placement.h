@@ -8,7 +8,8 @@
 // last in every list, runs everything). Then each tensor read in a memory space that lacks its
 // current contents gets a copy there (a `copy` op on the reading device's queue), so every
 // physical tensor lives in one space. Bound tensors (token ids, positions, logits) are host
-// memory, read and written in place by host-visible devices.
+// memory, read and written in place by host-visible devices and staged by the others
+// (hal::Device::begin / end).
 #pragma once
 
 #include <array>

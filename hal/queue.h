@@ -42,6 +42,8 @@ class Queue {
   virtual Event copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes) = 0;
   // Waits for everything submitted so far.
   virtual void finish() = 0;
+  // The first transfer that failed since the last call (then cleared); a host queue never fails.
+  virtual Status status() { return Status::Ok(); }
 };
 
 // The host's queue: copies between host-visible buffers, run at once on the caller's thread

@@ -11,6 +11,8 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
   if (to == hal::KvFormat::f16 || hal::kv_format_bits(to) > hal::kv_format_bits(ch.format))
     return Status(Code::internal, "kv: compression can only narrow a chunk");
   if (to == ch.format) return Status::Ok();
+  if (!ch.mem.data())  // a GPU's own memory: the codecs run on the host and read chunks in place
+    return Status(Code::unsupported, "kv: compressing chunks in " + store_.memory().space() + " (not host-visible)");
   const size_t bytes = geo_.chunk_bytes(to);
   auto mem = store_.claim(bytes, this);
   if (!mem.ok()) return mem.status();

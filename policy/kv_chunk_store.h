@@ -152,6 +152,11 @@ class KvSequence {
   // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes).
   uint8_t* chunk_data(int c) { return chunks_[c].mem.data(); }
   const uint8_t* chunk_data(int c) const { return chunks_[c].mem.data(); }
+  // Resident chunk c's buffer (in the store's pool, which a GPU's attention reads directly);
+  // null when not resident.
+  const hal::Buffer* chunk_memory(int c) const {
+    return chunks_[c].state == ChunkState::resident ? &chunks_[c].mem : nullptr;
+  }
 
   // Block of `part` for `layer` of resident chunk c, in format(c).
   const void* block(int c, int layer, hal::KvPart part) const;

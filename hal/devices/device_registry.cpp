@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "hal/cpu/cpu_device.h"
+#include "hal/opencl/cl_device.h"
 
 namespace llmsvc::hal {
 namespace {
@@ -29,8 +30,32 @@ Result<std::unique_ptr<Device>> cpu_open(std::string_view rest, const DeviceOpti
   return Status(Code::not_found, "");
 }
 
+std::vector<std::string> opencl_present() {
+  std::vector<std::string> out;
+  auto all = opencl::list_cl_devices();
+  if (!all.ok()) return out;  // no OpenCL platform here
+  for (size_t i = 0; i < all->size(); ++i) out.push_back("opencl:" + std::to_string(i));
+  return out;
+}
+
+Result<std::unique_ptr<Device>> opencl_open(std::string_view rest, const DeviceOptions& options) {
+  opencl::ClDeviceOptions o;
+  o.cache_dir = options.cache_dir;
+  o.memory_bytes = options.memory_bytes;
+  o.kv_bytes = options.kv_bytes;
+  auto d = opencl::ClDevice::open(rest, o);
+  if (!d.ok()) {
+    // No platform at all, or none that answers: not this backend's device (the caller lists
+    // what is present); any other failure is the device's own and says so.
+    if (d.status().code() == Code::unsupported) return Status(Code::not_found, "");
+    return d.status();
+  }
+  return std::unique_ptr<Device>(std::move(d).value());
+}
+
 constexpr Backend kBackends[] = {
     {"cpu", cpu_present, cpu_open},
+    {"opencl", opencl_present, opencl_open},
 };
 
 std::string present_list() {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device registry: the backends llmsvc can run on, by name, and the one place that names
 // them. Embedders choose with a device spec (`--device` on the CLI, llmsvc_bind_options.device,
-// llmsvcd's `devices =`): "cpu" today; a backend with several devices takes "NAME:INDEX" or
-// "NAME:TEXT" (the first whose description contains TEXT). No code above hal/ names a backend.
+// llmsvcd's `devices =`): "cpu", "opencl" (the first OpenCL GPU, else the first OpenCL device);
+// a backend with several devices takes "NAME:INDEX" or "NAME:TEXT" (the first whose
+// description contains TEXT: "opencl:NVIDIA"). No code above hal/ names a backend.
 // "cpu:1" is a second CPU device with a memory pool of its own: placement across two devices,
 // and the transfers between their spaces, run for real on a machine without an accelerator.
 #pragma once
@@ -18,8 +19,12 @@
 namespace llmsvc::hal {
 
 struct DeviceOptions {
+  DeviceOptions() = default;
+  explicit DeviceOptions(int threads, uint64_t memory = 0) : n_threads(threads), memory_bytes(memory) {}
   int n_threads = 1;          // the CPU backend's worker team (>= 1)
   uint64_t memory_bytes = 0;  // cap on the device's memory pool (0: what it has)
+  uint64_t kv_bytes = 0;      // a GPU's KV arena (0: its default)
+  std::string cache_dir;      // where a GPU keeps its compiled programs ("": none)
 };
 
 // The device this build runs on when the embedder names none.

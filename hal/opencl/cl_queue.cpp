@@ -24,6 +24,9 @@ Event ClQueue::copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t ds
     std::memcpy(dst.data() + dst_offset, src.data() + src_offset, bytes);
     return Event();
   }
+  // Device buffers may be ranges of one arena (ClArenaPool): their place in it comes first.
+  if (!src_host) src_offset += src.offset();
+  if (!dst_host) dst_offset += dst.offset();
   cl_event ev = nullptr;
   cl_int err;
   if (!src_host && !dst_host) {

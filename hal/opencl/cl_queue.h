@@ -17,7 +17,7 @@ class ClQueue final : public Queue {
   Event copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes) override;
   void finish() override { clFinish(queue_); }
   // The first enqueue failure since the last call (then cleared).
-  Status status();
+  Status status() override;
   cl_command_queue handle() const { return queue_; }
 
  private:

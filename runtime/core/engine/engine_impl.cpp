@@ -44,6 +44,20 @@ struct BusyGuard {
 
 }  // namespace
 
+namespace {
+
+// KV chunks live where the device that runs attention (the first attention op's) keeps them
+// (hal::Device::kv_memory: a host-visible pool, or a GPU's arena).
+hal::MemoryPool* attention_memory(const Forward& forward, const std::vector<std::unique_ptr<hal::Device>>& devices) {
+  for (const hal::Op& op : forward.graph().ops) {
+    if (op.kind != hal::OpKind::attention) continue;
+    return &devices[op.device]->kv_memory();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   int threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int chunk = o.chunk_tokens > 0 ? o.chunk_tokens : 16;
@@ -60,7 +74,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (cleaned.total() > 0)
     std::fprintf(stderr, "llmsvc: state: removed %zu leftovers of interrupted writes (%zu temporary files, %zu "
                  "unfinished context directories)\n", cleaned.total(), cleaned.temp_files, cleaned.unfinished);
-  auto devices = hal::open_devices(o.device, hal::DeviceOptions{threads});
+  hal::DeviceOptions dev_options;
+  dev_options.n_threads = threads;
+  dev_options.cache_dir = *root + "/cache/opencl";
+  // A GPU's KV arena holds the whole budget (with room for fragmentation).
+  if (o.kv_budget_bytes) dev_options.kv_bytes = o.kv_budget_bytes + o.kv_budget_bytes / 8;
+  auto devices = hal::open_devices(o.device, dev_options);
   if (!devices.ok()) return devices.status();
   auto model = Model::load(o.model_path, *devices->front());
   if (!model.ok()) return model.status();
@@ -70,35 +89,32 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (!rule.ok()) return rule.status();
   auto forward = Forward::create(**model, order, *rule, kMaxBatch);
   if (!forward.ok()) return forward.status();
+  // KV chunks kept in a GPU's own memory: the budget is at most what its arena holds, and the
+  // policy's compression and swap (which read chunks in host memory) are off until they stage
+  // through the device's queue; evicted chunks are dropped and recomputed on the device.
+  EngineOptions eo = o;
+  if (hal::MemoryPool* kv = attention_memory(**forward, *devices); kv && !kv->host_visible()) {
+    const uint64_t room = kv->capacity() - kv->capacity() / 16;
+    if (eo.kv_budget_bytes == 0 || eo.kv_budget_bytes > room) eo.kv_budget_bytes = room;
+    eo.kv_ratio = 0;
+    eo.kv_swap = false;
+    std::fprintf(stderr, "llmsvc: KV cache in %s (%llu MiB); compression and swap are off there, evicted chunks are "
+                 "recomputed\n", kv->space().c_str(), static_cast<unsigned long long>(eo.kv_budget_bytes >> 20));
+  }
   const int trained = (*model)->config().n_ctx_train;
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
   std::unique_ptr<policy::SwapIo> swap_io;
-  if (o.kv_swap) {
+  if (eo.kv_swap) {
     auto io = policy::SwapIo::create();
     if (io.ok()) swap_io = std::move(io).value();
     else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
   }
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(devices).value(), std::move(model).value(),
-                                                              std::move(forward).value(), o, n_ctx, std::move(state),
+                                                              std::move(forward).value(), eo, n_ctx, std::move(state),
                                                               std::move(swap_io)));
 }
 
-namespace {
-
-// KV chunks live in the memory of the device that runs attention (the first attention op's),
-// when the policy can reach it in place (host-visible); else in host memory (null), which
-// placement gives only to host-visible devices today.
-hal::MemoryPool* attention_memory(const Forward& forward, const std::vector<std::unique_ptr<hal::Device>>& devices) {
-  for (const hal::Op& op : forward.graph().ops) {
-    if (op.kind != hal::OpKind::attention) continue;
-    hal::MemoryPool& pool = devices[op.device]->memory();
-    return pool.host_visible() ? &pool : nullptr;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::unique_ptr<Model> model,
                        std::unique_ptr<Forward> forward, const EngineOptions& o, int n_ctx, persist::StateDir state,

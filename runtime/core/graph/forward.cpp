@@ -18,29 +18,23 @@ double now_s() {
 
 }  // namespace
 
-// One op with everything resolved for a shape: device, row count, tensor addresses, weights.
+// One op with everything resolved for a shape: device, row count, operands, weights. A
+// host-visible device reads the host addresses; a view-driven one runs `call` (hal::OpCall).
 struct Forward::Step {
-  hal::OpKind kind = hal::OpKind::copy;
-  int layer = -1;
+  hal::OpCall call;
   int device = 0;
-  int64_t rows = 0;
-  int64_t from_row = 0;           // last_rows: the first row moved
+  bool on_views = false;          // its device is driven on buffer views
   float* in[2] = {nullptr, nullptr};
   float* out[3] = {nullptr, nullptr, nullptr};
-  bool ids_in = false, logits_out = false;  // bound per run: the token ids / the logits
-  int n_weights = 0;
-  const hal::PreparedWeight* w[3] = {nullptr, nullptr, nullptr};
   const hal::WeightRef* table = nullptr;  // get_rows
   const float* param = nullptr;
-  std::array<int32_t, 4> i{};
-  std::array<float, 2> f{};
-  int64_t cols_in = 0, cols_out = 0;
-  StepWaits waits{-1, -1, -1, -1};
-  uint64_t bytes_out = 0;  // what it writes (for the figures)  // several devices: see Forward::add_waits
+  StepWaits waits{-1, -1, -1, -1};  // several devices: see Forward::add_waits
+  uint64_t bytes_out = 0;  // what it writes (for the figures)
   // copy
   const hal::Buffer* src = nullptr;
   hal::Buffer* dst = nullptr;
   size_t src_offset = 0, dst_offset = 0, bytes = 0;
+  int queue_device = 0;  // whose queue moves it: the reader's, or the end that is not host-visible
 };
 
 struct Forward::Prepared {
@@ -109,6 +103,29 @@ Status Forward::place(const hal::PlacementRule& rule) {
       weights_.emplace(std::pair{op.device, id}, std::move(w).value());
     }
   }
+  // A view-driven device reads the embedding table and the norm scales and biases from its own
+  // memory: each prepared there once (as 1 x n F32 weights).
+  for (const hal::Op& op : placed_.graph.ops) {
+    hal::Device& d = *devices_[op.device];
+    if (d.memory().host_visible()) continue;
+    if (std::find(view_devices_.begin(), view_devices_.end(), op.device) == view_devices_.end())
+      view_devices_.push_back(op.device);
+    if (op.kind == hal::OpKind::get_rows && !tables_.count(op.device)) {
+      auto t = d.prepare_weight(model_.token_embd());
+      if (!t.ok()) return t.status();
+      tables_.emplace(op.device, std::move(t).value());
+    }
+    if (op.param >= 0 && !params_.count({op.device, op.param})) {
+      hal::WeightRef ref;
+      ref.data = model_param(model_, op.param);
+      ref.rows = 1;
+      ref.cols = op.kind == hal::OpKind::rms_norm ? op.i[0] : placed_.graph.tensors[op.out[0]].cols;
+      ref.row_bytes = static_cast<size_t>(ref.cols) * sizeof(float);
+      auto w = d.prepare_weight(ref);
+      if (!w.ok()) return w.status();
+      params_.emplace(std::pair{op.device, op.param}, std::move(w).value());
+    }
+  }
   return Status::Ok();
 }
 
@@ -142,34 +159,45 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
   };
   auto addr = [&](int32_t t) -> float* {
     if (t < 0 || g.tensors[t].role != hal::TensorRole::activation) return nullptr;
-    return reinterpret_cast<float*>(arenas_[g.tensors[t].space].data() + plan_.offset[t]);
+    uint8_t* base = arenas_[g.tensors[t].space].data();
+    return base ? reinterpret_cast<float*>(base + plan_.offset[t]) : nullptr;
+  };
+  auto view = [&](int32_t t) -> hal::BufferView {
+    if (t < 0 || g.tensors[t].role != hal::TensorRole::activation) return {};
+    return {&arenas_[g.tensors[t].space], static_cast<size_t>(plan_.offset[t])};
   };
   for (const hal::Op& op : g.ops) {
     Step s;
-    s.kind = op.kind;
-    s.layer = op.layer;
+    hal::OpCall& c = s.call;
+    c.kind = op.kind;
+    c.layer = op.layer;
     s.device = op.device;
-    s.rows = op.rows.at(shape);
-    if (s.rows == 0) continue;  // the output rows of a step that wants none
+    s.on_views = !devices_[op.device]->memory().host_visible();
+    c.rows = op.rows.at(shape);
+    if (c.rows == 0) continue;  // the output rows of a step that wants none
     if (op.kind == hal::OpKind::last_rows) {
       if (shape.outputs == shape.tokens) continue;  // every row goes on where it is
-      s.from_row = shape.tokens - shape.outputs;
+      c.from_row = shape.tokens - shape.outputs;
     }
-    for (int k = 0; k < 2; ++k) s.in[k] = addr(op.in[k]);
-    for (int k = 0; k < 3; ++k) s.out[k] = addr(op.out[k]);
-    s.ids_in = op.in[0] >= 0 && g.tensors[op.in[0]].role == hal::TensorRole::token_ids;
-    s.logits_out = op.out[0] >= 0 && g.tensors[op.out[0]].role == hal::TensorRole::logits;
-    if (op.in[0] >= 0) s.cols_in = g.tensors[op.in[0]].cols;
-    if (op.out[0] >= 0) s.cols_out = g.tensors[op.out[0]].cols;
+    for (int k = 0; k < 2; ++k) s.in[k] = addr(op.in[k]), c.in[k] = view(op.in[k]);
+    for (int k = 0; k < 3; ++k) s.out[k] = addr(op.out[k]), c.out[k] = view(op.out[k]);
+    c.ids_in = op.in[0] >= 0 && g.tensors[op.in[0]].role == hal::TensorRole::token_ids;
+    c.logits_out = op.out[0] >= 0 && g.tensors[op.out[0]].role == hal::TensorRole::logits;
+    if (op.in[0] >= 0) c.cols_in = g.tensors[op.in[0]].cols;
+    if (op.out[0] >= 0) c.cols_out = g.tensors[op.out[0]].cols;
     s.param = op.param >= 0 ? model_param(model_, op.param) : nullptr;
-    s.i = op.i;
-    s.f = op.f;
-    if (op.kind == hal::OpKind::get_rows) s.table = &model_.token_embd();
+    if (s.on_views && op.param >= 0) c.param = params_.at({op.device, op.param}).get();
+    c.i = op.i;
+    c.f = op.f;
+    if (op.kind == hal::OpKind::get_rows) {
+      s.table = &model_.token_embd();
+      if (s.on_views) c.table = tables_.at(op.device).get();
+    }
     if (op.kind == hal::OpKind::matmul) {
       for (int32_t id : op.weight) {
         if (id < 0) continue;
         auto it = weights_.find({op.device, id});
-        s.w[s.n_weights++] = it != weights_.end() ? it->second.get() : model_weight(model_, id);
+        c.w[c.n_weights++] = it != weights_.end() ? it->second.get() : model_weight(model_, id);
       }
     }
     if (op.kind == hal::OpKind::copy) {
@@ -179,10 +207,15 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
       s.dst = &arenas_[to.space];
       s.src_offset = static_cast<size_t>(plan_.offset[op.in[0]]);
       s.dst_offset = static_cast<size_t>(plan_.offset[op.out[0]]);
-      s.bytes = static_cast<size_t>(s.rows * from.cols) * sizeof(float);
+      s.bytes = static_cast<size_t>(c.rows * from.cols) * sizeof(float);
+      s.queue_device = op.device;
+      for (size_t d = 0; d < devices_.size(); ++d)
+        if (!devices_[d]->memory().host_visible() &&
+            (placed_.device_space[d] == from.space || placed_.device_space[d] == to.space))
+          s.queue_device = static_cast<int>(d);
     }
     for (int32_t t : op.out)
-      if (t >= 0) s.bytes_out += static_cast<uint64_t>(s.rows * g.tensors[t].cols) * sizeof(float);
+      if (t >= 0) s.bytes_out += static_cast<uint64_t>(c.rows * g.tensors[t].cols) * sizeof(float);
     p->steps.push_back(s);
     if (threads_) {
       auto& a = access.emplace_back();
@@ -303,27 +336,74 @@ Status Forward::recompute(policy::KvSequence& seq, std::span<const int32_t> toke
   return Status::Ok();
 }
 
+Status Forward::bind(const Run& r) {
+  if (view_devices_.empty()) return Status::Ok();
+  policy::KvSequence& seq = *r.seq;
+  const policy::KvGeometry& geo = seq.geometry();
+  const int n_chunks = std::min(seq.n_chunks(), (r.n_valid + geo.chunk_tokens - 1) / geo.chunk_tokens);
+  chunk_memory_.resize(n_chunks);
+  chunk_format_.resize(n_chunks);
+  chunk_mass_.resize(r.track_mass ? n_chunks : 0);
+  for (int c = 0; c < n_chunks; ++c) {
+    chunk_memory_[c] = seq.chunk_memory(c);
+    chunk_format_[c] = seq.format(c);
+    if (r.track_mass) chunk_mass_[c] = seq.mass(c);
+  }
+  hal::BatchBinding b;
+  b.ids = r.ids;
+  b.positions = pos_.data();
+  b.n = r.n;
+  b.logits = r.logits;
+  b.chunk_memory = chunk_memory_;
+  b.chunk_format = chunk_format_;
+  b.chunk_tokens = geo.chunk_tokens;
+  b.n_layer = geo.n_layer;
+  b.n_head_kv = geo.n_head_kv;
+  b.head_dim = geo.head_dim;
+  b.n_valid = r.n_valid;
+  b.chunk_mass = chunk_mass_;
+  for (int d : view_devices_) LLMSVC_RETURN_IF_ERROR(devices_[d]->begin(b));
+  return Status::Ok();
+}
+
+Status Forward::unbind(Status s) {
+  for (int d : view_devices_) {
+    Status e = devices_[d]->end();  // always: nothing of this batch may stay in flight
+    if (s.ok()) s = e;
+  }
+  return s;
+}
+
 Status Forward::run(const Prepared& p, const Run& r) {
+  LLMSVC_RETURN_IF_ERROR(bind(r));
   if (threads_ && !r.before_layer) {
     struct Steps final : StepList {
       Forward& f;
       const Prepared& p;
       const Run& r;
-      Steps(Forward& f, const Prepared& p, const Run& r) : f(f), p(p), r(r) {}
+      std::vector<Status>& failed;  // per device: its own thread's first failure
+      Steps(Forward& f, const Prepared& p, const Run& r, std::vector<Status>& failed) : f(f), p(p), r(r), failed(failed) {}
       const StepWaits& waits(int32_t i) const override { return p.steps[i].waits; }
       void run(int32_t i) override {
-        f.run_step(p.steps[i], r);
-        GraphFigures::Device& d = f.figures_.devices[p.steps[i].device];  // each device's figures are its own thread's
+        const Step& s = p.steps[i];
+        if (!failed[s.device].ok()) return;
+        failed[s.device] = f.run_step(s, r);
+        GraphFigures::Device& d = f.figures_.devices[s.device];  // each device's figures are its own thread's
         ++d.ops;
-        d.bytes += p.steps[i].bytes_out;
+        d.bytes += s.bytes_out;
       }
-    } steps(*this, p, r);
+    };
+    std::vector<Status> failed(devices_.size());
+    Steps steps(*this, p, r, failed);
     const double t0 = now_s();
     threads_->run(p.order, steps, busy_);
     for (size_t d = 0; d < devices_.size(); ++d) figures_.devices[d].busy_s += busy_[d];
     figures_.run_s += now_s() - t0;
     ++figures_.runs;
-    return Status::Ok();
+    Status first;
+    for (const Status& f : failed)
+      if (first.ok()) first = f;
+    return unbind(first);
   }
   // Busy time is taken per run of consecutive steps on one device: two clock reads per step
   // on one device would cost more than the steps of a small model's decode.
@@ -331,10 +411,12 @@ Status Forward::run(const Prepared& p, const Run& r) {
   double seg_start = t0;
   int seg_device = p.steps.empty() ? 0 : p.steps.front().device;
   int layer = -1;
+  Status status;
   for (const Step& s : p.steps) {
-    if (r.before_layer && s.layer > layer) {
-      layer = s.layer;
-      LLMSVC_RETURN_IF_ERROR((*r.before_layer)(layer));
+    if (r.before_layer && s.call.layer > layer) {
+      layer = s.call.layer;
+      status = (*r.before_layer)(layer);
+      if (!status.ok()) break;
     }
     if (s.device != seg_device) {
       const double t = now_s();
@@ -342,54 +424,66 @@ Status Forward::run(const Prepared& p, const Run& r) {
       seg_start = t;
       seg_device = s.device;
     }
-    run_step(s, r);
+    status = run_step(s, r);
+    if (!status.ok()) break;
     ++figures_.devices[s.device].ops;
     figures_.devices[s.device].bytes += s.bytes_out;
   }
+  status = unbind(status);
   const double t1 = now_s();
   figures_.devices[seg_device].busy_s += t1 - seg_start;
   figures_.run_s += t1 - t0;
   ++figures_.runs;
-  return Status::Ok();
+  return status;
 }
 
-void Forward::run_step(const Step& s, const Run& r) {
+Status Forward::run_step(const Step& s, const Run& r) {
   using hal::OpKind;
+  const hal::OpCall& c = s.call;
+  if (c.kind == OpKind::copy) {
+    hal::Queue& q = devices_[s.queue_device]->queue();
+    q.copy(*s.src, s.src_offset, *s.dst, s.dst_offset, s.bytes).wait();
+    GraphFigures::Device& f = figures_.devices[s.device];
+    ++f.transfers;
+    f.transfer_bytes += s.bytes;
+    return q.status();
+  }
   hal::Device& dev = *devices_[s.device];
-  const int rows = static_cast<int>(s.rows);
-  switch (s.kind) {
+  if (s.on_views) return dev.run(c);
+  const int rows = static_cast<int>(c.rows);
+  switch (c.kind) {
     case OpKind::get_rows:
       dev.get_rows(*s.table, r.ids, rows, s.out[0]);
       break;
     case OpKind::rms_norm: {
-      const int dim = s.i[0];
-      dev.rms_norm(s.in[0], s.param, static_cast<int>(s.rows * s.cols_in / dim), dim, s.f[0], s.out[0]);
+      const int dim = c.i[0];
+      dev.rms_norm(s.in[0], s.param, static_cast<int>(c.rows * c.cols_in / dim), dim, c.f[0], s.out[0]);
       break;
     }
     case OpKind::matmul: {
-      float* out0 = s.logits_out ? r.logits : s.out[0];
-      if (s.n_weights == 1) {
-        dev.matmul(*s.w[0], s.in[0], rows, out0);
+      float* out0 = c.logits_out ? r.logits : s.out[0];
+      if (c.n_weights == 1) {
+        dev.matmul(*c.w[0], s.in[0], rows, out0);
       } else {
         float* ys[3] = {out0, s.out[1], s.out[2]};
-        dev.matmul_multi(s.w, ys, s.n_weights, s.in[0], rows);
+        dev.matmul_multi(c.w, ys, c.n_weights, s.in[0], rows);
       }
       break;
     }
     case OpKind::add_bias:
-      dev.add_bias(s.out[0], s.param, rows, static_cast<int>(s.cols_out));
+      dev.add_bias(s.out[0], s.param, rows, static_cast<int>(c.cols_out));
       break;
     case OpKind::rope:
-      dev.rope(s.out[0], rows, s.i[0], s.i[1], s.i[2], pos_.data(), s.f[0], s.f[1], static_cast<hal::RopeStyle>(s.i[3]));
+      dev.rope(s.out[0], rows, c.i[0], c.i[1], c.i[2], pos_.data(), c.f[0], c.f[1], static_cast<hal::RopeStyle>(c.i[3]));
       break;
     case OpKind::scale:
-      dev.scale(s.out[0], size_t(s.rows) * s.cols_out, s.f[0]);
+      dev.scale(s.out[0], size_t(c.rows) * c.cols_out, c.f[0]);
       break;
     case OpKind::store_kv: {
       const int KV = cfg_.kv_dim();
       for (int t = 0; t < rows; ++t) {
-        dev.store_f16(s.in[0] + size_t(t) * KV, r.seq->k(s.layer, pos_[t]), KV);
-        dev.store_f16(s.in[1] + size_t(t) * KV, r.seq->v(s.layer, pos_[t]), KV);
+        dev.store_f16(s.in[0] + size_t(t) * KV, r.seq->k(c.layer, pos_[t]), KV);
+        dev.store_f16(s.in[1] + size_t(t) * KV, r.seq->v(c.layer, pos_[t]), KV);
       }
       break;
     }
@@ -398,50 +492,45 @@ void Forward::run_step(const Step& s, const Run& r) {
       // the batch's first query).
       policy::KvSequence& seq = *r.seq;
       std::vector<hal::KvChunkView>& views = views_[s.device];
-      const int C = seq.geometry().chunk_tokens, end = r.n_valid, window = s.i[3];
+      const int C = seq.geometry().chunk_tokens, end = r.n_valid, window = c.i[3];
       const int lo = window > 0 ? std::max(0, pos_[0] - window + 1) : 0;
       views.clear();
-      for (int c = lo / C; c * C < end; ++c) {
+      for (int k = lo / C; k * C < end; ++k) {
         hal::KvChunkView view;
-        view.format = seq.format(c);
-        view.k = seq.block(c, s.layer, hal::KvPart::key);
-        view.v = seq.block(c, s.layer, hal::KvPart::value);
-        view.n_tokens = view.format == hal::KvFormat::f16 ? std::min(C, end - c * C) : C;
-        view.first_pos = c * C;
-        view.mass = r.track_mass ? seq.mass(c) : nullptr;
+        view.format = seq.format(k);
+        view.k = seq.block(k, c.layer, hal::KvPart::key);
+        view.v = seq.block(k, c.layer, hal::KvPart::value);
+        view.n_tokens = view.format == hal::KvFormat::f16 ? std::min(C, end - k * C) : C;
+        view.first_pos = k * C;
+        view.mass = r.track_mass ? seq.mass(k) : nullptr;
         views.push_back(view);
       }
       hal::AttentionParams ap;
-      ap.n_head = s.i[0];
-      ap.n_head_kv = s.i[1];
-      ap.head_dim = s.i[2];
-      ap.scale = s.f[0];
+      ap.n_head = c.i[0];
+      ap.n_head_kv = c.i[1];
+      ap.head_dim = c.i[2];
+      ap.scale = c.f[0];
       ap.sliding_window = window;
       dev.attention(s.in[0], rows, pos_.data(), views.data(), static_cast<int>(views.size()), ap, s.out[0]);
       break;
     }
     case OpKind::last_rows:
-      std::copy_n(s.out[0] + size_t(s.from_row) * s.cols_out, size_t(s.rows) * s.cols_out, s.out[0]);
+      std::copy_n(s.out[0] + size_t(c.from_row) * c.cols_out, size_t(c.rows) * c.cols_out, s.out[0]);
       break;
     case OpKind::add:
-      dev.add(s.out[0], s.in[1], size_t(s.rows) * s.cols_out);
+      dev.add(s.out[0], s.in[1], size_t(c.rows) * c.cols_out);
       break;
     case OpKind::swiglu:
-      dev.swiglu(s.out[0], s.in[1], size_t(s.rows) * s.cols_out);
+      dev.swiglu(s.out[0], s.in[1], size_t(c.rows) * c.cols_out);
       break;
     case OpKind::geglu:
-      dev.geglu(s.out[0], s.in[1], size_t(s.rows) * s.cols_out);
+      dev.geglu(s.out[0], s.in[1], size_t(c.rows) * c.cols_out);
       break;
-    case OpKind::copy: {
-      dev.queue().copy(*s.src, s.src_offset, *s.dst, s.dst_offset, s.bytes).wait();
-      GraphFigures::Device& f = figures_.devices[s.device];
-      ++f.transfers;
-      f.transfer_bytes += s.bytes;
-      break;
-    }
+    case OpKind::copy:
     case OpKind::count_:
       break;
   }
+  return Status::Ok();
 }
 
 }  // namespace llmsvc

@@ -99,10 +99,14 @@ class Forward {
   Status ensure_arenas();
   Result<const Prepared*> prepared(const hal::Shape& shape);
   Status run(const Prepared& p, const Run& r);
+  // View-driven devices: the micro-batch bound before its steps, completed after them
+  // (whatever `s` is: nothing stays in flight); returns s, or end()'s failure.
+  Status bind(const Run& r);
+  Status unbind(Status s);
   // For several devices: what each step must wait for on the others (conflicting reads and
   // writes of activation bytes, and the KV cache, which store_kv and attention both touch).
   void add_waits(Prepared& p, const std::vector<std::array<std::vector<std::array<int64_t, 3>>, 2>>& access) const;
-  void run_step(const Step& s, const Run& r);
+  Status run_step(const Step& s, const Run& r);
 
   const Model& model_;
   std::vector<hal::Device*> devices_;
@@ -114,6 +118,14 @@ class Forward {
   std::vector<hal::Buffer> arenas_;  // per space
   // Weights prepared on devices other than the model's: (device, weight id) -> weight.
   std::map<std::pair<int, int32_t>, std::unique_ptr<hal::PreparedWeight>> weights_;
+  // View-driven devices (their memory not host-visible), and what they read from their own
+  // memory: the embedding table per device, norm scales and biases per (device, param id).
+  std::vector<int> view_devices_;
+  std::map<int, std::unique_ptr<hal::PreparedWeight>> tables_;
+  std::map<std::pair<int, int32_t>, std::unique_ptr<hal::PreparedWeight>> params_;
+  std::vector<const hal::Buffer*> chunk_memory_;  // the bound micro-batch's KV chunks
+  std::vector<hal::KvFormat> chunk_format_;
+  std::vector<float*> chunk_mass_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Prepared>> cache_;  // by (T, O)
   std::list<std::pair<int64_t, int64_t>> cache_order_;                      // oldest first
   std::vector<int32_t> pos_;

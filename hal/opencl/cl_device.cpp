@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClDevice: the view-driven path (begin / run / end) over ClMatmul and ClOps, and the staged
+// host-pointer ops.
+#include "hal/opencl/cl_device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hal/opencl/cl_pool.h"
+
+namespace llmsvc::hal::opencl {
+namespace {
+
+constexpr uint64_t kDefaultKvBytes = uint64_t(1) << 30;
+
+// A weight uploaded once and shared by every PreparedWeight made of the same tensor.
+class SharedWeight final : public PreparedWeight {
+ public:
+  explicit SharedWeight(std::shared_ptr<ClWeight> w) : w_(std::move(w)) {}
+  const WeightRef& ref() const override { return w_->ref(); }
+  bool owns_copy() const override { return true; }
+  const ClWeight& weight() const { return *w_; }
+
+ private:
+  std::shared_ptr<ClWeight> w_;
+};
+
+// A 1 x n F32 vector (a norm's scale, a bias) as plain floats in device memory.
+class ClVector final : public PreparedWeight {
+ public:
+  ClVector(const WeightRef& ref, Buffer b) : ref_(ref), buf_(std::move(b)) {}
+  const WeightRef& ref() const override { return ref_; }
+  bool owns_copy() const override { return true; }
+  ClView view() const { return {ClPool::mem(buf_), buf_.offset()}; }
+
+ private:
+  WeightRef ref_;
+  Buffer buf_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const ClDeviceOptions& options) {
+  auto info = select_cl_device(spec);
+  if (!info.ok()) return info.status();
+  std::unique_ptr<ClDevice> d(new ClDevice());
+  auto ctx = ClDeviceContext::open(*info, ClOptions{options.cache_dir, options.memory_bytes});
+  if (!ctx.ok()) return ctx.status();
+  d->ctx_ = std::move(ctx).value();
+  uint64_t kv = options.kv_bytes ? options.kv_bytes : std::min(kDefaultKvBytes, info->global_memory / 4);
+  if (info->max_alloc) kv = std::min(kv, info->max_alloc);
+  auto arena = ClArenaPool::create(d->ctx_->context(), d->ctx_->pool().space() + "/kv", kv);
+  if (!arena.ok()) return arena.status();
+  d->kv_ = std::move(arena).value();
+  auto mm = ClMatmul::create(*d->ctx_);
+  if (!mm.ok()) return mm.status();
+  d->matmul_ = std::move(mm).value();
+  auto ops = ClOps::create(*d->ctx_);
+  if (!ops.ok()) return ops.status();
+  d->ops_ = std::move(ops).value();
+  Capabilities& c = d->caps_;
+  c.shares_host_memory = false;
+  c.memory_bytes = d->ctx_->pool().capacity();
+  c.ops = kAllOps;
+  // Rough figures for placement's estimate; a GPU wins every op it is offered against the CPU.
+  c.matmul_gflops = info->is_gpu ? 2000.0 * info->compute_units / 16 : 10.0 * info->compute_units;
+  c.transfer_gbps = info->is_gpu ? 12 : 20;
+  return d;
+}
+
+ClDevice::~ClDevice() {
+  if (ctx_) ctx_->queue().finish();
+}
+
+std::string ClDevice::name() const { return "opencl (" + info().description() + ")"; }
+
+Result<std::unique_ptr<PreparedWeight>> ClDevice::prepare_weight(const WeightRef& w) {
+  if (w.type == WeightType::F32 && w.rows == 1) {
+    auto b = ctx_->pool().alloc(static_cast<size_t>(w.cols) * sizeof(float));
+    if (!b.ok()) return b.status();
+    auto v = std::make_unique<ClVector>(w, std::move(b).value());
+    LLMSVC_RETURN_IF_ERROR(write(v->view(), w.data, static_cast<size_t>(w.cols) * sizeof(float), true));
+    return std::unique_ptr<PreparedWeight>(std::move(v));
+  }
+  auto it = uploaded_.find(w.data);
+  if (it == uploaded_.end() || it->second->ref().type != w.type || it->second->ref().rows != w.rows ||
+      it->second->ref().cols != w.cols) {
+    auto up = matmul_->upload(w);
+    if (!up.ok()) return up.status();
+    it = uploaded_.insert_or_assign(w.data, std::shared_ptr<ClWeight>(std::move(up).value())).first;
+  }
+  return std::unique_ptr<PreparedWeight>(std::make_unique<SharedWeight>(it->second));
+}
+
+const ClWeight& ClDevice::weight(const PreparedWeight& w) const {
+  if (const auto* s = dynamic_cast<const SharedWeight*>(&w)) return s->weight();
+  return dynamic_cast<const ClWeight&>(w);
+}
+
+ClView ClDevice::vector(const PreparedWeight* w) const {
+  return w ? dynamic_cast<const ClVector&>(*w).view() : ClView{};
+}
+
+ClView ClDevice::view(const BufferView& v) {
+  if (!v.buffer) return {};
+  return {ClPool::mem(*v.buffer), v.buffer->offset() + v.offset};
+}
+
+Result<ClView> ClDevice::scratch(Buffer& slot, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 256);
+  if (!slot || slot.size() < bytes) {
+    slot.reset();
+    auto b = ctx_->pool().alloc(bytes + bytes / 2);  // room to grow without a new buffer each time
+    if (!b.ok()) return b.status();
+    slot = std::move(b).value();
+  }
+  return ClView{ClPool::mem(slot), slot.offset()};
+}
+
+Status ClDevice::write(ClView dst, const void* src, size_t bytes, bool blocking) {
+  if (bytes == 0) return Status::Ok();
+  const cl_int err = clEnqueueWriteBuffer(q(), dst.mem, blocking ? CL_TRUE : CL_FALSE, dst.offset, bytes, src, 0,
+                                          nullptr, nullptr);
+  return err == CL_SUCCESS ? Status::Ok() : cl_status(err, "writing " + std::to_string(bytes) + " bytes to the device");
+}
+
+Status ClDevice::read(ClView src, void* dst, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  const cl_int err = clEnqueueReadBuffer(q(), src.mem, CL_TRUE, src.offset, bytes, dst, 0, nullptr, nullptr);
+  return err == CL_SUCCESS ? Status::Ok() : cl_status(err, "reading " + std::to_string(bytes) + " bytes from the device");
+}
+
+Status ClDevice::begin(const BatchBinding& b) {
+  batch_copy_ = b;
+  batch_ = &batch_copy_;
+  failed_ = Status::Ok();
+  logits_rows_ = 0;
+  // Ids, positions and the chunk table go in without waiting: their host memory stays put
+  // until end() (the caller's ids, its positions, this table).
+  const size_t n = static_cast<size_t>(b.n);
+  auto ids = scratch(ids_, n * sizeof(int32_t));
+  if (!ids.ok()) return ids.status();
+  auto pos = scratch(positions_, n * sizeof(int32_t));
+  if (!pos.ok()) return pos.status();
+  LLMSVC_RETURN_IF_ERROR(write(*ids, b.ids, n * sizeof(int32_t), false));
+  LLMSVC_RETURN_IF_ERROR(write(*pos, b.positions, n * sizeof(int32_t), false));
+  const size_t n_chunks = b.chunk_memory.size();
+  table_host_.assign(n_chunks, 0);
+  for (size_t c = 0; c < n_chunks; ++c) {
+    const Buffer* m = b.chunk_memory[c];
+    if (!m) continue;  // not resident: outside what this batch reads
+    if (m->handle() != kv_->arena())
+      return Status(Code::internal, "opencl: a KV chunk outside " + name() + "'s KV arena");
+    table_host_[c] = kv_table_entry(m->offset(), b.chunk_format[c]);
+  }
+  auto table = scratch(table_, std::max<size_t>(n_chunks, 1) * sizeof(uint64_t));
+  if (!table.ok()) return table.status();
+  LLMSVC_RETURN_IF_ERROR(write(*table, table_host_.data(), n_chunks * sizeof(uint64_t), false));
+  kv_bind_ = ClKv{kv_->arena(), *table, static_cast<int>(n_chunks), b.chunk_tokens, b.n_layer, b.n_head_kv, b.head_dim};
+  if (!b.chunk_mass.empty()) {
+    const size_t bytes = n_chunks * static_cast<size_t>(b.chunk_tokens) * sizeof(float);
+    auto m = scratch(mass_, bytes);
+    if (!m.ok()) return m.status();
+    const float zero = 0;
+    const cl_int err = clEnqueueFillBuffer(q(), m->mem, &zero, sizeof zero, m->offset, bytes, 0, nullptr, nullptr);
+    if (err != CL_SUCCESS) return cl_status(err, "clearing the attention mass");
+  }
+  return Status::Ok();
+}
+
+Status ClDevice::run(const OpCall& op) {
+  if (!batch_) return Status(Code::internal, "opencl: an op outside begin/end");
+  const BatchBinding& b = *batch_;
+  const ClView in0 = view(op.in[0]), in1 = view(op.in[1]), out0 = view(op.out[0]);
+  const ClView ids{ClPool::mem(ids_), ids_.offset()}, pos{ClPool::mem(positions_), positions_.offset()};
+  const int rows = static_cast<int>(op.rows);
+  const size_t n = static_cast<size_t>(op.rows * op.cols_out);
+  switch (op.kind) {
+    case OpKind::get_rows:
+      return matmul_->get_rows(weight(*op.table), ids, rows, out0);
+    case OpKind::rms_norm: {
+      const int dim = op.i[0];
+      return ops_->rms_norm(in0, vector(op.param), static_cast<int>(op.rows * op.cols_in / dim), dim, op.f[0], out0);
+    }
+    case OpKind::matmul:
+      for (int k = 0; k < op.n_weights; ++k) {
+        const ClWeight& w = weight(*op.w[k]);
+        ClView y = view(op.out[k]);
+        if (k == 0 && op.logits_out) {
+          logits_rows_ = op.rows;
+          logits_cols_ = w.ref().rows;
+          auto l = scratch(logits_, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
+          if (!l.ok()) return l.status();
+          y = *l;
+        }
+        LLMSVC_RETURN_IF_ERROR(matmul_->matmul(w, in0, rows, y));
+      }
+      return Status::Ok();
+    case OpKind::add_bias:
+      return ops_->add_bias(out0, vector(op.param), rows, static_cast<int>(op.cols_out));
+    case OpKind::rope:
+      return ops_->rope(out0, rows, op.i[0], op.i[1], op.i[2], pos, op.f[0], op.f[1], static_cast<RopeStyle>(op.i[3]));
+    case OpKind::scale:
+      return ops_->scale(out0, n, op.f[0]);
+    case OpKind::store_kv:
+      return ops_->store_kv(in0, in1, rows, pos, kv_bind_, op.layer);
+    case OpKind::attention: {
+      AttentionParams ap;
+      ap.n_head = op.i[0];
+      ap.n_head_kv = op.i[1];
+      ap.head_dim = op.i[2];
+      ap.scale = op.f[0];
+      ap.sliding_window = op.i[3];
+      const ClView mass = b.chunk_mass.empty() ? ClView{} : ClView{ClPool::mem(mass_), mass_.offset()};
+      return ops_->attention(in0, rows, pos, kv_bind_, op.layer, b.n_valid, ap, out0, mass);
+    }
+    case OpKind::last_rows: {
+      // Rows [from, from + rows) to the front; through a scratch buffer when they overlap
+      // (a copy within one buffer must not).
+      const size_t row = static_cast<size_t>(op.cols_out) * sizeof(float), bytes = row * op.rows;
+      const ClView src = out0.at(static_cast<size_t>(op.from_row) * row);
+      if (op.from_row >= op.rows) {
+        const cl_int e = clEnqueueCopyBuffer(q(), src.mem, out0.mem, src.offset, out0.offset, bytes, 0, nullptr, nullptr);
+        return e == CL_SUCCESS ? Status::Ok() : cl_status(e, "moving the output rows");
+      }
+      auto tmp = scratch(rows_tmp_, bytes);
+      if (!tmp.ok()) return tmp.status();
+      cl_int e = clEnqueueCopyBuffer(q(), src.mem, tmp->mem, src.offset, tmp->offset, bytes, 0, nullptr, nullptr);
+      if (e == CL_SUCCESS) e = clEnqueueCopyBuffer(q(), tmp->mem, out0.mem, tmp->offset, out0.offset, bytes, 0, nullptr, nullptr);
+      return e == CL_SUCCESS ? Status::Ok() : cl_status(e, "moving the output rows");
+    }
+    case OpKind::add:
+      return ops_->add(out0, in1, n);
+    case OpKind::swiglu:
+      return ops_->swiglu(out0, in1, n);
+    case OpKind::geglu:
+      return ops_->geglu(out0, in1, n);
+    case OpKind::copy:
+    case OpKind::count_:
+      break;
+  }
+  return Status(Code::internal, "opencl: no kernel for op " + std::string(op_name(op.kind)));
+}
+
+Status ClDevice::end() {
+  if (!batch_) return Status::Ok();
+  const BatchBinding& b = *batch_;
+  Status s;
+  if (logits_rows_ > 0 && b.logits)
+    s = read({ClPool::mem(logits_), logits_.offset()}, b.logits, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
+  if (s.ok() && !b.chunk_mass.empty()) {
+    const size_t C = static_cast<size_t>(b.chunk_tokens);
+    mass_host_.resize(b.chunk_mass.size() * C);
+    s = read({ClPool::mem(mass_), mass_.offset()}, mass_host_.data(), mass_host_.size() * sizeof(float));
+    for (size_t c = 0; s.ok() && c < b.chunk_mass.size(); ++c)
+      for (size_t j = 0; j < C; ++j) b.chunk_mass[c][j] += mass_host_[c * C + j];
+  }
+  const cl_int err = clFinish(q());  // nothing of the batch outlives it (the KV memory may be freed next)
+  if (s.ok() && err != CL_SUCCESS) s = cl_status(err, "finishing a step");
+  batch_ = nullptr;
+  return s;
+}
+
+// --- Host-pointer ops: operands staged through scratch buffers. ---
+
+void ClDevice::fail(Status s) {
+  if (!s.ok() && host_failed_.ok()) host_failed_ = std::move(s);
+}
+
+Status ClDevice::host_op_status() {
+  Status s = host_failed_;
+  host_failed_ = Status::Ok();
+  return s;
+}
+
+void ClDevice::matmul(const PreparedWeight& pw, const float* x, int n_tokens, float* y) {
+  const ClWeight& w = weight(pw);
+  const size_t xb = size_t(n_tokens) * w.ref().cols * sizeof(float), yb = size_t(n_tokens) * w.ref().rows * sizeof(float);
+  auto dx = scratch(stage_[0], xb);
+  auto dy = scratch(stage_[1], yb);
+  if (!dx.ok() || !dy.ok()) return fail(dx.ok() ? dy.status() : dx.status());
+  Status s = write(*dx, x, xb, false);
+  if (s.ok()) s = matmul_->matmul(w, *dx, n_tokens, *dy);
+  if (s.ok()) s = read(*dy, y, yb);
+  fail(s);
+}
+
+void ClDevice::get_rows(const WeightRef& ref, const int32_t* ids, int n, float* out) {
+  auto pw = prepare_weight(ref);  // uploaded once per tensor; later calls find it
+  if (!pw.ok()) return fail(pw.status());
+  const size_t ob = size_t(n) * ref.cols * sizeof(float);
+  auto di = scratch(stage_[0], size_t(n) * sizeof(int32_t));
+  auto dout = scratch(stage_[1], ob);
+  if (!di.ok() || !dout.ok()) return fail(di.ok() ? dout.status() : di.status());
+  Status s = write(*di, ids, size_t(n) * sizeof(int32_t), false);
+  if (s.ok()) s = matmul_->get_rows(weight(**pw), *di, n, *dout);
+  if (s.ok()) s = read(*dout, out, ob);
+  fail(s);
+}
+
+void ClDevice::rms_norm(const float* x, const float* weight, int n_rows, int dim, float eps, float* out) {
+  const size_t b = size_t(n_rows) * dim * sizeof(float);
+  auto dx = scratch(stage_[0], b);
+  auto dw = scratch(stage_[1], size_t(dim) * sizeof(float));
+  auto dout = scratch(stage_[2], b);
+  if (!dx.ok() || !dw.ok() || !dout.ok()) return fail(Status(Code::out_of_memory, "opencl: staging an rms_norm"));
+  Status s = write(*dx, x, b, false);
+  if (s.ok() && weight) s = write(*dw, weight, size_t(dim) * sizeof(float), false);
+  if (s.ok()) s = ops_->rms_norm(*dx, weight ? *dw : ClView{}, n_rows, dim, eps, *dout);
+  if (s.ok()) s = read(*dout, out, b);
+  fail(s);
+}
+
+void ClDevice::rope(float* x, int n_tokens, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
+                    float freq_base, float freq_scale, RopeStyle style) {
+  const size_t b = size_t(n_tokens) * n_heads * head_dim * sizeof(float);
+  auto dx = scratch(stage_[0], b);
+  auto dp = scratch(stage_[1], size_t(n_tokens) * sizeof(int32_t));
+  if (!dx.ok() || !dp.ok()) return fail(Status(Code::out_of_memory, "opencl: staging a rope"));
+  Status s = write(*dx, x, b, false);
+  if (s.ok()) s = write(*dp, positions, size_t(n_tokens) * sizeof(int32_t), false);
+  if (s.ok()) s = ops_->rope(*dx, n_tokens, n_heads, head_dim, rot_dims, *dp, freq_base, freq_scale, style);
+  if (s.ok()) s = read(*dx, x, b);
+  fail(s);
+}
+
+// y op= x over n floats, staged: the shared shape of add, swiglu, geglu, add_bias, scale.
+template <class Op>
+Status ClDevice::staged(float* y, const float* x, size_t ny, size_t nx, Op op) {
+  auto dy = scratch(stage_[0], ny * sizeof(float));
+  auto dx = scratch(stage_[1], std::max<size_t>(nx, 1) * sizeof(float));
+  if (!dy.ok() || !dx.ok()) return Status(Code::out_of_memory, "opencl: staging an elementwise op");
+  Status s = write(*dy, y, ny * sizeof(float), false);
+  if (s.ok() && x) s = write(*dx, x, nx * sizeof(float), false);
+  if (s.ok()) s = op(*dy, *dx);
+  if (s.ok()) s = read(*dy, y, ny * sizeof(float));
+  return s;
+}
+
+void ClDevice::swiglu(float* gate, const float* up, size_t n) {
+  fail(staged(gate, up, n, n, [&](ClView g, ClView u) { return ops_->swiglu(g, u, n); }));
+}
+void ClDevice::geglu(float* gate, const float* up, size_t n) {
+  fail(staged(gate, up, n, n, [&](ClView g, ClView u) { return ops_->geglu(g, u, n); }));
+}
+void ClDevice::add(float* y, const float* x, size_t n) {
+  fail(staged(y, x, n, n, [&](ClView a, ClView b) { return ops_->add(a, b, n); }));
+}
+void ClDevice::add_bias(float* y, const float* bias, int n_rows, int dim) {
+  fail(staged(y, bias, size_t(n_rows) * dim, size_t(dim), [&](ClView a, ClView b) { return ops_->add_bias(a, b, n_rows, dim); }));
+}
+void ClDevice::scale(float* x, size_t n, float s) {
+  fail(staged(x, nullptr, n, 0, [&](ClView a, ClView) { return ops_->scale(a, n, s); }));
+}
+
+void ClDevice::store_f16(const float* src, uint16_t* dst, size_t n) {
+  // One token's row into a host block: the conversion is vstore_half's (round to nearest
+  // even), the same as the host's; staged as a one-chunk, one-layer K/V pair.
+  const int kv_dim = static_cast<int>(n);
+  const size_t rb = n * sizeof(uint16_t);
+  auto arena = scratch(stage_[2], 2 * rb + 256);
+  auto src_k = scratch(stage_[0], n * sizeof(float));
+  auto tbl = scratch(stage_[3], sizeof(uint64_t) + sizeof(int32_t));
+  if (!arena.ok() || !src_k.ok() || !tbl.ok()) return fail(Status(Code::out_of_memory, "opencl: staging store_f16"));
+  const uint64_t entry = kv_table_entry(arena->offset, KvFormat::f16);
+  const int32_t pos0 = 0;
+  Status s = write(*src_k, src, n * sizeof(float), false);
+  if (s.ok()) s = write(*tbl, &entry, sizeof entry, false);
+  if (s.ok()) s = write(tbl->at(sizeof entry), &pos0, sizeof pos0, false);
+  const ClKv kv{arena->mem, *tbl, 1, 1, 1, 1, kv_dim};
+  if (s.ok()) s = ops_->store_kv(*src_k, *src_k, 1, tbl->at(sizeof entry), kv, 0);
+  if (s.ok()) s = read(*arena, dst, rb);
+  fail(s);
+}
+
+void ClDevice::attention(const float* q_host, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
+                         const AttentionParams& p, float* out) {
+  if (n_chunks <= 0) return fail(Status(Code::invalid_argument, "opencl: attention over no chunks"));
+  // The chunks as one layer of a staged KV arena, positions shifted so the first chunk is
+  // chunk 0 (masks depend on differences of positions only).
+  const int32_t base = chunks[0].first_pos;
+  const int C = n_chunks > 1 ? chunks[1].first_pos - chunks[0].first_pos : chunks[0].n_tokens;
+  const KvBlockShape shape{C, p.n_head_kv, p.head_dim};
+  size_t layer_bytes = 0;
+  for (int c = 0; c < n_chunks; ++c)
+    layer_bytes = std::max(layer_bytes, kv_block_bytes(chunks[c].format, KvPart::key, shape) +
+                                            kv_block_bytes(chunks[c].format, KvPart::value, shape));
+  const size_t slot = (layer_bytes + 255) / 256 * 256;
+  const size_t qb = size_t(n_tokens) * p.n_head * p.head_dim * sizeof(float);
+  auto arena = scratch(stage_[2], slot * n_chunks);
+  auto dq = scratch(stage_[0], qb);
+  auto dout = scratch(stage_[1], qb);
+  auto tbl = scratch(stage_[3], n_chunks * sizeof(uint64_t) + n_tokens * sizeof(int32_t) + n_chunks * size_t(C) * sizeof(float));
+  if (!arena.ok() || !dq.ok() || !dout.ok() || !tbl.ok()) return fail(Status(Code::out_of_memory, "opencl: staging attention"));
+  std::vector<uint64_t> entries(n_chunks);
+  std::vector<int32_t> pos(q_pos, q_pos + n_tokens);
+  for (int32_t& x : pos) x -= base;
+  Status s = write(*dq, q_host, qb, false);
+  for (int c = 0; s.ok() && c < n_chunks; ++c) {
+    const KvChunkView& v = chunks[c];
+    entries[c] = kv_table_entry(arena->offset + c * slot, v.format);
+    const size_t kb = v.format == KvFormat::f16 ? size_t(v.n_tokens) * shape.kv_dim() * 2 : kv_block_bytes(v.format, KvPart::key, shape);
+    const size_t vb = v.format == KvFormat::f16 ? kb : kv_block_bytes(v.format, KvPart::value, shape);
+    s = write(arena->at(c * slot), v.k, kb, true);
+    if (s.ok()) s = write(arena->at(c * slot + kv_block_bytes(v.format, KvPart::key, shape)), v.v, vb, true);
+  }
+  const size_t pos_at = n_chunks * sizeof(uint64_t), mass_at = pos_at + n_tokens * sizeof(int32_t);
+  if (s.ok()) s = write(*tbl, entries.data(), entries.size() * sizeof(uint64_t), true);
+  if (s.ok()) s = write(tbl->at(pos_at), pos.data(), pos.size() * sizeof(int32_t), true);
+  const bool mass = chunks[0].mass != nullptr;
+  const size_t mass_bytes = n_chunks * size_t(C) * sizeof(float);
+  if (s.ok() && mass) {
+    const float zero = 0;
+    const cl_int e = clEnqueueFillBuffer(q(), tbl->mem, &zero, sizeof zero, tbl->offset + mass_at, mass_bytes, 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) s = cl_status(e, "clearing the attention mass");
+  }
+  const int n_valid = chunks[n_chunks - 1].first_pos + chunks[n_chunks - 1].n_tokens - base;
+  const ClKv kv{arena->mem, *tbl, n_chunks, C, 1, p.n_head_kv, p.head_dim};
+  if (s.ok()) s = ops_->attention(*dq, n_tokens, tbl->at(pos_at), kv, 0, n_valid, p, *dout, mass ? tbl->at(mass_at) : ClView{});
+  if (s.ok()) s = read(*dout, out, qb);
+  if (s.ok() && mass) {
+    std::vector<float> m(n_chunks * size_t(C));
+    s = read(tbl->at(mass_at), m.data(), mass_bytes);
+    for (int c = 0; s.ok() && c < n_chunks; ++c)
+      for (int j = 0; j < chunks[c].n_tokens; ++j) chunks[c].mass[j] += m[size_t(c) * C + j];
+  }
+  fail(s);
+}
+
+}  // namespace llmsvc::hal::opencl

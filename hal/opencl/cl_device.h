@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClDevice: an OpenCL device (a GPU through its driver, or PoCL on the CPU) as a HAL device,
+// driven on buffer views: weights repacked into its memory (ClMatmul), activations in pools of
+// its memory, every context's KV chunks in one arena of it (ClArenaPool) that store_kv writes
+// in place and attention reads (ClOps). Nothing of a step crosses to the host but the token ids
+// and positions going in and the logits and attention mass coming out.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hal/device.h"
+#include "hal/opencl/cl_arena_pool.h"
+#include "hal/opencl/cl_device_context.h"
+#include "hal/opencl/cl_matmul.h"
+#include "hal/opencl/cl_ops.h"
+
+namespace llmsvc::hal::opencl {
+
+struct ClDeviceOptions {
+  std::string cache_dir;      // compiled programs ("": built at every start)
+  uint64_t memory_bytes = 0;  // weights and activations (0: 90 % of the device's memory)
+  uint64_t kv_bytes = 0;      // the KV arena (0: 1 GiB, at most a quarter of the device's memory)
+};
+
+class ClDevice final : public Device {
+ public:
+  // The device `spec` names (cl_platform.h: "", an index or a text of its name).
+  static Result<std::unique_ptr<ClDevice>> open(std::string_view spec, const ClDeviceOptions& options);
+  ~ClDevice() override;
+
+  DeviceKind kind() const override { return info().is_gpu ? DeviceKind::gpu : DeviceKind::cpu; }
+  std::string name() const override;
+  const Capabilities& caps() const override { return caps_; }
+  bool supports(WeightType type) const override { return matmul_->supports(type); }
+  MemoryPool& memory() override { return ctx_->pool(); }
+  MemoryPool& kv_memory() override { return *kv_; }
+  Queue& queue() override { return ctx_->queue(); }
+  const ClDeviceInfo& info() const { return ctx_->info(); }
+  const ProgramBuilder& programs() const { return ctx_->programs(); }
+
+  // A weight (uploaded once per tensor: the embedding table and a tied LM head share it), or a
+  // 1 x n F32 vector (norm scales, biases) as plain floats.
+  Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) override;
+
+  Status begin(const BatchBinding& batch) override;
+  Status run(const OpCall& op) override;
+  Status end() override;
+
+  // The host-pointer ops, for callers outside the graph: each copies its operands in, runs the
+  // kernel and copies the results back (correct, not fast; the graph never uses them).
+  void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) override;
+  void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) override;
+  void rms_norm(const float* x, const float* weight, int n_rows, int dim, float eps, float* out) override;
+  void rope(float* x, int n_tokens, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
+            float freq_base, float freq_scale, RopeStyle style) override;
+  void swiglu(float* gate, const float* up, size_t n) override;
+  void geglu(float* gate, const float* up, size_t n) override;
+  void attention(const float* q, int n_tokens, const int32_t* q_pos, const KvChunkView* chunks, int n_chunks,
+                 const AttentionParams& p, float* out) override;
+  void store_f16(const float* src, uint16_t* dst, size_t n) override;
+  void add(float* y, const float* x, size_t n) override;
+  void add_bias(float* y, const float* bias, int n_rows, int dim) override;
+  void scale(float* x, size_t n, float s) override;
+  // The first failure of a host-pointer op since the last call (then cleared): they return void.
+  Status host_op_status();
+
+ private:
+  ClDevice() = default;
+  cl_command_queue q() const { return ctx_->queue().handle(); }
+  // A device buffer of at least `bytes` in `slot` (grown, never shrunk).
+  Result<ClView> scratch(Buffer& slot, size_t bytes);
+  Status write(ClView dst, const void* src, size_t bytes, bool blocking);
+  Status read(ClView src, void* dst, size_t bytes);
+  const ClWeight& weight(const PreparedWeight& w) const;
+  ClView vector(const PreparedWeight* w) const;  // a prepared 1 x n F32 vector; {} for null
+  static ClView view(const BufferView& v);
+  void fail(Status s);
+  template <class Op>
+  Status staged(float* y, const float* x, size_t ny, size_t nx, Op op);
+
+  std::unique_ptr<ClDeviceContext> ctx_;
+  std::unique_ptr<ClArenaPool> kv_;
+  std::unique_ptr<ClMatmul> matmul_;
+  std::unique_ptr<ClOps> ops_;
+  Capabilities caps_;
+  std::map<const void*, std::shared_ptr<ClWeight>> uploaded_;  // by the tensor's bytes
+
+  // The bound micro-batch.
+  Buffer ids_, positions_, table_, mass_, logits_, rows_tmp_;
+  std::vector<uint64_t> table_host_;
+  std::vector<float> mass_host_;
+  ClKv kv_bind_;
+  const BatchBinding* batch_ = nullptr;
+  BatchBinding batch_copy_;
+  int64_t logits_rows_ = 0, logits_cols_ = 0;
+  Status failed_;
+  // Host-pointer ops' staging.
+  Buffer stage_[4];
+  Status host_failed_;
+};
+
+}  // namespace llmsvc::hal::opencl
