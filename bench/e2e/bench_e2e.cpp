@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
   auto made = Forward::create(**model, order, *rule, 256);
   if (!made.ok()) return fail(made.status());
   Forward& fwd = **made;
-  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0);
+  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0, policy::EvictionOrder::lctru,
+                             &fwd.kv_memory());
   std::vector<float> logits;
 
   for (int n : prefill) {

@@ -44,19 +44,6 @@ struct BusyGuard {
 
 }  // namespace
 
-namespace {
-
-// KV chunks live where the device that runs attention (the first attention op's) keeps them
-// (hal::Device::kv_memory: a host-visible pool, or a GPU's arena).
-hal::MemoryPool* attention_memory(const Forward& forward, const std::vector<std::unique_ptr<hal::Device>>& devices) {
-  for (const hal::Op& op : forward.graph().ops) {
-    if (op.kind != hal::OpKind::attention) continue;
-    return &devices[op.device]->kv_memory();
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   int threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -93,7 +80,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   // policy's compression and swap (which read chunks in host memory) are off until they stage
   // through the device's queue; evicted chunks are dropped and recomputed on the device.
   EngineOptions eo = o;
-  if (hal::MemoryPool* kv = attention_memory(**forward, *devices); kv && !kv->host_visible()) {
+  if (hal::MemoryPool* kv = &(*forward)->kv_memory(); !kv->host_visible()) {
     const uint64_t room = kv->capacity() - kv->capacity() / 16;
     if (eo.kv_budget_bytes == 0 || eo.kv_budget_bytes > room) eo.kv_budget_bytes = room;
     eo.kv_ratio = 0;
@@ -125,7 +112,7 @@ EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::u
       n_ctx_(n_ctx),
       state_(std::move(state)),
       recompute_on_model_change_(o.recompute_on_model_change),
-      kv_(*model_, o, state_, std::move(swap_io), attention_memory(*forward_, devices_),
+      kv_(*model_, o, state_, std::move(swap_io), &forward_->kv_memory(),
           [this](policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
                  int n_valid, const Forward::LayerHook& hook) {
             std::lock_guard<FairMutex> lock(compute_mu_);

@@ -129,6 +129,12 @@ Status Forward::place(const hal::PlacementRule& rule) {
   return Status::Ok();
 }
 
+hal::MemoryPool& Forward::kv_memory() const {
+  for (const hal::Op& op : placed_.graph.ops)
+    if (op.kind == hal::OpKind::attention) return devices_[op.device]->kv_memory();
+  return devices_.front()->kv_memory();
+}
+
 Status Forward::ensure_arenas() {
   LLMSVC_RETURN_IF_ERROR(init_);
   if (!arenas_.empty()) return Status::Ok();

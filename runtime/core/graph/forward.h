@@ -86,6 +86,9 @@ class Forward {
   Status prepare(int tokens, int outputs);
 
   int max_batch() const { return max_batch_; }
+  // Where the KV chunks of the sequences this forward runs must live: the memory the device
+  // that runs attention keeps them in (hal::Device::kv_memory; a GPU's arena).
+  hal::MemoryPool& kv_memory() const;
   const GraphFigures& figures() const { return figures_; }
   // The placed graph (ops with their devices, copies inserted).
   const hal::Graph& graph() const { return placed_.graph; }
