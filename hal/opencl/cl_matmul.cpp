@@ -29,6 +29,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -43,9 +45,30 @@ namespace {
 enum Layout : int { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ4_K, kI8, kI8M, kLayouts };
 constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32", "f16", "bf16", "q4_0", "q4_1", "q4_k", "i8", "i8m"};
 
+// The GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per work-group, rows
+// per item, and whether nibbles become floats through the mantissa (GEMV_MAGIC). The defaults
+// were measured on an H100 (bench/opencl/bench_cl_matmul.cpp); LLMSVC_CL_GEMV="lx,ly,nr,magic"
+// overrides them to measure another device.
+struct GemvShape {
+  size_t lx = 32, ly = 4, nr = 2;
+  int magic = 0;
+  size_t wg() const { return lx * ly; }
+  size_t rows_per_wg() const { return ly * nr; }
+};
+
+GemvShape gemv_shape() {
+  GemvShape g;
+  const char* env = std::getenv("LLMSVC_CL_GEMV");
+  if (!env) return g;
+  GemvShape e;
+  if (std::sscanf(env, "%zu,%zu,%zu,%d", &e.lx, &e.ly, &e.nr, &e.magic) < 3) return g;
+  // The reduction halves a line: lx a power of two; an item's partials stay in registers.
+  const bool pow2 = e.lx >= 1 && (e.lx & (e.lx - 1)) == 0;
+  if (!pow2 || e.ly < 1 || e.nr < 1 || e.nr > 8 || e.wg() > 1024) return g;
+  return e;
+}
+
 // Must match kernels/matmul_gemv.cl and matmul_gemm.cl.
-constexpr size_t kGemvWg = 128;          // GEMV_LX * GEMV_LY
-constexpr size_t kGemvRowsPerWg = 8;     // GEMV_LY * GEMV_NR
 constexpr int kGemvMaxTokens = 4;        // GEMV_MAXT
 constexpr size_t kGemmTile = 64;         // GEMM_TM = GEMM_TN
 constexpr size_t kGemmWg = 256;          // 16 x 16
@@ -263,6 +286,7 @@ uint64_t ClWeight::device_bytes() const {
 struct ClMatmul::Impl {
   ClDeviceContext* ctx = nullptr;
   ClProgram program;
+  GemvShape gemv;
   std::array<Kernels, kLayouts> kernels;
   bool gemm_ok = true;  // the device runs 256-item work-groups of the GEMM
 
@@ -293,7 +317,11 @@ Result<size_t> max_work_group(cl_kernel k, cl_device_id device) {
 Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
-  auto program = build_kernels(ctx, {"matmul", "matmul_gemv", "matmul_gemm"}, "-cl-mad-enable");
+  impl->gemv = gemv_shape();
+  const GemvShape& g = impl->gemv;
+  const std::string options = "-cl-mad-enable -DGEMV_LX=" + std::to_string(g.lx) + " -DGEMV_LY=" + std::to_string(g.ly) +
+                              " -DGEMV_NR=" + std::to_string(g.nr) + " -DGEMV_MAGIC=" + std::to_string(g.magic);
+  auto program = build_kernels(ctx, {"matmul", "matmul_gemv", "matmul_gemm"}, options);
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
   for (int l = 0; l < kLayouts; ++l) {
@@ -312,10 +340,10 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
     // multiply. The GEMM's is larger: without it, prefill runs as GEMVs.
     auto gemv_wg = max_work_group(k.gemv4.get(), ctx.info().device);
     if (!gemv_wg.ok()) return gemv_wg.status();
-    if (*gemv_wg < kGemvWg)
+    if (*gemv_wg < g.wg())
       return Status(Code::unsupported, "opencl: " + ctx.info().description() + " runs " + std::to_string(*gemv_wg) +
                                            " work-items per group of gemv_" + name + ", it needs " +
-                                           std::to_string(kGemvWg));
+                                           std::to_string(g.wg()));
     auto gemm_wg = max_work_group(k.gemm.get(), ctx.info().device);
     if (!gemm_wg.ok()) return gemm_wg.status();
     if (*gemm_wg < kGemmWg) impl->gemm_ok = false;
@@ -368,8 +396,9 @@ Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
     return impl_->run(w, k.gemm.get(), r, x, static_cast<uint32_t>(n_tokens), y);
   }
   ClRange r;
-  r.global = {(rows + kGemvRowsPerWg - 1) / kGemvRowsPerWg * kGemvWg, 1, 1};
-  r.local = {kGemvWg, 1, 1};
+  const GemvShape& g = impl_->gemv;
+  r.global = {(rows + g.rows_per_wg() - 1) / g.rows_per_wg() * g.wg(), 1, 1};
+  r.local = {g.wg(), 1, 1};
   // Up to kGemvMaxTokens tokens per launch (more only where the GEMM cannot run).
   for (int t = 0; t < n_tokens; t += kGemvMaxTokens) {
     const int n = std::min(kGemvMaxTokens, n_tokens - t);
