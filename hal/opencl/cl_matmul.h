@@ -28,6 +28,8 @@ class ClWeight final : public PreparedWeight {
   WeightRef ref_;
   int layout = 0;         // which repacked form (cl_matmul.cpp)
   Buffer parts[3];        // codes, scales, ... as the layout needs
+  uint32_t kp = 0;        // row stride in elements of the float layouts (cols rounded up to 8)
+  uint32_t gs = 0;        // log2 of the elements per scale of the int8 layouts
 };
 
 class ClMatmul {

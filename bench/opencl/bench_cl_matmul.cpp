@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClMatmul on the first OpenCL device (or the one --device= names): GEMV for 1, 2 and 4 tokens
+// at 7B shapes (4096 x 4096, 4096 x 11008, 11008 x 4096) and GEMM for 512 tokens, for random
+// Q4_0 and Q4_1 weights (--types=q4_0,q4_1,q4_k,q8_0,q6_k,f16 picks others). Each call uses the
+// next of enough weight copies to exceed the GPU's L2, as a decode step walking the layers does,
+// so GB/s is the rate weights stream from device memory. One JSON line per measurement:
+//   {"bench":"cl_matmul","device":...,"type":"q4_0","rows":4096,"cols":4096,"tokens":1,
+//    "us":...,"gbps":...,"gflops":...}
+//   bench_cl_matmul [--device=SPEC] [--types=LIST] [--quick]   (--quick: small shapes, a smoke run)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hal/host/fp16.h"
+#include "hal/opencl/cl_matmul.h"
+
+namespace llmsvc::hal::opencl {
+namespace {
+
+struct TypeName {
+  const char* name;
+  WeightType type;
+};
+constexpr TypeName kTypeNames[] = {{"q4_0", WeightType::Q4_0}, {"q4_1", WeightType::Q4_1}, {"q4_k", WeightType::Q4_K},
+                                   {"q8_0", WeightType::Q8_0},  {"q6_k", WeightType::Q6_K}, {"f16", WeightType::F16}};
+
+// Random codes with sane f16 scales (d first, Q6_K's last; a min second where there is one).
+std::vector<uint8_t> random_weight(WeightType type, int64_t rows, int64_t cols) {
+  std::mt19937 rng(1);
+  std::vector<uint8_t> w(row_bytes(type, cols) * static_cast<size_t>(rows));
+  if (type == WeightType::F16) {
+    for (size_t i = 0; i < w.size(); i += 2) {
+      const uint16_t h = fp32_to_fp16(static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.f);
+      std::memcpy(&w[i], &h, 2);
+    }
+    return w;
+  }
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  const size_t bs = block_bytes(type), d_off = type == WeightType::Q6_K ? 208 : 0;
+  for (size_t i = 0; i < w.size(); i += bs) {
+    const uint16_t d = fp32_to_fp16(0.001f + 0.01f * static_cast<float>(rng() % 1000) / 1000.f);
+    std::memcpy(&w[i + d_off], &d, 2);
+    if (type == WeightType::Q4_1 || type == WeightType::Q4_K) std::memcpy(&w[i + 2], &d, 2);
+  }
+  return w;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(std::string_view device, std::string_view types, bool quick) {
+  auto info = select_cl_device(device);
+  if (!info.ok()) {
+    std::fprintf(stderr, "bench_cl_matmul: %s\n", info.status().message().c_str());
+    return 1;
+  }
+  auto ctx = ClDeviceContext::open(*info, ClOptions{});
+  if (!ctx.ok()) {
+    std::fprintf(stderr, "bench_cl_matmul: %s\n", ctx.status().message().c_str());
+    return 1;
+  }
+  auto mm = ClMatmul::create(**ctx);
+  if (!mm.ok()) {
+    std::fprintf(stderr, "bench_cl_matmul: %s\n", mm.status().message().c_str());
+    return 1;
+  }
+  cl_command_queue queue = (*ctx)->queue().handle();
+  struct Shape {
+    int64_t rows, cols;
+  };
+  const std::vector<Shape> shapes =
+      quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {4096, 11008}, {11008, 4096}};
+  const int gemm_tokens = quick ? 64 : 512;
+  const size_t stream_bytes = quick ? (1u << 20) : (320u << 20);  // past an H100's 50 MB of L2
+
+  // Activations for the largest shape, random.
+  const size_t max_cols = 11008, x_floats = static_cast<size_t>(gemm_tokens) * max_cols;
+  std::vector<float> xh(x_floats);
+  std::mt19937 rng(2);
+  for (float& v : xh) v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.f;
+  auto xd = (*ctx)->pool().alloc(x_floats * 4), yd = (*ctx)->pool().alloc(x_floats * 4);
+  if (!xd.ok() || !yd.ok()) return 1;
+  clEnqueueWriteBuffer(queue, ClPool::mem(*xd), CL_TRUE, 0, x_floats * 4, xh.data(), 0, nullptr, nullptr);
+  const ClView x{ClPool::mem(*xd), 0}, y{ClPool::mem(*yd), 0};
+
+  for (const TypeName& t : kTypeNames) {
+    if (("," + std::string(types) + ",").find("," + std::string(t.name) + ",") == std::string::npos) continue;
+    for (const Shape& s : shapes) {
+      const auto bytes = random_weight(t.type, s.rows, s.cols);
+      const WeightRef ref{t.type, bytes.data(), s.rows, s.cols, row_bytes(t.type, s.cols)};
+      std::vector<std::unique_ptr<ClWeight>> ws;
+      do {
+        auto w = (*mm)->upload(ref);
+        if (!w.ok()) {
+          std::fprintf(stderr, "bench_cl_matmul: %s\n", w.status().message().c_str());
+          return 1;
+        }
+        ws.push_back(std::move(w).value());
+      } while (ws.size() * ws[0]->device_bytes() < stream_bytes);
+      for (int n : {1, 2, 4, gemm_tokens}) {
+        // Warm-up (first launches compile or upload code), then enough calls for ~0.3 s.
+        for (size_t i = 0; i < ws.size(); ++i)
+          if (!(*mm)->matmul(*ws[i], x, n, y).ok()) return 1;
+        clFinish(queue);
+        size_t calls = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        double elapsed = 0;
+        while (elapsed < 0.3) {
+          for (size_t i = 0; i < ws.size(); ++i)
+            if (!(*mm)->matmul(*ws[i], x, n, y).ok()) return 1;
+          clFinish(queue);
+          calls += ws.size();
+          elapsed = seconds_since(t0);
+        }
+        const double per_call = elapsed / static_cast<double>(calls);
+        const double gbps = static_cast<double>(ws[0]->device_bytes()) / per_call / 1e9;
+        const double gflops = 2.0 * static_cast<double>(s.rows) * static_cast<double>(s.cols) * n / per_call / 1e9;
+        std::printf(
+            "{\"bench\":\"cl_matmul\",\"device\":\"%s\",\"type\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,"
+            "\"copies\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
+            info->device_name.c_str(), t.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
+            ws.size(), per_call * 1e6, gbps, gflops);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace llmsvc::hal::opencl
+
+int main(int argc, char** argv) {
+  std::string_view device, types = "q4_0,q4_1";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.starts_with("--device=")) {
+      device = a.substr(9);
+    } else if (a.starts_with("--types=")) {
+      types = a.substr(8);
+    } else if (a == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: bench_cl_matmul [--device=SPEC] [--types=q4_0,q4_1,...] [--quick]\n");
+      return 2;
+    }
+  }
+  return llmsvc::hal::opencl::run(device, types, quick);
+}

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClMatmul: GGUF weights repacked into GPU layouts, and the GEMV / GEMM / get_rows kernels over
+// them (kernels/matmul.cl, matmul_gemv.cl, matmul_gemm.cl).
+//
+// Layouts (kernels/matmul.cl decodes them; every row is contiguous, so the items of a work-group
+// read consecutive bytes of a row):
+//   F32  -> f32 rows;  F16 -> f16 rows (vload_half);  BF16 -> bf16 rows, widened by a 16-bit
+//           shift in the kernel (exact, half the bytes of f32). Rows are zero-padded to a
+//           multiple of 8 elements (kp) so every kernel reads whole groups of 8.
+//   Q4_0 -> 4-bit codes, 16 bytes per 32 elements, + an f16 d per 32 (4.5 bits a weight, as the
+//           file: decode reads no more bytes than llama.cpp does).
+//   Q4_1 -> the same codes + an f16 (d, m) pair per 32 (5 bits).
+//   Q4_K -> the same codes, its nibbles reordered into Q4_0's order (byte j: elements j and
+//           j + 16 of a 32-element sub-block), + the 6-bit (sc, mn) pair as two bytes per 32
+//           + the f16 (d, dmin) pair per 256 (4.625 bits). The kernel forms d * sc and
+//           dmin * mn in f32 exactly as the CPU does (both products are exact).
+//   Q5_0, Q5_1, Q8_0, Q5_K, Q6_K -> int8 codes in element order + an f32 scale per group
+//           (and an f32 min for Q5_1 / Q5_K): Q5_0 q - 16 with d; Q5_1 q with d, m; Q8_0 q with d;
+//           Q5_K q with d * sc and -(dmin * mn) per 32; Q6_K q - 32 with d * sc per 16 (computed
+//           here in f32 as the CPU computes it). Their 5- and 6-bit codes split over two arrays
+//           would save bytes but cost a bit-gather per element; these types are not the
+//           decode-critical ones, so the simpler byte codes win (8.5-10 bits a weight).
+// The 4-bit types share one GEMV that folds the scale out of the block's dot product; every
+// other layout goes through an exact 8-element dequantization shared with get_rows and the GEMM.
+//
+// Activations x of the 4-bit GEMV are read as float4: x's offset must be a multiple of 16 bytes
+// (activations are planned at 64).
+#include "hal/opencl/cl_matmul.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hal/host/fp16.h"
+#include "hal/weight_blocks.h"
+
+namespace llmsvc::hal::opencl {
+namespace {
+
+// The layouts, numbered as kernels/matmul.cl's L_* and named as its kernels' suffixes.
+enum Layout : int { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ4_K, kI8, kI8M, kLayouts };
+constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32", "f16", "bf16", "q4_0", "q4_1", "q4_k", "i8", "i8m"};
+
+// The GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per work-group, rows
+// per item, and whether nibbles become floats through the mantissa (GEMV_MAGIC). The defaults
+// were measured on an H100 (bench/opencl/bench_cl_matmul.cpp); LLMSVC_CL_GEMV="lx,ly,nr,magic"
+// overrides them to measure another device.
+struct GemvShape {
+  size_t lx = 32, ly = 4, nr = 2;
+  int magic = 0;
+  size_t wg() const { return lx * ly; }
+  size_t rows_per_wg() const { return ly * nr; }
+};
+
+GemvShape gemv_shape() {
+  GemvShape g;
+  const char* env = std::getenv("LLMSVC_CL_GEMV");
+  if (!env) return g;
+  GemvShape e;
+  if (std::sscanf(env, "%zu,%zu,%zu,%d", &e.lx, &e.ly, &e.nr, &e.magic) < 3) return g;
+  // The reduction halves a line: lx a power of two; an item's partials stay in registers.
+  const bool pow2 = e.lx >= 1 && (e.lx & (e.lx - 1)) == 0;
+  if (!pow2 || e.ly < 1 || e.nr < 1 || e.nr > 8 || e.wg() > 1024) return g;
+  return e;
+}
+
+// Must match kernels/matmul_gemv.cl and matmul_gemm.cl.
+constexpr int kGemvMaxTokens = 4;        // GEMV_MAXT
+constexpr size_t kGemmTile = 64;         // GEMM_TM = GEMM_TN
+constexpr size_t kGemmWg = 256;          // 16 x 16
+
+// A weight repacked on the host, before its parts go to the device.
+struct Packed {
+  Layout layout = kF32;
+  uint32_t kp = 0, gs = 0;
+  std::vector<uint8_t> part[3];
+};
+
+template <class T>
+void put(std::vector<uint8_t>& v, size_t index, T value) {
+  std::memcpy(v.data() + index * sizeof(T), &value, sizeof(T));
+}
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Rows copied with a stride of kp elements (the padding stays zero).
+Packed pack_float(const WeightRef& w, const uint8_t* src, size_t src_stride, Layout layout, size_t elem) {
+  Packed p;
+  p.layout = layout;
+  p.kp = static_cast<uint32_t>((w.cols + 7) / 8 * 8);
+  p.part[0].assign(static_cast<size_t>(w.rows) * p.kp * elem, 0);
+  for (int64_t r = 0; r < w.rows; ++r)
+    std::memcpy(p.part[0].data() + static_cast<size_t>(r) * p.kp * elem, src + r * src_stride,
+                static_cast<size_t>(w.cols) * elem);
+  return p;
+}
+
+// Q4_0 / Q4_1: the file's nibble order is the layout's; scales move to their own array.
+template <class Block>
+Packed pack_q4(const WeightRef& w, const uint8_t* src, size_t src_stride, Layout layout) {
+  const size_t nb = static_cast<size_t>(w.cols) / kQK, n = static_cast<size_t>(w.rows) * nb;
+  constexpr bool has_min = sizeof(Block) == sizeof(BlockQ4_1);
+  Packed p;
+  p.layout = layout;
+  p.part[0].resize(n * 16);
+  p.part[1].resize(n * (has_min ? 4 : 2));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* b = reinterpret_cast<const Block*>(src + r * src_stride);
+    for (size_t i = 0; i < nb; ++i) {
+      const size_t k = static_cast<size_t>(r) * nb + i;
+      std::memcpy(p.part[0].data() + k * 16, b[i].qs, 16);
+      if constexpr (has_min) {
+        put<uint32_t>(p.part[1], k, static_cast<uint32_t>(b[i].d) | static_cast<uint32_t>(b[i].m) << 16);
+      } else {
+        put<uint16_t>(p.part[1], k, b[i].d);
+      }
+    }
+  }
+  return p;
+}
+
+Packed pack_q4_k(const WeightRef& w, const uint8_t* src, size_t src_stride) {
+  const size_t nsb = static_cast<size_t>(w.cols) / kQK_K, nb = nsb * 8;
+  Packed p;
+  p.layout = kQ4_K;
+  p.part[0].resize(static_cast<size_t>(w.rows) * nb * 16);
+  p.part[1].resize(static_cast<size_t>(w.rows) * nb * 2);
+  p.part[2].resize(static_cast<size_t>(w.rows) * nsb * 4);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(src + r * src_stride);
+    for (size_t s = 0; s < nsb; ++s) {
+      put<uint32_t>(p.part[2], static_cast<size_t>(r) * nsb + s,
+                    static_cast<uint32_t>(b[s].d) | static_cast<uint32_t>(b[s].dmin) << 16);
+      for (int j = 0; j < 8; ++j) {
+        // Sub-block j is the low (j even) or high nibbles of the file's bytes 32 (j / 2) ...
+        const uint8_t* q = b[s].qs + 32 * (j / 2);
+        const int shift = (j & 1) * 4;
+        const size_t k = static_cast<size_t>(r) * nb + s * 8 + j;
+        uint8_t* out = p.part[0].data() + k * 16;
+        for (int l = 0; l < 16; ++l)
+          out[l] = static_cast<uint8_t>(((q[l] >> shift) & 0xF) | (((q[l + 16] >> shift) & 0xF) << 4));
+        uint8_t sc, mn;
+        k_scale_min(j, b[s].scales, &sc, &mn);
+        p.part[1][k * 2] = sc;
+        p.part[1][k * 2 + 1] = mn;
+      }
+    }
+  }
+  return p;
+}
+
+// The int8 layouts: `row` fills one row's codes, scales and mins (the latter unused for kI8).
+struct I8Row {
+  int8_t* q;
+  float* scale;
+  float* min;
+};
+
+template <class Fill>
+Packed pack_i8(const WeightRef& w, const uint8_t* src, size_t src_stride, bool has_min, uint32_t gs, Fill fill) {
+  const size_t cols = static_cast<size_t>(w.cols), groups = cols >> gs;
+  Packed p;
+  p.layout = has_min ? kI8M : kI8;
+  p.gs = gs;
+  p.part[0].resize(static_cast<size_t>(w.rows) * cols);
+  p.part[1].resize(static_cast<size_t>(w.rows) * groups * 4);
+  if (has_min) p.part[2].resize(p.part[1].size());
+  std::vector<float> scale(groups), min(groups);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const size_t rr = static_cast<size_t>(r);
+    fill(src + r * src_stride, I8Row{reinterpret_cast<int8_t*>(p.part[0].data() + rr * cols), scale.data(), min.data()});
+    std::memcpy(p.part[1].data() + rr * groups * 4, scale.data(), groups * 4);
+    if (has_min) std::memcpy(p.part[2].data() + rr * groups * 4, min.data(), groups * 4);
+  }
+  return p;
+}
+
+// The 5-bit code j of a Q5_0 / Q5_1 block (as the CPU's dequantization assembles it).
+uint8_t q5_code(const uint8_t* qs, uint32_t qh, int j) {
+  if (j < kQK / 2) return static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
+  const int i = j - kQK / 2;
+  return static_cast<uint8_t>((qs[i] >> 4) | ((qh >> (i + 12)) & 0x10));
+}
+
+Packed pack(const WeightRef& w) {
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  const size_t stride = w.row_bytes ? w.row_bytes : row_bytes(w.type, w.cols);
+  const int64_t nb = w.cols / kQK;
+  switch (w.type) {
+    case WeightType::F32: return pack_float(w, src, stride, kF32, 4);
+    case WeightType::F16: return pack_float(w, src, stride, kF16, 2);
+    case WeightType::BF16: return pack_float(w, src, stride, kBF16, 2);
+    case WeightType::Q4_0: return pack_q4<BlockQ4_0>(w, src, stride, kQ4_0);
+    case WeightType::Q4_1: return pack_q4<BlockQ4_1>(w, src, stride, kQ4_1);
+    case WeightType::Q4_K: return pack_q4_k(w, src, stride);
+    case WeightType::Q5_0:
+      return pack_i8(w, src, stride, false, 5, [nb](const uint8_t* row, I8Row out) {
+        const auto* b = reinterpret_cast<const BlockQ5_0*>(row);
+        for (int64_t i = 0; i < nb; ++i) {
+          out.scale[i] = fp16_to_fp32(b[i].d);
+          const uint32_t qh = load_u32(b[i].qh);
+          for (int j = 0; j < kQK; ++j) out.q[i * kQK + j] = static_cast<int8_t>(q5_code(b[i].qs, qh, j) - 16);
+        }
+      });
+    case WeightType::Q5_1:
+      return pack_i8(w, src, stride, true, 5, [nb](const uint8_t* row, I8Row out) {
+        const auto* b = reinterpret_cast<const BlockQ5_1*>(row);
+        for (int64_t i = 0; i < nb; ++i) {
+          out.scale[i] = fp16_to_fp32(b[i].d);
+          out.min[i] = fp16_to_fp32(b[i].m);
+          const uint32_t qh = load_u32(b[i].qh);
+          for (int j = 0; j < kQK; ++j) out.q[i * kQK + j] = static_cast<int8_t>(q5_code(b[i].qs, qh, j));
+        }
+      });
+    case WeightType::Q8_0:
+      return pack_i8(w, src, stride, false, 5, [nb](const uint8_t* row, I8Row out) {
+        const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+        for (int64_t i = 0; i < nb; ++i) {
+          out.scale[i] = fp16_to_fp32(b[i].d);
+          std::memcpy(out.q + i * kQK, b[i].qs, kQK);
+        }
+      });
+    case WeightType::Q5_K:
+      return pack_i8(w, src, stride, true, 5, [n = w.cols / kQK_K](const uint8_t* row, I8Row out) {
+        const auto* b = reinterpret_cast<const BlockQ5_K*>(row);
+        for (int64_t s = 0; s < n; ++s) {
+          const float d = fp16_to_fp32(b[s].d), dmin = fp16_to_fp32(b[s].dmin);
+          for (int j = 0; j < 8; ++j) {
+            uint8_t sc, mn;
+            k_scale_min(j, b[s].scales, &sc, &mn);
+            out.scale[s * 8 + j] = d * sc;
+            out.min[s * 8 + j] = -(dmin * mn);  // x - m == x + (-m) exactly
+            // Sub-block j: nibbles of bytes 32 (j / 2) .., fifth bit j of qh.
+            const uint8_t* ql = b[s].qs + 32 * (j / 2);
+            for (int l = 0; l < 32; ++l) {
+              const int q = ((ql[l] >> ((j & 1) * 4)) & 0xF) + ((b[s].qh[l] >> j) & 1) * 16;
+              out.q[s * kQK_K + j * 32 + l] = static_cast<int8_t>(q);
+            }
+          }
+        }
+      });
+    case WeightType::Q6_K:
+      return pack_i8(w, src, stride, false, 4, [n = w.cols / kQK_K](const uint8_t* row, I8Row out) {
+        const auto* b = reinterpret_cast<const BlockQ6_K*>(row);
+        for (int64_t s = 0; s < n; ++s) {
+          const float d = fp16_to_fp32(b[s].d);
+          for (int j = 0; j < 16; ++j) out.scale[s * 16 + j] = d * static_cast<float>(b[s].scales[j]);
+          int8_t* y = out.q + s * kQK_K;
+          // 128-element halves: ql 64 bytes, qh 32 bytes each.
+          for (int h = 0; h < 2; ++h, y += 128) {
+            const uint8_t* ql = b[s].ql + 64 * h;
+            const uint8_t* qh = b[s].qh + 32 * h;
+            for (int l = 0; l < 32; ++l) {
+              y[l] = static_cast<int8_t>(((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32);
+              y[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+              y[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+              y[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+            }
+          }
+        }
+      });
+  }
+  return {};
+}
+
+struct Kernels {
+  ClKernel gemv1, gemv4, gemm, rows;
+};
+
+}  // namespace
+
+uint64_t ClWeight::device_bytes() const {
+  uint64_t n = 0;
+  for (const Buffer& b : parts) n += b.size();
+  return n;
+}
+
+struct ClMatmul::Impl {
+  ClDeviceContext* ctx = nullptr;
+  ClProgram program;
+  GemvShape gemv;
+  std::array<Kernels, kLayouts> kernels;
+  bool gemm_ok = true;  // the device runs 256-item work-groups of the GEMM
+
+  // Launches `k` with the weight's arguments first, then `rest`.
+  template <class... Rest>
+  Status run(const ClWeight& w, cl_kernel k, const ClRange& range, const Rest&... rest) {
+    cl_mem p[3];
+    for (int i = 0; i < 3; ++i) p[i] = w.parts[i] ? ClPool::mem(w.parts[i]) : ClPool::mem(w.parts[0]);
+    return launch(ctx->queue().handle(), k, range, ClView{p[0], 0}, ClView{p[1], 0}, ClView{p[2], 0},
+                  static_cast<uint32_t>(w.ref().rows), static_cast<uint32_t>(w.ref().cols), w.kp, w.gs, rest...);
+  }
+};
+
+ClMatmul::ClMatmul(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClMatmul::~ClMatmul() = default;
+
+namespace {
+
+Result<size_t> max_work_group(cl_kernel k, cl_device_id device) {
+  size_t n = 0;
+  const cl_int err = clGetKernelWorkGroupInfo(k, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof n, &n, nullptr);
+  if (err != CL_SUCCESS) return cl_status(err, "reading a kernel's work-group size");
+  return n;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
+  auto impl = std::make_unique<Impl>();
+  impl->ctx = &ctx;
+  impl->gemv = gemv_shape();
+  const GemvShape& g = impl->gemv;
+  const std::string options = "-cl-mad-enable -DGEMV_LX=" + std::to_string(g.lx) + " -DGEMV_LY=" + std::to_string(g.ly) +
+                              " -DGEMV_NR=" + std::to_string(g.nr) + " -DGEMV_MAGIC=" + std::to_string(g.magic);
+  auto program = build_kernels(ctx, {"matmul", "matmul_gemv", "matmul_gemm"}, options);
+  if (!program.ok()) return program.status();
+  impl->program = std::move(program).value();
+  for (int l = 0; l < kLayouts; ++l) {
+    const std::string name = kLayoutNames[l];
+    Kernels& k = impl->kernels[l];
+    for (auto [slot, prefix] : {std::pair{&k.gemv1, "gemv_"}, std::pair{&k.gemv4, "gemv_"},
+                                std::pair{&k.gemm, "gemm_"}, std::pair{&k.rows, "get_rows_"}}) {
+      std::string kname = prefix + name;
+      if (slot == &k.gemv1) kname += "_1";
+      if (slot == &k.gemv4) kname += "_4";
+      auto made = make_kernel(impl->program.get(), kname.c_str());
+      if (!made.ok()) return made.status();
+      *slot = std::move(made).value();
+    }
+    // The GEMV's work-group is fixed by the kernel; a device that cannot run it cannot
+    // multiply. The GEMM's is larger: without it, prefill runs as GEMVs.
+    auto gemv_wg = max_work_group(k.gemv4.get(), ctx.info().device);
+    if (!gemv_wg.ok()) return gemv_wg.status();
+    if (*gemv_wg < g.wg())
+      return Status(Code::unsupported, "opencl: " + ctx.info().description() + " runs " + std::to_string(*gemv_wg) +
+                                           " work-items per group of gemv_" + name + ", it needs " +
+                                           std::to_string(g.wg()));
+    auto gemm_wg = max_work_group(k.gemm.get(), ctx.info().device);
+    if (!gemm_wg.ok()) return gemm_wg.status();
+    if (*gemm_wg < kGemmWg) impl->gemm_ok = false;
+  }
+  return std::unique_ptr<ClMatmul>(new ClMatmul(std::move(impl)));
+}
+
+bool ClMatmul::supports(WeightType type) const { return is_supported_weight_type(static_cast<uint32_t>(type)); }
+
+Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
+  if (!supports(w.type))
+    return Status(Code::unsupported, "opencl matmul: weight type " + std::to_string(static_cast<uint32_t>(w.type)));
+  if (w.rows <= 0 || w.cols <= 0 || w.data == nullptr || w.cols % block_elems(w.type) != 0 ||
+      w.rows > UINT32_MAX / 2 || w.cols > UINT32_MAX / 2)
+    return Status(Code::invalid_argument, "opencl matmul: bad weight shape " + std::to_string(w.rows) + " x " +
+                                              std::to_string(w.cols));
+  Packed p = pack(w);
+  auto out = std::make_unique<ClWeight>();
+  out->ref_ = w;
+  out->layout = p.layout;
+  out->kp = p.kp ? p.kp : static_cast<uint32_t>(w.cols);  // the quantized layouts have no padding
+  out->gs = p.gs;
+  cl_command_queue q = impl_->ctx->queue().handle();
+  for (int i = 0; i < 3; ++i) {
+    if (p.part[i].empty()) continue;
+    auto buf = impl_->ctx->pool().alloc(p.part[i].size());
+    if (!buf.ok()) return buf.status();
+    out->parts[i] = std::move(buf).value();
+    // Blocking: the host copy goes away when this returns.
+    const cl_int err = clEnqueueWriteBuffer(q, ClPool::mem(out->parts[i]), CL_TRUE, 0, p.part[i].size(),
+                                            p.part[i].data(), 0, nullptr, nullptr);
+    if (err != CL_SUCCESS) return cl_status(err, "uploading a weight");
+  }
+  return out;
+}
+
+Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
+  if (n_tokens < 0 || !x.mem || !y.mem) return Status(Code::invalid_argument, "opencl matmul: bad arguments");
+  if (n_tokens == 0) return Status::Ok();
+  const bool q4 = w.layout == kQ4_0 || w.layout == kQ4_1 || w.layout == kQ4_K;
+  if (q4 && x.offset % 16 != 0)
+    return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
+  const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
+  const size_t rows = static_cast<size_t>(w.ref().rows), cols = static_cast<size_t>(w.ref().cols);
+  if (n_tokens > kGemvMaxTokens && impl_->gemm_ok) {
+    ClRange r;
+    r.dims = 2;
+    r.global = {(rows + kGemmTile - 1) / kGemmTile * 16, (static_cast<size_t>(n_tokens) + kGemmTile - 1) / kGemmTile * 16, 1};
+    r.local = {16, 16, 1};
+    return impl_->run(w, k.gemm.get(), r, x, static_cast<uint32_t>(n_tokens), y);
+  }
+  ClRange r;
+  const GemvShape& g = impl_->gemv;
+  r.global = {(rows + g.rows_per_wg() - 1) / g.rows_per_wg() * g.wg(), 1, 1};
+  r.local = {g.wg(), 1, 1};
+  // Up to kGemvMaxTokens tokens per launch (more only where the GEMM cannot run).
+  for (int t = 0; t < n_tokens; t += kGemvMaxTokens) {
+    const int n = std::min(kGemvMaxTokens, n_tokens - t);
+    const size_t done = static_cast<size_t>(t);
+    LLMSVC_RETURN_IF_ERROR(impl_->run(w, (n == 1 ? k.gemv1 : k.gemv4).get(), r, x.at(done * cols * 4),
+                                      static_cast<uint32_t>(n), y.at(done * rows * 4)));
+  }
+  return Status::Ok();
+}
+
+Status ClMatmul::get_rows(const ClWeight& w, ClView ids, int n, ClView out) {
+  if (n < 0 || !ids.mem || !out.mem) return Status(Code::invalid_argument, "opencl get_rows: bad arguments");
+  if (n == 0) return Status::Ok();
+  ClRange r;
+  r.global = {static_cast<size_t>(n) * (w.kp / 8), 1, 1};
+  return impl_->run(w, impl_->kernels[static_cast<size_t>(w.layout)].rows.get(), r, ids, static_cast<uint32_t>(n), out);
+}
+
+}  // namespace llmsvc::hal::opencl
