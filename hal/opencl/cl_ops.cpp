@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClOps: one program (kernels/ops.cl then kernels/attention.cl) built at create(), its kernels
+// made once; each op checks its shapes, sets arguments and enqueues. Attention's scratch
+// (scores, block stats, split partial sums) lives in the device's pool and only grows.
+#include "hal/opencl/cl_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hal/host/fp16.h"
+#include "hal/opencl/cl_pool.h"
+
+namespace llmsvc::hal::opencl {
+namespace {
+
+// Must match ops.cl's ROW_WG and attention.cl's KB, RT and DC.
+constexpr size_t kWg = 256;  // elementwise and row kernels
+constexpr int kKeyBlock = 64;
+constexpr int kRowTile = 8;
+constexpr int kMaxHeadDim = kKeyBlock * 4;
+// Attention's score matrix is at most this many floats (64 MiB); longer calls run in passes
+// of fewer query tokens.
+constexpr size_t kMaxScoreFloats = size_t(16) << 20;
+
+size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
+
+// ggml's GELU table as the CPU backend builds it (hal/cpu/activation_ops.cpp): for every f16
+// value h, f16(0.5 h (1 + tanh(sqrt(2/pi) h (1 + 0.044715 h^2)))) with the same f32 steps and
+// the same libm tanh, so a table lookup on the device gives the CPU's GEGLU bit for bit.
+std::vector<uint16_t> gelu_table() {
+  constexpr float kGeluA = 0.044715f;
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  std::vector<uint16_t> t(1 << 16);
+  for (uint32_t i = 0; i < t.size(); ++i) {
+    const float x = fp16_to_fp32(static_cast<uint16_t>(i));
+    t[i] = fp32_to_fp16((0.5f * x) * (1.0f + std::tanh((kSqrt2OverPi * x) * std::fma(x, kGeluA * x, 1.0f))));
+  }
+  return t;
+}
+
+// Build options: correctly rounded division and sqrt where the device offers them (SiLU's
+// division and RMSNorm's 1 / sqrt then round as the CPU's do).
+std::string build_options(const ClDeviceInfo& info) {
+  cl_device_fp_config fp = 0;
+  if (clGetDeviceInfo(info.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr) == CL_SUCCESS &&
+      (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0) {
+    return "-cl-fp32-correctly-rounded-divide-sqrt";
+  }
+  return {};
+}
+
+// A 1-D range of n items (rounded up to whole work-groups of wg).
+ClRange range1(size_t n, size_t wg) { return ClRange{1, {round_up(n, wg), 1, 1}, {wg, 1, 1}}; }
+
+}  // namespace
+
+struct ClOps::Impl {
+  explicit Impl(ClDeviceContext& c) : ctx(c) {}
+  ClDeviceContext& ctx;
+  ClProgram program;
+  ClKernel rms_norm, rope, swiglu, geglu, add, add_bias, scale, store_kv;
+  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass;
+  Buffer gelu;  // 65536 halves
+  // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
+  // row, partial outputs per row and split.
+  Buffer scores, block_stats, row_stats, partial;
+
+  cl_command_queue queue() const { return ctx.queue().handle(); }
+  // Makes b hold at least `bytes` (grown by half again, so a context growing a token at a
+  // time reallocates rarely). The queue is in order and the driver keeps a released buffer
+  // alive until the kernels using it are done, so growing never races earlier calls.
+  Status reserve(Buffer& b, size_t bytes) {
+    if (b && b.size() >= bytes) return Status::Ok();
+    b.reset();
+    auto r = ctx.pool().alloc(std::max(bytes, bytes / 2 * 3));
+    if (!r.ok()) return r.status();
+    b = std::move(r).value();
+    return Status::Ok();
+  }
+};
+
+ClOps::ClOps(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClOps::~ClOps() = default;
+
+Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
+  auto impl = std::make_unique<Impl>(ctx);
+  auto program = build_kernels(ctx, {"ops", "attention"}, build_options(ctx.info()));
+  if (!program.ok()) return program.status();
+  impl->program = std::move(program).value();
+  const struct {
+    ClKernel* k;
+    const char* name;
+  } kernels[] = {{&impl->rms_norm, "rms_norm"},       {&impl->rope, "rope"},
+                 {&impl->swiglu, "swiglu"},           {&impl->geglu, "geglu"},
+                 {&impl->add, "add"},                 {&impl->add_bias, "add_bias"},
+                 {&impl->scale, "scale"},             {&impl->store_kv, "store_kv"},
+                 {&impl->attn_scores, "attn_scores"}, {&impl->attn_pv, "attn_pv"},
+                 {&impl->attn_reduce, "attn_reduce"}, {&impl->attn_mass, "attn_mass"}};
+  for (const auto& k : kernels) {
+    auto r = make_kernel(impl->program.get(), k.name);
+    if (!r.ok()) return r.status();
+    *k.k = std::move(r).value();
+  }
+  const std::vector<uint16_t> table = gelu_table();
+  const size_t bytes = table.size() * sizeof(uint16_t);
+  LLMSVC_RETURN_IF_ERROR(impl->reserve(impl->gelu, bytes));
+  const cl_int err = clEnqueueWriteBuffer(impl->queue(), ClPool::mem(impl->gelu), CL_TRUE, 0, bytes, table.data(), 0,
+                                          nullptr, nullptr);
+  if (err != CL_SUCCESS) return cl_status(err, "uploading the GELU table");
+  return std::unique_ptr<ClOps>(new ClOps(std::move(impl)));
+}
+
+Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, ClView out) {
+  if (n_rows <= 0 || dim <= 0) return Status::Ok();
+  const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, int32_t{weight.mem != nullptr}, dim, eps, out);
+}
+
+Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView positions, float freq_base,
+                   float freq_scale, RopeStyle style) {
+  if (rot_dims % 2 != 0 || rot_dims > head_dim) {
+    return Status(Code::invalid_argument, "rope: rot_dims must be even and at most head_dim");
+  }
+  if (n_tokens <= 0 || n_heads <= 0 || rot_dims == 0) return Status::Ok();
+  // As the CPU's rope table: theta_scale in f32 from std::pow.
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rot_dims));
+  const ClRange r{3, {static_cast<size_t>(rot_dims / 2), static_cast<size_t>(n_heads), static_cast<size_t>(n_tokens)}};
+  return launch(impl_->queue(), impl_->rope.get(), r, x, positions, n_heads, head_dim, rot_dims / 2, theta_scale,
+                freq_scale, int32_t{style == RopeStyle::neox});
+}
+
+Status ClOps::swiglu(ClView gate, ClView up, size_t n) {
+  if (n == 0) return Status::Ok();
+  return launch(impl_->queue(), impl_->swiglu.get(), range1(n, kWg), gate, up, uint64_t{n});
+}
+
+Status ClOps::geglu(ClView gate, ClView up, size_t n) {
+  if (n == 0) return Status::Ok();
+  return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n},
+                ClPool::mem(impl_->gelu));
+}
+
+Status ClOps::add(ClView y, ClView x, size_t n) {
+  if (n == 0) return Status::Ok();
+  return launch(impl_->queue(), impl_->add.get(), range1(n, kWg), y, x, uint64_t{n});
+}
+
+Status ClOps::add_bias(ClView y, ClView bias, int n_rows, int dim) {
+  if (n_rows <= 0 || dim <= 0) return Status::Ok();
+  const size_t n = static_cast<size_t>(n_rows) * dim;
+  return launch(impl_->queue(), impl_->add_bias.get(), range1(n, kWg), y, bias, dim, uint64_t{n});
+}
+
+Status ClOps::scale(ClView x, size_t n, float s) {
+  if (n == 0) return Status::Ok();
+  return launch(impl_->queue(), impl_->scale.get(), range1(n, kWg), x, uint64_t{n}, s);
+}
+
+Status ClOps::store_kv(ClView k, ClView v, int n_tokens, ClView positions, const ClKv& kv, int layer) {
+  if (layer < 0 || layer >= kv.n_layer || kv.chunk_tokens <= 0) {
+    return Status(Code::invalid_argument, "store_kv: layer or chunk size out of range");
+  }
+  if (n_tokens <= 0) return Status::Ok();
+  const int kv_dim = kv.n_head_kv * kv.head_dim;
+  const ClRange r{2, {round_up(static_cast<size_t>(kv_dim), 64), static_cast<size_t>(n_tokens), 1}, {64, 1, 1}};
+  return launch(impl_->queue(), impl_->store_kv.get(), r, k, v, positions, kv.arena, kv.table, kv.chunk_tokens, kv_dim,
+                layer);
+}
+
+Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
+                        const AttentionParams& p, ClView out, ClView mass) {
+  if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim) {
+    return Status(Code::unsupported, "attention: heads must group evenly and head_dim be in [1, " +
+                                         std::to_string(kMaxHeadDim) + "]");
+  }
+  if (kv.n_head_kv != p.n_head_kv || kv.head_dim != p.head_dim || layer < 0 || layer >= kv.n_layer ||
+      kv.chunk_tokens <= 0 || n_valid < 0 || n_valid > static_cast<int64_t>(kv.n_chunks) * kv.chunk_tokens) {
+    return Status(Code::invalid_argument, "attention: the KV cache does not match the call");
+  }
+  if (n_tokens <= 0) return Status::Ok();
+  Impl& m = *impl_;
+  const size_t D = static_cast<size_t>(p.head_dim);
+  const size_t row_bytes = static_cast<size_t>(p.n_head) * D * sizeof(float);  // one token of q / out
+  if (n_valid == 0) {  // no key: zeros, as the CPU gives a query that sees none
+    const float zero = 0.0f;
+    const cl_int err = clEnqueueFillBuffer(m.queue(), out.mem, &zero, sizeof zero, out.offset, row_bytes * n_tokens, 0,
+                                           nullptr, nullptr);
+    return err == CL_SUCCESS ? Status::Ok() : cl_status(err, "attention: clearing the output");
+  }
+
+  const int G = p.n_head / p.n_head_kv;
+  const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
+  const int s_stride = n_blocks * kKeyBlock;
+  const size_t token_floats = static_cast<size_t>(p.n_head) * s_stride;
+  const int pass_tokens = static_cast<int>(std::clamp<size_t>(kMaxScoreFloats / token_floats, 1, n_tokens));
+  LLMSVC_RETURN_IF_ERROR(m.reserve(m.scores, pass_tokens * token_floats * sizeof(float)));
+  LLMSVC_RETURN_IF_ERROR(
+      m.reserve(m.block_stats, static_cast<size_t>(pass_tokens) * p.n_head * n_blocks * 2 * sizeof(float)));
+  LLMSVC_RETURN_IF_ERROR(m.reserve(m.row_stats, static_cast<size_t>(pass_tokens) * p.n_head * 2 * sizeof(float)));
+  const cl_mem scores = ClPool::mem(m.scores), block_stats = ClPool::mem(m.block_stats);
+  const cl_mem row_stats = ClPool::mem(m.row_stats);
+
+  for (int t0 = 0; t0 < n_tokens; t0 += pass_tokens) {
+    const int nt = std::min(pass_tokens, n_tokens - t0);
+    const ClView qv = q.at(t0 * row_bytes), pv = positions.at(t0 * sizeof(int32_t)), ov = out.at(t0 * row_bytes);
+    const size_t tiles = ceil_div(static_cast<size_t>(nt) * G, kRowTile);
+    // Decode has few tiles: split the keys so that every compute unit gets work-groups.
+    const size_t groups = tiles * p.n_head_kv;
+    const size_t target = 4 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
+    const size_t want = std::clamp<size_t>(ceil_div(target, groups), 1, n_blocks);
+    const size_t split_blocks = ceil_div(n_blocks, want);
+    const int n_splits = static_cast<int>(ceil_div(n_blocks, split_blocks));
+    cl_mem partial = nullptr;
+    if (n_splits > 1) {
+      LLMSVC_RETURN_IF_ERROR(m.reserve(m.partial, static_cast<size_t>(nt) * p.n_head * n_splits * D * sizeof(float)));
+      partial = ClPool::mem(m.partial);
+    }
+    const size_t nkv = static_cast<size_t>(p.n_head_kv);
+    const ClRange rs{3, {static_cast<size_t>(s_stride), nkv, tiles}, {kKeyBlock, 1, 1}};
+    LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_scores.get(), rs, qv, pv, kv.arena, kv.table, nt, p.n_head,
+                                  p.n_head_kv, p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale,
+                                  scores, uint64_t{0}, s_stride, block_stats, uint64_t{0}));
+    const ClRange rp{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
+    LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_pv.get(), rp, pv, kv.arena, kv.table, nt, p.n_head, p.n_head_kv,
+                                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, scores, uint64_t{0},
+                                  s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(split_blocks * kKeyBlock),
+                                  n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
+    if (n_splits > 1) {
+      const ClRange rr{2, {round_up(D, kKeyBlock), static_cast<size_t>(nt) * p.n_head, 1}, {kKeyBlock, 1, 1}};
+      LLMSVC_RETURN_IF_ERROR(
+          launch(m.queue(), m.attn_reduce.get(), rr, partial, uint64_t{0}, n_splits, p.head_dim, ov));
+    }
+    if (mass.mem) {
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_mass.get(), range1(n_valid, kKeyBlock), scores, uint64_t{0},
+                                    s_stride, row_stats, uint64_t{0}, nt * p.n_head, n_valid, mass));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace llmsvc::hal::opencl

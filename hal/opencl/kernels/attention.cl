@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+// Causal attention over a context's KV chunks in device memory (every KvFormat, read in place),
+// with the CPU's numerics: q rounded to f16, s = scale * (q . k) in f32, softmax with ggml's
+// expf, weights rounded to f16 after normalization, out = sum_j p_j v_j. Built after ops.cl
+// (round_f16, exp_ggml, KV_OFFSET_MASK).
+//
+// Rounding the weights needs each row's final max and sum before any weight meets V, so the
+// scores are written to a scratch matrix S [row][key] (row = token * n_head + head) and the
+// work runs as separate kernels, each spread over the whole device:
+//   attn_scores  (key block, kv head, row tile): S for a tile's rows, plus each block's
+//                (max, sum of exp(s - max)) per row;
+//   attn_pv      (key split, kv head, row tile): combines the blocks' (max, sum) into the
+//                row's max and 1 / sum, turns S into f16 weights and sums weights * V over
+//                the split's keys; one split writes out, several write partial sums;
+//   attn_reduce  partial sums of the splits, in split order, into out (decode: few rows, so
+//                the keys are split across work-groups to keep every compute unit busy);
+//   attn_mass    per key, its weights summed over the rows (exact integer sums of f16 values,
+//                as the CPU's), added to mass[key].
+// A tile is RT consecutive rows of one kv head (its query heads, token by token), so a K or V
+// value loaded serves all of them (grouped-query attention).
+
+#define KB 64  // keys per block: the work-group size of every kernel here
+#define RT 8   // query rows per tile
+#define DS 32  // channels of q and K staged in local memory at a time
+#define DC 4   // output channels per work-item in attn_pv: head_dim <= KB * DC
+
+// Bytes of one layer's K block and V block in a chunk of format `bits` (hal/kv_format.h).
+inline size_t k_block_bytes(uint bits, int C, int kv_dim) {
+  return bits == 16 ? (size_t)C * kv_dim * 2 : (size_t)kv_dim * 4 + (size_t)C * kv_dim * bits / 8;
+}
+inline size_t v_block_bytes(uint bits, int C, int kv_dim, int n_head_kv) {
+  return bits == 16 ? (size_t)C * kv_dim * 2 : (size_t)C * n_head_kv * 4 + (size_t)C * kv_dim * bits / 8;
+}
+
+// Code of channel ch in a row of `bits`-bit codes: a little-endian bit stream.
+inline float read_code(__global const uchar* row, int ch, uint bits) {
+  const uint bit = (uint)ch * bits;
+  const uint i = bit >> 3, sh = bit & 7;
+  uint x = row[i];
+  if (sh + bits > 8) x |= (uint)row[i + 1] << 8;
+  return (float)((x >> sh) & ((1u << bits) - 1));
+}
+
+// The layer's K block of the chunk behind table entry e.
+inline __global const uchar* layer_base(__global const uchar* arena, ulong e, int layer, int C, int kv_dim,
+                                        int n_head_kv) {
+  const uint bits = (uint)(e >> 56);
+  return arena + (e & KV_OFFSET_MASK) +
+         (size_t)layer * (k_block_bytes(bits, C, kv_dim) + v_block_bytes(bits, C, kv_dim, n_head_kv));
+}
+
+// Key channel ch of row r: f16, or min + scale * code with the channel's (KIVI) params.
+inline float load_key(__global const uchar* arena, ulong e, int layer, int C, int kv_dim, int n_head_kv, int r, int ch) {
+  const uint bits = (uint)(e >> 56);
+  __global const uchar* base = layer_base(arena, e, layer, C, kv_dim, n_head_kv);
+  __global const half* p = (__global const half*)base;
+  if (bits == 16) return vload_half((size_t)r * kv_dim + ch, p);
+  __global const uchar* row = base + (size_t)kv_dim * 4 + (size_t)r * (kv_dim * bits / 8);
+  return fma(vload_half(kv_dim + ch, p), read_code(row, ch, bits), vload_half(ch, p));
+}
+
+// Value channel ch (of kv head hk) of row r: f16, or min + scale * code with the (token, head) params.
+inline float load_value(__global const uchar* arena, ulong e, int layer, int C, int kv_dim, int n_head_kv, int hk, int r,
+                        int ch) {
+  const uint bits = (uint)(e >> 56);
+  __global const uchar* base = layer_base(arena, e, layer, C, kv_dim, n_head_kv) + k_block_bytes(bits, C, kv_dim);
+  __global const half* p = (__global const half*)base;
+  if (bits == 16) return vload_half((size_t)r * kv_dim + ch, p);
+  const int pair = r * n_head_kv + hk;
+  __global const uchar* row = base + (size_t)C * n_head_kv * 4 + (size_t)r * (kv_dim * bits / 8);
+  return fma(vload_half(C * n_head_kv + pair, p), read_code(row, ch, bits), vload_half(pair, p));
+}
+
+// Keys [lo, hi) seen by a query at position pos.
+inline int2 visible_keys(int pos, int n_valid, int window) {
+  return (int2)(window > 0 ? max(0, pos - window + 1) : 0, min(pos + 1, n_valid));
+}
+
+// Whether some row of the tile (rows i0 .. i0 + nr of a kv head, G per token) sees a key of [j0, j1).
+inline bool tile_sees(__global const int* positions, int i0, int nr, int G, int j0, int j1, int n_valid, int window) {
+  bool any = false;
+  for (int r = 0; r < nr; ++r) {
+    const int2 v = visible_keys(positions[(i0 + r) / G], n_valid, window);
+    any |= v.x < v.y && v.x < j1 && v.y > j0;
+  }
+  return any;
+}
+
+// In place over red[r][0..KB) for r < RT: red[r][0] becomes the max (op 0) or the sum (op 1).
+inline void tree_reduce(__local float (*red)[KB], int lid, int op) {
+  for (int w = KB / 2; w > 0; w >>= 1) {
+    if (lid < w) {
+      for (int r = 0; r < RT; ++r) red[r][lid] = op == 0 ? fmax(red[r][lid], red[r][lid + w]) : red[r][lid] + red[r][lid + w];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
+    __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
+    __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int head_dim, int C, int layer,
+    int n_valid, int window, float scale, __global float* sb, ulong so, int s_stride, __global float2* mb, ulong mo) {
+  __local float qs[RT][DS];
+  __local float ks[KB][DS + 1];  // + 1: item k reads row k, a different bank each
+  __local float red[RT][KB];
+  __local float bmax[RT];
+  const int lid = get_local_id(0), blk = get_group_id(0), hk = get_group_id(1);
+  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
+  const int i0 = get_group_id(2) * RT;
+  const int nr = min(RT, n_tokens * G - i0);
+  const int j0 = blk * KB;
+  const int n_blocks = s_stride / KB;
+  __global const int* positions = CVIEW(int, pb, po);
+  __global const float* q = CVIEW(float, qb, qo);
+  __global const ulong* table = CVIEW(ulong, tb, to);
+
+  float acc[RT];
+  for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
+  if (tile_sees(positions, i0, nr, G, j0, j0 + KB, n_valid, window)) {
+    for (int d0 = 0; d0 < head_dim; d0 += DS) {
+      for (int e = lid; e < RT * DS; e += KB) {
+        const int r = e / DS, d = d0 + e % DS;
+        const int i = i0 + r;
+        qs[r][e % DS] =
+            r < nr && d < head_dim ? round_f16(q[((size_t)(i / G) * n_head + hk * G + i % G) * head_dim + d]) : 0.0f;
+      }
+      for (int e = lid; e < KB * DS; e += KB) {
+        const int k = e / DS, d = d0 + e % DS, j = j0 + k;
+        ks[k][e % DS] = j < n_valid && d < head_dim
+                            ? load_key(arena, table[j / C], layer, C, kv_dim, n_head_kv, j % C, hk * head_dim + d)
+                            : 0.0f;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int d = 0; d < DS; ++d) {
+        const float k = ks[lid][d];
+        for (int r = 0; r < RT; ++r) acc[r] = fma(qs[r][d], k, acc[r]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+
+  // The scores, masked; then the block's max and sum of exp(s - max) per row.
+  const int j = j0 + lid;
+  __global float* S = VIEW(float, sb, so);
+  float s[RT];
+  for (int r = 0; r < RT; ++r) {
+    s[r] = -INFINITY;
+    if (r < nr) {
+      const int i = i0 + r;
+      const int2 v = visible_keys(positions[i / G], n_valid, window);
+      if (j >= v.x && j < v.y) s[r] = acc[r] * scale;
+      S[((size_t)(i / G) * n_head + hk * G + i % G) * s_stride + j] = s[r];
+    }
+    red[r][lid] = s[r];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 0);
+  if (lid < RT) bmax[lid] = red[lid][0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = 0; r < RT; ++r) red[r][lid] = s[r] == -INFINITY ? 0.0f : exp_ggml(s[r] - bmax[r]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 1);
+  if (lid < nr) {
+    const int i = i0 + lid;
+    VIEW(float2, mb, mo)[((size_t)(i / G) * n_head + hk * G + i % G) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
+    __global const int* pb, ulong po, __global const uchar* arena, __global const ulong* tb, ulong to, int n_tokens,
+    int n_head, int n_head_kv, int head_dim, int C, int layer, int n_valid, int window, __global const float* sb,
+    ulong so, int s_stride, __global const float2* mb, ulong mo, int split_keys, int n_splits, __global float2* stb,
+    ulong sto, __global float* ob, ulong oo, __global float* xb, ulong xo) {
+  __local float red[RT][KB];  // row stats, then the weights of a key block
+  __local float rmax[RT], rinv[RT];
+  const int lid = get_local_id(0), split = get_group_id(0), hk = get_group_id(1);
+  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
+  const int i0 = get_group_id(2) * RT;
+  const int nr = min(RT, n_tokens * G - i0);
+  const int n_blocks = s_stride / KB;
+  __global const int* positions = CVIEW(int, pb, po);
+  __global const ulong* table = CVIEW(ulong, tb, to);
+  __global const float2* part = CVIEW(float2, mb, mo);
+  __global const float* S = CVIEW(float, sb, so);
+  size_t row[RT];
+  for (int r = 0; r < RT; ++r) {
+    const int i = i0 + min(r, nr - 1);
+    row[r] = (size_t)(i / G) * n_head + hk * G + i % G;
+  }
+
+  // Each row's max and 1 / sum from its blocks' (max, sum).
+  for (int r = 0; r < RT; ++r) {
+    float m = -INFINITY;
+    for (int b = lid; b < n_blocks; b += KB) m = fmax(m, part[row[r] * n_blocks + b].x);
+    red[r][lid] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 0);
+  if (lid < RT) rmax[lid] = red[lid][0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = 0; r < RT; ++r) {
+    float l = 0.0f;
+    for (int b = lid; b < n_blocks; b += KB) {
+      const float2 ml = part[row[r] * n_blocks + b];
+      if (ml.x != -INFINITY) l += ml.y * exp_ggml(ml.x - rmax[r]);
+    }
+    red[r][lid] = l;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 1);
+  if (lid < RT) {
+    rinv[lid] = red[lid][0] > 0.0f ? 1.0f / red[lid][0] : 0.0f;
+    if (split == 0 && lid < nr) VIEW(float2, stb, sto)[row[lid]] = (float2)(rmax[lid], rinv[lid]);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  float acc[RT][DC];
+  for (int r = 0; r < RT; ++r)
+    for (int c = 0; c < DC; ++c) acc[r][c] = 0.0f;
+  const int k_begin = split * split_keys;
+  const int k_end = min(n_valid, k_begin + split_keys);
+  for (int jb = k_begin; jb < k_end; jb += KB) {
+    if (!tile_sees(positions, i0, nr, G, jb, jb + KB, n_valid, window)) continue;  // uniform
+    const int j = jb + lid;
+    for (int r = 0; r < RT; ++r) {
+      const float sc = r < nr && j < k_end ? S[row[r] * s_stride + j] : -INFINITY;
+      red[r][lid] = sc == -INFINITY ? 0.0f : round_f16(exp_ggml(sc - rmax[r]) * rinv[r]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int kn = min(KB, k_end - jb);
+    for (int k = 0; k < kn; ++k) {
+      const ulong e = table[(jb + k) / C];
+      const int rr = (jb + k) % C;
+      for (int c = 0; c < DC; ++c) {
+        const int d = lid + c * KB;
+        if (d < head_dim) {
+          const float v = load_value(arena, e, layer, C, kv_dim, n_head_kv, hk, rr, hk * head_dim + d);
+          for (int r = 0; r < RT; ++r) acc[r][c] = fma(red[r][k], v, acc[r][c]);
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  for (int r = 0; r < nr; ++r) {
+    for (int c = 0; c < DC; ++c) {
+      const int d = lid + c * KB;
+      if (d >= head_dim) continue;
+      if (n_splits == 1) {
+        VIEW(float, ob, oo)[row[r] * head_dim + d] = acc[r][c];
+      } else {
+        VIEW(float, xb, xo)[(row[r] * n_splits + split) * head_dim + d] = acc[r][c];
+      }
+    }
+  }
+}
+
+// out[row][d] = the splits' partial sums, in split order. One item per (channel, row).
+__kernel void attn_reduce(__global const float* xb, ulong xo, int n_splits, int head_dim, __global float* ob, ulong oo) {
+  const int d = get_global_id(0);
+  const size_t row = get_global_id(1);
+  if (d >= head_dim) return;
+  __global const float* x = CVIEW(float, xb, xo) + row * n_splits * head_dim + d;
+  float s = 0.0f;
+  for (int i = 0; i < n_splits; ++i) s += x[(size_t)i * head_dim];
+  VIEW(float, ob, oo)[row * head_dim + d] = s;
+}
+
+// mass[j] += sum over rows of key j's f16 weight: exact in integer units of 2^-24 (f16 values
+// in [0, 1] are multiples of it), so the sum does not depend on the order. One item per key.
+__kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto, int n_rows,
+                        int n_valid, __global float* wb, ulong wo) {
+  const int j = get_global_id(0);
+  if (j >= n_valid) return;
+  __global const float* S = CVIEW(float, sb, so);
+  __global const float2* stats = CVIEW(float2, stb, sto);
+  ulong units = 0;
+  for (int row = 0; row < n_rows; ++row) {
+    const float s = S[(size_t)row * s_stride + j];
+    if (s == -INFINITY) continue;
+    const float2 st = stats[row];
+    units += (ulong)(round_f16(exp_ggml(s - st.x) * st.y) * 16777216.0f);
+  }
+  if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
+}

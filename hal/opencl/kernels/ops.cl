@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClOps' elementwise and row kernels (RMSNorm, RoPE, gated activations, adds, scale, K/V rows
+// into f16 chunks) and the float helpers attention.cl shares (it is built after this file).
+//
+// Results follow the CPU backend (hal/cpu) to float rounding, most of them bit for bit, so:
+// no contraction of a * b + c into FMAs behind our back (the CPU rounds each step unless it
+// says fma), and the program is built with correctly rounded division and sqrt where offered.
+#pragma OPENCL FP_CONTRACT OFF
+
+// A KV table entry (cl_ops.h): byte offset of the chunk in the low 56 bits, format bits above.
+#define KV_OFFSET_MASK ((1UL << 56) - 1)
+
+// Work-group size of the row kernels (rms_norm): a power of two.
+#ifndef ROW_WG
+#define ROW_WG 256
+#endif
+
+// x rounded to the nearest f16 (ties to even) and back, through f16 storage in a register:
+// vstore_half_rte / vload_half are core OpenCL C, no cl_khr_fp16 needed.
+inline float round_f16(float x) {
+  ushort h;
+  vstore_half_rte(x, 0, (__private half*)&h);
+  return vload_half(0, (__private const half*)&h);
+}
+
+// ggml's vector expf (hal/cpu/ggml_expf-inl.h), step for step: n = round(x / ln 2), b the
+// reduced argument, a degree-5 polynomial j(b), then j * 2^n as two exact power-of-two
+// products; |n| > 192 gives 0 or inf. The CPU's softmax and SiLU use it instead of libm.
+inline float exp_ggml(float x) {
+  const float r = 0x1.8p23f;
+  const float z = fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = fma(-n, 0x1.7f7d1cp-20f, fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = fma(fma(fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                      fma(0x1.ffffecp-1f, b, 1.0f));
+  if (fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  const int ni = (int)n;
+  const int e1 = ni >> 1;
+  const int e2 = ni - e1;
+  return (j * as_float((e1 + 127) << 23)) * as_float((e2 + 127) << 23);
+}
+
+// out = x / sqrt(mean(x^2) + eps) * weight, one work-group per row; the sum of squares in
+// per-item strided sums, then a tree in local memory.
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
+    __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
+    __global float* ob, ulong oo) {
+  __local float part[ROW_WG];
+  const int lid = get_local_id(0);
+  const size_t row = get_group_id(0);
+  __global const float* x = CVIEW(float, xb, xo) + row * dim;
+  __global float* out = VIEW(float, ob, oo) + row * dim;
+  float s = 0.0f;
+  for (int i = lid; i < dim; i += ROW_WG) s += x[i] * x[i];
+  part[lid] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int w = ROW_WG / 2; w > 0; w >>= 1) {
+    if (lid < w) part[lid] += part[lid + w];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float mean = part[0] / (float)dim;
+  const float scale = 1.0f / sqrt(mean + eps);
+  if (has_weight) {
+    __global const float* w = CVIEW(float, wb, wo);
+    for (int i = lid; i < dim; i += ROW_WG) out[i] = x[i] * scale * w[i];
+  } else {
+    for (int i = lid; i < dim; i += ROW_WG) out[i] = x[i] * scale;
+  }
+}
+
+// RoPE in place: one item per (pair, head, token). theta_i = pos * theta_scale^i is built by
+// repeated f32 products as ggml builds its cache, then scaled by freq_scale; the rotation is
+// (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)) as the CPU's. neox: pairs (i, i + half), else
+// adjacent (2i, 2i + 1); channels past 2 * half are left alone.
+__kernel void rope(__global float* xb, ulong xo, __global const int* pb, ulong po, int n_heads, int head_dim, int half_rot,
+                   float theta_scale, float freq_scale, int neox) {
+  const int i = get_global_id(0);
+  const int h = get_global_id(1);
+  const int t = get_global_id(2);
+  if (i >= half_rot) return;
+  float theta = (float)CVIEW(int, pb, po)[t];
+  for (int k = 0; k < i; ++k) theta *= theta_scale;
+  const float th = freq_scale * theta;
+  const float c = cos(th), s = sin(th);
+  __global float* v = VIEW(float, xb, xo) + ((size_t)t * n_heads + h) * head_dim;
+  const int i0 = neox ? i : 2 * i;
+  const int i1 = neox ? i + half_rot : 2 * i + 1;
+  const float x0 = v[i0], x1 = v[i1];
+  v[i0] = fma(x0, c, -(x1 * s));
+  v[i1] = fma(x0, s, x1 * c);
+}
+
+// gate = silu(gate) * up, silu(x) = x / (1 + exp(-x)) with ggml's expf.
+__kernel void swiglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  __global float* g = VIEW(float, gb, go);
+  const float x = g[i];
+  g[i] = x / (1.0f + exp_ggml(0.0f - x)) * CVIEW(float, ub, uo)[i];
+}
+
+// gate = gelu(gate) * up through ggml's f16 GELU table (built on the host as the CPU builds it):
+// 0 for x <= -10, x for x >= 10, else table[f16(x)].
+__kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n,
+                    __global const half* table) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  __global float* g = VIEW(float, gb, go);
+  const float x = g[i];
+  const float u = CVIEW(float, ub, uo)[i];
+  float y;
+  if (x <= -10.0f) {
+    y = 0.0f;
+  } else if (x >= 10.0f) {
+    y = x * u;
+  } else {
+    ushort h;
+    vstore_half_rte(x, 0, (__private half*)&h);
+    y = vload_half(h, table) * u;
+  }
+  g[i] = y;
+}
+
+// y += x
+__kernel void add(__global float* yb, ulong yo, __global const float* xb, ulong xo, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i < n) VIEW(float, yb, yo)[i] += CVIEW(float, xb, xo)[i];
+}
+
+// y[r][c] += bias[c] over n = rows * dim elements.
+__kernel void add_bias(__global float* yb, ulong yo, __global const float* bb, ulong bo, int dim, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i < n) VIEW(float, yb, yo)[i] += CVIEW(float, bb, bo)[i % dim];
+}
+
+// x *= s
+__kernel void scale(__global float* xb, ulong xo, ulong n, float s) {
+  const size_t i = get_global_id(0);
+  if (i < n) VIEW(float, xb, xo)[i] *= s;
+}
+
+// K and V rows of token t (kv_dim f32 each) as f16 into the f16 chunk holding positions[t]:
+// row positions[t] % C of `layer`'s K and V blocks (a layer is 2 blocks of C * kv_dim halves).
+// One item per (channel, token).
+__kernel void store_kv(__global const float* kb, ulong ko, __global const float* vb, ulong vo, __global const int* pb,
+                       ulong po, __global uchar* arena, __global const ulong* tb, ulong to, int chunk_tokens, int kv_dim,
+                       int layer) {
+  const int i = get_global_id(0);
+  const int t = get_global_id(1);
+  if (i >= kv_dim) return;
+  const int pos = CVIEW(int, pb, po)[t];
+  const ulong entry = CVIEW(ulong, tb, to)[pos / chunk_tokens];
+  const size_t block = (size_t)chunk_tokens * kv_dim;  // halves
+  __global half* k = (__global half*)(arena + (entry & KV_OFFSET_MASK)) + (size_t)layer * 2 * block;
+  const size_t at = (size_t)(pos % chunk_tokens) * kv_dim + i;
+  const size_t src = (size_t)t * kv_dim + i;
+  vstore_half_rte(CVIEW(float, kb, ko)[src], at, k);
+  vstore_half_rte(CVIEW(float, vb, vo)[src], at + block, k);
+}

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClOps on a real OpenCL device (PoCL in CI) against the CPU backend's ops on random inputs:
+// norms, RoPE, gated activations, adds and scales to float rounding; K/V rows stored as the
+// CPU stores them; attention (decode and prefill, grouped heads, sliding window, partial last
+// chunk, chunks scattered over the arena, every KvFormat written by the policy's codecs) and
+// its key mass against CpuDevice::attention.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <string>
+#include <random>
+#include <vector>
+
+#include "hal/cpu/cpu_device.h"
+#include "hal/host/fp16.h"
+#include "hal/opencl/cl_ops.h"
+#include "hal/opencl/cl_pool.h"
+#include "policy/compression/kv_codec.h"
+#include "tests/common/file_facts.h"
+
+namespace llmsvc::hal::opencl {
+namespace {
+
+// Every view in these tests starts this far into its buffer: ops must honour offsets.
+constexpr size_t kFront = 48;
+
+class ClOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = select_cl_device("");
+    ASSERT_TRUE(d.ok()) << d.status().message() << " (install pocl-opencl-icd: tools/scripts/install_deps.sh)";
+    cache_ = test::make_temp_dir("llmsvc-clops");
+    ASSERT_FALSE(cache_.empty());
+    auto c = ClDeviceContext::open(*d, ClOptions{cache_.string(), 0});
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ctx_ = std::move(c).value();
+    auto o = ClOps::create(*ctx_);
+    ASSERT_TRUE(o.ok()) << o.status().message();
+    ops_ = std::move(o).value();
+  }
+  void TearDown() override {
+    for (const auto& [what, err] : worst_) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", err);
+      RecordProperty("max_abs_error_" + what, text);
+    }
+    ops_.reset();
+    ctx_.reset();
+    std::filesystem::remove_all(cache_);
+  }
+
+  // A device buffer holding `bytes` of data at kFront.
+  Buffer upload(const void* data, size_t bytes) {
+    auto b = ctx_->pool().alloc(kFront + std::max<size_t>(bytes, 4));
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    if (bytes) {
+      EXPECT_EQ(clEnqueueWriteBuffer(ctx_->queue().handle(), ClPool::mem(*b), CL_TRUE, kFront, bytes, data, 0, nullptr,
+                                     nullptr),
+                CL_SUCCESS);
+    }
+    return std::move(b).value();
+  }
+  template <class T>
+  Buffer upload(const std::vector<T>& v) {
+    return upload(v.data(), v.size() * sizeof(T));
+  }
+  static ClView view(const Buffer& b) { return ClView{ClPool::mem(b), kFront}; }
+  // n values of T from kFront of b, once the queue has run what is enqueued.
+  template <class T>
+  std::vector<T> download(const Buffer& b, size_t n) {
+    std::vector<T> v(n);
+    EXPECT_EQ(clEnqueueReadBuffer(ctx_->queue().handle(), ClPool::mem(b), CL_TRUE, kFront, n * sizeof(T), v.data(), 0,
+                                  nullptr, nullptr),
+              CL_SUCCESS);
+    return v;
+  }
+
+  std::vector<float> random(size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng_);
+    return v;
+  }
+
+  // |got - want| <= rel * |want| + abs_tol for every element; the largest error of each kind
+  // over the test goes into its XML properties (--gtest_output=xml).
+  void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float rel, float abs_tol,
+                       const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    double& worst = worst_[what];
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double err = std::fabs(double(got[i]) - double(want[i]));
+      ASSERT_TRUE(err <= rel * std::fabs(double(want[i])) + abs_tol)
+          << what << ": element " << i << " is " << got[i] << ", the CPU's " << want[i];
+      worst = std::max(worst, err);
+    }
+  }
+
+  std::map<std::string, double> worst_;
+  std::filesystem::path cache_;
+  std::unique_ptr<ClDeviceContext> ctx_;
+  std::unique_ptr<ClOps> ops_;
+  cpu::CpuDevice cpu_{2};
+  std::mt19937 rng_{1234};
+};
+
+TEST_F(ClOpsTest, RmsNormMatchesTheCpu) {
+  for (int dim : {64, 1000, 4096}) {
+    const int rows = 5;
+    const auto x = random(size_t(rows) * dim, -3.0f, 3.0f);
+    const auto w = random(dim);
+    Buffer bx = upload(x), bw = upload(w), bo = upload(std::vector<float>(x.size()));
+    for (bool weighted : {true, false}) {
+      std::vector<float> want(x.size());
+      cpu_.rms_norm(x.data(), weighted ? w.data() : nullptr, rows, dim, 1e-6f, want.data());
+      ASSERT_TRUE(ops_->rms_norm(view(bx), weighted ? view(bw) : ClView{}, rows, dim, 1e-6f, view(bo)).ok());
+      expect_near_all(download<float>(bo, x.size()), want, 1e-5f, 0.0f, "rms_norm");
+    }
+  }
+}
+
+TEST_F(ClOpsTest, RopeMatchesTheCpu) {
+  const int n_tokens = 4, n_heads = 3, head_dim = 64;
+  const std::vector<int32_t> pos = {0, 5, 1023, 31000};
+  Buffer bp = upload(pos);
+  for (RopeStyle style : {RopeStyle::normal, RopeStyle::neox}) {
+    for (int rot : {64, 32}) {
+      for (float freq_scale : {1.0f, 0.25f}) {
+        auto x = random(size_t(n_tokens) * n_heads * head_dim);
+        Buffer bx = upload(x);
+        ASSERT_TRUE(ops_->rope(view(bx), n_tokens, n_heads, head_dim, rot, view(bp), 10000.0f, freq_scale, style).ok());
+        cpu_.rope(x.data(), n_tokens, n_heads, head_dim, rot, pos.data(), 10000.0f, freq_scale, style);
+        // sin / cos of the device's libm (4 ulp in OpenCL) against glibc's: a few 1e-7 on unit data.
+        expect_near_all(download<float>(bx, x.size()), x, 1e-6f, 1e-6f, "rope");
+      }
+    }
+  }
+}
+
+TEST_F(ClOpsTest, ElementwiseOpsMatchTheCpu) {
+  const size_t n = 1000;  // not a whole number of work-groups
+  const auto up = random(n);
+  auto gate = random(n, -12.0f, 12.0f);  // GEGLU's three ranges
+  Buffer bu = upload(up);
+  {
+    Buffer bg = upload(gate);
+    auto want = gate;
+    cpu_.swiglu(want.data(), up.data(), n);
+    ASSERT_TRUE(ops_->swiglu(view(bg), view(bu), n).ok());
+    expect_near_all(download<float>(bg, n), want, 1e-6f, 0.0f, "swiglu");
+  }
+  {
+    Buffer bg = upload(gate);
+    auto want = gate;
+    cpu_.geglu(want.data(), up.data(), n);
+    ASSERT_TRUE(ops_->geglu(view(bg), view(bu), n).ok());
+    expect_near_all(download<float>(bg, n), want, 1e-6f, 0.0f, "geglu");
+  }
+  {
+    Buffer bg = upload(gate);
+    auto want = gate;
+    cpu_.add(want.data(), up.data(), n);
+    ASSERT_TRUE(ops_->add(view(bg), view(bu), n).ok());
+    expect_near_all(download<float>(bg, n), want, 0.0f, 0.0f, "add");
+  }
+  {
+    Buffer bg = upload(gate);
+    auto want = gate;
+    cpu_.add_bias(want.data(), up.data(), 10, 100);
+    ASSERT_TRUE(ops_->add_bias(view(bg), view(bu), 10, 100).ok());
+    expect_near_all(download<float>(bg, n), want, 0.0f, 0.0f, "add_bias");
+  }
+  {
+    Buffer bg = upload(gate);
+    auto want = gate;
+    cpu_.scale(want.data(), n, 0.37f);
+    ASSERT_TRUE(ops_->scale(view(bg), n, 0.37f).ok());
+    expect_near_all(download<float>(bg, n), want, 0.0f, 0.0f, "scale");
+  }
+}
+
+// A context's KV cache as the tests build it: chunks of C tokens in formats of their own,
+// placed in the arena in a shuffled order with gaps (the gaps and unused rows hold NaNs, which
+// an op reading them would spread).
+struct TestKv {
+  int C = 16, n_layer = 2, n_head_kv = 2, head_dim = 64;
+  std::vector<KvFormat> formats;
+  std::vector<uint64_t> offsets;
+  std::vector<uint8_t> arena;
+
+  KvBlockShape shape() const { return {C, n_head_kv, head_dim}; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+  size_t k_bytes(KvFormat f) const { return kv_block_bytes(f, KvPart::key, shape()); }
+  size_t layer_bytes(KvFormat f) const { return k_bytes(f) + kv_block_bytes(f, KvPart::value, shape()); }
+  uint8_t* k_block(int c, int layer) { return arena.data() + offsets[c] + layer * layer_bytes(formats[c]); }
+  uint8_t* v_block(int c, int layer) { return k_block(c, layer) + k_bytes(formats[c]); }
+
+  // Lays out the chunks; every byte starts as 0xFF (an f16 NaN).
+  void place(std::mt19937& rng) {
+    std::vector<int> order(formats.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    offsets.assign(formats.size(), 0);
+    uint64_t at = 64;
+    for (int c : order) {
+      offsets[c] = at;
+      at += (size_t(n_layer) * layer_bytes(formats[c]) + 63) / 64 * 64 + 128;
+    }
+    arena.assign(at, 0xFF);
+  }
+  // Writes chunk c's rows (f16, [token][channel], C rows) of one layer in its format.
+  void write(int c, int layer, const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, int rows) {
+    if (formats[c] == KvFormat::f16) {
+      std::memcpy(k_block(c, layer), k.data(), size_t(rows) * kv_dim() * 2);
+      std::memcpy(v_block(c, layer), v.data(), size_t(rows) * kv_dim() * 2);
+    } else {
+      policy::kv_quantize(KvPart::key, shape(), k.data(), formats[c], k_block(c, layer));
+      policy::kv_quantize(KvPart::value, shape(), v.data(), formats[c], v_block(c, layer));
+    }
+  }
+  std::vector<uint64_t> table() const {
+    std::vector<uint64_t> t;
+    for (size_t c = 0; c < formats.size(); ++c) t.push_back(kv_table_entry(offsets[c], formats[c]));
+    return t;
+  }
+};
+
+TEST_F(ClOpsTest, StoreKvWritesF16RowsWhereTheCpuWould) {
+  TestKv kv;
+  kv.head_dim = 8;
+  kv.formats.assign(4, KvFormat::f16);
+  kv.place(rng_);
+  const std::vector<int32_t> pos = {3, 20, 47, 16, 33, 63};
+  const int n = int(pos.size()), layer = 1, kv_dim = kv.kv_dim();
+  const auto k = random(size_t(n) * kv_dim, -100.0f, 100.0f), v = random(size_t(n) * kv_dim);
+  Buffer arena = ctx_->pool().alloc(kv.arena.size()).value();  // offsets count from its start
+  ASSERT_EQ(clEnqueueWriteBuffer(ctx_->queue().handle(), ClPool::mem(arena), CL_TRUE, 0, kv.arena.size(),
+                                 kv.arena.data(), 0, nullptr, nullptr),
+            CL_SUCCESS);
+  Buffer table = upload(kv.table()), bk = upload(k), bv = upload(v), bp = upload(pos);
+  const ClKv ckv{ClPool::mem(arena), view(table), 4, kv.C, kv.n_layer, kv.n_head_kv, kv.head_dim};
+  ASSERT_TRUE(ops_->store_kv(view(bk), view(bv), n, view(bp), ckv, layer).ok());
+  for (int i = 0; i < n; ++i) {
+    const int c = pos[i] / kv.C, r = pos[i] % kv.C;
+    cpu_.store_f16(k.data() + size_t(i) * kv_dim, reinterpret_cast<uint16_t*>(kv.k_block(c, layer)) + r * kv_dim, kv_dim);
+    cpu_.store_f16(v.data() + size_t(i) * kv_dim, reinterpret_cast<uint16_t*>(kv.v_block(c, layer)) + r * kv_dim, kv_dim);
+  }
+  std::vector<uint8_t> got(kv.arena.size());
+  ASSERT_EQ(clEnqueueReadBuffer(ctx_->queue().handle(), ClPool::mem(arena), CL_TRUE, 0, got.size(), got.data(), 0,
+                                nullptr, nullptr),
+            CL_SUCCESS);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], kv.arena[i]) << "byte " << i;
+}
+
+struct AttnCase {
+  int n_head = 4, n_head_kv = 2, head_dim = 64;
+  int n_valid = 75;
+  int n_tokens = 1;
+  int window = 0;
+  std::vector<KvFormat> full;  // formats of the full chunks, in turn; the last partial one is f16
+  std::vector<int32_t> positions;  // empty: the last n_tokens positions
+};
+
+class ClAttention : public ClOpsTest {
+ protected:
+  void check(const AttnCase& a) {
+    SCOPED_TRACE(::testing::Message() << "n_valid " << a.n_valid << ", tokens " << a.n_tokens << ", window "
+                                      << a.window << ", heads " << a.n_head << "/" << a.n_head_kv << "x"
+                                      << a.head_dim << ", formats " << a.full.size());
+    TestKv kv;
+    kv.n_head_kv = a.n_head_kv;
+    kv.head_dim = a.head_dim;
+    const int n_chunks = (a.n_valid + kv.C - 1) / kv.C;
+    for (int c = 0; c < n_chunks; ++c) {
+      const bool partial = (c + 1) * kv.C > a.n_valid;
+      kv.formats.push_back(partial ? KvFormat::f16 : a.full[c % a.full.size()]);
+    }
+    kv.place(rng_);
+    const int kv_dim = kv.kv_dim();
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int layer = 0; layer < kv.n_layer; ++layer) {
+      for (int c = 0; c < n_chunks; ++c) {
+        const int rows = std::min(kv.C, a.n_valid - c * kv.C);
+        std::vector<uint16_t> k(size_t(kv.C) * kv_dim), v(k.size());
+        for (size_t i = 0; i < size_t(rows) * kv_dim; ++i) {
+          k[i] = fp32_to_fp16(nd(rng_));
+          v[i] = fp32_to_fp16(nd(rng_));
+        }
+        kv.write(c, layer, k, v, rows);
+      }
+    }
+    const int layer = 1;
+    std::vector<int32_t> pos = a.positions;
+    if (pos.empty())
+      for (int t = 0; t < a.n_tokens; ++t) pos.push_back(a.n_valid - a.n_tokens + t);
+    const int T = int(pos.size());
+    const size_t qn = size_t(T) * a.n_head * a.head_dim;
+    std::vector<float> q(qn);
+    for (float& x : q) x = nd(rng_);
+    std::vector<float> mass0 = random(size_t(a.n_valid), 0.0f, 2.0f);  // attention adds to it
+
+    AttentionParams p;
+    p.n_head = a.n_head;
+    p.n_head_kv = a.n_head_kv;
+    p.head_dim = a.head_dim;
+    p.scale = 1.0f / std::sqrt(float(a.head_dim));
+    p.sliding_window = a.window;
+
+    // The CPU over host views of the same bytes.
+    std::vector<float> want(qn), want_mass = mass0;
+    std::vector<KvChunkView> views;
+    for (int c = 0; c < n_chunks; ++c) {
+      KvChunkView ch;
+      ch.k = kv.k_block(c, layer);
+      ch.v = kv.v_block(c, layer);
+      ch.n_tokens = kv.formats[c] == KvFormat::f16 ? std::min(kv.C, a.n_valid - c * kv.C) : kv.C;
+      ch.first_pos = c * kv.C;
+      ch.format = kv.formats[c];
+      ch.mass = want_mass.data() + c * kv.C;
+      views.push_back(ch);
+    }
+    cpu_.attention(q.data(), T, pos.data(), views.data(), n_chunks, p, want.data());
+
+    Buffer arena = ctx_->pool().alloc(kv.arena.size()).value();
+    ASSERT_EQ(clEnqueueWriteBuffer(ctx_->queue().handle(), ClPool::mem(arena), CL_TRUE, 0, kv.arena.size(),
+                                   kv.arena.data(), 0, nullptr, nullptr),
+              CL_SUCCESS);
+    Buffer table = upload(kv.table()), bq = upload(q), bp = upload(pos), bo = upload(std::vector<float>(qn, NAN));
+    Buffer bm = upload(mass0);
+    const ClKv ckv{ClPool::mem(arena), view(table), n_chunks, kv.C, kv.n_layer, kv.n_head_kv, kv.head_dim};
+    const Status s = ops_->attention(view(bq), T, view(bp), ckv, layer, a.n_valid, p, view(bo), view(bm));
+    ASSERT_TRUE(s.ok()) << s.message();
+    expect_near_all(download<float>(bo, qn), want, 0.0f, 1e-3f, "attention");
+    expect_near_all(download<float>(bm, mass0.size()), want_mass, 0.0f, 1e-3f, "mass");
+  }
+};
+
+const std::vector<KvFormat> kF16 = {KvFormat::f16};
+const std::vector<KvFormat> kMixed = {KvFormat::q8, KvFormat::q4, KvFormat::f16, KvFormat::q3, KvFormat::q2};
+
+TEST_F(ClAttention, MatchesTheCpuForEveryFormatDecodeAndPrefill) {
+  const std::vector<std::vector<KvFormat>> all = {kF16, {KvFormat::q8}, {KvFormat::q4}, {KvFormat::q3}, {KvFormat::q2},
+                                                  kMixed};
+  for (const auto& formats : all) {
+    for (int tokens : {1, 3, 16}) {
+      for (int window : {0, 20}) {
+        AttnCase a;
+        a.full = formats;
+        a.n_tokens = tokens;
+        a.window = window;
+        check(a);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_F(ClAttention, LongContextsSplitTheKeysAcrossWorkGroups) {
+  for (int tokens : {1, 16}) {
+    for (int window : {0, 300}) {
+      AttnCase a;
+      a.full = kMixed;
+      a.n_valid = 1000;
+      a.n_tokens = tokens;
+      a.window = window;
+      check(a);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_F(ClAttention, ManyHeadsPerKvHeadWideHeadsAndScatteredQueries) {
+  AttnCase a;
+  a.n_head = 8;
+  a.n_head_kv = 1;
+  a.head_dim = 128;
+  a.full = kMixed;
+  a.n_valid = 200;
+  for (int tokens : {1, 16}) {
+    a.n_tokens = tokens;
+    check(a);
+    if (HasFatalFailure()) return;
+  }
+  // Queries anywhere before n_valid (a recompute of old positions), one of them seeing only
+  // key 0, with a window.
+  a.positions = {0, 130, 47, 199};
+  a.window = 50;
+  check(a);
+}
+
+TEST_F(ClAttention, NoKeysGiveZeros) {
+  const std::vector<float> q(64, 1.0f);
+  Buffer bq = upload(q), bp = upload(std::vector<int32_t>{0}), bo = upload(std::vector<float>(64, NAN));
+  Buffer table = upload(std::vector<uint64_t>{0});
+  Buffer arena = ctx_->pool().alloc(4096).value();
+  AttentionParams p;
+  p.n_head = 1;
+  p.n_head_kv = 1;
+  p.head_dim = 64;
+  const ClKv kv{ClPool::mem(arena), view(table), 1, 16, 1, 1, 64};
+  ASSERT_TRUE(ops_->attention(view(bq), 1, view(bp), kv, 0, 0, p, view(bo), ClView{}).ok());
+  for (float x : download<float>(bo, 64)) ASSERT_EQ(x, 0.0f);
+}
+
+}  // namespace
+}  // namespace llmsvc::hal::opencl
