@@ -146,11 +146,11 @@ Status ClDevice::begin(const BatchBinding& b) {
   LLMSVC_RETURN_IF_ERROR(write(*pos, b.positions, n * sizeof(int32_t), false));
   const size_t n_chunks = b.chunk_memory.size();
   table_host_.assign(n_chunks, 0);
+  kv_bound_ = true;  // false when the chunks are elsewhere (attention placed on another device)
   for (size_t c = 0; c < n_chunks; ++c) {
     const Buffer* m = b.chunk_memory[c];
     if (!m) continue;  // not resident: outside what this batch reads
-    if (m->handle() != kv_->arena())
-      return Status(Code::internal, "opencl: a KV chunk outside " + name() + "'s KV arena");
+    if (m->handle() != kv_->arena()) kv_bound_ = false;
     table_host_[c] = kv_table_entry(m->offset(), b.chunk_format[c]);
   }
   auto table = scratch(table_, std::max<size_t>(n_chunks, 1) * sizeof(uint64_t));
@@ -170,6 +170,7 @@ Status ClDevice::begin(const BatchBinding& b) {
 
 Status ClDevice::run(const OpCall& op) {
   if (!batch_) return Status(Code::internal, "opencl: an op outside begin/end");
+  auto no_kv = [&] { return Status(Code::internal, "opencl: the KV chunks are outside " + name() + "'s KV arena"); };
   const BatchBinding& b = *batch_;
   const ClView in0 = view(op.in[0]), in1 = view(op.in[1]), out0 = view(op.out[0]);
   const ClView ids{ClPool::mem(ids_), ids_.offset()}, pos{ClPool::mem(positions_), positions_.offset()};
@@ -203,8 +204,10 @@ Status ClDevice::run(const OpCall& op) {
     case OpKind::scale:
       return ops_->scale(out0, n, op.f[0]);
     case OpKind::store_kv:
+      if (!kv_bound_) return no_kv();
       return ops_->store_kv(in0, in1, rows, pos, kv_bind_, op.layer);
     case OpKind::attention: {
+      if (!kv_bound_) return no_kv();
       AttentionParams ap;
       ap.n_head = op.i[0];
       ap.n_head_kv = op.i[1];
@@ -286,14 +289,23 @@ void ClDevice::matmul(const PreparedWeight& pw, const float* x, int n_tokens, fl
 }
 
 void ClDevice::get_rows(const WeightRef& ref, const int32_t* ids, int n, float* out) {
-  auto pw = prepare_weight(ref);  // uploaded once per tensor; later calls find it
-  if (!pw.ok()) return fail(pw.status());
+  // A tensor already uploaded is read where it is; any other (the loader dequantizing a norm's
+  // scale) goes up for this call only.
+  std::shared_ptr<ClWeight> w;
+  if (auto it = uploaded_.find(ref.data); it != uploaded_.end() && it->second->ref().type == ref.type &&
+                                           it->second->ref().rows == ref.rows && it->second->ref().cols == ref.cols) {
+    w = it->second;
+  } else {
+    auto up = matmul_->upload(ref);
+    if (!up.ok()) return fail(up.status());
+    w = std::move(up).value();
+  }
   const size_t ob = size_t(n) * ref.cols * sizeof(float);
   auto di = scratch(stage_[0], size_t(n) * sizeof(int32_t));
   auto dout = scratch(stage_[1], ob);
   if (!di.ok() || !dout.ok()) return fail(di.ok() ? dout.status() : di.status());
   Status s = write(*di, ids, size_t(n) * sizeof(int32_t), false);
-  if (s.ok()) s = matmul_->get_rows(weight(**pw), *di, n, *dout);
+  if (s.ok()) s = matmul_->get_rows(*w, *di, n, *dout);
   if (s.ok()) s = read(*dout, out, ob);
   fail(s);
 }

@@ -93,6 +93,7 @@ class ClDevice final : public Device {
   std::vector<uint64_t> table_host_;
   std::vector<float> mass_host_;
   ClKv kv_bind_;
+  bool kv_bound_ = false;
   const BatchBinding* batch_ = nullptr;
   BatchBinding batch_copy_;
   int64_t logits_rows_ = 0, logits_cols_ = 0;
