@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // ClMatmul on the first OpenCL device (or the one --device= names): GEMV for 1, 2 and 4 tokens
-// at 7B shapes (4096 x 4096, 4096 x 11008, 11008 x 4096) and GEMM for 512 tokens, for random
+// at 7B shapes (4096 x 4096, 4096 x 11008, 11008 x 4096), GEMM for 8 and 16 (where the GEMV
+// hands over: compare the time per token) and 512 tokens (prefill), for random
 // Q4_0 and Q4_1 weights (--types=q4_0,q4_1,q4_k,q8_0,q6_k,f16 picks others). Each call uses the
 // next of enough weight copies to exceed the GPU's L2, as a decode step walking the layers does,
 // so GB/s is the rate weights stream from device memory. One JSON line per measurement:
 //   {"bench":"cl_matmul","device":...,"type":"q4_0","rows":4096,"cols":4096,"tokens":1,
 //    "us":...,"gbps":...,"gflops":...}
-//   bench_cl_matmul [--device=SPEC] [--types=LIST] [--quick]   (--quick: small shapes, a smoke run)
+//   bench_cl_matmul [--device=SPEC] [--types=LIST] [--tokens=1,2,4,8,16,512] [--quick]
+// (--quick: small shapes and at most 64 tokens, a smoke run)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -51,11 +54,21 @@ std::vector<uint8_t> random_weight(WeightType type, int64_t rows, int64_t cols) 
   return w;
 }
 
+// Whether a comma-separated list names `item`.
+bool listed(std::string_view list, std::string_view item) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (list.substr(0, comma) == item) return true;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run(std::string_view device, std::string_view types, bool quick) {
+int run(std::string_view device, std::string_view types, std::string_view tokens, bool quick) {
   auto info = select_cl_device(device);
   if (!info.ok()) {
     std::fprintf(stderr, "bench_cl_matmul: %s\n", info.status().message().c_str());
@@ -77,11 +90,19 @@ int run(std::string_view device, std::string_view types, bool quick) {
   };
   const std::vector<Shape> shapes =
       quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {4096, 11008}, {11008, 4096}};
-  const int gemm_tokens = quick ? 64 : 512;
+  std::vector<int> counts;
+  for (std::string_view rest = tokens; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const int n = std::atoi(std::string(rest.substr(0, comma)).c_str());
+    if (n > 0) counts.push_back(quick ? std::min(n, 64) : n);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (counts.empty()) return 2;
+  const int max_tokens = *std::max_element(counts.begin(), counts.end());
   const size_t stream_bytes = quick ? (1u << 20) : (320u << 20);  // past an H100's 50 MB of L2
 
   // Activations for the largest shape, random.
-  const size_t max_cols = 11008, x_floats = static_cast<size_t>(gemm_tokens) * max_cols;
+  const size_t max_cols = 11008, x_floats = static_cast<size_t>(max_tokens) * max_cols;
   std::vector<float> xh(x_floats);
   std::mt19937 rng(2);
   for (float& v : xh) v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.f;
@@ -91,7 +112,7 @@ int run(std::string_view device, std::string_view types, bool quick) {
   const ClView x{ClPool::mem(*xd), 0}, y{ClPool::mem(*yd), 0};
 
   for (const TypeName& t : kTypeNames) {
-    if (("," + std::string(types) + ",").find("," + std::string(t.name) + ",") == std::string::npos) continue;
+    if (!listed(types, t.name)) continue;
     for (const Shape& s : shapes) {
       const auto bytes = random_weight(t.type, s.rows, s.cols);
       const WeightRef ref{t.type, bytes.data(), s.rows, s.cols, row_bytes(t.type, s.cols)};
@@ -104,7 +125,7 @@ int run(std::string_view device, std::string_view types, bool quick) {
         }
         ws.push_back(std::move(w).value());
       } while (ws.size() * ws[0]->device_bytes() < stream_bytes);
-      for (int n : {1, 2, 4, gemm_tokens}) {
+      for (int n : counts) {
         // Warm-up (first launches compile or upload code), then enough calls for ~0.3 s.
         for (size_t i = 0; i < ws.size(); ++i)
           if (!(*mm)->matmul(*ws[i], x, n, y).ok()) return 1;
@@ -138,7 +159,7 @@ int run(std::string_view device, std::string_view types, bool quick) {
 }  // namespace llmsvc::hal::opencl
 
 int main(int argc, char** argv) {
-  std::string_view device, types = "q4_0,q4_1";
+  std::string_view device, types = "q4_0,q4_1", tokens = "1,2,4,8,16,512";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -146,12 +167,14 @@ int main(int argc, char** argv) {
       device = a.substr(9);
     } else if (a.starts_with("--types=")) {
       types = a.substr(8);
+    } else if (a.starts_with("--tokens=")) {
+      tokens = a.substr(9);
     } else if (a == "--quick") {
       quick = true;
     } else {
-      std::fprintf(stderr, "usage: bench_cl_matmul [--device=SPEC] [--types=q4_0,q4_1,...] [--quick]\n");
+      std::fprintf(stderr, "usage: bench_cl_matmul [--device=SPEC] [--types=q4_0,q4_1,...] [--tokens=1,2,4,8,16,512] [--quick]\n");
       return 2;
     }
   }
-  return llmsvc::hal::opencl::run(device, types, quick);
+  return llmsvc::hal::opencl::run(device, types, tokens, quick);
 }

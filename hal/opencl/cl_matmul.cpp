@@ -46,9 +46,9 @@ enum Layout : int { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ4_K, kI8, kI8M, kLayouts 
 constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32", "f16", "bf16", "q4_0", "q4_1", "q4_k", "i8", "i8m"};
 
 // The GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per work-group, rows
-// per item, and whether nibbles become floats through the mantissa (GEMV_MAGIC). The defaults
-// were measured on an H100 (bench/opencl/bench_cl_matmul.cpp); LLMSVC_CL_GEMV="lx,ly,nr,magic"
-// overrides them to measure another device.
+// per item, and whether nibbles become floats through the mantissa (GEMV_MAGIC). The defaults are
+// a first choice, not yet measured on the H100 (bench/opencl/run_cl_matmul.sh sweeps them there);
+// LLMSVC_CL_GEMV="lx,ly,nr,magic" overrides them for such a measurement.
 struct GemvShape {
   size_t lx = 32, ly = 4, nr = 2;
   int magic = 0;

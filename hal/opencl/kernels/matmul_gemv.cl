@@ -22,6 +22,16 @@
 #define GEMV_WG (GEMV_LX * GEMV_LY)
 #define GEMV_MAXT 4
 
+// The item's rows (past the last: read, never written), its partial sums zeroed; returns its
+// place in its line.
+inline uint gemv_start(const Weight w, uint* rr, float* acc) {
+  const uint ly = get_local_id(0) / GEMV_LX;
+  const uint row0 = (get_group_id(0) * GEMV_LY + ly) * GEMV_NR;
+  for (int i = 0; i < GEMV_NR; ++i) rr[i] = min(row0 + i, w.rows - 1);
+  for (int o = 0; o < GEMV_NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
+  return get_local_id(0) % GEMV_LX;
+}
+
 // Sums each (row, token) partial over the line's items; item 0 of the line writes y.
 inline void gemv_finish(const int T, const float* acc, const Weight w, uint n, __global float* y,
                         __local float* red) {
@@ -92,13 +102,10 @@ inline float q4_dot(uint4 c, const float4* x, float sx) {
 // x must be 16-byte aligned (the host checks): rows of x are whole blocks of 32 floats.
 inline void gemv_q4(const int L, const int T, const Weight w, __global const float* x, uint n, __global float* y,
                     __local float* red) {
-  const uint lx = get_local_id(0) % GEMV_LX, ly = get_local_id(0) / GEMV_LX;
-  const uint row0 = (get_group_id(0) * GEMV_LY + ly) * GEMV_NR;
-  const uint nb = w.cols >> 5;
   float acc[GEMV_NR * GEMV_MAXT];
   uint rr[GEMV_NR];
-  for (int i = 0; i < GEMV_NR; ++i) rr[i] = min(row0 + i, w.rows - 1);  // past the end: read, never written
-  for (int o = 0; o < GEMV_NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
+  const uint lx = gemv_start(w, rr, acc);
+  const uint nb = w.cols >> 5;
   for (uint b = lx; b < nb; b += GEMV_LX) {
     uint4 c[GEMV_NR];
     float2 ab[GEMV_NR];
@@ -123,13 +130,10 @@ inline void gemv_q4(const int L, const int T, const Weight w, __global const flo
 // Every other layout: 8 dequantized elements per item and row at a time.
 inline void gemv_any(const int L, const int T, const Weight w, __global const float* x, uint n, __global float* y,
                      __local float* red) {
-  const uint lx = get_local_id(0) % GEMV_LX, ly = get_local_id(0) / GEMV_LX;
-  const uint row0 = (get_group_id(0) * GEMV_LY + ly) * GEMV_NR;
-  const uint groups = w.kp >> 3;
   float acc[GEMV_NR * GEMV_MAXT];
   uint rr[GEMV_NR];
-  for (int i = 0; i < GEMV_NR; ++i) rr[i] = min(row0 + i, w.rows - 1);
-  for (int o = 0; o < GEMV_NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
+  const uint lx = gemv_start(w, rr, acc);
+  const uint groups = w.kp >> 3;
   for (uint g = lx; g < groups; g += GEMV_LX) {
     float8 wv[GEMV_NR];
     for (int i = 0; i < GEMV_NR; ++i) wv[i] = deq8(L, w, rr[i], g);
