@@ -15,7 +15,7 @@
 namespace llmsvc::hal::opencl {
 namespace {
 
-// Must match ops.cl's ROW_WG and attention.cl's KB, RT and DC.
+// Must match ops.cl's ROW_WG and attention.cl's KB and RT.
 constexpr size_t kWg = 256;  // elementwise and row kernels
 constexpr int kKeyBlock = 64;
 constexpr int kRowTile = 8;
@@ -93,12 +93,18 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   const struct {
     ClKernel* k;
     const char* name;
-  } kernels[] = {{&impl->rms_norm, "rms_norm"},       {&impl->rope, "rope"},
-                 {&impl->swiglu, "swiglu"},           {&impl->geglu, "geglu"},
-                 {&impl->add, "add"},                 {&impl->add_bias, "add_bias"},
-                 {&impl->scale, "scale"},             {&impl->store_kv, "store_kv"},
-                 {&impl->attn_scores, "attn_scores"}, {&impl->attn_pv, "attn_pv"},
-                 {&impl->attn_reduce, "attn_reduce"}, {&impl->attn_mass, "attn_mass"}};
+  } kernels[] = {{&impl->rms_norm, "rms_norm"},
+                 {&impl->rope, "rope"},
+                 {&impl->swiglu, "swiglu"},
+                 {&impl->geglu, "geglu"},
+                 {&impl->add, "add"},
+                 {&impl->add_bias, "add_bias"},
+                 {&impl->scale, "scale"},
+                 {&impl->store_kv, "store_kv"},
+                 {&impl->attn_scores, "attn_scores"},
+                 {&impl->attn_pv, "attn_pv"},
+                 {&impl->attn_reduce, "attn_reduce"},
+                 {&impl->attn_mass, "attn_mass"}};
   for (const auto& k : kernels) {
     auto r = make_kernel(impl->program.get(), k.name);
     if (!r.ok()) return r.status();
@@ -139,8 +145,7 @@ Status ClOps::swiglu(ClView gate, ClView up, size_t n) {
 
 Status ClOps::geglu(ClView gate, ClView up, size_t n) {
   if (n == 0) return Status::Ok();
-  return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n},
-                ClPool::mem(impl_->gelu));
+  return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n}, ClPool::mem(impl_->gelu));
 }
 
 Status ClOps::add(ClView y, ClView x, size_t n) {
@@ -172,9 +177,10 @@ Status ClOps::store_kv(ClView k, ClView v, int n_tokens, ClView positions, const
 
 Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
                         const AttentionParams& p, ClView out, ClView mass) {
-  if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim) {
-    return Status(Code::unsupported, "attention: heads must group evenly and head_dim be in [1, " +
-                                         std::to_string(kMaxHeadDim) + "]");
+  if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim ||
+      p.head_dim % 4 != 0) {
+    return Status(Code::unsupported, "attention: heads must group evenly and head_dim be a multiple of 4 up to " +
+                                         std::to_string(kMaxHeadDim));
   }
   if (kv.n_head_kv != p.n_head_kv || kv.head_dim != p.head_dim || layer < 0 || layer >= kv.n_layer ||
       kv.chunk_tokens <= 0 || n_valid < 0 || n_valid > static_cast<int64_t>(kv.n_chunks) * kv.chunk_tokens) {
