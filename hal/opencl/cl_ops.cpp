@@ -213,9 +213,10 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const int nt = std::min(pass_tokens, n_tokens - t0);
     const ClView qv = q.at(t0 * row_bytes), pv = positions.at(t0 * sizeof(int32_t)), ov = out.at(t0 * row_bytes);
     const size_t tiles = ceil_div(static_cast<size_t>(nt) * G, kRowTile);
-    // Decode has few tiles: split the keys so that every compute unit gets work-groups.
+    // Decode has few tiles: split the keys so that every compute unit holds enough work-groups
+    // (16 of 64 items) to keep its loads of V in flight.
     const size_t groups = tiles * p.n_head_kv;
-    const size_t target = 4 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
+    const size_t target = 16 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
     const size_t want = std::clamp<size_t>(ceil_div(target, groups), 1, n_blocks);
     const size_t split_blocks = ceil_div(n_blocks, want);
     const int n_splits = static_cast<int>(ceil_div(n_blocks, split_blocks));
@@ -235,7 +236,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                                   s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(split_blocks * kKeyBlock),
                                   n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
     if (n_splits > 1) {
-      const ClRange rr{2, {round_up(D, kKeyBlock), static_cast<size_t>(nt) * p.n_head, 1}, {kKeyBlock, 1, 1}};
+      const ClRange rr{1, {static_cast<size_t>(nt) * p.n_head * kKeyBlock, 1, 1}, {kKeyBlock, 1, 1}};
       LLMSVC_RETURN_IF_ERROR(
           launch(m.queue(), m.attn_reduce.get(), rr, partial, uint64_t{0}, n_splits, p.head_dim, ov));
     }

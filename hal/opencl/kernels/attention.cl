@@ -12,8 +12,8 @@
 //   attn_pv      (key split, kv head, row tile): combines the blocks' (max, sum) into the
 //                row's max and 1 / sum, turns S into f16 weights and sums weights * V over
 //                the split's keys; one split writes out, several write partial sums;
-//   attn_reduce  partial sums of the splits, in split order, into out (decode: few rows, so
-//                the keys are split across work-groups to keep every compute unit busy);
+//   attn_reduce  the splits' partial sums into out (decode has few rows: its keys are split
+//                across work-groups so that every compute unit has loads in flight);
 //   attn_mass    per key, its weights summed over the rows (exact integer sums of f16 values,
 //                as the CPU's), added to mass[key].
 // A tile is RT consecutive rows of one kv head (its query heads, token by token), so a K or V
@@ -287,16 +287,26 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
   }
 }
 
-// out[row][d] = the splits' partial sums, in split order. One item per (channel, row).
-__kernel void attn_reduce(__global const float* xb, ulong xo, int n_splits, int head_dim, __global float* ob,
-                          ulong oo) {
-  const int d = get_global_id(0);
-  const size_t row = get_global_id(1);
-  if (d >= head_dim) return;
-  __global const float* x = CVIEW(float, xb, xo) + row * n_splits * head_dim + d;
-  float s = 0.0f;
-  for (int i = 0; i < n_splits; ++i) s += x[(size_t)i * head_dim];
-  VIEW(float, ob, oo)[row * head_dim + d] = s;
+// out[row] = the sum of its splits' partial outputs. One work-group per row: each item sums a
+// channel quad over every SL-th split (SL lanes of splits read at once), then lane 0 adds the lanes.
+__kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_reduce(__global const float* xb, ulong xo,
+                                                                          int n_splits, int head_dim,
+                                                                          __global float* ob, ulong oo) {
+  __local float4 lanes[KB];
+  const int lid = get_local_id(0);
+  const size_t row = get_group_id(0);
+  const int CQ = head_dim / 4, SL = KB / CQ;
+  const int cq = lid % CQ, sl = lid / CQ;
+  float4 sum = 0.0f;
+  if (sl < SL) {
+    __global const float* x = CVIEW(float, xb, xo) + row * n_splits * head_dim + 4 * cq;
+    for (int i = sl; i < n_splits; i += SL) sum += vload4(0, x + (size_t)i * head_dim);
+    lanes[lid] = sum;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sl != 0) return;
+  for (int l = 1; l < SL; ++l) sum += lanes[l * CQ + cq];
+  vstore4(sum, 0, VIEW(float, ob, oo) + row * head_dim + 4 * cq);
 }
 
 // mass[j] += sum over rows of key j's f16 weight: exact in integer units of 2^-24 (f16 values
