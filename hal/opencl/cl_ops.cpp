@@ -15,7 +15,7 @@
 namespace llmsvc::hal::opencl {
 namespace {
 
-// Must match ops.cl's ROW_WG and attention.cl's KB, RT and DC.
+// Must match ops.cl's ROW_WG and attention.cl's KB and RT.
 constexpr size_t kWg = 256;  // elementwise and row kernels
 constexpr int kKeyBlock = 64;
 constexpr int kRowTile = 8;
@@ -93,12 +93,18 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   const struct {
     ClKernel* k;
     const char* name;
-  } kernels[] = {{&impl->rms_norm, "rms_norm"},       {&impl->rope, "rope"},
-                 {&impl->swiglu, "swiglu"},           {&impl->geglu, "geglu"},
-                 {&impl->add, "add"},                 {&impl->add_bias, "add_bias"},
-                 {&impl->scale, "scale"},             {&impl->store_kv, "store_kv"},
-                 {&impl->attn_scores, "attn_scores"}, {&impl->attn_pv, "attn_pv"},
-                 {&impl->attn_reduce, "attn_reduce"}, {&impl->attn_mass, "attn_mass"}};
+  } kernels[] = {{&impl->rms_norm, "rms_norm"},
+                 {&impl->rope, "rope"},
+                 {&impl->swiglu, "swiglu"},
+                 {&impl->geglu, "geglu"},
+                 {&impl->add, "add"},
+                 {&impl->add_bias, "add_bias"},
+                 {&impl->scale, "scale"},
+                 {&impl->store_kv, "store_kv"},
+                 {&impl->attn_scores, "attn_scores"},
+                 {&impl->attn_pv, "attn_pv"},
+                 {&impl->attn_reduce, "attn_reduce"},
+                 {&impl->attn_mass, "attn_mass"}};
   for (const auto& k : kernels) {
     auto r = make_kernel(impl->program.get(), k.name);
     if (!r.ok()) return r.status();
@@ -139,8 +145,7 @@ Status ClOps::swiglu(ClView gate, ClView up, size_t n) {
 
 Status ClOps::geglu(ClView gate, ClView up, size_t n) {
   if (n == 0) return Status::Ok();
-  return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n},
-                ClPool::mem(impl_->gelu));
+  return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n}, ClPool::mem(impl_->gelu));
 }
 
 Status ClOps::add(ClView y, ClView x, size_t n) {
@@ -172,9 +177,10 @@ Status ClOps::store_kv(ClView k, ClView v, int n_tokens, ClView positions, const
 
 Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
                         const AttentionParams& p, ClView out, ClView mass) {
-  if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim) {
-    return Status(Code::unsupported, "attention: heads must group evenly and head_dim be in [1, " +
-                                         std::to_string(kMaxHeadDim) + "]");
+  if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim ||
+      p.head_dim % 4 != 0) {
+    return Status(Code::unsupported, "attention: heads must group evenly and head_dim be a multiple of 4 up to " +
+                                         std::to_string(kMaxHeadDim));
   }
   if (kv.n_head_kv != p.n_head_kv || kv.head_dim != p.head_dim || layer < 0 || layer >= kv.n_layer ||
       kv.chunk_tokens <= 0 || n_valid < 0 || n_valid > static_cast<int64_t>(kv.n_chunks) * kv.chunk_tokens) {
@@ -207,9 +213,10 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const int nt = std::min(pass_tokens, n_tokens - t0);
     const ClView qv = q.at(t0 * row_bytes), pv = positions.at(t0 * sizeof(int32_t)), ov = out.at(t0 * row_bytes);
     const size_t tiles = ceil_div(static_cast<size_t>(nt) * G, kRowTile);
-    // Decode has few tiles: split the keys so that every compute unit gets work-groups.
+    // Decode has few tiles: split the keys so that every compute unit holds enough work-groups
+    // (16 of 64 items) to keep its loads of V in flight.
     const size_t groups = tiles * p.n_head_kv;
-    const size_t target = 4 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
+    const size_t target = 16 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
     const size_t want = std::clamp<size_t>(ceil_div(target, groups), 1, n_blocks);
     const size_t split_blocks = ceil_div(n_blocks, want);
     const int n_splits = static_cast<int>(ceil_div(n_blocks, split_blocks));
@@ -229,7 +236,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                                   s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(split_blocks * kKeyBlock),
                                   n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
     if (n_splits > 1) {
-      const ClRange rr{2, {round_up(D, kKeyBlock), static_cast<size_t>(nt) * p.n_head, 1}, {kKeyBlock, 1, 1}};
+      const ClRange rr{1, {static_cast<size_t>(nt) * p.n_head * kKeyBlock, 1, 1}, {kKeyBlock, 1, 1}};
       LLMSVC_RETURN_IF_ERROR(
           launch(m.queue(), m.attn_reduce.get(), rr, partial, uint64_t{0}, n_splits, p.head_dim, ov));
     }

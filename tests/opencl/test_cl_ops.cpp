@@ -13,8 +13,9 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
-#include <string>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
@@ -248,8 +249,10 @@ TEST_F(ClOpsTest, StoreKvWritesF16RowsWhereTheCpuWould) {
   ASSERT_TRUE(ops_->store_kv(view(bk), view(bv), n, view(bp), ckv, layer).ok());
   for (int i = 0; i < n; ++i) {
     const int c = pos[i] / kv.C, r = pos[i] % kv.C;
-    cpu_.store_f16(k.data() + size_t(i) * kv_dim, reinterpret_cast<uint16_t*>(kv.k_block(c, layer)) + r * kv_dim, kv_dim);
-    cpu_.store_f16(v.data() + size_t(i) * kv_dim, reinterpret_cast<uint16_t*>(kv.v_block(c, layer)) + r * kv_dim, kv_dim);
+    cpu_.store_f16(k.data() + size_t(i) * kv_dim, reinterpret_cast<uint16_t*>(kv.k_block(c, layer)) + r * kv_dim,
+                   kv_dim);
+    cpu_.store_f16(v.data() + size_t(i) * kv_dim, reinterpret_cast<uint16_t*>(kv.v_block(c, layer)) + r * kv_dim,
+                   kv_dim);
   }
   std::vector<uint8_t> got(kv.arena.size());
   ASSERT_EQ(clEnqueueReadBuffer(ctx_->queue().handle(), ClPool::mem(arena), CL_TRUE, 0, got.size(), got.data(), 0,
@@ -263,16 +266,16 @@ struct AttnCase {
   int n_valid = 75;
   int n_tokens = 1;
   int window = 0;
-  std::vector<KvFormat> full;  // formats of the full chunks, in turn; the last partial one is f16
+  std::vector<KvFormat> full;      // formats of the full chunks, in turn; the last partial one is f16
   std::vector<int32_t> positions;  // empty: the last n_tokens positions
 };
 
 class ClAttention : public ClOpsTest {
  protected:
   void check(const AttnCase& a) {
-    SCOPED_TRACE(::testing::Message() << "n_valid " << a.n_valid << ", tokens " << a.n_tokens << ", window "
-                                      << a.window << ", heads " << a.n_head << "/" << a.n_head_kv << "x"
-                                      << a.head_dim << ", formats " << a.full.size());
+    SCOPED_TRACE(::testing::Message() << "n_valid " << a.n_valid << ", tokens " << a.n_tokens << ", window " << a.window
+                                      << ", heads " << a.n_head << "/" << a.n_head_kv << "x" << a.head_dim
+                                      << ", formats " << a.full.size());
     TestKv kv;
     kv.n_head_kv = a.n_head_kv;
     kv.head_dim = a.head_dim;
@@ -345,8 +348,8 @@ const std::vector<KvFormat> kF16 = {KvFormat::f16};
 const std::vector<KvFormat> kMixed = {KvFormat::q8, KvFormat::q4, KvFormat::f16, KvFormat::q3, KvFormat::q2};
 
 TEST_F(ClAttention, MatchesTheCpuForEveryFormatDecodeAndPrefill) {
-  const std::vector<std::vector<KvFormat>> all = {kF16, {KvFormat::q8}, {KvFormat::q4}, {KvFormat::q3}, {KvFormat::q2},
-                                                  kMixed};
+  const std::vector<std::vector<KvFormat>> all = {kF16,           {KvFormat::q8}, {KvFormat::q4},
+                                                  {KvFormat::q3}, {KvFormat::q2}, kMixed};
   for (const auto& formats : all) {
     for (int tokens : {1, 3, 16}) {
       for (int window : {0, 20}) {
@@ -392,6 +395,24 @@ TEST_F(ClAttention, ManyHeadsPerKvHeadWideHeadsAndScatteredQueries) {
   a.positions = {0, 130, 47, 199};
   a.window = 50;
   check(a);
+}
+
+TEST_F(ClAttention, HeadSizesThatSplitWorkGroupsUnevenly) {
+  // 80: 20 quads per key row, 3 key lanes and 4 idle items; 3 query heads per kv head: tiles
+  // cross tokens. 256: one key lane.
+  for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{6, 2, 80}, std::tuple{2, 1, 256}}) {
+    for (int tokens : {1, 5}) {
+      AttnCase a;
+      a.n_head = n_head;
+      a.n_head_kv = n_head_kv;
+      a.head_dim = head_dim;
+      a.full = kMixed;
+      a.n_valid = 90;
+      a.n_tokens = tokens;
+      check(a);
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 TEST_F(ClAttention, NoKeysGiveZeros) {

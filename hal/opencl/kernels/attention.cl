@@ -12,8 +12,8 @@
 //   attn_pv      (key split, kv head, row tile): combines the blocks' (max, sum) into the
 //                row's max and 1 / sum, turns S into f16 weights and sums weights * V over
 //                the split's keys; one split writes out, several write partial sums;
-//   attn_reduce  partial sums of the splits, in split order, into out (decode: few rows, so
-//                the keys are split across work-groups to keep every compute unit busy);
+//   attn_reduce  the splits' partial sums into out (decode has few rows: its keys are split
+//                across work-groups so that every compute unit has loads in flight);
 //   attn_mass    per key, its weights summed over the rows (exact integer sums of f16 values,
 //                as the CPU's), added to mass[key].
 // A tile is RT consecutive rows of one kv head (its query heads, token by token), so a K or V
@@ -22,7 +22,7 @@
 #define KB 64  // keys per block: the work-group size of every kernel here
 #define RT 8   // query rows per tile
 #define DS 32  // channels of q and K staged in local memory at a time
-#define DC 4   // output channels per work-item in attn_pv: head_dim <= KB * DC
+// head_dim: a multiple of 4 up to 4 * KB (attn_pv's items take a row's channels 4 at a time).
 
 // Bytes of one layer's K block and V block in a chunk of format `bits` (hal/kv_format.h).
 inline size_t k_block_bytes(uint bits, int C, int kv_dim) {
@@ -49,26 +49,34 @@ inline __global const uchar* layer_base(__global const uchar* arena, ulong e, in
          (size_t)layer * (k_block_bytes(bits, C, kv_dim) + v_block_bytes(bits, C, kv_dim, n_head_kv));
 }
 
-// Key channel ch of row r: f16, or min + scale * code with the channel's (KIVI) params.
-inline float load_key(__global const uchar* arena, ulong e, int layer, int C, int kv_dim, int n_head_kv, int r, int ch) {
+// Codes of channels ch .. ch + 3.
+inline float4 read_codes4(__global const uchar* row, int ch, uint bits) {
+  return (float4)(read_code(row, ch, bits), read_code(row, ch + 1, bits), read_code(row, ch + 2, bits),
+                  read_code(row, ch + 3, bits));
+}
+
+// Key channels ch .. ch + 3 of row r: f16, or min + scale * code with the channels' (KIVI) params.
+inline float4 load_key4(__global const uchar* arena, ulong e, int layer, int C, int kv_dim, int n_head_kv, int r,
+                        int ch) {
   const uint bits = (uint)(e >> 56);
   __global const uchar* base = layer_base(arena, e, layer, C, kv_dim, n_head_kv);
   __global const half* p = (__global const half*)base;
-  if (bits == 16) return vload_half((size_t)r * kv_dim + ch, p);
+  if (bits == 16) return vload_half4(0, p + (size_t)r * kv_dim + ch);
   __global const uchar* row = base + (size_t)kv_dim * 4 + (size_t)r * (kv_dim * bits / 8);
-  return fma(vload_half(kv_dim + ch, p), read_code(row, ch, bits), vload_half(ch, p));
+  return fma(vload_half4(0, p + kv_dim + ch), read_codes4(row, ch, bits), vload_half4(0, p + ch));
 }
 
-// Value channel ch (of kv head hk) of row r: f16, or min + scale * code with the (token, head) params.
-inline float load_value(__global const uchar* arena, ulong e, int layer, int C, int kv_dim, int n_head_kv, int hk, int r,
-                        int ch) {
+// Value channels ch .. ch + 3 (of kv head hk) of row r: f16, or min + scale * code with the
+// (token, head) params.
+inline float4 load_value4(__global const uchar* arena, ulong e, int layer, int C, int kv_dim, int n_head_kv, int hk,
+                          int r, int ch) {
   const uint bits = (uint)(e >> 56);
   __global const uchar* base = layer_base(arena, e, layer, C, kv_dim, n_head_kv) + k_block_bytes(bits, C, kv_dim);
   __global const half* p = (__global const half*)base;
-  if (bits == 16) return vload_half((size_t)r * kv_dim + ch, p);
+  if (bits == 16) return vload_half4(0, p + (size_t)r * kv_dim + ch);
   const int pair = r * n_head_kv + hk;
   __global const uchar* row = base + (size_t)C * n_head_kv * 4 + (size_t)r * (kv_dim * bits / 8);
-  return fma(vload_half(C * n_head_kv + pair, p), read_code(row, ch, bits), vload_half(pair, p));
+  return fma((float4)vload_half(C * n_head_kv + pair, p), read_codes4(row, ch, bits), (float4)vload_half(pair, p));
 }
 
 // Keys [lo, hi) seen by a query at position pos.
@@ -90,7 +98,8 @@ inline bool tile_sees(__global const int* positions, int i0, int nr, int G, int 
 inline void tree_reduce(__local float (*red)[KB], int lid, int op) {
   for (int w = KB / 2; w > 0; w >>= 1) {
     if (lid < w) {
-      for (int r = 0; r < RT; ++r) red[r][lid] = op == 0 ? fmax(red[r][lid], red[r][lid + w]) : red[r][lid] + red[r][lid + w];
+      for (int r = 0; r < RT; ++r)
+        red[r][lid] = op == 0 ? fmax(red[r][lid], red[r][lid + w]) : red[r][lid] + red[r][lid + w];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -101,7 +110,9 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
     __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int head_dim, int C, int layer,
     int n_valid, int window, float scale, __global float* sb, ulong so, int s_stride, __global float2* mb, ulong mo) {
   __local float qs[RT][DS];
-  __local float ks[KB][DS + 1];  // + 1: item k reads row k, a different bank each
+  // Row stride DS + 4: item k reads row k a float4 at a time, and 8 items in a row of 36
+  // floats each start 4 banks apart (no conflict).
+  __local float ks[KB][DS + 4];
   __local float red[RT][KB];
   __local float bmax[RT];
   const int lid = get_local_id(0), blk = get_group_id(0), hk = get_group_id(1);
@@ -118,22 +129,30 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
   for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
   if (tile_sees(positions, i0, nr, G, j0, j0 + KB, n_valid, window)) {
     for (int d0 = 0; d0 < head_dim; d0 += DS) {
-      for (int e = lid; e < RT * DS; e += KB) {
-        const int r = e / DS, d = d0 + e % DS;
+      for (int e = lid; e < RT * DS / 4; e += KB) {
+        const int r = e / (DS / 4), dq = 4 * (e % (DS / 4)), d = d0 + dq;
         const int i = i0 + r;
-        qs[r][e % DS] =
-            r < nr && d < head_dim ? round_f16(q[((size_t)(i / G) * n_head + hk * G + i % G) * head_dim + d]) : 0.0f;
+        float4 v = 0.0f;
+        if (r < nr && d < head_dim) {
+          v = vload4(0, q + ((size_t)(i / G) * n_head + hk * G + i % G) * head_dim + d);
+          v = (float4)(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
+        }
+        vstore4(v, 0, &qs[r][dq]);
       }
-      for (int e = lid; e < KB * DS; e += KB) {
-        const int k = e / DS, d = d0 + e % DS, j = j0 + k;
-        ks[k][e % DS] = j < n_valid && d < head_dim
-                            ? load_key(arena, table[j / C], layer, C, kv_dim, n_head_kv, j % C, hk * head_dim + d)
-                            : 0.0f;
+      for (int e = lid; e < KB * DS / 4; e += KB) {
+        const int k = e / (DS / 4), dq = 4 * (e % (DS / 4)), d = d0 + dq, j = j0 + k;
+        float4 v = 0.0f;
+        if (j < n_valid && d < head_dim)
+          v = load_key4(arena, table[j / C], layer, C, kv_dim, n_head_kv, j % C, hk * head_dim + d);
+        vstore4(v, 0, &ks[k][dq]);
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int d = 0; d < DS; ++d) {
-        const float k = ks[lid][d];
-        for (int r = 0; r < RT; ++r) acc[r] = fma(qs[r][d], k, acc[r]);
+      for (int d = 0; d < DS; d += 4) {
+        const float4 k = vload4(0, &ks[lid][d]);
+        for (int r = 0; r < RT; ++r) {
+          const float4 qv = vload4(0, &qs[r][d]);
+          acc[r] = fma(qv.w, k.w, fma(qv.z, k.z, fma(qv.y, k.y, fma(qv.x, k.x, acc[r]))));
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -162,7 +181,8 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
   tree_reduce(red, lid, 1);
   if (lid < nr) {
     const int i = i0 + lid;
-    VIEW(float2, mb, mo)[((size_t)(i / G) * n_head + hk * G + i % G) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
+    __global float2* block_stats = VIEW(float2, mb, mo);
+    block_stats[((size_t)(i / G) * n_head + hk * G + i % G) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
   }
 }
 
@@ -173,6 +193,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     ulong sto, __global float* ob, ulong oo, __global float* xb, ulong xo) {
   __local float red[RT][KB];  // row stats, then the weights of a key block
   __local float rmax[RT], rinv[RT];
+  __local float4 lanes[RT * KB];  // per (lane, row, quad): a key lane's sums
   const int lid = get_local_id(0), split = get_group_id(0), hk = get_group_id(1);
   const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
   const int i0 = get_group_id(2) * RT;
@@ -214,9 +235,14 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
-  float acc[RT][DC];
-  for (int r = 0; r < RT; ++r)
-    for (int c = 0; c < DC; ++c) acc[r][c] = 0.0f;
+  // V: each item takes 4 channels (a quad) of every KL-th key of a block, so that KL keys' rows
+  // are read at once, in wide loads, two keys per step in flight; the KL lanes are summed at the end.
+  const int CQ = head_dim / 4, KL = KB / CQ;
+  const int cq = lid % CQ, kl = lid / CQ;
+  const bool active = kl < KL;
+  const int ch = hk * head_dim + 4 * cq;
+  float4 acc[RT];
+  for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
   const int k_begin = split * split_keys;
   const int k_end = min(n_valid, k_begin + split_keys);
   for (int jb = k_begin; jb < k_end; jb += KB) {
@@ -228,48 +254,65 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int kn = min(KB, k_end - jb);
-    for (int k = 0; k < kn; ++k) {
-      const ulong e = table[(jb + k) / C];
-      const int rr = (jb + k) % C;
-      for (int c = 0; c < DC; ++c) {
-        const int d = lid + c * KB;
-        if (d < head_dim) {
-          const float v = load_value(arena, e, layer, C, kv_dim, n_head_kv, hk, rr, hk * head_dim + d);
-          for (int r = 0; r < RT; ++r) acc[r][c] = fma(red[r][k], v, acc[r][c]);
-        }
+    if (active) {
+      int k = kl;
+      for (; k + KL < kn; k += 2 * KL) {
+        const int j0 = jb + k, j1 = j0 + KL;
+        const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
+        const float4 v1 = load_value4(arena, table[j1 / C], layer, C, kv_dim, n_head_kv, hk, j1 % C, ch);
+        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k + KL], v1, fma((float4)red[r][k], v0, acc[r]));
+      }
+      if (k < kn) {
+        const int j0 = jb + k;
+        const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
+        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k], v0, acc[r]);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
+  // Lanes 1.. hand their sums to lane 0, which writes the row's quad.
+  if (active && kl > 0)
+    for (int r = 0; r < RT; ++r) lanes[(kl * RT + r) * CQ + cq] = acc[r];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!active || kl > 0) return;
+  for (int l = 1; l < KL; ++l)
+    for (int r = 0; r < RT; ++r) acc[r] += lanes[(l * RT + r) * CQ + cq];
   for (int r = 0; r < nr; ++r) {
-    for (int c = 0; c < DC; ++c) {
-      const int d = lid + c * KB;
-      if (d >= head_dim) continue;
-      if (n_splits == 1) {
-        VIEW(float, ob, oo)[row[r] * head_dim + d] = acc[r][c];
-      } else {
-        VIEW(float, xb, xo)[(row[r] * n_splits + split) * head_dim + d] = acc[r][c];
-      }
+    if (n_splits == 1) {
+      vstore4(acc[r], 0, VIEW(float, ob, oo) + row[r] * head_dim + 4 * cq);
+    } else {
+      vstore4(acc[r], 0, VIEW(float, xb, xo) + (row[r] * n_splits + split) * head_dim + 4 * cq);
     }
   }
 }
 
-// out[row][d] = the splits' partial sums, in split order. One item per (channel, row).
-__kernel void attn_reduce(__global const float* xb, ulong xo, int n_splits, int head_dim, __global float* ob, ulong oo) {
-  const int d = get_global_id(0);
-  const size_t row = get_global_id(1);
-  if (d >= head_dim) return;
-  __global const float* x = CVIEW(float, xb, xo) + row * n_splits * head_dim + d;
-  float s = 0.0f;
-  for (int i = 0; i < n_splits; ++i) s += x[(size_t)i * head_dim];
-  VIEW(float, ob, oo)[row * head_dim + d] = s;
+// out[row] = the sum of its splits' partial outputs. One work-group per row: each item sums a
+// channel quad over every SL-th split (SL lanes of splits read at once), then lane 0 adds the lanes.
+__kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_reduce(__global const float* xb, ulong xo,
+                                                                          int n_splits, int head_dim,
+                                                                          __global float* ob, ulong oo) {
+  __local float4 lanes[KB];
+  const int lid = get_local_id(0);
+  const size_t row = get_group_id(0);
+  const int CQ = head_dim / 4, SL = KB / CQ;
+  const int cq = lid % CQ, sl = lid / CQ;
+  float4 sum = 0.0f;
+  if (sl < SL) {
+    __global const float* x = CVIEW(float, xb, xo) + row * n_splits * head_dim + 4 * cq;
+    for (int i = sl; i < n_splits; i += SL) sum += vload4(0, x + (size_t)i * head_dim);
+    lanes[lid] = sum;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sl != 0) return;
+  for (int l = 1; l < SL; ++l) sum += lanes[l * CQ + cq];
+  vstore4(sum, 0, VIEW(float, ob, oo) + row * head_dim + 4 * cq);
 }
 
 // mass[j] += sum over rows of key j's f16 weight: exact in integer units of 2^-24 (f16 values
 // in [0, 1] are multiples of it), so the sum does not depend on the order. One item per key.
-__kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto, int n_rows,
-                        int n_valid, __global float* wb, ulong wo) {
+__kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto,
+                        int n_rows, int n_valid, __global float* wb, ulong wo) {
   const int j = get_global_id(0);
   if (j >= n_valid) return;
   __global const float* S = CVIEW(float, sb, so);

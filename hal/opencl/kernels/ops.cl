@@ -73,8 +73,8 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
 // repeated f32 products as ggml builds its cache, then scaled by freq_scale; the rotation is
 // (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)) as the CPU's. neox: pairs (i, i + half), else
 // adjacent (2i, 2i + 1); channels past 2 * half are left alone.
-__kernel void rope(__global float* xb, ulong xo, __global const int* pb, ulong po, int n_heads, int head_dim, int half_rot,
-                   float theta_scale, float freq_scale, int neox) {
+__kernel void rope(__global float* xb, ulong xo, __global const int* pb, ulong po, int n_heads, int head_dim,
+                   int half_rot, float theta_scale, float freq_scale, int neox) {
   const int i = get_global_id(0);
   const int h = get_global_id(1);
   const int t = get_global_id(2);
@@ -144,8 +144,8 @@ __kernel void scale(__global float* xb, ulong xo, ulong n, float s) {
 // row positions[t] % C of `layer`'s K and V blocks (a layer is 2 blocks of C * kv_dim halves).
 // One item per (channel, token).
 __kernel void store_kv(__global const float* kb, ulong ko, __global const float* vb, ulong vo, __global const int* pb,
-                       ulong po, __global uchar* arena, __global const ulong* tb, ulong to, int chunk_tokens, int kv_dim,
-                       int layer) {
+                       ulong po, __global uchar* arena, __global const ulong* tb, ulong to, int chunk_tokens,
+                       int kv_dim, int layer) {
   const int i = get_global_id(0);
   const int t = get_global_id(1);
   if (i >= kv_dim) return;
