@@ -9,25 +9,9 @@
 #include <vector>
 
 #include "hal/device.h"
+#include "hal/host/rope_table.h"
 
 namespace llmsvc::hal::cpu {
-
-// The (cos, sin) of every token's angles. A forward pass ropes q and k of every layer at the
-// same positions: the table is built once and reused while its inputs stay the same.
-class RopeTable {
- public:
-  // Makes the table hold these tokens' angles (rebuilt only when they differ from the last).
-  void prepare(int n_tokens, int rot_dims, const int32_t* positions, float freq_base, float freq_scale);
-  const float* cos(int t) const { return cos_.data() + static_cast<size_t>(t) * half_; }
-  const float* sin(int t) const { return sin_.data() + static_cast<size_t>(t) * half_; }
-
- private:
-  std::vector<int32_t> positions_;
-  int rot_dims_ = 0;
-  float freq_base_ = 0, freq_scale_ = 0;
-  int half_ = 0;
-  std::vector<float> cos_, sin_;
-};
 
 // In place on tokens [t_begin, t_end) of x (n_tokens x n_heads x head_dim); rotates the
 // first rot_dims (even) of each head by the table's angles and leaves the rest. Single-threaded.

@@ -133,6 +133,7 @@ Status ClDevice::read(ClView src, void* dst, size_t bytes) {
 Status ClDevice::begin(const BatchBinding& b) {
   batch_copy_ = b;
   batch_ = &batch_copy_;
+  for (Angles& a : angles_) a.current = false;
   failed_ = Status::Ok();
   logits_rows_ = 0;
   // Ids, positions and the chunk table go in without waiting: their host memory stays put
@@ -199,8 +200,11 @@ Status ClDevice::run(const OpCall& op) {
       return Status::Ok();
     case OpKind::add_bias:
       return ops_->add_bias(out0, vector(op.param), rows, static_cast<int>(op.cols_out));
-    case OpKind::rope:
-      return ops_->rope(out0, rows, op.i[0], op.i[1], op.i[2], pos, op.f[0], op.f[1], static_cast<RopeStyle>(op.i[3]));
+    case OpKind::rope: {
+      auto a = angles(op.i[2], op.f[0], op.f[1]);
+      if (!a.ok()) return a.status();
+      return ops_->rope(out0, rows, op.i[0], op.i[1], op.i[2], *a, static_cast<RopeStyle>(op.i[3]));
+    }
     case OpKind::scale:
       return ops_->scale(out0, n, op.f[0]);
     case OpKind::store_kv:
@@ -243,6 +247,28 @@ Status ClDevice::run(const OpCall& op) {
       break;
   }
   return Status(Code::internal, "opencl: no kernel for op " + std::string(op_name(op.kind)));
+}
+
+Result<ClView> ClDevice::angles(int rot_dims, float base, float scale) {
+  auto it = std::find_if(angles_.begin(), angles_.end(),
+                         [&](const Angles& a) { return a.rot_dims == rot_dims && a.base == base && a.scale == scale; });
+  if (it == angles_.end()) {
+    angles_.emplace_back();
+    it = angles_.end() - 1;
+    it->rot_dims = rot_dims, it->base = base, it->scale = scale;
+  }
+  const ClView v{ClPool::mem(it->buf), it->buf.offset()};
+  if (it->current) return v;
+  const BatchBinding& b = *batch_;
+  it->table.prepare(b.n, rot_dims, b.positions, base, scale);
+  const size_t n = static_cast<size_t>(b.n) * it->table.half();
+  it->host.assign(it->table.cos(0), it->table.cos(0) + n);
+  it->host.insert(it->host.end(), it->table.sin(0), it->table.sin(0) + n);
+  auto buf = scratch(it->buf, it->host.size() * sizeof(float));
+  if (!buf.ok()) return buf.status();
+  LLMSVC_RETURN_IF_ERROR(write(*buf, it->host.data(), it->host.size() * sizeof(float), false));  // kept until end()
+  it->current = true;
+  return *buf;
 }
 
 Status ClDevice::end() {
@@ -326,12 +352,16 @@ void ClDevice::rms_norm(const float* x, const float* weight, int n_rows, int dim
 void ClDevice::rope(float* x, int n_tokens, int n_heads, int head_dim, int rot_dims, const int32_t* positions,
                     float freq_base, float freq_scale, RopeStyle style) {
   const size_t b = size_t(n_tokens) * n_heads * head_dim * sizeof(float);
+  RopeTable table;
+  table.prepare(n_tokens, rot_dims, positions, freq_base, freq_scale);
+  const size_t n = size_t(n_tokens) * table.half() * sizeof(float);
   auto dx = scratch(stage_[0], b);
-  auto dp = scratch(stage_[1], size_t(n_tokens) * sizeof(int32_t));
-  if (!dx.ok() || !dp.ok()) return fail(Status(Code::out_of_memory, "opencl: staging a rope"));
+  auto da = scratch(stage_[1], 2 * n);
+  if (!dx.ok() || !da.ok()) return fail(Status(Code::out_of_memory, "opencl: staging a rope"));
   Status s = write(*dx, x, b, false);
-  if (s.ok()) s = write(*dp, positions, size_t(n_tokens) * sizeof(int32_t), false);
-  if (s.ok()) s = ops_->rope(*dx, n_tokens, n_heads, head_dim, rot_dims, *dp, freq_base, freq_scale, style);
+  if (s.ok()) s = write(*da, table.cos(0), n, true);
+  if (s.ok()) s = write(da->at(n), table.sin(0), n, true);
+  if (s.ok()) s = ops_->rope(*dx, n_tokens, n_heads, head_dim, rot_dims, *da, style);
   if (s.ok()) s = read(*dx, x, b);
   fail(s);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hal/device.h"
+#include "hal/host/rope_table.h"
 #include "hal/opencl/cl_arena_pool.h"
 #include "hal/opencl/cl_device_context.h"
 #include "hal/opencl/cl_matmul.h"
@@ -92,6 +93,18 @@ class ClDevice final : public Device {
   Buffer ids_, positions_, table_, mass_, logits_, rows_tmp_;
   std::vector<uint64_t> table_host_;
   std::vector<float> mass_host_;
+  // RoPE's angles for the bound tokens, one table per (rot_dims, base, scale) the layers use
+  // (gemma3's local and global layers differ), computed on the host once per micro-batch.
+  struct Angles {
+    int rot_dims = 0;
+    float base = 0, scale = 0;
+    bool current = false;  // for the bound micro-batch
+    RopeTable table;
+    std::vector<float> host;  // cos then sin, as uploaded
+    Buffer buf;
+  };
+  Result<ClView> angles(int rot_dims, float base, float scale);
+  std::vector<Angles> angles_;
   ClKv kv_bind_;
   bool kv_bound_ = false;
   const BatchBinding* batch_ = nullptr;

@@ -125,17 +125,14 @@ Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, 
   return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, int32_t{weight.mem != nullptr}, dim, eps, out);
 }
 
-Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView positions, float freq_base,
-                   float freq_scale, RopeStyle style) {
+Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style) {
   if (rot_dims % 2 != 0 || rot_dims > head_dim) {
     return Status(Code::invalid_argument, "rope: rot_dims must be even and at most head_dim");
   }
   if (n_tokens <= 0 || n_heads <= 0 || rot_dims == 0) return Status::Ok();
-  // As the CPU's rope table: theta_scale in f32 from std::pow.
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rot_dims));
   const ClRange r{3, {static_cast<size_t>(rot_dims / 2), static_cast<size_t>(n_heads), static_cast<size_t>(n_tokens)}};
-  return launch(impl_->queue(), impl_->rope.get(), r, x, positions, n_heads, head_dim, rot_dims / 2, theta_scale,
-                freq_scale, int32_t{style == RopeStyle::neox});
+  return launch(impl_->queue(), impl_->rope.get(), r, x, angles, n_tokens, n_heads, head_dim, rot_dims / 2,
+                int32_t{style == RopeStyle::neox});
 }
 
 Status ClOps::swiglu(ClView gate, ClView up, size_t n) {

@@ -39,9 +39,8 @@ class ClOps {
 
   // As hal::Device's ops of the same names, on views (f32 unless said).
   Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out);
-  // positions: n_tokens int32.
-  Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView positions, float freq_base,
-              float freq_scale, RopeStyle style);
+  // angles: the tokens' hal::RopeTable (cos of every token's rot_dims / 2 angles, then sin).
+  Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style);
   Status swiglu(ClView gate, ClView up, size_t n);
   Status geglu(ClView gate, ClView up, size_t n);
   Status add(ClView y, ClView x, size_t n);

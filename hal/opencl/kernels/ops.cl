@@ -41,25 +41,38 @@ inline float exp_ggml(float x) {
   return (j * as_float((e1 + 127) << 23)) * as_float((e2 + 127) << 23);
 }
 
+// The sum of squares' accumulator: f64 where the device has it (the CPU sums f32 squares in f64;
+// in f64 no addition of a row's squares rounds in practice, so the tree's order gives the CPU's
+// sum), else f32.
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double norm_acc;
+#else
+typedef float norm_acc;
+#endif
+
 // out = x / sqrt(mean(x^2) + eps) * weight, one work-group per row; the sum of squares in
 // per-item strided sums, then a tree in local memory.
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
     __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
     __global float* ob, ulong oo) {
-  __local float part[ROW_WG];
+  __local norm_acc part[ROW_WG];
   const int lid = get_local_id(0);
   const size_t row = get_group_id(0);
   __global const float* x = CVIEW(float, xb, xo) + row * dim;
   __global float* out = VIEW(float, ob, oo) + row * dim;
-  float s = 0.0f;
-  for (int i = lid; i < dim; i += ROW_WG) s += x[i] * x[i];
+  norm_acc s = 0;
+  for (int i = lid; i < dim; i += ROW_WG) {
+    const float sq = x[i] * x[i];  // rounded to f32, as ggml does, then summed wider
+    s += (norm_acc)sq;
+  }
   part[lid] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int w = ROW_WG / 2; w > 0; w >>= 1) {
     if (lid < w) part[lid] += part[lid + w];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  const float mean = part[0] / (float)dim;
+  const float mean = (float)(part[0] / (norm_acc)dim);
   const float scale = 1.0f / sqrt(mean + eps);
   if (has_weight) {
     __global const float* w = CVIEW(float, wb, wo);
@@ -69,20 +82,19 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
   }
 }
 
-// RoPE in place: one item per (pair, head, token). theta_i = pos * theta_scale^i is built by
-// repeated f32 products as ggml builds its cache, then scaled by freq_scale; the rotation is
-// (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)) as the CPU's. neox: pairs (i, i + half), else
-// adjacent (2i, 2i + 1); channels past 2 * half are left alone.
-__kernel void rope(__global float* xb, ulong xo, __global const int* pb, ulong po, int n_heads, int head_dim,
-                   int half_rot, float theta_scale, float freq_scale, int neox) {
+// RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
+// (hal/host/rope_table.h: cos[t][i] for every token, then sin[t][i]), which every backend
+// shares, as (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)); pairs are adjacent (normal) or split
+// halves (neox).
+__kernel void rope(__global float* xb, ulong xo, __global const float* ab, ulong ao, int n_tokens, int n_heads,
+                   int head_dim, int half_rot, int neox) {
   const int i = get_global_id(0);
   const int h = get_global_id(1);
   const int t = get_global_id(2);
   if (i >= half_rot) return;
-  float theta = (float)CVIEW(int, pb, po)[t];
-  for (int k = 0; k < i; ++k) theta *= theta_scale;
-  const float th = freq_scale * theta;
-  const float c = cos(th), s = sin(th);
+  __global const float* angles = CVIEW(float, ab, ao);
+  const size_t at = (size_t)t * half_rot + i;
+  const float c = angles[at], s = angles[(size_t)n_tokens * half_rot + at];
   __global float* v = VIEW(float, xb, xo) + ((size_t)t * n_heads + h) * head_dim;
   const int i0 = neox ? i : 2 * i;
   const int i1 = neox ? i + half_rot : 2 * i + 1;
