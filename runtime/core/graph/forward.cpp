@@ -57,6 +57,7 @@ Forward::Forward(const Model& model, std::vector<hal::Device*> devices, int max_
   pos_.resize(max_batch_);
   views_.resize(devices_.size());
   busy_.resize(devices_.size());
+  step_failed_.resize(devices_.size());
   figures_.devices.resize(devices_.size());
   for (size_t d = 0; d < devices_.size(); ++d) figures_.devices[d].name = devices_[d]->name();
 }
@@ -399,7 +400,8 @@ Status Forward::run(const Prepared& p, const Run& r) {
         d.bytes += s.bytes_out;
       }
     };
-    std::vector<Status> failed(devices_.size());
+    std::vector<Status>& failed = step_failed_;  // sized once: a decode step allocates nothing
+    failed.assign(devices_.size(), Status::Ok());
     Steps steps(*this, p, r, failed);
     const double t0 = now_s();
     threads_->run(p.order, steps, busy_);

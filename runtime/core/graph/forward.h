@@ -135,6 +135,7 @@ class Forward {
   std::vector<std::vector<hal::KvChunkView>> views_;  // per device (attention's chunk list)
   std::unique_ptr<DeviceThreads> threads_;           // with several devices
   std::vector<double> busy_;                          // per device, of the last concurrent run
+  std::vector<Status> step_failed_;                   // per device, its first failure in a concurrent run
   GraphFigures figures_;
 };
 
