@@ -286,6 +286,7 @@ Status ClDevice::end() {
   }
   const cl_int err = clFinish(q());  // nothing of the batch outlives it (the KV memory may be freed next)
   if (s.ok() && err != CL_SUCCESS) s = cl_status(err, "finishing a step");
+  if (ClProfiler* p = ctx_->profiler()) p->collect();
   batch_ = nullptr;
   return s;
 }

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "hal/opencl/cl_platform.h"
+#include "hal/opencl/cl_profiler.h"
 #include "hal/opencl/cl_pool.h"
 #include "hal/opencl/cl_queue.h"
 #include "hal/opencl/program_cache.h"
@@ -29,6 +30,8 @@ class ClDeviceContext {
   ClQueue& queue() { return *queue_; }
   ClPool& pool() { return *pool_; }
   ProgramBuilder& programs() { return *programs_; }
+  // Kernel times when LLMSVC_CL_PROFILE is set (cl_profiler.h), else null.
+  ClProfiler* profiler() { return profiler_.get(); }
 
  private:
   ClDeviceContext() = default;
@@ -38,6 +41,7 @@ class ClDeviceContext {
   std::unique_ptr<ClQueue> queue_;
   std::unique_ptr<ClPool> pool_;  // before the context goes: its buffers are released first
   std::unique_ptr<ProgramBuilder> programs_;
+  std::unique_ptr<ClProfiler> profiler_;  // before the queue goes: it drains and reads events
 };
 
 }  // namespace llmsvc::hal::opencl

@@ -2,6 +2,7 @@
 // build_kernels / make_kernel: sources joined and built through the program cache.
 #include "hal/opencl/cl_launch.h"
 
+#include "hal/opencl/cl_profiler.h"
 #include "hal/opencl/cl_sources.h"
 
 namespace llmsvc::hal::opencl {
@@ -18,6 +19,17 @@ Result<ClProgram> build_kernels(ClDeviceContext& ctx, std::initializer_list<std:
   std::string opts = "-cl-std=CL1.2";
   if (!options.empty()) opts.append(" ").append(options);
   return ctx.programs().build(text, opts);
+}
+
+Status enqueue_kernel(cl_command_queue queue, cl_kernel kernel, const ClRange& r) {
+  ClProfiler* profiler = ClProfiler::of(queue);
+  cl_event ev = nullptr;
+  const cl_int err = clEnqueueNDRangeKernel(queue, kernel, r.dims, nullptr, r.global.data(),
+                                            r.local[0] != 0 ? r.local.data() : nullptr, 0, nullptr,
+                                            profiler ? &ev : nullptr);
+  if (err != CL_SUCCESS) return cl_status(err, "launching a kernel");
+  if (profiler) profiler->record(kernel, ev);
+  return Status::Ok();
 }
 
 Result<ClKernel> make_kernel(cl_program program, const char* name) {

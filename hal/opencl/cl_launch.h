@@ -56,6 +56,10 @@ struct ClRange {
   std::array<size_t, 3> local{0, 0, 0};
 };
 
+// Enqueues `kernel` (its arguments set) on `queue` without waiting; with a profiler on the
+// queue (cl_profiler.h) its event is kept.
+Status enqueue_kernel(cl_command_queue queue, cl_kernel kernel, const ClRange& r);
+
 // Sets the arguments in order and enqueues the kernel on `queue` (no wait).
 template <class... Args>
 Status launch(cl_command_queue queue, cl_kernel kernel, const ClRange& r, const Args&... args) {
@@ -63,11 +67,7 @@ Status launch(cl_command_queue queue, cl_kernel kernel, const ClRange& r, const 
   cl_int err = CL_SUCCESS;
   ((err = err == CL_SUCCESS ? detail::set_arg(kernel, i, args) : err, ++i), ...);
   if (err != CL_SUCCESS) return cl_status(err, "setting a kernel argument");
-  const bool local = r.local[0] != 0;
-  err = clEnqueueNDRangeKernel(queue, kernel, r.dims, nullptr, r.global.data(), local ? r.local.data() : nullptr, 0,
-                               nullptr, nullptr);
-  if (err != CL_SUCCESS) return cl_status(err, "launching a kernel");
-  return Status::Ok();
+  return enqueue_kernel(queue, kernel, r);
 }
 
 }  // namespace llmsvc::hal::opencl
