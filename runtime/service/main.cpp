@@ -2,6 +2,7 @@
 // llmsvcd: the llmsvc daemon. One shared model; apps reach it through llmsvc.h bound to
 // "unix:PATH". Listens on the sockets systemd passes, or on --listen PATH.
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
@@ -130,6 +131,19 @@ int main(int argc, char** argv) {
   if (!checked_root.ok()) return fail(checked_root.status());
   if (!checked_root->fixed.empty()) log_line(checked_root->fixed);
 
+  // PoCL (the OpenCL device on CPUs, and in CI) links each kernel it runs into a shared
+  // object by running /usr/bin/ld, which the system-call filter refuses (no execve, no
+  // fork), and only at a kernel's first launch for each work-group size, so after the filter
+  // is on. Without specialization it makes one generic object a kernel, all of them when the
+  // program's binary is read (the program cache stores it after every compile; a program
+  // loaded from that binary brings them along): every link then happens in Engine::create,
+  // before the filter. Its cache goes into the state root: the daemon loads code from it,
+  // so it must be the checked 0700 directory (not $XDG_CACHE_HOME, which ProtectHome= makes
+  // read-only anyway). Set before PoCL reads them at the first OpenCL call; other OpenCL
+  // implementations ignore both.
+  if (::setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 1) != 0 ||
+      ::setenv("POCL_CACHE_DIR", (*root + "/cache/pocl").c_str(), 1) != 0)
+    return fail(Status(Code::internal, "setting PoCL's environment failed"));
   EngineOptions eo;
   eo.model_path = *model_path;
   eo.n_threads = cfg.threads;

@@ -1017,6 +1017,46 @@ TEST_F(Daemon, AModelSplitOverTwoDevicesAnswersAsOneDeviceDoes) {
   llmsvc_unbind(svc);
 }
 
+// The model on the OpenCL device (PoCL in CI) answers through llmsvcd with the very tokens it
+// gives embedded on that device: the daemon's sandbox (the seccomp allowlist, from start-up on)
+// leaves the device's kernels runnable. Compared against OpenCL embedded, not the CPU: a GPU's
+// numerics differ slightly from the CPU's, so a rare token may too.
+TEST_F(Daemon, AModelOnOpenClAnswersAsEmbeddedDoes) {
+  const char* prompt = "Name three colors.";
+  auto co = greedy_options(16);
+  Collected embedded;
+  {
+    llmsvc_service* svc = bind_embedded("opencl");
+    ASSERT_NE(svc, nullptr);
+    llmsvc_context* ctx = create_context(svc, "on-opencl");
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &embedded, nullptr), LLMSVC_OK)
+        << last_api_error();
+    llmsvc_context_close(ctx);
+    llmsvc_unbind(svc);
+  }
+  ASSERT_FALSE(embedded.tokens.empty()) << "no reply embedded on opencl: the comparison would show nothing";
+
+  // The daemon's environment names an empty cache, as a service's would (the embedded run
+  // above filled this user's): a driver that still had kernels to make after the filter came
+  // on (PoCL runs a linker) would fail the call, not find them ready-made.
+  const std::string user_cache = dir_ + "/user-cache";
+  DaemonProcess& d = start(config_args("devices = [\"opencl\"]\n"), [&](DaemonProcess& p) {
+    p.add_env("XDG_CACHE_HOME=" + user_cache);
+    p.add_env("POCL_CACHE_DIR=" + user_cache + "/pocl");
+  });
+  llmsvc_service* svc = bind_target(d.target());
+  ASSERT_NE(svc, nullptr);
+  llmsvc_context* ctx = create_context(svc, "on-opencl");
+  ASSERT_NE(ctx, nullptr);
+  Collected remote;
+  EXPECT_EQ(llmsvc_call(ctx, prompt, strlen(prompt), &co, collect_piece, &remote, nullptr), LLMSVC_OK)
+      << last_api_error() << "; see " << d.log_path();
+  EXPECT_EQ(remote.tokens, embedded.tokens) << "daemon: '" << remote.text << "', embedded: '" << embedded.text << "'";
+  llmsvc_context_close(ctx);
+  llmsvc_unbind(svc);
+}
+
 // Fair scheduling: one app's long generations do not hold every call worker. An app (uid
 // 65534, a child process) starts four long calls at once; another app's short call, sent
 // while they generate, finishes before any of them, because an app runs at most two calls at
