@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
   Forward& fwd = **made;
   policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0, policy::EvictionOrder::lctru,
                              &fwd.kv_memory());
+  // As the engine runs it: attention mass only where the policy can compress (host-visible KV).
+  fwd.set_mass_tracking(fwd.kv_memory().host_visible());
   std::vector<float> logits;
 
   for (int n : prefill) {

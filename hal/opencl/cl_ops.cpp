@@ -23,6 +23,9 @@ constexpr int kMaxHeadDim = kKeyBlock * 4;
 // Attention's score matrix is at most this many floats (64 MiB); longer calls run in passes
 // of fewer query tokens.
 constexpr size_t kMaxScoreFloats = size_t(16) << 20;
+// attn_decode's limits (its DW, DG, DQ, DK): items, query heads per kv head, query floats and
+// scores of a group.
+constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
 
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
@@ -62,7 +65,7 @@ struct ClOps::Impl {
   ClDeviceContext& ctx;
   ClProgram program;
   ClKernel rms_norm, rope, swiglu, geglu, add, add_bias, scale, store_kv;
-  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass;
+  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
   // row, partial outputs per row and split.
@@ -104,7 +107,8 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
                  {&impl->attn_scores, "attn_scores"},
                  {&impl->attn_pv, "attn_pv"},
                  {&impl->attn_reduce, "attn_reduce"},
-                 {&impl->attn_mass, "attn_mass"}};
+                 {&impl->attn_mass, "attn_mass"},
+                 {&impl->attn_decode, "attn_decode"}};
   for (const auto& k : kernels) {
     auto r = make_kernel(impl->program.get(), k.name);
     if (!r.ok()) return r.status();
@@ -195,6 +199,13 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   }
 
   const int G = p.n_head / p.n_head_kv;
+  // Decode without key mass, its scores in local memory: one launch (attention.cl, attn_decode).
+  if (n_tokens == 1 && !mass.mem && static_cast<size_t>(G) <= kDecodeGroup && static_cast<size_t>(G) * D <= kDecodeQuery &&
+      static_cast<size_t>(G) * n_valid <= kDecodeScores) {
+    const ClRange r{1, {static_cast<size_t>(p.n_head_kv) * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
+    return launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head, p.n_head_kv,
+                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out);
+  }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
   const int s_stride = n_blocks * kKeyBlock;
   const size_t token_floats = static_cast<size_t>(p.n_head) * s_stride;

@@ -109,6 +109,14 @@ TEST_P(ClForward, LogitsAndTokensFollowTheCpu) {
   }
   EXPECT_NEAR(total_got, total_want, 1e-2 * total_want);  // decode queries put some on their own positions
   EXPECT_LT(l1 / total_want, 0.05);
+  // Without mass tracking (as the engine runs a GPU whose KV the policy does not compress) decode
+  // steps take the one-launch attention kernel: the same tokens, logits to float rounding.
+  Forward lean_fwd(**gpu_model, **dev, kBatch);
+  lean_fwd.set_mass_tracking(false);
+  const Outcome lean = run(lean_fwd, **gpu_model, &(*dev)->kv_memory());
+  EXPECT_EQ(lean.tokens, got.tokens);
+  const test::LogitFigures fl = test::compare_logits(got.prompt_logits, lean.prompt_logits, V);
+  EXPECT_LT(fl.max_kl, 1e-4);
   // The KV cache lived in the device's arena, activations and weights in its pool.
   EXPECT_GT((*dev)->kv_memory().peak(), 0u);
   EXPECT_EQ((*dev)->kv_memory().used(), 0u);

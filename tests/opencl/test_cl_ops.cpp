@@ -348,6 +348,12 @@ class ClAttention : public ClOpsTest {
     ASSERT_TRUE(s.ok()) << s.message();
     expect_near_all(download<float>(bo, qn), want, 0.0f, 1e-3f, "attention");
     expect_near_all(download<float>(bm, mass0.size()), want_mass, 0.0f, 1e-3f, "mass");
+    // Without key mass a decode step takes the one-launch kernel (attn_decode) where its
+    // scores fit in local memory: the same output.
+    Buffer bo2 = upload(std::vector<float>(qn, NAN));
+    const Status s2 = ops_->attention(view(bq), T, view(bp), ckv, layer, a.n_valid, p, view(bo2), ClView{});
+    ASSERT_TRUE(s2.ok()) << s2.message();
+    expect_near_all(download<float>(bo2, qn), want, 0.0f, 1e-3f, T == 1 ? "attention (decode kernel)" : "attention (no mass)");
   }
 };
 

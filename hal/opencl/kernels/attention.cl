@@ -326,3 +326,99 @@ __kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __glob
   }
   if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
 }
+
+// Decode in one launch: one query token, no key mass, the visible keys few enough that every
+// query head of a kv head keeps its scores in local memory (DG * DK floats). One work-group per
+// kv head computes the scores (the order of attn_scores' sums), each head's max and sum, the
+// f16 weights and their product with V; the split path above takes three launches and a
+// scratch matrix for the same result, which at decode is mostly launch latency.
+#define DW 256     // work-group size
+#define DG 8       // query heads per kv head at most
+#define DQ 2048    // query floats of a kv head's group at most (DG x head_dim)
+#define DK 8192    // scores at most (query heads x visible keys)
+
+inline float group_reduce(__local float* red, int lid, float v, int op) {
+  red[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int w = DW / 2; w > 0; w >>= 1) {
+    if (lid < w) red[lid] = op == 0 ? fmax(red[lid], red[lid + w]) : red[lid] + red[lid + w];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+__kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
+    __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
+    __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int layer, int n_valid,
+    int window, float scale, __global float* ob, ulong oo) {
+  __local float qs[DQ];
+  __local float S[DK];
+  __local float red[DW];
+  __local float4 lanes[DW];
+  const int lid = get_local_id(0), hk = get_group_id(0);
+  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
+  const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
+  const int lo = vis.x, nk = max(0, vis.y - vis.x);
+  __global const ulong* table = CVIEW(ulong, tb, to);
+  __global const float* q = CVIEW(float, qb, qo) + (size_t)hk * G * head_dim;
+  for (int e = lid; e < G * head_dim; e += DW) qs[e] = round_f16(q[e]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  // Scores: an item per key, every query head of the group at once (a K row read once).
+  for (int i = lid; i < nk; i += DW) {
+    const int j = lo + i;
+    const ulong e = table[j / C];
+    float acc[DG];
+    for (int g = 0; g < DG; ++g) acc[g] = 0.0f;
+    for (int d = 0; d < head_dim; d += 4) {
+      const float4 k = load_key4(arena, e, layer, C, kv_dim, n_head_kv, j % C, hk * head_dim + d);
+      for (int g = 0; g < G; ++g) {
+        const float4 qv = vload4(0, &qs[g * head_dim + d]);
+        acc[g] = fma(qv.w, k.w, fma(qv.z, k.z, fma(qv.y, k.y, fma(qv.x, k.x, acc[g]))));
+      }
+    }
+    for (int g = 0; g < G; ++g) S[g * nk + i] = acc[g] * scale;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  // Each head's max, 1 / sum, then its weights rounded to f16 in place.
+  for (int g = 0; g < G; ++g) {
+    __local float* s = S + g * nk;
+    float m = -INFINITY;
+    for (int i = lid; i < nk; i += DW) m = fmax(m, s[i]);
+    m = group_reduce(red, lid, m, 0);
+    float l = 0.0f;
+    for (int i = lid; i < nk; i += DW) l += exp_ggml(s[i] - m);
+    l = group_reduce(red, lid, l, 1);
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int i = lid; i < nk; i += DW) s[i] = round_f16(exp_ggml(s[i] - m) * inv);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  // P.V: item (lane, quad) sums every KL-th key's 4 channels for every head; lanes summed last.
+  const int CQ = head_dim / 4, KL = DW / CQ;
+  const int cq = lid % CQ, kl = lid / CQ;
+  const bool active = kl < KL;
+  float4 acc[DG];
+  for (int g = 0; g < DG; ++g) acc[g] = 0.0f;
+  if (active) {
+    for (int i = kl; i < nk; i += KL) {
+      const int j = lo + i;
+      const float4 v = load_value4(arena, table[j / C], layer, C, kv_dim, n_head_kv, hk, j % C, hk * head_dim + 4 * cq);
+      for (int g = 0; g < G; ++g) acc[g] = fma((float4)S[g * nk + i], v, acc[g]);
+    }
+  }
+  __global float* out = VIEW(float, ob, oo) + (size_t)hk * G * head_dim;
+  for (int g = 0; g < G; ++g) {
+    if (active) lanes[lid] = acc[g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (active && kl == 0) {
+      float4 sum = acc[g];
+      for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
+      vstore4(sum, 0, out + g * head_dim + 4 * cq);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}

@@ -85,6 +85,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     if (eo.kv_budget_bytes == 0 || eo.kv_budget_bytes > room) eo.kv_budget_bytes = room;
     eo.kv_ratio = 0;
     eo.kv_swap = false;
+    (*forward)->set_mass_tracking(false);  // nothing reads it without compression
     std::fprintf(stderr, "llmsvc: KV cache in %s (%llu MiB); compression and swap are off there, evicted chunks are "
                  "recomputed\n", kv->space().c_str(), static_cast<unsigned long long>(eo.kv_budget_bytes >> 20));
   }

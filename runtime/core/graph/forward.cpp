@@ -304,7 +304,7 @@ Status Forward::eval(policy::KvSequence& seq, std::span<const int32_t> tokens, i
     r.logits = all_logits ? logits.data() + size_t(b0) * V : logits.data();
     r.n = n;
     r.n_valid = p0 + n;
-    r.track_mass = true;
+    r.track_mass = track_mass_;
     LLMSVC_RETURN_IF_ERROR(run(**p, r));
     seq.note_queries(p0, n);
   }

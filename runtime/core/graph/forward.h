@@ -62,7 +62,8 @@ class Forward {
 
   // Evaluates `tokens` at positions [pos0, pos0 + n) of `seq`, which must already hold
   // positions [0, pos0). Logits: of the last token only (n_vocab floats), or of every
-  // token (n * n_vocab) when all_logits. Attention mass is tracked (KvSequence::mass).
+  // token (n * n_vocab) when all_logits. Attention mass is tracked (KvSequence::mass) unless
+  // set_mass_tracking(false).
   // Code::out_of_memory if the KV budget is exhausted or a device's memory is full.
   Status eval(policy::KvSequence& seq, std::span<const int32_t> tokens, int pos0, bool all_logits,
               std::vector<float>& logits);
@@ -86,6 +87,10 @@ class Forward {
   Status prepare(int tokens, int outputs);
 
   int max_batch() const { return max_batch_; }
+  // Whether eval adds each key's attention mass to the sequence (on by default). Only the
+  // policy's compression reads it: where that is off, tracking it is attention work for nothing
+  // (on a GPU a kernel per layer and a read-back per step).
+  void set_mass_tracking(bool on) { track_mass_ = on; }
   // Where the KV chunks of the sequences this forward runs must live: the memory the device
   // that runs attention keeps them in (hal::Device::kv_memory; a GPU's arena).
   hal::MemoryPool& kv_memory() const;
@@ -137,6 +142,7 @@ class Forward {
   std::vector<double> busy_;                          // per device, of the last concurrent run
   std::vector<Status> step_failed_;                   // per device, its first failure in a concurrent run
   GraphFigures figures_;
+  bool track_mass_ = true;
 };
 
 }  // namespace llmsvc
