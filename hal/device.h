@@ -126,6 +126,10 @@ struct BatchBinding {
   // Per chunk, chunk_tokens floats to which attention adds each key's mass (as
   // KvChunkView::mass), complete after end(); empty when not tracked.
   std::span<float* const> chunk_mass;
+  // Nothing but this device touches its tensors between its ops of the batch (no transfers to
+  // or from other devices): it may hold an op back and fuse it with the next (a residual add
+  // with the norm that follows).
+  bool may_fuse = false;
 };
 
 class Device {

@@ -86,7 +86,7 @@ std::vector<int> int_list(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, device = "cpu", placement;
+  std::string model_path, device = "cpu", placement, cache_dir;
   int threads = 2, reps = 5;
   std::vector<int> prefill = {64, 256, 1024}, decode_ctx = {128, 1024};
   int decode_tokens = 32;
@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--device") device = next();
     else if (a == "--placement") placement = next();
+    else if (a == "--cache-dir") cache_dir = next();
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
     else if (a == "--no-membw") membw = false;
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr, "usage: bench_e2e --model PATH [--threads N] [--reps N] [--decode-tokens N] [--no-membw]\n"
                            "                 [--device SPEC[,SPEC..]] [--placement auto|layers:N|ops:KIND+..]\n"
+                           "                 [--cache-dir DIR]   (a GPU's compiled programs, as the engine keeps them)\n"
                            "                 [--prefill N,N,..] [--decode-ctx N,N,..]   (an empty list skips the rows)\n");
       return 2;
     }
@@ -114,10 +116,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_e2e: %s\n", s.message().c_str());
     return 1;
   };
-  auto devices = hal::open_devices(device, hal::DeviceOptions{threads});
+  // Start-up: opening the devices (a GPU builds or loads its programs) and loading the model.
+  const auto t_open = Clock::now();
+  hal::DeviceOptions dev_options(threads);
+  dev_options.cache_dir = cache_dir;
+  auto devices = hal::open_devices(device, dev_options);
   if (!devices.ok()) return fail(devices.status());
+  const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
   auto model = Model::load(model_path, *devices->front());
   if (!model.ok()) return fail(model.status());
+  {
+    const double load_s = std::chrono::duration<double>(Clock::now() - t_open).count() - open_s;
+    nlohmann::json j = {{"test", "startup"}, {"device", device}, {"cache_dir", cache_dir}, {"open_devices_s", open_s},
+                        {"load_model_s", load_s}};
+    std::printf("%s\n", j.dump().c_str());
+  }
   const ModelConfig& cfg = (*model)->config();
   std::vector<hal::Device*> order;
   for (const auto& d : *devices) order.push_back(d.get());

@@ -133,6 +133,7 @@ Status ClDevice::read(ClView src, void* dst, size_t bytes) {
 Status ClDevice::begin(const BatchBinding& b) {
   batch_copy_ = b;
   batch_ = &batch_copy_;
+  add_held_ = false;
   for (Angles& a : angles_) a.current = false;
   failed_ = Status::Ok();
   logits_rows_ = 0;
@@ -169,8 +170,31 @@ Status ClDevice::begin(const BatchBinding& b) {
   return Status::Ok();
 }
 
+Status ClDevice::flush_add() {
+  if (!add_held_) return Status::Ok();
+  add_held_ = false;
+  return ops_->add(view(held_add_.out[0]), view(held_add_.in[1]), static_cast<size_t>(held_add_.rows * held_add_.cols_out));
+}
+
 Status ClDevice::run(const OpCall& op) {
   if (!batch_) return Status(Code::internal, "opencl: an op outside begin/end");
+  if (add_held_) {
+    // The norm right after a residual add, over the sum it made: one launch for the two.
+    const ClView y = view(held_add_.out[0]);
+    if (op.kind == OpKind::rms_norm && op.in[0].buffer == held_add_.out[0].buffer &&
+        op.in[0].offset == held_add_.out[0].offset && op.rows == held_add_.rows && op.cols_in == held_add_.cols_out) {
+      add_held_ = false;
+      const int dim = op.i[0];
+      return ops_->add_rms_norm(y, view(held_add_.in[1]), vector(op.param), static_cast<int>(op.rows * op.cols_in / dim),
+                                dim, op.f[0], view(op.out[0]));
+    }
+    LLMSVC_RETURN_IF_ERROR(flush_add());
+  }
+  if (op.kind == OpKind::add && batch_->may_fuse) {
+    held_add_ = op;
+    add_held_ = true;
+    return Status::Ok();
+  }
   auto no_kv = [&] { return Status(Code::internal, "opencl: the KV chunks are outside " + name() + "'s KV arena"); };
   const BatchBinding& b = *batch_;
   const ClView in0 = view(op.in[0]), in1 = view(op.in[1]), out0 = view(op.out[0]);
@@ -274,8 +298,8 @@ Result<ClView> ClDevice::angles(int rot_dims, float base, float scale) {
 Status ClDevice::end() {
   if (!batch_) return Status::Ok();
   const BatchBinding& b = *batch_;
-  Status s;
-  if (logits_rows_ > 0 && b.logits)
+  Status s = flush_add();
+  if (s.ok() && logits_rows_ > 0 && b.logits)
     s = read({ClPool::mem(logits_), logits_.offset()}, b.logits, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
   if (s.ok() && !b.chunk_mass.empty()) {
     const size_t C = static_cast<size_t>(b.chunk_tokens);

@@ -104,6 +104,10 @@ class ClDevice final : public Device {
     Buffer buf;
   };
   Result<ClView> angles(int rot_dims, float base, float scale);
+  // A residual add held back (BatchBinding::may_fuse) to run with the norm after it.
+  Status flush_add();
+  OpCall held_add_;
+  bool add_held_ = false;
   std::vector<Angles> angles_;
   ClKv kv_bind_;
   bool kv_bound_ = false;

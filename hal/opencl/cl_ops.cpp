@@ -64,7 +64,7 @@ struct ClOps::Impl {
   explicit Impl(ClDeviceContext& c) : ctx(c) {}
   ClDeviceContext& ctx;
   ClProgram program;
-  ClKernel rms_norm, rope, swiglu, geglu, add, add_bias, scale, store_kv;
+  ClKernel rms_norm, add_rms_norm, rope, swiglu, geglu, add, add_bias, scale, store_kv;
   ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
@@ -98,6 +98,7 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
     const char* name;
   } kernels[] = {{&impl->rms_norm, "rms_norm"},
                  {&impl->rope, "rope"},
+                 {&impl->add_rms_norm, "add_rms_norm"},
                  {&impl->swiglu, "swiglu"},
                  {&impl->geglu, "geglu"},
                  {&impl->add, "add"},
@@ -127,6 +128,13 @@ Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, 
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
   return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, int32_t{weight.mem != nullptr}, dim, eps, out);
+}
+
+Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out) {
+  if (n_rows <= 0 || dim <= 0) return Status::Ok();
+  const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->queue(), impl_->add_rms_norm.get(), r, y, a, weight, int32_t{weight.mem != nullptr}, dim, eps,
+                out);
 }
 
 Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style) {

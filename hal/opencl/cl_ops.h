@@ -39,6 +39,9 @@ class ClOps {
 
   // As hal::Device's ops of the same names, on views (f32 unless said).
   Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out);
+  // y += a (n_rows x dim), then out = rms_norm(y) * weight: a residual add and the norm after
+  // it in one launch, with the two ops' bits.
+  Status add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out);
   // angles: the tokens' hal::RopeTable (cos of every token's rot_dims / 2 angles, then sin).
   Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style);
   Status swiglu(ClView gate, ClView up, size_t n);

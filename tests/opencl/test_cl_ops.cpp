@@ -129,6 +129,23 @@ TEST_F(ClOpsTest, RmsNormMatchesTheCpu) {
   }
 }
 
+// The fused residual add and norm: the CPU's add, then its norm, bit for bit (with f64).
+TEST_F(ClOpsTest, AddRmsNormIsTheAddThenTheNorm) {
+  const bool fp64 = ctx_->info().extensions.find("cl_khr_fp64") != std::string::npos;
+  for (int dim : {64, 4096}) {
+    const int rows = 3;
+    const auto y = random(size_t(rows) * dim, -3.0f, 3.0f), a = random(size_t(rows) * dim, -1.0f, 1.0f);
+    const auto w = random(dim);
+    std::vector<float> sum = y, want(y.size());
+    cpu_.add(sum.data(), a.data(), sum.size());
+    cpu_.rms_norm(sum.data(), w.data(), rows, dim, 1e-6f, want.data());
+    Buffer by = upload(y), ba = upload(a), bw = upload(w), bo = upload(std::vector<float>(y.size()));
+    ASSERT_TRUE(ops_->add_rms_norm(view(by), view(ba), view(bw), rows, dim, 1e-6f, view(bo)).ok());
+    expect_near_all(download<float>(by, y.size()), sum, 0.0f, 0.0f, "add_rms_norm's sum");
+    expect_near_all(download<float>(bo, y.size()), want, fp64 ? 0.0f : 1e-5f, 0.0f, "add_rms_norm");
+  }
+}
+
 TEST_F(ClOpsTest, RopeMatchesTheCpu) {
   const int n_tokens = 4, n_heads = 3, head_dim = 64;
   const std::vector<int32_t> pos = {0, 5, 1023, 31000};

@@ -51,35 +51,54 @@ typedef double norm_acc;
 typedef float norm_acc;
 #endif
 
-// out = x / sqrt(mean(x^2) + eps) * weight, one work-group per row; the sum of squares in
-// per-item strided sums, then a tree in local memory.
-__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
-    __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
-    __global float* ob, ulong oo) {
-  __local norm_acc part[ROW_WG];
+// out = x / sqrt(mean(x^2) + eps) * weight over one row, by a work-group: the sum of squares in
+// per-item strided sums, then a tree in local memory. With `add`, x += add first (written
+// back): the residual add and the next norm in one launch, the bits of the two ops.
+inline void norm_row(__global float* x, __global const float* add, __global const float* w, int dim, float eps,
+                     __global float* out, __local norm_acc* part) {
   const int lid = get_local_id(0);
-  const size_t row = get_group_id(0);
-  __global const float* x = CVIEW(float, xb, xo) + row * dim;
-  __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_acc s = 0;
   for (int i = lid; i < dim; i += ROW_WG) {
-    const float sq = x[i] * x[i];  // rounded to f32, as ggml does, then summed wider
+    float v = x[i];
+    if (add) {
+      v += add[i];
+      x[i] = v;
+    }
+    const float sq = v * v;  // rounded to f32, as ggml does, then summed wider
     s += (norm_acc)sq;
   }
   part[lid] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int w = ROW_WG / 2; w > 0; w >>= 1) {
-    if (lid < w) part[lid] += part[lid + w];
+  for (int wd = ROW_WG / 2; wd > 0; wd >>= 1) {
+    if (lid < wd) part[lid] += part[lid + wd];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const float mean = (float)(part[0] / (norm_acc)dim);
   const float scale = 1.0f / sqrt(mean + eps);
-  if (has_weight) {
-    __global const float* w = CVIEW(float, wb, wo);
+  if (w) {
     for (int i = lid; i < dim; i += ROW_WG) out[i] = x[i] * scale * w[i];
   } else {
     for (int i = lid; i < dim; i += ROW_WG) out[i] = x[i] * scale;
   }
+}
+
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
+    __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
+    __global float* ob, ulong oo) {
+  __local norm_acc part[ROW_WG];
+  const size_t row = get_group_id(0);
+  norm_row((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
+           VIEW(float, ob, oo) + row * dim, part);
+}
+
+// y += a, then out = rms_norm(y) * weight, one work-group per row.
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
+    __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
+    int has_weight, int dim, float eps, __global float* ob, ulong oo) {
+  __local norm_acc part[ROW_WG];
+  const size_t row = get_group_id(0);
+  norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
+           dim, eps, VIEW(float, ob, oo) + row * dim, part);
 }
 
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles

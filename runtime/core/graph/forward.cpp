@@ -369,6 +369,7 @@ Status Forward::bind(const Run& r) {
   b.head_dim = geo.head_dim;
   b.n_valid = r.n_valid;
   b.chunk_mass = chunk_mass_;
+  b.may_fuse = devices_.size() == 1;
   for (int d : view_devices_) LLMSVC_RETURN_IF_ERROR(devices_[d]->begin(b));
   return Status::Ok();
 }
