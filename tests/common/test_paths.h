@@ -16,4 +16,10 @@ inline std::string default_model_path() {
   return d + "/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// Gemma-3-270M Q4_K_M, fetched beside it by tools/scripts/fetch_gemma.sh.
+inline std::string gemma_model_path() {
+  const std::string p = default_model_path();
+  return p.substr(0, p.rfind('/') + 1) + "gemma-3-270m-q4_k_m.gguf";
+}
+
 }  // namespace llmsvc::test

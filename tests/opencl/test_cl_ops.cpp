@@ -292,6 +292,7 @@ struct AttnCase {
   int window = 0;
   std::vector<KvFormat> full;      // formats of the full chunks, in turn; the last partial one is f16
   std::vector<int32_t> positions;  // empty: the last n_tokens positions
+  float spread = 1.0f;             // of q and K: larger makes the softmax peaked, as in real models
 };
 
 class ClAttention : public ClOpsTest {
@@ -316,7 +317,7 @@ class ClAttention : public ClOpsTest {
         const int rows = std::min(kv.C, a.n_valid - c * kv.C);
         std::vector<uint16_t> k(size_t(kv.C) * kv_dim), v(k.size());
         for (size_t i = 0; i < size_t(rows) * kv_dim; ++i) {
-          k[i] = fp32_to_fp16(nd(rng_));
+          k[i] = fp32_to_fp16(a.spread * nd(rng_));
           v[i] = fp32_to_fp16(nd(rng_));
         }
         kv.write(c, layer, k, v, rows);
@@ -329,7 +330,7 @@ class ClAttention : public ClOpsTest {
     const int T = int(pos.size());
     const size_t qn = size_t(T) * a.n_head * a.head_dim;
     std::vector<float> q(qn);
-    for (float& x : q) x = nd(rng_);
+    for (float& x : q) x = a.spread * nd(rng_);
     std::vector<float> mass0 = random(size_t(a.n_valid), 0.0f, 2.0f);  // attention adds to it
 
     AttentionParams p;
@@ -425,6 +426,22 @@ TEST_F(ClAttention, ManyHeadsPerKvHeadWideHeadsAndScatteredQueries) {
   a.positions = {0, 130, 47, 199};
   a.window = 50;
   check(a);
+}
+
+// Gemma-3-270M's shape (4 query heads over 1 kv head of 256 channels) with scores spread as a
+// real model's are (a peaked softmax), f16 KV: a prompt and a decode step.
+TEST_F(ClAttention, PeakedScoresAsARealModelHasThem) {
+  for (int tokens : {1, 64}) {
+    AttnCase a;
+    a.n_head = 4;
+    a.n_head_kv = 1;
+    a.head_dim = 256;
+    a.full = kF16;
+    a.n_valid = 64;
+    a.n_tokens = tokens;
+    a.spread = 3.0f;
+    check(a);
+  }
 }
 
 TEST_F(ClAttention, HeadSizesThatSplitWorkGroupsUnevenly) {
