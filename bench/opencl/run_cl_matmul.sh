@@ -26,9 +26,11 @@ case "${1:-}" in
     echo "$lib" >"$icd/nvidia.icd"
     export OCL_ICD_VENDORS="$icd" LD_LIBRARY_PATH="$PWD/$stage${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     nvidia-smi --query-gpu=name,clocks.max.memory,memory.total --format=csv,noheader || true
-    # LLMSVC_CL_GEMV=lx,ly,nr,magic: items per row line, lines per work-group, rows per item,
-    # nibbles through the mantissa (1) or converted (0).
-    for g in 32,4,2,0 32,4,2,1 32,4,1,1 32,8,1,1 64,2,2,1 32,4,4,1 16,8,2,1 64,4,1,1 128,2,1,1; do
+    # LLMSVC_CL_GEMV=lx,ly,nr,magic,s,u: items per row line, lines per work-group, rows per
+    # item, nibbles through the mantissa (1) or converted (0), elements of a block per item,
+    # steps loaded ahead.
+    for g in 64,2,2,1,16,1 64,2,2,1,16,2 64,2,2,0,16,1 32,4,2,1,16,1 64,2,2,1,8,2 64,1,2,1,8,2 \
+             128,1,2,1,16,2 32,4,2,1,32,1 32,4,4,1,8,2; do
       echo "gemv $g"
       LLMSVC_CL_GEMV=$g timeout 120 "$stage/bench_cl_matmul" --types=q4_0 --tokens=1
     done

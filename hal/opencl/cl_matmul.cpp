@@ -43,28 +43,41 @@ namespace {
 
 // The layouts, numbered as kernels/matmul.cl's L_* and named as its kernels' suffixes.
 enum Layout : int { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ4_K, kI8, kI8M, kLayouts };
+
+// The 4-bit layouts, which share their own GEMV.
+constexpr bool is_q4(Layout l) { return l == kQ4_0 || l == kQ4_1 || l == kQ4_K; }
 constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32", "f16", "bf16", "q4_0", "q4_1", "q4_k", "i8", "i8m"};
 
-// The GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per work-group, rows
-// per item, and whether nibbles become floats through the mantissa (GEMV_MAGIC). The defaults are
-// a first choice, not yet measured on the H100 (bench/opencl/run_cl_matmul.sh sweeps them there);
-// LLMSVC_CL_GEMV="lx,ly,nr,magic" overrides them for such a measurement.
+// The 4-bit GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per
+// work-group, rows per item, whether nibbles become floats through the mantissa (GEMV_MAGIC),
+// elements of a block per item (GEMV_S) and steps loaded ahead (GEMV_U).
+// LLMSVC_CL_GEMV="lx,ly,nr,magic[,s,u]" overrides them for a measurement
+// (bench/opencl/run_cl_matmul.sh sweeps them). The default was the fastest one-token Q4_0
+// GEMV of a sweep on an H200 (bench_cl_matmul, 7B shapes): two 64-item lines of 2 rows each,
+// half a block per item; 32-item lines, 4 rows per item or 4- and 8-element slices were slower.
 struct GemvShape {
-  size_t lx = 32, ly = 4, nr = 2;
-  int magic = 0;
+  size_t lx = 64, ly = 2, nr = 2;
+  int magic = 1;
+  size_t s = 16, u = 1;
   size_t wg() const { return lx * ly; }
   size_t rows_per_wg() const { return ly * nr; }
 };
+
+// The other layouts' GEMV geometry, fixed in the kernel (GEMVA_*).
+constexpr GemvShape kGemvAny{32, 4, 2, 0, 32, 1};
 
 GemvShape gemv_shape() {
   GemvShape g;
   const char* env = std::getenv("LLMSVC_CL_GEMV");
   if (!env) return g;
   GemvShape e;
-  if (std::sscanf(env, "%zu,%zu,%zu,%d", &e.lx, &e.ly, &e.nr, &e.magic) < 3) return g;
-  // The reduction halves a line: lx a power of two; an item's partials stay in registers.
+  if (std::sscanf(env, "%zu,%zu,%zu,%d,%zu,%zu", &e.lx, &e.ly, &e.nr, &e.magic, &e.s, &e.u) < 3) return g;
+  // A line is a power of two of items that splits into whole blocks (32 / s items each); an
+  // item's partials and loaded codes stay in registers.
   const bool pow2 = e.lx >= 1 && (e.lx & (e.lx - 1)) == 0;
-  if (!pow2 || e.ly < 1 || e.nr < 1 || e.nr > 8 || e.wg() > 1024) return g;
+  const bool s_ok = e.s == 4 || e.s == 8 || e.s == 16 || e.s == 32;
+  if (!pow2 || !s_ok || e.lx * e.s < 32 || e.ly < 1 || e.nr < 1 || e.nr > 8 || e.u < 1 || e.u > 8 || e.wg() > 1024)
+    return g;
   return e;
 }
 
@@ -320,7 +333,8 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
   impl->gemv = gemv_shape();
   const GemvShape& g = impl->gemv;
   const std::string options = "-cl-mad-enable -DGEMV_LX=" + std::to_string(g.lx) + " -DGEMV_LY=" + std::to_string(g.ly) +
-                              " -DGEMV_NR=" + std::to_string(g.nr) + " -DGEMV_MAGIC=" + std::to_string(g.magic);
+                              " -DGEMV_NR=" + std::to_string(g.nr) + " -DGEMV_MAGIC=" + std::to_string(g.magic) +
+                              " -DGEMV_S=" + std::to_string(g.s) + " -DGEMV_U=" + std::to_string(g.u);
   auto program = build_kernels(ctx, {"matmul", "matmul_gemv", "matmul_gemm"}, options);
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
@@ -340,10 +354,11 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
     // multiply. The GEMM's is larger: without it, prefill runs as GEMVs.
     auto gemv_wg = max_work_group(k.gemv4.get(), ctx.info().device);
     if (!gemv_wg.ok()) return gemv_wg.status();
-    if (*gemv_wg < g.wg())
+    const size_t need = is_q4(static_cast<Layout>(l)) ? g.wg() : kGemvAny.wg();
+    if (*gemv_wg < need)
       return Status(Code::unsupported, "opencl: " + ctx.info().description() + " runs " + std::to_string(*gemv_wg) +
                                            " work-items per group of gemv_" + name + ", it needs " +
-                                           std::to_string(g.wg()));
+                                           std::to_string(need));
     auto gemm_wg = max_work_group(k.gemm.get(), ctx.info().device);
     if (!gemm_wg.ok()) return gemm_wg.status();
     if (*gemm_wg < kGemmWg) impl->gemm_ok = false;
@@ -383,7 +398,7 @@ Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
 Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   if (n_tokens < 0 || !x.mem || !y.mem) return Status(Code::invalid_argument, "opencl matmul: bad arguments");
   if (n_tokens == 0) return Status::Ok();
-  const bool q4 = w.layout == kQ4_0 || w.layout == kQ4_1 || w.layout == kQ4_K;
+  const bool q4 = is_q4(static_cast<Layout>(w.layout));
   if (q4 && x.offset % 16 != 0)
     return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
   const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
@@ -396,7 +411,7 @@ Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
     return impl_->run(w, k.gemm.get(), r, x, static_cast<uint32_t>(n_tokens), y);
   }
   ClRange r;
-  const GemvShape& g = impl_->gemv;
+  const GemvShape& g = q4 ? impl_->gemv : kGemvAny;
   r.global = {(rows + g.rows_per_wg() - 1) / g.rows_per_wg() * g.wg(), 1, 1};
   r.local = {g.wg(), 1, 1};
   // Up to kGemvMaxTokens tokens per launch (more only where the GEMM cannot run).

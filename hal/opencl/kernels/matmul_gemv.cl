@@ -1,57 +1,84 @@
 // SPDX-License-Identifier: Apache-2.0
 // GEMV: y[t] = W x[t] for a few tokens (decode), weights read once for all of them.
 //
-// A work-group of GEMV_LX x GEMV_LY work-items covers GEMV_LY * GEMV_NR rows: the GEMV_LX items
-// of one line walk a row's blocks side by side (consecutive items read consecutive 16 bytes of
-// codes: coalesced), each for GEMV_NR rows at once so one read of x serves several rows; their
-// partial sums meet in local memory (no sub-groups on the target drivers). Up to T tokens are
-// unrolled with a guard, so a block's codes are loaded once for every token.
+// A work-group of LX x LY work-items covers LY * NR rows: the LX items of one line walk the
+// blocks of NR rows side by side, so one read of x serves NR rows, and their partial sums meet
+// in local memory at the end (no sub-groups on the target drivers). Up to T tokens are unrolled
+// with a guard, so a weight's codes are loaded once for every token.
+//
+// The 4-bit layouts have their own geometry (GEMV_LX, _LY, _NR) and split each 32-element block
+// over 32 / GEMV_S items, each taking S consecutive elements. That is for x: with one item per
+// block (S = 32) the 32 items of a warp read x 128 bytes apart, 32 cache lines per load; with
+// S = 16 a warp's loads of x cover 2 KB in half as many lines, and on an H200 the one-token
+// Q4_0 GEMV ran 1.3-1.5x faster for that alone. Items load the codes of GEMV_U steps before
+// using any (a knob: U = 2 measured no better than 1 there).
+// Every other layout keeps one 8-element group per item and the fixed GEMVA_* geometry.
 
 #ifndef GEMV_LX
-#define GEMV_LX 32
+#define GEMV_LX 64
 #endif
 #ifndef GEMV_LY
-#define GEMV_LY 4
+#define GEMV_LY 2
 #endif
 #ifndef GEMV_NR
 #define GEMV_NR 2
 #endif
-#ifndef GEMV_MAGIC
-#define GEMV_MAGIC 0
+#ifndef GEMV_S
+#define GEMV_S 16
 #endif
-#define GEMV_WG (GEMV_LX * GEMV_LY)
+#ifndef GEMV_U
+#define GEMV_U 1
+#endif
+#ifndef GEMV_MAGIC
+#define GEMV_MAGIC 1
+#endif
+#define GEMVA_LX 32
+#define GEMVA_LY 4
+#define GEMVA_NR 2
 #define GEMV_MAXT 4
+// Words of codes an item reads per block and row: S nibbles, from S / 4 words (S = 32: all 8
+// nibbles of 4 words).
+#define GEMV_WORDS (GEMV_S == 32 ? 4 : GEMV_S / 4)
 
 // The item's rows (past the last: read, never written), its partial sums zeroed; returns its
 // place in its line.
-inline uint gemv_start(const Weight w, uint* rr, float* acc) {
-  const uint ly = get_local_id(0) / GEMV_LX;
-  const uint row0 = (get_group_id(0) * GEMV_LY + ly) * GEMV_NR;
-  for (int i = 0; i < GEMV_NR; ++i) rr[i] = min(row0 + i, w.rows - 1);
-  for (int o = 0; o < GEMV_NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
-  return get_local_id(0) % GEMV_LX;
+inline uint gemv_start(const int LX, const int NR, const Weight w, uint* rr, float* acc) {
+  const uint ly = get_local_id(0) / LX;
+  const uint row0 = (get_group_id(0) * (get_local_size(0) / LX) + ly) * NR;
+  for (int i = 0; i < NR; ++i) rr[i] = min(row0 + i, w.rows - 1);
+  for (int o = 0; o < NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
+  return get_local_id(0) % LX;
 }
 
-// Sums each (row, token) partial over the line's items; item 0 of the line writes y.
-inline void gemv_finish(const int T, const float* acc, const Weight w, uint n, __global float* y,
-                        __local float* red) {
-  const uint lx = get_local_id(0) % GEMV_LX, ly = get_local_id(0) / GEMV_LX;
-  const uint row0 = (get_group_id(0) * GEMV_LY + ly) * GEMV_NR;
-  __local float* mine = red + ly * GEMV_NR * T * GEMV_LX;
-  for (int o = 0; o < GEMV_NR * T; ++o) mine[o * GEMV_LX + lx] = acc[o];
+// Sums each (row, token) partial over the line's items; item 0 of the line writes y. Eight
+// partials at a time per level, so a 32-item line takes two barriers past the first, not five.
+inline void gemv_finish(const int LX, const int NR, const int T, const float* acc, const Weight w, uint n,
+                        __global float* y, __local float* red) {
+  const uint lx = get_local_id(0) % LX, ly = get_local_id(0) / LX;
+  const uint row0 = (get_group_id(0) * (get_local_size(0) / LX) + ly) * NR;
+  __local float* mine = red + ly * NR * T * LX;
+  for (int o = 0; o < NR * T; ++o) mine[o * LX + lx] = acc[o];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = GEMV_LX / 2; s > 0; s >>= 1) {
-    if (lx < s) {
-      for (int o = 0; o < GEMV_NR * T; ++o) mine[o * GEMV_LX + lx] += mine[o * GEMV_LX + lx + s];
+  // Each level sums f partials into the first s / f places; an item reads only places >= s / f
+  // besides its own, so no place is read after another item wrote it in the same level.
+  for (uint s = LX; s > 1;) {
+    const uint f = s >= 8 ? 8 : s, m = s / f;
+    if (lx < m) {
+      for (int o = 0; o < NR * T; ++o) {
+        float v = mine[o * LX + lx];
+        for (uint j = 1; j < f; ++j) v += mine[o * LX + lx + j * m];
+        mine[o * LX + lx] = v;
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    s = m;
   }
   if (lx == 0) {
-    for (int i = 0; i < GEMV_NR; ++i) {
+    for (int i = 0; i < NR; ++i) {
       const uint r = row0 + i;
       if (r >= w.rows) break;
       for (int t = 0; t < T; ++t) {
-        if (t < (int)n) y[(size_t)t * w.rows + r] = mine[(i * T + t) * GEMV_LX];
+        if (t < (int)n) y[(size_t)t * w.rows + r] = mine[(i * T + t) * LX];
       }
     }
   }
@@ -71,8 +98,8 @@ inline float2 q4_ab(const int L, const Weight w, size_t blk) {
   return (float2)(dd.x * (float)sm.x, -(dd.y * (float)sm.y));
 }
 
-// sum(q * x) over a block: word k of the codes holds elements 4k .. 4k+3 (low nibbles) and
-// 16 + 4k .. (high nibbles).
+// Four nibbles, one in the low bits of each byte of a word (elements in byte order), and the
+// high ones of the same word, as floats.
 #if GEMV_MAGIC
 // Each nibble goes into the top mantissa bits of 1.0f (1 + q/16: a shift and a mask, no int to
 // float conversion, which runs at a quarter of the FMA rate on NVIDIA), so the dot product is
@@ -80,89 +107,146 @@ inline float2 q4_ab(const int L, const Weight w, size_t blk) {
 #define Q4_F(w, s) as_float((((s) >= 0 ? (w) << (s) : (w) >> -(s)) & 0x00780000u) | 0x3F800000u)
 #define Q4_LO(w) (float4)(Q4_F(w, 19), Q4_F(w, 11), Q4_F(w, 3), Q4_F(w, -5))
 #define Q4_HI(w) (float4)(Q4_F(w, 15), Q4_F(w, 7), Q4_F(w, -1), Q4_F(w, -9))
-inline float q4_dot(uint4 c, const float4* x, float sx) {
-  float s = dot(Q4_LO(c.s0), x[0]) + dot(Q4_HI(c.s0), x[4]);
-  s += dot(Q4_LO(c.s1), x[1]) + dot(Q4_HI(c.s1), x[5]);
-  s += dot(Q4_LO(c.s2), x[2]) + dot(Q4_HI(c.s2), x[6]);
-  s += dot(Q4_LO(c.s3), x[3]) + dot(Q4_HI(c.s3), x[7]);
-  return (s - sx) * 16.0f;
-}
+#define Q4_FIX(s, sx) (((s) - (sx)) * 16.0f)
 #else
-inline float q4_dot(uint4 c, const float4* x, float sx) {
-  const uint m = 0x0F0F0F0Fu;
-  (void)sx;
-  float s = dot(convert_float4(as_uchar4(c.s0 & m)), x[0]) + dot(convert_float4(as_uchar4((c.s0 >> 4) & m)), x[4]);
-  s += dot(convert_float4(as_uchar4(c.s1 & m)), x[1]) + dot(convert_float4(as_uchar4((c.s1 >> 4) & m)), x[5]);
-  s += dot(convert_float4(as_uchar4(c.s2 & m)), x[2]) + dot(convert_float4(as_uchar4((c.s2 >> 4) & m)), x[6]);
-  s += dot(convert_float4(as_uchar4(c.s3 & m)), x[3]) + dot(convert_float4(as_uchar4((c.s3 >> 4) & m)), x[7]);
-  return s;
-}
+#define Q4_LO(w) convert_float4(as_uchar4((w) & 0x0F0F0F0Fu))
+#define Q4_HI(w) convert_float4(as_uchar4(((w) >> 4) & 0x0F0F0F0Fu))
+#define Q4_FIX(s, sx) (s)
 #endif
+
+// The item's S codes of a block: words of the block's 16 bytes, shifted so its nibbles are the
+// low ones of each byte. In Q4_0's order byte j holds elements j (low) and j + 16 (high), so
+// part p's S consecutive elements S p .. are nibble half (S p) / 16 of bytes (S p) % 16 ...
+typedef struct {
+  uint v[GEMV_WORDS];
+} Q4Codes;
+
+inline Q4Codes q4_load(const Weight w, size_t blk, uint part) {
+  Q4Codes c;
+  __global const uint* p = (__global const uint*)(w.p0 + blk * 16);
+#if GEMV_S == 32
+  const uint4 q = *(__global const uint4*)p;
+  c.v[0] = q.s0;
+  c.v[1] = q.s1;
+  c.v[2] = q.s2;
+  c.v[3] = q.s3;
+#else
+  const uint first = (GEMV_S * part) % 16, shift = (GEMV_S * part) / 16 * 4;
+#if GEMV_S == 16
+  const uint4 q = *(__global const uint4*)p >> shift;
+  c.v[0] = q.s0;
+  c.v[1] = q.s1;
+  c.v[2] = q.s2;
+  c.v[3] = q.s3;
+#elif GEMV_S == 8
+  const uint2 q = *(__global const uint2*)(p + first / 4) >> shift;
+  c.v[0] = q.s0;
+  c.v[1] = q.s1;
+#else
+  c.v[0] = p[first / 4] >> shift;
+#endif
+#endif
+  return c;
+}
+
+// sum(q * x) over the item's S elements of a block, x[k] its k-th 4 of them (S = 32: low
+// nibbles of word k are elements 4k .., the high ones 16 + 4k ..).
+inline float q4_dot(const Q4Codes c, const float4* x, float sx) {
+  float s = 0.0f;
+#if GEMV_S == 32
+  for (int k = 0; k < 4; ++k) s += dot(Q4_LO(c.v[k]), x[k]) + dot(Q4_HI(c.v[k]), x[4 + k]);
+#else
+  for (int k = 0; k < GEMV_WORDS; ++k) s += dot(Q4_LO(c.v[k]), x[k]);
+#endif
+  return Q4_FIX(s, sx);
+}
 
 // x must be 16-byte aligned (the host checks): rows of x are whole blocks of 32 floats.
 inline void gemv_q4(const int L, const int T, const Weight w, __global const float* x, uint n, __global float* y,
                     __local float* red) {
   float acc[GEMV_NR * GEMV_MAXT];
   uint rr[GEMV_NR];
-  const uint lx = gemv_start(w, rr, acc);
+  const uint lx = gemv_start(GEMV_LX, GEMV_NR, w, rr, acc);
+  // A line's step covers LX * S / 32 consecutive blocks; this item takes part `part` of one.
+  const uint per_block = 32 / GEMV_S, step = GEMV_LX / per_block;
+  const uint part = lx % per_block, first = lx / per_block;
   const uint nb = w.cols >> 5;
-  for (uint b = lx; b < nb; b += GEMV_LX) {
-    uint4 c[GEMV_NR];
-    float2 ab[GEMV_NR];
-    for (int i = 0; i < GEMV_NR; ++i) {
-      const size_t blk = (size_t)rr[i] * nb + b;
-      c[i] = ((__global const uint4*)w.p0)[blk];
-      ab[i] = q4_ab(L, w, blk);
+  for (uint b0 = first; b0 < nb; b0 += step * GEMV_U) {
+    // Every load of the U steps first, then the arithmetic: the loads overlap in DRAM.
+    Q4Codes c[GEMV_U][GEMV_NR];
+    float2 ab[GEMV_U][GEMV_NR];
+#pragma unroll
+    for (int u = 0; u < GEMV_U; ++u) {
+      const uint b = min(b0 + u * step, nb - 1);  // past the end: read, never summed
+#pragma unroll
+      for (int i = 0; i < GEMV_NR; ++i) {
+        const size_t blk = (size_t)rr[i] * nb + b;
+        c[u][i] = q4_load(w, blk, part);
+        ab[u][i] = q4_ab(L, w, blk);
+      }
     }
-    for (int t = 0; t < T; ++t) {
-      if (t >= (int)n) break;
-      const __global float4* xp = (__global const float4*)(x + (size_t)t * w.cols) + (size_t)b * 8;
-      float4 xv[8];
-      for (int k = 0; k < 8; ++k) xv[k] = xp[k];
-      const float4 s4 = ((xv[0] + xv[1]) + (xv[2] + xv[3])) + ((xv[4] + xv[5]) + (xv[6] + xv[7]));
-      const float sx = (s4.x + s4.y) + (s4.z + s4.w);
-      for (int i = 0; i < GEMV_NR; ++i) acc[i * T + t] += ab[i].x * q4_dot(c[i], xv, sx) + ab[i].y * sx;
+#pragma unroll
+    for (int u = 0; u < GEMV_U; ++u) {
+      const uint b = b0 + u * step;
+      if (b >= nb) break;
+      for (int t = 0; t < T; ++t) {
+        if (t >= (int)n) break;
+        const __global float4* xp =
+            (__global const float4*)(x + (size_t)t * w.cols + (size_t)b * 32 + part * GEMV_S);
+        float4 xv[GEMV_S / 4];
+        float4 s4 = (float4)(0.0f);
+        for (int k = 0; k < GEMV_S / 4; ++k) {
+          xv[k] = xp[k];
+          s4 += xv[k];
+        }
+        const float sx = (s4.x + s4.y) + (s4.z + s4.w);
+        for (int i = 0; i < GEMV_NR; ++i)
+          acc[i * T + t] += ab[u][i].x * q4_dot(c[u][i], xv, sx) + ab[u][i].y * sx;
+      }
     }
   }
-  gemv_finish(T, acc, w, n, y, red);
+  gemv_finish(GEMV_LX, GEMV_NR, T, acc, w, n, y, red);
 }
 
 // Every other layout: 8 dequantized elements per item and row at a time.
 inline void gemv_any(const int L, const int T, const Weight w, __global const float* x, uint n, __global float* y,
                      __local float* red) {
-  float acc[GEMV_NR * GEMV_MAXT];
-  uint rr[GEMV_NR];
-  const uint lx = gemv_start(w, rr, acc);
+  float acc[GEMVA_NR * GEMV_MAXT];
+  uint rr[GEMVA_NR];
+  const uint lx = gemv_start(GEMVA_LX, GEMVA_NR, w, rr, acc);
   const uint groups = w.kp >> 3;
-  for (uint g = lx; g < groups; g += GEMV_LX) {
-    float8 wv[GEMV_NR];
-    for (int i = 0; i < GEMV_NR; ++i) wv[i] = deq8(L, w, rr[i], g);
+  for (uint g = lx; g < groups; g += GEMVA_LX) {
+    float8 wv[GEMVA_NR];
+    for (int i = 0; i < GEMVA_NR; ++i) wv[i] = deq8(L, w, rr[i], g);
     for (int t = 0; t < T; ++t) {
       if (t >= (int)n) break;
       const float8 xv = x_load8(x + (size_t)t * w.cols, g * 8, w.cols);
-      for (int i = 0; i < GEMV_NR; ++i) acc[i * T + t] += dot8(wv[i], xv);
+      for (int i = 0; i < GEMVA_NR; ++i) acc[i * T + t] += dot8(wv[i], xv);
     }
   }
-  gemv_finish(T, acc, w, n, y, red);
+  gemv_finish(GEMVA_LX, GEMVA_NR, T, acc, w, n, y, red);
 }
 
-// gemv_NAME_T: up to T tokens (n <= T).
-#define GEMV(name, L, T, body)                                                                         \
-  __kernel __attribute__((reqd_work_group_size(GEMV_WG, 1, 1))) void gemv_##name##_##T(                \
-      WARGS, __global const float* x, ulong x_off, uint n, __global float* y, ulong y_off) {           \
-    __local float red[GEMV_LY * GEMV_NR * T * GEMV_LX];                                                \
-    WMAKE(w);                                                                                          \
-    body(L, T, w, CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red);                              \
+// gemv_NAME_T: up to T tokens (n <= T), over work-groups of LX x LY items.
+#define GEMV(name, L, T, body, LX, LY, NR)                                                           \
+  __kernel __attribute__((reqd_work_group_size(LX * LY, 1, 1))) void gemv_##name##_##T(              \
+      WARGS, __global const float* x, ulong x_off, uint n, __global float* y, ulong y_off) {         \
+    __local float red[LY * NR * T * LX];                                                             \
+    WMAKE(w);                                                                                        \
+    body(L, T, w, CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red);                            \
   }
-#define GEMV_BOTH(name, L, body) \
-  GEMV(name, L, 1, body)         \
-  GEMV(name, L, 4, body)
+#define GEMV_ANY(name, L)                                 \
+  GEMV(name, L, 1, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR) \
+  GEMV(name, L, 4, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR)
+#define GEMV_Q4(name, L)                                \
+  GEMV(name, L, 1, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR) \
+  GEMV(name, L, 4, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR)
 
-GEMV_BOTH(f32, L_F32, gemv_any)
-GEMV_BOTH(f16, L_F16, gemv_any)
-GEMV_BOTH(bf16, L_BF16, gemv_any)
-GEMV_BOTH(q4_0, L_Q4_0, gemv_q4)
-GEMV_BOTH(q4_1, L_Q4_1, gemv_q4)
-GEMV_BOTH(q4_k, L_Q4_K, gemv_q4)
-GEMV_BOTH(i8, L_I8, gemv_any)
-GEMV_BOTH(i8m, L_I8M, gemv_any)
+GEMV_ANY(f32, L_F32)
+GEMV_ANY(f16, L_F16)
+GEMV_ANY(bf16, L_BF16)
+GEMV_Q4(q4_0, L_Q4_0)
+GEMV_Q4(q4_1, L_Q4_1)
+GEMV_Q4(q4_k, L_Q4_K)
+GEMV_ANY(i8, L_I8)
+GEMV_ANY(i8m, L_I8M)
