@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 tools/scripts/install_deps.sh
 tools/scripts/fetch_model.sh >/dev/null
+tools/scripts/fetch_gemma.sh >/dev/null  # the second real model (the GPU's perplexity test)
 jobs=$(nproc)
 start=$SECONDS
 stage() { echo "== $1 (at $((SECONDS - start)) s)" >&2; }
