@@ -6,7 +6,7 @@
 // next of enough weight copies to exceed the GPU's L2, as a decode step walking the layers does,
 // so GB/s is the rate weights stream from device memory. One JSON line per measurement:
 //   {"bench":"cl_matmul","device":...,"type":"q4_0","rows":4096,"cols":4096,"tokens":1,
-//    "us":...,"gbps":...,"gflops":...}
+//    "mma":false,"us":...,"gbps":...,"gflops":...}   (mma: the tensor-core GEMM ran)
 //   bench_cl_matmul [--device=SPEC] [--types=LIST] [--tokens=1,2,4,8,16,512] [--quick]
 // (--quick: small shapes and at most 64 tokens, a smoke run)
 #include <algorithm>
@@ -84,6 +84,8 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
     std::fprintf(stderr, "bench_cl_matmul: %s\n", mm.status().message().c_str());
     return 1;
   }
+  if (!(*mm)->tensor_core_note().empty())
+    std::fprintf(stderr, "bench_cl_matmul: no tensor-core GEMM: %s\n", (*mm)->tensor_core_note().c_str());
   cl_command_queue queue = (*ctx)->queue().handle();
   struct Shape {
     int64_t rows, cols;
@@ -145,9 +147,9 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
         const double gflops = 2.0 * static_cast<double>(s.rows) * static_cast<double>(s.cols) * n / per_call / 1e9;
         std::printf(
             "{\"bench\":\"cl_matmul\",\"device\":\"%s\",\"type\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,"
-            "\"copies\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
+            "\"copies\":%zu,\"mma\":%s,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
             info->device_name.c_str(), t.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
-            ws.size(), per_call * 1e6, gbps, gflops);
+            ws.size(), (*mm)->uses_tensor_cores(n) ? "true" : "false", per_call * 1e6, gbps, gflops);
         std::fflush(stdout);
       }
     }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "base/status.h"
 #include "hal/buffer.h"
@@ -50,6 +51,12 @@ class ClMatmul {
   // out[i] = w[ids[i]] dequantized (f32, exactly as the CPU's dequantization gives it); ids:
   // n int32 in device memory, each in [0, rows).
   Status get_rows(const ClWeight& w, ClView ids, int n, ClView out);
+
+  // Whether matmul() of n_tokens runs the tensor-core GEMM (NVIDIA only): its weights and
+  // activations are rounded to f16 (relative error 2^-11 each), products summed in f32.
+  bool uses_tensor_cores(int n_tokens) const;
+  // Why this device has no tensor-core GEMM ("" where it has one).
+  const std::string& tensor_core_note() const;
 
  private:
   struct Impl;

@@ -43,52 +43,94 @@ typedef struct {
 // The 4-bit layouts keep 16 bytes per 32 elements, per row: byte j holds element j in its low
 // nibble and element j + 16 in its high one (GGUF's Q4_0 order; Q4_K is reordered to it).
 // Group g (8 elements) of that block is bytes (g & 1) * 8 .. + 8, low nibbles for g < 2.
-inline uint2 q4_codes8(const Weight w, size_t blk, uint part) {
-  uint2 c = *(__global const uint2*)(w.p0 + blk * 16 + (part & 1) * 8);
-  if (part >= 2) c >>= 4;
-  return c & 0x0F0F0F0Fu;
+//
+// A group is read in two halves: deq8_fetch loads its bytes (codes, scale bits) and nothing
+// else, deq8_decode turns them into floats. A kernel that prefetches its next tile issues the
+// fetch early and decodes late: work on the loaded values in between would stall it on the load.
+
+// f16 bits to f32 (exact). Core OpenCL C converts halves only through memory (vload_half);
+// a program that may use inline PTX defines LLMSVC_PTX_HALF to convert in one instruction.
+inline float half_bits(uint h) {
+#ifdef LLMSVC_PTX_HALF
+  float f;
+  asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.f32.f16 %0, lo; }" : "=f"(f) : "r"(h));
+  return f;
+#else
+  const ushort b = (ushort)h;
+  return vload_half(0, (const __private half*)&b);
+#endif
 }
 
-inline float8 q4_values8(const Weight w, uint2 c) {
-  return convert_float8(as_uchar8(c));
+// The bytes of one 8-element group: 8 code bytes (or 32 / 16 bytes of floats) in q, scale
+// bits in s, second-scale bits in m, as each layout has them.
+typedef struct {
+  uint4 lo, hi;
+  uint s, m;
+} WRaw;
+
+inline WRaw deq8_fetch(const int L, const Weight w, uint r, uint g) {
+  WRaw v;
+  v.lo = v.hi = (uint4)(0u);
+  v.s = v.m = 0u;
+  if (L == L_F32) {
+    __global const uint* p = (__global const uint*)w.p0 + (size_t)r * w.kp + (size_t)g * 8;
+    v.lo = vload4(0, p);
+    v.hi = vload4(1, p);
+    return v;
+  }
+  if (L == L_F16 || L == L_BF16) {
+    v.lo = vload4(0, (__global const uint*)((__global const ushort*)w.p0 + (size_t)r * w.kp + (size_t)g * 8));
+    return v;
+  }
+  const uint nb = w.cols >> 5;  // 32-element blocks per row
+  const size_t blk = (size_t)r * nb + (g >> 2);
+  if (L == L_Q4_0 || L == L_Q4_1 || L == L_Q4_K) {
+    v.lo.xy = *(__global const uint2*)(w.p0 + blk * 16 + (g & 1) * 8);
+    if (L == L_Q4_0) v.s = ((__global const ushort*)w.p1)[blk];
+    if (L == L_Q4_1) v.s = ((__global const uint*)w.p1)[blk];  // d | m << 16
+    if (L == L_Q4_K) {
+      v.s = ((__global const ushort*)w.p1)[blk];      // sc | mn << 8
+      v.m = ((__global const uint*)w.p2)[blk >> 3];   // d | dmin << 16
+    }
+    return v;
+  }
+  // L_I8 / L_I8M: int8 codes in element order, an f32 scale (and min) per 2^gs elements.
+  const size_t e = (size_t)r * w.cols + (size_t)g * 8;
+  v.lo.xy = vload2(0, (__global const uint*)(w.p0 + e));
+  v.s = ((__global const uint*)w.p1)[e >> w.gs];
+  if (L == L_I8M) v.m = ((__global const uint*)w.p2)[e >> w.gs];
+  return v;
+}
+
+// The nibbles of group g from its block's 8 bytes.
+inline float8 q4_values8(uint2 c, uint g) {
+  if ((g & 3) >= 2) c >>= 4;
+  return convert_float8(as_uchar8(c & 0x0F0F0F0Fu));
+}
+
+inline float8 deq8_decode(const int L, const WRaw v, uint g) {
+  if (L == L_F32) return as_float8((uint8)(v.lo, v.hi));
+  if (L == L_F16) {
+    const ushort8 h = as_ushort8(v.lo);
+    return (float8)(half_bits(h.s0), half_bits(h.s1), half_bits(h.s2), half_bits(h.s3), half_bits(h.s4),
+                    half_bits(h.s5), half_bits(h.s6), half_bits(h.s7));
+  }
+  if (L == L_BF16) return as_float8(convert_uint8(as_ushort8(v.lo)) << 16);  // bf16 is the top half of an f32
+  if (L == L_Q4_0) return (q4_values8(v.lo.xy, g) - 8.0f) * half_bits(v.s);
+  if (L == L_Q4_1) return q4_values8(v.lo.xy, g) * half_bits(v.s & 0xFFFFu) + half_bits(v.s >> 16);
+  if (L == L_Q4_K) {
+    const float d1 = half_bits(v.m & 0xFFFFu) * (float)(v.s & 0xFFu), m1 = half_bits(v.m >> 16) * (float)(v.s >> 8);
+    return d1 * q4_values8(v.lo.xy, g) - m1;
+  }
+  const float8 q = convert_float8(as_char8(v.lo.xy));
+  if (L == L_I8M) return q * as_float(v.s) + as_float(v.m);
+  return q * as_float(v.s);
 }
 
 // The 8 elements 8g .. 8g + 7 of row r, dequantized. L is a literal at every call, so each
 // kernel keeps only its own branch.
 inline float8 deq8(const int L, const Weight w, uint r, uint g) {
-  if (L == L_F32) {
-    return vload8(0, (__global const float*)w.p0 + (size_t)r * w.kp + (size_t)g * 8);
-  }
-  if (L == L_F16) {
-    return vload_half8(0, (__global const half*)w.p0 + (size_t)r * w.kp + (size_t)g * 8);
-  }
-  if (L == L_BF16) {
-    const ushort8 h = vload8(0, (__global const ushort*)w.p0 + (size_t)r * w.kp + (size_t)g * 8);
-    return as_float8(convert_uint8(h) << 16);  // bf16 is the top half of an f32
-  }
-  const uint nb = w.cols >> 5;  // 32-element blocks per row
-  const size_t blk = (size_t)r * nb + (g >> 2);
-  if (L == L_Q4_0) {
-    const float d = vload_half(blk, (__global const half*)w.p1);
-    const int8 q = convert_int8(as_uchar8(q4_codes8(w, blk, g & 3)));
-    return convert_float8(q - 8) * d;
-  }
-  if (L == L_Q4_1) {
-    const float2 dm = vload_half2(blk, (__global const half*)w.p1);
-    return q4_values8(w, q4_codes8(w, blk, g & 3)) * dm.x + dm.y;
-  }
-  if (L == L_Q4_K) {
-    const uchar2 sm = vload2(blk, w.p1);
-    const float2 dd = vload_half2(blk >> 3, (__global const half*)w.p2);
-    const float d1 = dd.x * (float)sm.x, m1 = dd.y * (float)sm.y;
-    return d1 * q4_values8(w, q4_codes8(w, blk, g & 3)) - m1;
-  }
-  // L_I8 / L_I8M: int8 codes in element order, an f32 scale (and min) per 2^gs elements.
-  const size_t e = (size_t)r * w.cols + (size_t)g * 8;
-  const float8 q = convert_float8(vload8(0, (__global const char*)w.p0 + e));
-  const float s = ((__global const float*)w.p1)[e >> w.gs];
-  if (L == L_I8M) return q * s + ((__global const float*)w.p2)[e >> w.gs];
-  return q * s;
+  return deq8_decode(L, deq8_fetch(L, w, r, g), g);
 }
 
 // out[i][c] = w[ids[i]][c]: one work-item per 8 elements of a row.
