@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cpu-threads", type=int, default=os.cpu_count())
     ap.add_argument("--cpu-prefill", default="128", help="prefill rows for the CPU baseline (it is slow)")
+    ap.add_argument("--cpu-skip", default="", help="comma-separated model file names without a CPU baseline (slow)")
     ap.add_argument("--peak-gbps", type=float, default=3350.0, help="the card's memory bandwidth (H100 SXM: 3350)")
     ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
@@ -87,7 +88,8 @@ def main():
     for model in a.models.split(","):
         name = os.path.basename(model)
         gpu = llmsvc_rows(a.bench_e2e, model, "opencl", 1, prefill, decode_ctx, a.reps, a.timeout)
-        cpu = llmsvc_rows(a.bench_e2e, model, "cpu", a.cpu_threads, cpu_prefill, decode_ctx, 1, a.timeout)
+        skip = name in a.cpu_skip.split(",")
+        cpu = {} if skip else llmsvc_rows(a.bench_e2e, model, "cpu", a.cpu_threads, cpu_prefill, decode_ctx, 1, a.timeout)
         peer = llamacpp_rows(a.llama_bench, model, prefill, decode_ctx, a.reps, a.timeout) if a.llama_bench else {}
         for key in [("prefill", n) for n in prefill] + [("decode", c) for c in decode_ctx]:
             g = gpu.get(key, {}).get("tokens_per_s")
