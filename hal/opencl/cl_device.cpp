@@ -208,20 +208,24 @@ Status ClDevice::run(const OpCall& op) {
       const int dim = op.i[0];
       return ops_->rms_norm(in0, vector(op.param), static_cast<int>(op.rows * op.cols_in / dim), dim, op.f[0], out0);
     }
-    case OpKind::matmul:
+    case OpKind::matmul: {
+      // Weights sharing the input (Q/K/V, gate/up) go to matmul_multi, one launch for a decode step.
+      if (op.n_weights < 1 || op.n_weights > 3) return Status(Code::internal, "opencl: a matmul of no weights");
+      const ClWeight* ws[3] = {};
+      ClView ys[3];
       for (int k = 0; k < op.n_weights; ++k) {
-        const ClWeight& w = weight(*op.w[k]);
-        ClView y = view(op.out[k]);
+        ws[k] = &weight(*op.w[k]);
+        ys[k] = view(op.out[k]);
         if (k == 0 && op.logits_out) {
           logits_rows_ = op.rows;
-          logits_cols_ = w.ref().rows;
+          logits_cols_ = ws[k]->ref().rows;
           auto l = scratch(logits_, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
           if (!l.ok()) return l.status();
-          y = *l;
+          ys[k] = *l;
         }
-        LLMSVC_RETURN_IF_ERROR(matmul_->matmul(w, in0, rows, y));
       }
-      return Status::Ok();
+      return matmul_->matmul_multi(ws, ys, op.n_weights, in0, rows);
+    }
     case OpKind::add_bias:
       return ops_->add_bias(out0, vector(op.param), rows, static_cast<int>(op.cols_out));
     case OpKind::rope: {
