@@ -252,7 +252,7 @@ Status ClDevice::run(const OpCall& op) {
     }
     case OpKind::matmul: {
       // Weights sharing the input (Q/K/V, gate/up) go to matmul_multi, one launch for a decode step.
-      if (op.n_weights < 1 || op.n_weights > 3) return Status(Code::internal, "opencl: a matmul of no weights");
+      if (op.n_weights < 1 || op.n_weights > 3) return Status(Code::internal, "opencl: a matmul of " + std::to_string(op.n_weights) + " weights (1 to 3)");
       const ClWeight* ws[3] = {};
       ClView ys[3];
       for (int k = 0; k < op.n_weights; ++k) {

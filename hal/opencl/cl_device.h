@@ -108,7 +108,7 @@ class ClDevice final : public Device {
   // add with the norm that follows; RoPE of q with RoPE of k by the same angles (held_[1]), and
   // the two with the store_kv of that k. flush_held() runs what is held as it stands.
   Status flush_held();
-  // The held ops as one op: an add alone, RoPE of q, or of q and k.
+  // RoPE of q alone (k null) or of q and k in one launch.
   Status run_rope(const OpCall& q, const OpCall* k);
   OpCall held_[2];
   int n_held_ = 0;
