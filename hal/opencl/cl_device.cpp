@@ -133,7 +133,7 @@ Status ClDevice::read(ClView src, void* dst, size_t bytes) {
 Status ClDevice::begin(const BatchBinding& b) {
   batch_copy_ = b;
   batch_ = &batch_copy_;
-  add_held_ = false;
+  n_held_ = 0;
   for (Angles& a : angles_) a.current = false;
   failed_ = Status::Ok();
   logits_rows_ = 0;
@@ -170,29 +170,71 @@ Status ClDevice::begin(const BatchBinding& b) {
   return Status::Ok();
 }
 
-Status ClDevice::flush_add() {
-  if (!add_held_) return Status::Ok();
-  add_held_ = false;
-  return ops_->add(view(held_add_.out[0]), view(held_add_.in[1]), static_cast<size_t>(held_add_.rows * held_add_.cols_out));
+namespace {
+
+bool same_view(const BufferView& a, const BufferView& b) { return a.buffer == b.buffer && a.offset == b.offset; }
+
+// Two RoPE ops one launch can run: the same rows and angles (head size, rotated dims, style,
+// base, scale), over different tensors.
+bool rope_pair(const OpCall& a, const OpCall& b) {
+  return b.kind == OpKind::rope && a.rows == b.rows && a.i[1] == b.i[1] && a.i[2] == b.i[2] && a.i[3] == b.i[3] &&
+         a.f == b.f && !same_view(a.out[0], b.out[0]);
+}
+
+}  // namespace
+
+Status ClDevice::run_rope(const OpCall& q, const OpCall* k) {
+  auto a = angles(q.i[2], q.f[0], q.f[1]);
+  if (!a.ok()) return a.status();
+  const auto style = static_cast<RopeStyle>(q.i[3]);
+  const int rows = static_cast<int>(q.rows);
+  if (!k) return ops_->rope(view(q.out[0]), rows, q.i[0], q.i[1], q.i[2], *a, style);
+  return ops_->rope_qk(view(q.out[0]), q.i[0], view(k->out[0]), k->i[0], rows, q.i[1], q.i[2], *a, style);
+}
+
+Status ClDevice::flush_held() {
+  const int n = n_held_;
+  n_held_ = 0;
+  if (n == 0) return Status::Ok();
+  const OpCall& h = held_[0];
+  if (h.kind == OpKind::add) return ops_->add(view(h.out[0]), view(h.in[1]), static_cast<size_t>(h.rows * h.cols_out));
+  return run_rope(h, n == 2 ? &held_[1] : nullptr);
 }
 
 Status ClDevice::run(const OpCall& op) {
   if (!batch_) return Status(Code::internal, "opencl: an op outside begin/end");
-  if (add_held_) {
-    // The norm right after a residual add, over the sum it made: one launch for the two.
-    const ClView y = view(held_add_.out[0]);
-    if (op.kind == OpKind::rms_norm && op.in[0].buffer == held_add_.out[0].buffer &&
-        op.in[0].offset == held_add_.out[0].offset && op.rows == held_add_.rows && op.cols_in == held_add_.cols_out) {
-      add_held_ = false;
-      const int dim = op.i[0];
-      return ops_->add_rms_norm(y, view(held_add_.in[1]), vector(op.param), static_cast<int>(op.rows * op.cols_in / dim),
-                                dim, op.f[0], view(op.out[0]));
+  if (n_held_ > 0) {
+    const OpCall& h = held_[0];
+    if (h.kind == OpKind::add) {
+      // The norm right after a residual add, over the sum it made: one launch for the two.
+      if (op.kind == OpKind::rms_norm && same_view(op.in[0], h.out[0]) && op.rows == h.rows &&
+          op.cols_in == h.cols_out) {
+        n_held_ = 0;
+        const int dim = op.i[0];
+        return ops_->add_rms_norm(view(h.out[0]), view(h.in[1]), vector(op.param),
+                                  static_cast<int>(op.rows * op.cols_in / dim), dim, op.f[0], view(op.out[0]));
+      }
+    } else if (n_held_ == 1 && rope_pair(h, op)) {
+      // RoPE of k after that of q: held too, for the store_kv that follows.
+      held_[1] = op;
+      n_held_ = 2;
+      return Status::Ok();
+    } else if (n_held_ == 2 && op.kind == OpKind::store_kv && kv_bound_ && same_view(op.in[0], held_[1].out[0]) &&
+               op.rows == h.rows && held_[1].i[0] == kv_bind_.n_head_kv && held_[1].i[1] == kv_bind_.head_dim) {
+      // Rotate q and k, then store k and v into their chunk: one launch for the three.
+      n_held_ = 0;
+      auto a = angles(h.i[2], h.f[0], h.f[1]);
+      if (!a.ok()) return a.status();
+      const ClView pos{ClPool::mem(positions_), positions_.offset()};
+      return ops_->rope_qk_store_kv(view(h.out[0]), h.i[0], view(held_[1].out[0]), view(op.in[1]),
+                                    static_cast<int>(h.rows), h.i[2], *a, static_cast<RopeStyle>(h.i[3]), pos,
+                                    kv_bind_, op.layer);
     }
-    LLMSVC_RETURN_IF_ERROR(flush_add());
+    LLMSVC_RETURN_IF_ERROR(flush_held());
   }
-  if (op.kind == OpKind::add && batch_->may_fuse) {
-    held_add_ = op;
-    add_held_ = true;
+  if ((op.kind == OpKind::add || op.kind == OpKind::rope) && batch_->may_fuse) {
+    held_[0] = op;
+    n_held_ = 1;
     return Status::Ok();
   }
   auto no_kv = [&] { return Status(Code::internal, "opencl: the KV chunks are outside " + name() + "'s KV arena"); };
@@ -208,27 +250,28 @@ Status ClDevice::run(const OpCall& op) {
       const int dim = op.i[0];
       return ops_->rms_norm(in0, vector(op.param), static_cast<int>(op.rows * op.cols_in / dim), dim, op.f[0], out0);
     }
-    case OpKind::matmul:
+    case OpKind::matmul: {
+      // Weights sharing the input (Q/K/V, gate/up) go to matmul_multi, one launch for a decode step.
+      if (op.n_weights < 1 || op.n_weights > 3) return Status(Code::internal, "opencl: a matmul of " + std::to_string(op.n_weights) + " weights (1 to 3)");
+      const ClWeight* ws[3] = {};
+      ClView ys[3];
       for (int k = 0; k < op.n_weights; ++k) {
-        const ClWeight& w = weight(*op.w[k]);
-        ClView y = view(op.out[k]);
+        ws[k] = &weight(*op.w[k]);
+        ys[k] = view(op.out[k]);
         if (k == 0 && op.logits_out) {
           logits_rows_ = op.rows;
-          logits_cols_ = w.ref().rows;
+          logits_cols_ = ws[k]->ref().rows;
           auto l = scratch(logits_, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
           if (!l.ok()) return l.status();
-          y = *l;
+          ys[k] = *l;
         }
-        LLMSVC_RETURN_IF_ERROR(matmul_->matmul(w, in0, rows, y));
       }
-      return Status::Ok();
+      return matmul_->matmul_multi(ws, ys, op.n_weights, in0, rows);
+    }
     case OpKind::add_bias:
       return ops_->add_bias(out0, vector(op.param), rows, static_cast<int>(op.cols_out));
-    case OpKind::rope: {
-      auto a = angles(op.i[2], op.f[0], op.f[1]);
-      if (!a.ok()) return a.status();
-      return ops_->rope(out0, rows, op.i[0], op.i[1], op.i[2], *a, static_cast<RopeStyle>(op.i[3]));
-    }
+    case OpKind::rope:
+      return run_rope(op, nullptr);
     case OpKind::scale:
       return ops_->scale(out0, n, op.f[0]);
     case OpKind::store_kv:
@@ -298,7 +341,7 @@ Result<ClView> ClDevice::angles(int rot_dims, float base, float scale) {
 Status ClDevice::end() {
   if (!batch_) return Status::Ok();
   const BatchBinding& b = *batch_;
-  Status s = flush_add();
+  Status s = flush_held();
   if (s.ok() && logits_rows_ > 0 && b.logits)
     s = read({ClPool::mem(logits_), logits_.offset()}, b.logits, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
   if (s.ok() && !b.chunk_mass.empty()) {

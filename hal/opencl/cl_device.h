@@ -104,10 +104,14 @@ class ClDevice final : public Device {
     Buffer buf;
   };
   Result<ClView> angles(int rot_dims, float base, float scale);
-  // A residual add held back (BatchBinding::may_fuse) to run with the norm after it.
-  Status flush_add();
-  OpCall held_add_;
-  bool add_held_ = false;
+  // Ops held back (BatchBinding::may_fuse) to run fused with the ones after them: a residual
+  // add with the norm that follows; RoPE of q with RoPE of k by the same angles (held_[1]), and
+  // the two with the store_kv of that k. flush_held() runs what is held as it stands.
+  Status flush_held();
+  // RoPE of q alone (k null) or of q and k in one launch.
+  Status run_rope(const OpCall& q, const OpCall* k);
+  OpCall held_[2];
+  int n_held_ = 0;
   std::vector<Angles> angles_;
   ClKv kv_bind_;
   bool kv_bound_ = false;

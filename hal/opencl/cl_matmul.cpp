@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hal/host/fp16.h"
@@ -291,6 +292,7 @@ Packed pack(const WeightRef& w) {
 
 struct Kernels {
   ClKernel gemv1, gemv4, gemm, rows;
+  ClKernel gemvm1, gemvm4;  // up to three weights sharing x (matmul_multi)
   ClKernel mma;  // kernels/matmul_mma.cl, where it is built
 };
 
@@ -333,13 +335,20 @@ struct ClMatmul::Impl {
   // driver whose PTX lacks mma.sync m16n8k16) leaves the f32 GEMM in charge.
   Status build_mma();
 
+  // The weight's parts as kernel views (a layout's unused part repeats part 0: a valid buffer
+  // the kernel never reads).
+  static std::array<ClView, 3> parts(const ClWeight& w) {
+    std::array<ClView, 3> v;
+    for (int i = 0; i < 3; ++i) v[i] = ClView{ClPool::mem(w.parts[i] ? w.parts[i] : w.parts[0]), 0};
+    return v;
+  }
+
   // Launches `k` with the weight's arguments first, then `rest`.
   template <class... Rest>
   Status run(const ClWeight& w, cl_kernel k, const ClRange& range, const Rest&... rest) {
-    cl_mem p[3];
-    for (int i = 0; i < 3; ++i) p[i] = w.parts[i] ? ClPool::mem(w.parts[i]) : ClPool::mem(w.parts[0]);
-    return launch(ctx->queue().handle(), k, range, ClView{p[0], 0}, ClView{p[1], 0}, ClView{p[2], 0},
-                  static_cast<uint32_t>(w.ref().rows), static_cast<uint32_t>(w.ref().cols), w.kp, w.gs, rest...);
+    const auto p = parts(w);
+    return launch(ctx->queue().handle(), k, range, p[0], p[1], p[2], static_cast<uint32_t>(w.ref().rows),
+                  static_cast<uint32_t>(w.ref().cols), w.kp, w.gs, rest...);
   }
 };
 
@@ -372,23 +381,26 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
     const std::string name = kLayoutNames[l];
     Kernels& k = impl->kernels[l];
     for (auto [slot, prefix] : {std::pair{&k.gemv1, "gemv_"}, std::pair{&k.gemv4, "gemv_"},
+                                std::pair{&k.gemvm1, "gemvm_"}, std::pair{&k.gemvm4, "gemvm_"},
                                 std::pair{&k.gemm, "gemm_"}, std::pair{&k.rows, "get_rows_"}}) {
       std::string kname = prefix + name;
-      if (slot == &k.gemv1) kname += "_1";
-      if (slot == &k.gemv4) kname += "_4";
+      if (slot == &k.gemv1 || slot == &k.gemvm1) kname += "_1";
+      if (slot == &k.gemv4 || slot == &k.gemvm4) kname += "_4";
       auto made = make_kernel(impl->program.get(), kname.c_str());
       if (!made.ok()) return made.status();
       *slot = std::move(made).value();
     }
     // The GEMV's work-group is fixed by the kernel; a device that cannot run it cannot
     // multiply. The GEMM's is larger: without it, prefill runs as GEMVs.
-    auto gemv_wg = max_work_group(k.gemv4.get(), ctx.info().device);
-    if (!gemv_wg.ok()) return gemv_wg.status();
     const size_t need = is_q4(static_cast<Layout>(l)) ? g.wg() : kGemvAny.wg();
-    if (*gemv_wg < need)
-      return Status(Code::unsupported, "opencl: " + ctx.info().description() + " runs " + std::to_string(*gemv_wg) +
-                                           " work-items per group of gemv_" + name + ", it needs " +
-                                           std::to_string(need));
+    for (const ClKernel* gk : {&k.gemv4, &k.gemvm4}) {
+      auto gemv_wg = max_work_group(gk->get(), ctx.info().device);
+      if (!gemv_wg.ok()) return gemv_wg.status();
+      if (*gemv_wg < need)
+        return Status(Code::unsupported, "opencl: " + ctx.info().description() + " runs " + std::to_string(*gemv_wg) +
+                                             " work-items per group of a GEMV of " + name + ", it needs " +
+                                             std::to_string(need));
+    }
     auto gemm_wg = max_work_group(k.gemm.get(), ctx.info().device);
     if (!gemm_wg.ok()) return gemm_wg.status();
     if (*gemm_wg < kGemmWg) impl->gemm_ok = false;
@@ -496,6 +508,49 @@ Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
                                       static_cast<uint32_t>(n), y.at(done * rows * 4)));
   }
   return Status::Ok();
+}
+
+Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens) {
+  if (n < 1 || n > 3 || n_tokens < 0 || !x.mem) return Status(Code::invalid_argument, "opencl matmul_multi: bad arguments");
+  const ClWeight& w0 = *ws[0];
+  bool fuse = n > 1 && n_tokens >= 1 && n_tokens <= kGemvMaxTokens && !uses_tensor_cores(n_tokens);
+  for (int i = 1; i < n && fuse; ++i)
+    fuse = ws[i]->layout == w0.layout && ws[i]->ref().cols == w0.ref().cols && ws[i]->kp == w0.kp && ws[i]->gs == w0.gs;
+  for (int i = 0; i < n && fuse; ++i) fuse = ys[i].mem != nullptr;
+  if (!fuse) {
+    for (int i = 0; i < n; ++i) LLMSVC_RETURN_IF_ERROR(matmul(*ws[i], x, n_tokens, ys[i]));
+    return Status::Ok();
+  }
+  const bool q4 = is_q4(static_cast<Layout>(w0.layout));
+  if (q4 && x.offset % 16 != 0)
+    return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
+  const GemvShape& g = q4 ? impl_->gemv : kGemvAny;
+  // Each weight's rows in whole work-groups of its own, as its single launch would have them.
+  uint32_t first[3] = {0, 0, 0};
+  size_t groups = 0;
+  for (int i = 0; i < n; ++i) {
+    first[i] = static_cast<uint32_t>(groups);
+    groups += (static_cast<size_t>(ws[i]->ref().rows) + g.rows_per_wg() - 1) / g.rows_per_wg();
+  }
+  if (groups > UINT32_MAX) return Status(Code::invalid_argument, "opencl matmul_multi: too many rows");
+  // Two weights: weight 2's slot repeats weight 1's arguments, its first group past the last.
+  if (n == 2) first[2] = static_cast<uint32_t>(groups);
+  auto set = [&](int i) {
+    const ClWeight& w = *ws[std::min(i, n - 1)];
+    const auto p = Impl::parts(w);
+    return std::tuple{p[0], p[1], p[2], static_cast<uint32_t>(w.ref().rows), ys[std::min(i, n - 1)]};
+  };
+  ClRange r;
+  r.global = {groups * g.wg(), 1, 1};
+  r.local = {g.wg(), 1, 1};
+  const Kernels& k = impl_->kernels[static_cast<size_t>(w0.layout)];
+  return std::apply(
+      [&](const auto&... a) {
+        return launch(impl_->ctx->queue().handle(), (n_tokens == 1 ? k.gemvm1 : k.gemvm4).get(), r, a...,
+                      static_cast<uint32_t>(w0.ref().cols), w0.kp, w0.gs, x, static_cast<uint32_t>(n_tokens), first[1],
+                      first[2]);
+      },
+      std::tuple_cat(set(0), set(1), set(2)));
 }
 
 Status ClMatmul::get_rows(const ClWeight& w, ClView ids, int n, ClView out) {

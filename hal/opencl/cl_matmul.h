@@ -48,6 +48,10 @@ class ClMatmul {
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens; x: n_tokens x cols f32, y: n_tokens x
   // rows f32 (neither overlapping the other). Enqueued on the context's queue, no wait.
   Status matmul(const ClWeight& w, ClView x, int n_tokens, ClView y);
+  // ys[i] = x * ws[i]^T for n weights sharing x (Q/K/V, gate/up): as n matmul() calls, with the
+  // same bits, but one launch where they all take the GEMV (n_tokens <= 4) and share a layout
+  // and width (a decode step's launches have a fixed cost each).
+  Status matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens);
   // out[i] = w[ids[i]] dequantized (f32, exactly as the CPU's dequantization gives it); ids:
   // n int32 in device memory, each in [0, rows).
   Status get_rows(const ClWeight& w, ClView ids, int n, ClView out);

@@ -65,7 +65,7 @@ struct ClOps::Impl {
   explicit Impl(ClDeviceContext& c) : ctx(c) {}
   ClDeviceContext& ctx;
   ClProgram program;
-  ClKernel rms_norm, add_rms_norm, rope, swiglu, geglu, add, add_bias, scale, store_kv;
+  ClKernel rms_norm, add_rms_norm, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
   ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
@@ -99,6 +99,7 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
     const char* name;
   } kernels[] = {{&impl->rms_norm, "rms_norm"},
                  {&impl->rope, "rope"},
+                 {&impl->rope_qk, "rope_qk"},
                  {&impl->add_rms_norm, "add_rms_norm"},
                  {&impl->swiglu, "swiglu"},
                  {&impl->geglu, "geglu"},
@@ -146,6 +147,39 @@ Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_di
   const ClRange r{3, {static_cast<size_t>(rot_dims / 2), static_cast<size_t>(n_heads), static_cast<size_t>(n_tokens)}};
   return launch(impl_->queue(), impl_->rope.get(), r, x, angles, n_tokens, n_heads, head_dim, rot_dims / 2,
                 int32_t{style == RopeStyle::neox});
+}
+
+Status ClOps::rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim, int rot_dims,
+                      ClView angles, RopeStyle style) {
+  return launch_rope_qk(q, n_heads_q, k, n_heads_k, n_tokens, head_dim, rot_dims, angles, style, {}, {}, nullptr, 0);
+}
+
+Status ClOps::rope_qk_store_kv(ClView q, int n_heads_q, ClView k, ClView v, int n_tokens, int rot_dims, ClView angles,
+                               RopeStyle style, ClView positions, const ClKv& kv, int layer) {
+  if (layer < 0 || layer >= kv.n_layer || kv.chunk_tokens <= 0) {
+    return Status(Code::invalid_argument, "store_kv: layer or chunk size out of range");
+  }
+  return launch_rope_qk(q, n_heads_q, k, kv.n_head_kv, n_tokens, kv.head_dim, rot_dims, angles, style, v, positions,
+                        &kv, layer);
+}
+
+Status ClOps::launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim,
+                             int rot_dims, ClView angles, RopeStyle style, ClView v, ClView positions, const ClKv* kv,
+                             int layer) {
+  if (rot_dims % 2 != 0 || rot_dims > head_dim) {
+    return Status(Code::invalid_argument, "rope: rot_dims must be even and at most head_dim");
+  }
+  if (n_tokens <= 0 || n_heads_q < 0 || n_heads_k <= 0 || (rot_dims == 0 && !kv)) return Status::Ok();
+  // Without a store only the pairs have work; with one every element of a K / V row has.
+  const size_t dim0 = static_cast<size_t>(kv ? head_dim : rot_dims / 2);
+  const ClRange r{3, {dim0, static_cast<size_t>(n_heads_q + n_heads_k), static_cast<size_t>(n_tokens)}};
+  const ClKv none{};
+  const ClKv& c = kv ? *kv : none;
+  // Without a store its buffer arguments are never read; any valid buffer stands in for them.
+  const ClView stand_in{k.mem, 0};
+  return launch(impl_->queue(), impl_->rope_qk.get(), r, q, k, angles, n_tokens, n_heads_q, n_heads_k, head_dim,
+                rot_dims / 2, int32_t{style == RopeStyle::neox}, int32_t{kv != nullptr}, kv ? v : stand_in,
+                kv ? positions : stand_in, kv ? c.arena : k.mem, kv ? c.table : stand_in, c.chunk_tokens, layer);
 }
 
 Status ClOps::swiglu(ClView gate, ClView up, size_t n) {

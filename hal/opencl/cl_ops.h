@@ -44,6 +44,13 @@ class ClOps {
   Status add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out);
   // angles: the tokens' hal::RopeTable (cos of every token's rot_dims / 2 angles, then sin).
   Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style);
+  // rope() of q (n_heads_q heads) and of k (n_heads_k heads) by the same angles in one launch,
+  // the two calls' bits (q and k must not overlap).
+  Status rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim, int rot_dims,
+                 ClView angles, RopeStyle style);
+  // rope_qk() then store_kv(k, v, ...) in one launch, the three calls' bits; kv's heads are k's.
+  Status rope_qk_store_kv(ClView q, int n_heads_q, ClView k, ClView v, int n_tokens, int rot_dims, ClView angles,
+                          RopeStyle style, ClView positions, const ClKv& kv, int layer);
   Status swiglu(ClView gate, ClView up, size_t n);
   Status geglu(ClView gate, ClView up, size_t n);
   Status add(ClView y, ClView x, size_t n);
@@ -64,6 +71,9 @@ class ClOps {
 
  private:
   struct Impl;
+  // rope_qk's launch; kv null: no store.
+  Status launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim, int rot_dims,
+                        ClView angles, RopeStyle style, ClView v, ClView positions, const ClKv* kv, int layer);
   explicit ClOps(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -185,6 +186,68 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
     }
   }
   if (mm_->uses_tensor_cores(1 << 20)) std::printf("tensor-core GEMM: worst |error| / sum |w x| = %.3g\n", worst_mma);
+}
+
+// matmul_multi (one launch for weights sharing x) must give separate matmul()s' bits, row for
+// row, for weights of different row counts (Q / K / V: no two split into the same work-groups),
+// and write nothing outside each y. Every 4-bit type, an int8 one and a float one; 1-4 tokens
+// (the fused GEMV) and 5 (separate GEMMs); a mixed-layout set falls back to separate launches.
+TEST_F(ClMatmulTest, MatmulMultiIsSeparateMatmulsBitForBit) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  constexpr int64_t kCols = 512;
+  constexpr size_t kXOff = 64, kYOff = 128;
+  struct Case {
+    std::vector<WeightType> types;
+    std::vector<int64_t> rows;
+  };
+  std::vector<Case> cases;
+  for (WeightType t : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4_K, WeightType::Q8_0, WeightType::F16}) {
+    cases.push_back({{t, t, t}, {67, 13, 129}});
+    cases.push_back({{t, t}, {129, 70}});
+  }
+  cases.push_back({{WeightType::Q4_0, WeightType::Q8_0, WeightType::Q4_0}, {67, 13, 129}});
+  for (const Case& c : cases) {
+    const int nw = static_cast<int>(c.types.size());
+    std::vector<std::vector<uint8_t>> bytes;
+    std::vector<std::unique_ptr<ClWeight>> ws;
+    for (int i = 0; i < nw; ++i) {
+      bytes.push_back(random_weight(c.types[i], c.rows[i], kCols, static_cast<uint32_t>(100 + i)));
+      auto w = mm_->upload(ref_of(c.types[i], bytes.back(), c.rows[i], kCols));
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      ws.push_back(std::move(w).value());
+    }
+    const ClWeight* wp[3] = {};
+    for (int i = 0; i < nw; ++i) wp[i] = ws[i].get();
+    for (int n : {1, 2, 3, 4, 5}) {
+      SCOPED_TRACE("type " + std::to_string(static_cast<int>(c.types[0])) + " and " +
+                   std::to_string(static_cast<int>(c.types[1])) + ", " + std::to_string(nw) + " weights, " +
+                   std::to_string(n) + " tokens");
+      std::vector<float> x(static_cast<size_t>(n * kCols));
+      for (float& v : x) v = unit(rng);
+      const Buffer xd = to_device(x.data(), x.size() * 4, kXOff);
+      const ClView xv{ClPool::mem(xd), kXOff};
+      std::vector<Buffer> fused, separate;
+      ClView ys[3];
+      for (int i = 0; i < nw; ++i) {
+        std::vector<float> poison(static_cast<size_t>(n * c.rows[i]), std::nanf(""));
+        fused.push_back(to_device(poison.data(), poison.size() * 4, kYOff));
+        separate.push_back(to_device(poison.data(), poison.size() * 4, kYOff));
+        ys[i] = ClView{ClPool::mem(fused.back()), kYOff};
+        const Status st = mm_->matmul(*wp[i], xv, n, ClView{ClPool::mem(separate.back()), kYOff});
+        ASSERT_TRUE(st.ok()) << st.message();
+      }
+      const Status st = mm_->matmul_multi(wp, ys, nw, xv, n);
+      ASSERT_TRUE(st.ok()) << st.message();
+      for (int i = 0; i < nw; ++i) {
+        // The whole buffer: the junk before y and the slack after it stay as they were.
+        const size_t words = (kYOff + static_cast<size_t>(n * c.rows[i]) * 4 + 64) / 4;
+        const auto a = from_device<uint32_t>(fused[i], 0, words);
+        const auto b = from_device<uint32_t>(separate[i], 0, words);
+        for (size_t j = 0; j < words; ++j) ASSERT_EQ(a[j], b[j]) << "weight " << i << ", word " << j;
+      }
+    }
+  }
 }
 
 TEST_F(ClMatmulTest, GetRowsIsTheCpuDequantizationBitForBit) {

@@ -285,6 +285,75 @@ TEST_F(ClOpsTest, StoreKvWritesF16RowsWhereTheCpuWould) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], kv.arena[i]) << "byte " << i;
 }
 
+// rope_qk (RoPE of q and k in one launch) is rope(q) then rope(k), and rope_qk_store_kv those
+// then store_kv(k, v), bit for bit: the tensors and every byte of the KV arena. Both styles, a
+// whole and a partial rotation (the unrotated rest of K is stored as it is), q and k of
+// different head counts.
+TEST_F(ClOpsTest, FusedRopeAndStoreAreTheSeparateOpsBitForBit) {
+  TestKv kv;
+  kv.formats.assign(4, KvFormat::f16);
+  kv.place(rng_);
+  const std::vector<int32_t> pos = {3, 20, 47};
+  const int n = int(pos.size()), layer = 1, kv_dim = kv.kv_dim(), n_head_q = 3;
+  const ClKv proto{nullptr, {}, 4, kv.C, kv.n_layer, kv.n_head_kv, kv.head_dim};
+  for (RopeStyle style : {RopeStyle::normal, RopeStyle::neox}) {
+    for (int rot : {64, 32}) {
+      SCOPED_TRACE(::testing::Message() << (style == RopeStyle::neox ? "neox" : "normal") << ", rot " << rot);
+      const auto q = random(size_t(n) * n_head_q * kv.head_dim, -10.0f, 10.0f);
+      const auto k = random(size_t(n) * kv_dim, -100.0f, 100.0f), v = random(size_t(n) * kv_dim);
+      RopeTable rt;
+      rt.prepare(n, rot, pos.data(), 10000.0f, 1.0f);
+      std::vector<float> angles(rt.cos(0), rt.cos(0) + n * rot / 2);
+      angles.insert(angles.end(), rt.sin(0), rt.sin(0) + n * rot / 2);
+      Buffer ba = upload(angles), bp = upload(pos), bv = upload(v), table = upload(kv.table());
+      // Three runs on fresh copies: the separate ops, rope_qk, rope_qk_store_kv.
+      struct Run {
+        Buffer q, k, arena;
+      } runs[3];
+      for (Run& r : runs) {
+        r.q = upload(q);
+        r.k = upload(k);
+        r.arena = ctx_->pool().alloc(kv.arena.size()).value();
+        ASSERT_EQ(clEnqueueWriteBuffer(ctx_->queue().handle(), ClPool::mem(r.arena), CL_TRUE, 0, kv.arena.size(),
+                                       kv.arena.data(), 0, nullptr, nullptr),
+                  CL_SUCCESS);
+      }
+      auto kv_of = [&](const Run& r) {
+        ClKv c = proto;
+        c.arena = ClPool::mem(r.arena);
+        c.table = view(table);
+        return c;
+      };
+      ASSERT_TRUE(ops_->rope(view(runs[0].q), n, n_head_q, kv.head_dim, rot, view(ba), style).ok());
+      ASSERT_TRUE(ops_->rope(view(runs[0].k), n, kv.n_head_kv, kv.head_dim, rot, view(ba), style).ok());
+      ASSERT_TRUE(ops_->store_kv(view(runs[0].k), view(bv), n, view(bp), kv_of(runs[0]), layer).ok());
+      ASSERT_TRUE(ops_->rope_qk(view(runs[1].q), n_head_q, view(runs[1].k), kv.n_head_kv, n, kv.head_dim, rot,
+                                view(ba), style)
+                      .ok());
+      ASSERT_TRUE(ops_->store_kv(view(runs[1].k), view(bv), n, view(bp), kv_of(runs[1]), layer).ok());
+      ASSERT_TRUE(ops_->rope_qk_store_kv(view(runs[2].q), n_head_q, view(runs[2].k), view(bv), n, rot, view(ba), style,
+                                         view(bp), kv_of(runs[2]), layer)
+                      .ok());
+      std::vector<uint8_t> arenas[3];
+      for (int i = 0; i < 3; ++i) {
+        arenas[i].resize(kv.arena.size());
+        ASSERT_EQ(clEnqueueReadBuffer(ctx_->queue().handle(), ClPool::mem(runs[i].arena), CL_TRUE, 0,
+                                      arenas[i].size(), arenas[i].data(), 0, nullptr, nullptr),
+                  CL_SUCCESS);
+      }
+      ASSERT_NE(arenas[0], kv.arena);  // the store wrote something
+      const auto q0 = download<uint32_t>(runs[0].q, q.size()), k0 = download<uint32_t>(runs[0].k, k.size());
+      ASSERT_NE(q0, download<uint32_t>(upload(q), q.size()));  // and the rotation rotated
+      for (int i = 1; i < 3; ++i) {
+        SCOPED_TRACE(i == 1 ? "rope_qk" : "rope_qk_store_kv");
+        EXPECT_EQ(download<uint32_t>(runs[i].q, q.size()), q0);
+        EXPECT_EQ(download<uint32_t>(runs[i].k, k.size()), k0);
+        EXPECT_EQ(arenas[i], arenas[0]);
+      }
+    }
+  }
+}
+
 struct AttnCase {
   int n_head = 4, n_head_kv = 2, head_dim = 64;
   int n_valid = 75;

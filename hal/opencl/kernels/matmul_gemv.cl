@@ -41,10 +41,11 @@
 #define GEMV_WORDS (GEMV_S == 32 ? 4 : GEMV_S / 4)
 
 // The item's rows (past the last: read, never written), its partial sums zeroed; returns its
-// place in its line.
-inline uint gemv_start(const int LX, const int NR, const Weight w, uint* rr, float* acc) {
+// place in its line. `grp` is the work-group's index within w's groups (a multi-weight launch
+// numbers each weight's groups from 0).
+inline uint gemv_start(const int LX, const int NR, const Weight w, uint grp, uint* rr, float* acc) {
   const uint ly = get_local_id(0) / LX;
-  const uint row0 = (get_group_id(0) * (get_local_size(0) / LX) + ly) * NR;
+  const uint row0 = (grp * (get_local_size(0) / LX) + ly) * NR;
   for (int i = 0; i < NR; ++i) rr[i] = min(row0 + i, w.rows - 1);
   for (int o = 0; o < NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
   return get_local_id(0) % LX;
@@ -52,10 +53,10 @@ inline uint gemv_start(const int LX, const int NR, const Weight w, uint* rr, flo
 
 // Sums each (row, token) partial over the line's items; item 0 of the line writes y. Eight
 // partials at a time per level, so a 32-item line takes two barriers past the first, not five.
-inline void gemv_finish(const int LX, const int NR, const int T, const float* acc, const Weight w, uint n,
-                        __global float* y, __local float* red) {
+inline void gemv_finish(const int LX, const int NR, const int T, const float* acc, const Weight w, uint grp,
+                        uint n, __global float* y, __local float* red) {
   const uint lx = get_local_id(0) % LX, ly = get_local_id(0) / LX;
-  const uint row0 = (get_group_id(0) * (get_local_size(0) / LX) + ly) * NR;
+  const uint row0 = (grp * (get_local_size(0) / LX) + ly) * NR;
   __local float* mine = red + ly * NR * T * LX;
   for (int o = 0; o < NR * T; ++o) mine[o * LX + lx] = acc[o];
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -162,11 +163,11 @@ inline float q4_dot(const Q4Codes c, const float4* x, float sx) {
 }
 
 // x must be 16-byte aligned (the host checks): rows of x are whole blocks of 32 floats.
-inline void gemv_q4(const int L, const int T, const Weight w, __global const float* x, uint n, __global float* y,
-                    __local float* red) {
+inline void gemv_q4(const int L, const int T, const Weight w, uint grp, __global const float* x, uint n,
+                    __global float* y, __local float* red) {
   float acc[GEMV_NR * GEMV_MAXT];
   uint rr[GEMV_NR];
-  const uint lx = gemv_start(GEMV_LX, GEMV_NR, w, rr, acc);
+  const uint lx = gemv_start(GEMV_LX, GEMV_NR, w, grp, rr, acc);
   // A line's step covers LX * S / 32 consecutive blocks; this item takes part `part` of one.
   const uint per_block = 32 / GEMV_S, step = GEMV_LX / per_block;
   const uint part = lx % per_block, first = lx / per_block;
@@ -205,15 +206,15 @@ inline void gemv_q4(const int L, const int T, const Weight w, __global const flo
       }
     }
   }
-  gemv_finish(GEMV_LX, GEMV_NR, T, acc, w, n, y, red);
+  gemv_finish(GEMV_LX, GEMV_NR, T, acc, w, grp, n, y, red);
 }
 
 // Every other layout: 8 dequantized elements per item and row at a time.
-inline void gemv_any(const int L, const int T, const Weight w, __global const float* x, uint n, __global float* y,
-                     __local float* red) {
+inline void gemv_any(const int L, const int T, const Weight w, uint grp, __global const float* x, uint n,
+                     __global float* y, __local float* red) {
   float acc[GEMVA_NR * GEMV_MAXT];
   uint rr[GEMVA_NR];
-  const uint lx = gemv_start(GEMVA_LX, GEMVA_NR, w, rr, acc);
+  const uint lx = gemv_start(GEMVA_LX, GEMVA_NR, w, grp, rr, acc);
   const uint groups = w.kp >> 3;
   for (uint g = lx; g < groups; g += GEMVA_LX) {
     float8 wv[GEMVA_NR];
@@ -224,7 +225,7 @@ inline void gemv_any(const int L, const int T, const Weight w, __global const fl
       for (int i = 0; i < GEMVA_NR; ++i) acc[i * T + t] += dot8(wv[i], xv);
     }
   }
-  gemv_finish(GEMVA_LX, GEMVA_NR, T, acc, w, n, y, red);
+  gemv_finish(GEMVA_LX, GEMVA_NR, T, acc, w, grp, n, y, red);
 }
 
 // gemv_NAME_T: up to T tokens (n <= T), over work-groups of LX x LY items.
@@ -233,14 +234,56 @@ inline void gemv_any(const int L, const int T, const Weight w, __global const fl
       WARGS, __global const float* x, ulong x_off, uint n, __global float* y, ulong y_off) {         \
     __local float red[LY * NR * T * LX];                                                             \
     WMAKE(w);                                                                                        \
-    body(L, T, w, CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red);                            \
+    body(L, T, w, get_group_id(0), CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red);           \
   }
-#define GEMV_ANY(name, L)                                 \
-  GEMV(name, L, 1, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR) \
-  GEMV(name, L, 4, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR)
-#define GEMV_Q4(name, L)                                \
-  GEMV(name, L, 1, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR) \
-  GEMV(name, L, 4, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR)
+
+// gemvm_NAME_T: up to three weights of one layout and width that share x (Q, K and V; gate and
+// up) in one launch, so a decode step pays one launch's fixed cost for them, not three. Groups
+// [0, g1) run weight 0's rows, [g1, g2) weight 1's, [g2, ..) weight 2's; a group's weight is
+// uniform across its items, and it runs the single-weight body on it, so each row's sums are
+// the single GEMV's bit for bit. A two-weight launch passes g2 past its last group.
+#define WARGS_M(i)                                                                                    \
+  __global const uchar *p0_##i, ulong o0_##i, __global const uchar *p1_##i, ulong o1_##i,             \
+      __global const uchar *p2_##i, ulong o2_##i, uint rows_##i, __global float *y_##i, ulong yo_##i
+#define WPICK_M(i)              \
+  w.p0 = p0_##i + o0_##i;       \
+  w.p1 = p1_##i + o1_##i;       \
+  w.p2 = p2_##i + o2_##i;       \
+  w.rows = rows_##i;            \
+  y = VIEW(float, y_##i, yo_##i)
+#define GEMV_MULTI(name, L, T, body, LX, LY, NR)                                                     \
+  __kernel __attribute__((reqd_work_group_size(LX * LY, 1, 1))) void gemvm_##name##_##T(             \
+      WARGS_M(0), WARGS_M(1), WARGS_M(2), uint cols, uint kp, uint gs, __global const float* x,      \
+      ulong x_off, uint n, uint g1, uint g2) {                                                       \
+    __local float red[LY * NR * T * LX];                                                             \
+    Weight w;                                                                                        \
+    __global float* y;                                                                               \
+    uint grp = get_group_id(0);                                                                      \
+    if (grp >= g2) {                                                                                 \
+      WPICK_M(2);                                                                                    \
+      grp -= g2;                                                                                     \
+    } else if (grp >= g1) {                                                                          \
+      WPICK_M(1);                                                                                    \
+      grp -= g1;                                                                                     \
+    } else {                                                                                         \
+      WPICK_M(0);                                                                                    \
+    }                                                                                                \
+    w.cols = cols;                                                                                   \
+    w.kp = kp;                                                                                       \
+    w.gs = gs;                                                                                       \
+    body(L, T, w, grp, CVIEW(float, x, x_off), n, y, red);                                           \
+  }
+
+#define GEMV_ANY(name, L)                                       \
+  GEMV(name, L, 1, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR)       \
+  GEMV(name, L, 4, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR)       \
+  GEMV_MULTI(name, L, 1, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR) \
+  GEMV_MULTI(name, L, 4, gemv_any, GEMVA_LX, GEMVA_LY, GEMVA_NR)
+#define GEMV_Q4(name, L)                                      \
+  GEMV(name, L, 1, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR)       \
+  GEMV(name, L, 4, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR)       \
+  GEMV_MULTI(name, L, 1, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR) \
+  GEMV_MULTI(name, L, 4, gemv_q4, GEMV_LX, GEMV_LY, GEMV_NR)
 
 GEMV_ANY(f32, L_F32)
 GEMV_ANY(f16, L_F16)

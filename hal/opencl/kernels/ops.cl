@@ -104,22 +104,64 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
 // (hal/host/rope_table.h: cos[t][i] for every token, then sin[t][i]), which every backend
 // shares, as (fma(x0, c, -(x1 s)), fma(x0, s, x1 c)); pairs are adjacent (normal) or split
-// halves (neox).
+// halves (neox). rope_pair rotates pair i of one head v of token t; returns its two places.
+inline int2 rope_pair(__global float* v, __global const float* angles, int n_tokens, int t, int i, int half_rot,
+                      int neox) {
+  const size_t at = (size_t)t * half_rot + i;
+  const float c = angles[at], s = angles[(size_t)n_tokens * half_rot + at];
+  const int i0 = neox ? i : 2 * i;
+  const int i1 = neox ? i + half_rot : 2 * i + 1;
+  const float x0 = v[i0], x1 = v[i1];
+  v[i0] = fma(x0, c, -(x1 * s));
+  v[i1] = fma(x0, s, x1 * c);
+  return (int2)(i0, i1);
+}
+
 __kernel void rope(__global float* xb, ulong xo, __global const float* ab, ulong ao, int n_tokens, int n_heads,
                    int head_dim, int half_rot, int neox) {
   const int i = get_global_id(0);
   const int h = get_global_id(1);
   const int t = get_global_id(2);
   if (i >= half_rot) return;
+  rope_pair(VIEW(float, xb, xo) + ((size_t)t * n_heads + h) * head_dim, CVIEW(float, ab, ao), n_tokens, t, i,
+            half_rot, neox);
+}
+
+// RoPE of q (nq heads) and k (nk heads) by the same angles in one launch: heads [0, nq) of
+// dimension 1 are q's, the rest k's, each pair rotated as rope() rotates it. With `store`, the
+// store_kv after them too: token t's rotated K row and its V row as f16 into their chunk, as
+// store_kv writes them (the f16 of the same f32 values). Dimension 0 then spans head_dim: item j
+// rotates pair j (j < half_rot) and stores the two rotated values, stores K's element j where
+// it is past the rotated dims, and V's element j.
+__kernel void rope_qk(__global float* qb, ulong qo, __global float* kb, ulong ko, __global const float* ab, ulong ao,
+                      int n_tokens, int nq, int nk, int head_dim, int half_rot, int neox, int store,
+                      __global const float* vb, ulong vo, __global const int* pb, ulong po, __global uchar* arena,
+                      __global const ulong* tb, ulong to, int chunk_tokens, int layer) {
+  const int j = get_global_id(0);
+  const int h = get_global_id(1);
+  const int t = get_global_id(2);
   __global const float* angles = CVIEW(float, ab, ao);
-  const size_t at = (size_t)t * half_rot + i;
-  const float c = angles[at], s = angles[(size_t)n_tokens * half_rot + at];
-  __global float* v = VIEW(float, xb, xo) + ((size_t)t * n_heads + h) * head_dim;
-  const int i0 = neox ? i : 2 * i;
-  const int i1 = neox ? i + half_rot : 2 * i + 1;
-  const float x0 = v[i0], x1 = v[i1];
-  v[i0] = fma(x0, c, -(x1 * s));
-  v[i1] = fma(x0, s, x1 * c);
+  if (h < nq) {
+    if (j < half_rot) rope_pair(VIEW(float, qb, qo) + ((size_t)t * nq + h) * head_dim, angles, n_tokens, t, j, half_rot, neox);
+    return;
+  }
+  const int hk = h - nq;
+  __global float* kv = VIEW(float, kb, ko) + ((size_t)t * nk + hk) * head_dim;
+  int2 rotated = (int2)(-1, -1);
+  if (j < half_rot) rotated = rope_pair(kv, angles, n_tokens, t, j, half_rot, neox);
+  if (!store || j >= head_dim) return;
+  const int kv_dim = nk * head_dim;
+  const int pos = CVIEW(int, pb, po)[t];
+  const ulong entry = CVIEW(ulong, tb, to)[pos / chunk_tokens];
+  const size_t block = (size_t)chunk_tokens * kv_dim;  // halves
+  __global half* kc = (__global half*)(arena + (entry & KV_OFFSET_MASK)) + (size_t)layer * 2 * block;
+  const size_t row = (size_t)(pos % chunk_tokens) * kv_dim + (size_t)hk * head_dim;
+  if (rotated.x >= 0) {
+    vstore_half_rte(kv[rotated.x], row + rotated.x, kc);
+    vstore_half_rte(kv[rotated.y], row + rotated.y, kc);
+  }
+  if (j >= 2 * half_rot) vstore_half_rte(kv[j], row + j, kc);
+  vstore_half_rte(CVIEW(float, vb, vo)[((size_t)t * nk + hk) * head_dim + j], row + j + block, kc);
 }
 
 // gate = silu(gate) * up, silu(x) = x / (1 + exp(-x)) with ggml's expf.
