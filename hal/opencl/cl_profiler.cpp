@@ -35,23 +35,23 @@ ClProfiler::~ClProfiler() {
 }
 
 void ClProfiler::record(cl_kernel kernel, cl_event event) {
+  char name[128];
+  size_t len = 0;
+  if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &len) != CL_SUCCESS) len = 0;
   std::lock_guard lock(mu_);
-  pending_.emplace_back(kernel, ClEvent(event));
+  pending_.emplace_back(std::string(name, len > 0 ? len - 1 : 0), ClEvent(event));
 }
 
 void ClProfiler::collect() {
   std::lock_guard lock(mu_);
   if (pending_.empty()) return;
   clFinish(queue_);
-  char name[128];
-  for (auto& [kernel, event] : pending_) {
+  for (auto& [name, event] : pending_) {
     cl_ulong start = 0, end = 0;
     if (clGetEventProfilingInfo(event.get(), CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) != CL_SUCCESS ||
         clGetEventProfilingInfo(event.get(), CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) != CL_SUCCESS)
       continue;
-    size_t len = 0;
-    if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &len) != CL_SUCCESS) continue;
-    Total& t = totals_[std::string(name, len > 0 ? len - 1 : 0)];
+    Total& t = totals_[name];
     ++t.launches;
     t.ns += static_cast<double>(end - start);
   }

@@ -40,7 +40,7 @@ class ClProfiler {
   };
   cl_command_queue queue_;
   std::mutex mu_;
-  std::vector<std::pair<cl_kernel, ClEvent>> pending_;
+  std::vector<std::pair<std::string, ClEvent>> pending_;  // the kernel's name: it may be gone by collect()
   std::map<std::string, Total> totals_;
 };
 
