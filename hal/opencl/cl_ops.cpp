@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ClOps: one program (kernels/ops.cl then kernels/attention.cl) built at create(), its kernels
 // made once; each op checks its shapes, sets arguments and enqueues. Attention's scratch
-// (scores, block or split stats, split partial sums) lives in the device's pool and only grows.
+// (scores, block stats, split partial sums) lives in the device's pool and only grows.
 #include "hal/opencl/cl_ops.h"
 
 #include <algorithm>
@@ -30,15 +30,6 @@ constexpr int kDecodeKeys = 256;  // the context up to which the one-launch deco
 
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
-
-// Key blocks per split when `groups` work-groups (row tiles x kv heads) share n_blocks key
-// blocks: few tiles (decode, short prompts) split the keys so that every compute unit holds
-// enough work-groups (16 of 64 items) to keep its loads of K and V in flight.
-size_t split_blocks(size_t groups, int n_blocks, int compute_units) {
-  const size_t target = 16 * static_cast<size_t>(std::max(1, compute_units));
-  const size_t want = std::clamp<size_t>(ceil_div(target, groups), 1, n_blocks);
-  return ceil_div(n_blocks, want);
-}
 
 // ggml's GELU table as the CPU backend builds it (hal/cpu/activation_ops.cpp): for every f16
 // value h, f16(0.5 h (1 + tanh(sqrt(2/pi) h (1 + 0.044715 h^2)))) with the same f32 steps and
@@ -75,10 +66,10 @@ struct ClOps::Impl {
   ClDeviceContext& ctx;
   ClProgram program;
   ClKernel rms_norm, add_rms_norm, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
-  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode, attn_flash;
+  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
   Buffer gelu;  // 65536 halves
-  // Attention scratch: scores [row][key], (max, sum) per row and key block (attn_flash: per row
-  // and split), (max, 1 / sum) per row, partial outputs per row and split.
+  // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
+  // row, partial outputs per row and split.
   Buffer scores, block_stats, row_stats, partial;
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
@@ -120,8 +111,7 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
                  {&impl->attn_pv, "attn_pv"},
                  {&impl->attn_reduce, "attn_reduce"},
                  {&impl->attn_mass, "attn_mass"},
-                 {&impl->attn_decode, "attn_decode"},
-                 {&impl->attn_flash, "attn_flash"}};
+                 {&impl->attn_decode, "attn_decode"}};
   for (const auto& k : kernels) {
     auto r = make_kernel(impl->program.get(), k.name);
     if (!r.ok()) return r.status();
@@ -262,32 +252,6 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                   p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out);
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
-  const size_t nkv = static_cast<size_t>(p.n_head_kv);
-  const int compute_units = m.ctx.info().compute_units;
-  // Prefill without key mass: attn_flash, which never writes the score matrix (its traffic,
-  // tokens x heads x keys floats written and read back, grows with the square of the prompt).
-  if (n_tokens > 1 && !mass.mem) {
-    const size_t tiles = ceil_div(static_cast<size_t>(n_tokens) * G, kRowTile);
-    const size_t blocks = split_blocks(tiles * nkv, n_blocks, compute_units);
-    const int n_splits = static_cast<int>(ceil_div(n_blocks, blocks));
-    const int split_keys = static_cast<int>(blocks * kKeyBlock);
-    const ClRange r{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
-    const auto flash = [&](int32_t phase, cl_mem stats, cl_mem partial) {
-      return launch(m.queue(), m.attn_flash.get(), r, q, positions, kv.arena, kv.table, n_tokens, p.n_head,
-                    p.n_head_kv, p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, split_keys,
-                    n_splits, phase, stats, uint64_t{0}, out, partial, uint64_t{0});
-    };
-    if (n_splits == 1) return flash(2, nullptr, nullptr);
-    const size_t rows = static_cast<size_t>(n_tokens) * p.n_head;
-    LLMSVC_RETURN_IF_ERROR(m.reserve(m.block_stats, rows * n_splits * 2 * sizeof(float)));
-    LLMSVC_RETURN_IF_ERROR(m.reserve(m.partial, rows * n_splits * D * sizeof(float)));
-    const cl_mem stats = ClPool::mem(m.block_stats), partial = ClPool::mem(m.partial);
-    LLMSVC_RETURN_IF_ERROR(flash(0, stats, partial));
-    LLMSVC_RETURN_IF_ERROR(flash(1, stats, partial));
-    const ClRange rr{1, {rows * kKeyBlock, 1, 1}, {kKeyBlock, 1, 1}};
-    return launch(m.queue(), m.attn_reduce.get(), rr, partial, uint64_t{0}, n_splits, p.head_dim, out);
-  }
-
   const int s_stride = n_blocks * kKeyBlock;
   const size_t token_floats = static_cast<size_t>(p.n_head) * s_stride;
   const int pass_tokens = static_cast<int>(std::clamp<size_t>(kMaxScoreFloats / token_floats, 1, n_tokens));
@@ -302,13 +266,19 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const int nt = std::min(pass_tokens, n_tokens - t0);
     const ClView qv = q.at(t0 * row_bytes), pv = positions.at(t0 * sizeof(int32_t)), ov = out.at(t0 * row_bytes);
     const size_t tiles = ceil_div(static_cast<size_t>(nt) * G, kRowTile);
-    const size_t blocks = split_blocks(tiles * nkv, n_blocks, compute_units);
-    const int n_splits = static_cast<int>(ceil_div(n_blocks, blocks));
+    // Decode has few tiles: split the keys so that every compute unit holds enough work-groups
+    // (16 of 64 items) to keep its loads of V in flight.
+    const size_t groups = tiles * p.n_head_kv;
+    const size_t target = 16 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
+    const size_t want = std::clamp<size_t>(ceil_div(target, groups), 1, n_blocks);
+    const size_t split_blocks = ceil_div(n_blocks, want);
+    const int n_splits = static_cast<int>(ceil_div(n_blocks, split_blocks));
     cl_mem partial = nullptr;
     if (n_splits > 1) {
       LLMSVC_RETURN_IF_ERROR(m.reserve(m.partial, static_cast<size_t>(nt) * p.n_head * n_splits * D * sizeof(float)));
       partial = ClPool::mem(m.partial);
     }
+    const size_t nkv = static_cast<size_t>(p.n_head_kv);
     const ClRange rs{3, {static_cast<size_t>(s_stride), nkv, tiles}, {kKeyBlock, 1, 1}};
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_scores.get(), rs, qv, pv, kv.arena, kv.table, nt, p.n_head,
                                   p.n_head_kv, p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale,
@@ -316,7 +286,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const ClRange rp{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_pv.get(), rp, pv, kv.arena, kv.table, nt, p.n_head, p.n_head_kv,
                                   p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, scores, uint64_t{0},
-                                  s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(blocks * kKeyBlock),
+                                  s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(split_blocks * kKeyBlock),
                                   n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
     if (n_splits > 1) {
       const ClRange rr{1, {static_cast<size_t>(nt) * p.n_head * kKeyBlock, 1, 1}, {kKeyBlock, 1, 1}};

@@ -16,9 +16,6 @@
 //                across work-groups so that every compute unit has loads in flight);
 //   attn_mass    per key, its weights summed over the rows (exact integer sums of f16 values,
 //                as the CPU's), added to mass[key].
-// Without key mass nothing needs S afterwards, and prefill takes attn_flash instead: two passes
-// over the keys per tile, the first for each row's max and sum, the second recomputing the
-// scores to weight V (QK twice, but no quadratic matrix written and read back).
 // A tile is RT consecutive rows of one kv head (its query heads, token by token), so a K or V
 // value loaded serves all of them (grouped-query attention).
 
@@ -108,127 +105,6 @@ inline void tree_reduce(__local float (*red)[KB], int lid, int op) {
   }
 }
 
-// row[r]: the index in q / out (token * n_head + head) of the tile's row r; rows past nr
-// repeat the last (they are read, never written).
-inline void tile_rows(int i0, int nr, int G, int n_head, int hk, size_t row[RT]) {
-  for (int r = 0; r < RT; ++r) {
-    const int i = i0 + min(r, nr - 1);
-    row[r] = (size_t)(i / G) * n_head + hk * G + i % G;
-  }
-}
-
-// Item lid's dot products of key j0 + lid with the tile's RT query rows (q rounded to f16; rows
-// past nr and keys past n_valid give 0), DS channels at a time through qs and ks. Every item
-// of the work-group must call it: it holds barriers.
-inline void tile_dots(__global const float* q, int i0, int nr, int G, int n_head, int hk, int head_dim,
-                      __global const uchar* arena, __global const ulong* table, int layer, int C, int n_head_kv,
-                      int n_valid, int j0, __local float (*qs)[DS], __local float (*ks)[DS + 4], int lid,
-                      float acc[RT]) {
-  const int kv_dim = n_head_kv * head_dim;
-  for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
-  for (int d0 = 0; d0 < head_dim; d0 += DS) {
-    for (int e = lid; e < RT * DS / 4; e += KB) {
-      const int r = e / (DS / 4), dq = 4 * (e % (DS / 4)), d = d0 + dq;
-      const int i = i0 + r;
-      float4 v = 0.0f;
-      if (r < nr && d < head_dim) {
-        v = vload4(0, q + ((size_t)(i / G) * n_head + hk * G + i % G) * head_dim + d);
-        v = (float4)(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
-      }
-      vstore4(v, 0, &qs[r][dq]);
-    }
-    for (int e = lid; e < KB * DS / 4; e += KB) {
-      const int k = e / (DS / 4), dq = 4 * (e % (DS / 4)), d = d0 + dq, j = j0 + k;
-      float4 v = 0.0f;
-      if (j < n_valid && d < head_dim)
-        v = load_key4(arena, table[j / C], layer, C, kv_dim, n_head_kv, j % C, hk * head_dim + d);
-      vstore4(v, 0, &ks[k][dq]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int d = 0; d < DS; d += 4) {
-      const float4 k = vload4(0, &ks[lid][d]);
-      for (int r = 0; r < RT; ++r) {
-        const float4 qv = vload4(0, &qs[r][d]);
-        acc[r] = fma(qv.w, k.w, fma(qv.z, k.z, fma(qv.y, k.y, fma(qv.x, k.x, acc[r]))));
-      }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-}
-
-// A score's weight once its row's max m and 1 / sum inv are known: rounded to f16 after the
-// normalization, as the CPU's (ggml's) softmax hands weights to V; a masked score weighs 0.
-inline float f16_weight(float s, float m, float inv) {
-  return s == -INFINITY ? 0.0f : round_f16(exp_ggml(s - m) * inv);
-}
-
-// rmax[r] and rinv[r] (max and 1 / sum of exp(s - max)) of the tile's rows from n_parts partial
-// (max, sum) pairs per row, part[row[r] * n_parts + b]: key blocks, or key splits.
-inline void combine_parts(__global const float2* part, const size_t row[RT], int n_parts, __local float (*red)[KB],
-                          __local float* rmax, __local float* rinv, int lid) {
-  for (int r = 0; r < RT; ++r) {
-    float m = -INFINITY;
-    for (int b = lid; b < n_parts; b += KB) m = fmax(m, part[row[r] * n_parts + b].x);
-    red[r][lid] = m;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  tree_reduce(red, lid, 0);
-  if (lid < RT) rmax[lid] = red[lid][0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int r = 0; r < RT; ++r) {
-    float l = 0.0f;
-    for (int b = lid; b < n_parts; b += KB) {
-      const float2 ml = part[row[r] * n_parts + b];
-      if (ml.x != -INFINITY) l += ml.y * exp_ggml(ml.x - rmax[r]);
-    }
-    red[r][lid] = l;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  tree_reduce(red, lid, 1);
-  if (lid < RT) rinv[lid] = red[lid][0] > 0.0f ? 1.0f / red[lid][0] : 0.0f;
-  barrier(CLK_LOCAL_MEM_FENCE);
-}
-
-// acc[r] += sum over keys jb + k (k < kn) of red[r][k] * V: item (lane kl, quad cq) takes 4
-// channels (ch ..) of every KL-th key, so that KL keys' rows are read at once, in wide loads,
-// two keys per step in flight; the lanes are summed by pv_store.
-inline void pv_block(__global const uchar* arena, __global const ulong* table, int layer, int C, int kv_dim,
-                     int n_head_kv, int hk, int ch, int jb, int kn, int kl, int KL, __local float (*red)[KB],
-                     float4 acc[RT]) {
-  int k = kl;
-  for (; k + KL < kn; k += 2 * KL) {
-    const int j0 = jb + k, j1 = j0 + KL;
-    const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
-    const float4 v1 = load_value4(arena, table[j1 / C], layer, C, kv_dim, n_head_kv, hk, j1 % C, ch);
-    for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k + KL], v1, fma((float4)red[r][k], v0, acc[r]));
-  }
-  if (k < kn) {
-    const int j0 = jb + k;
-    const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
-    for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k], v0, acc[r]);
-  }
-}
-
-// Key lanes 1.. hand their sums to lane 0, which writes the rows' quads: to out with one split,
-// else to the split's partial sums. Every item must call it (a barrier).
-inline void pv_store(__local float4* lanes, float4 acc[RT], bool active, int kl, int KL, int cq, int CQ, int nr,
-                     const size_t row[RT], int head_dim, int split, int n_splits, __global float* out,
-                     __global float* partial) {
-  if (active && kl > 0)
-    for (int r = 0; r < RT; ++r) lanes[(kl * RT + r) * CQ + cq] = acc[r];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (!active || kl > 0) return;
-  for (int l = 1; l < KL; ++l)
-    for (int r = 0; r < RT; ++r) acc[r] += lanes[(l * RT + r) * CQ + cq];
-  for (int r = 0; r < nr; ++r) {
-    if (n_splits == 1) {
-      vstore4(acc[r], 0, out + row[r] * head_dim + 4 * cq);
-    } else {
-      vstore4(acc[r], 0, partial + (row[r] * n_splits + split) * head_dim + 4 * cq);
-    }
-  }
-}
-
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
     __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int head_dim, int C, int layer,
@@ -240,7 +116,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
   __local float red[RT][KB];
   __local float bmax[RT];
   const int lid = get_local_id(0), blk = get_group_id(0), hk = get_group_id(1);
-  const int G = n_head / n_head_kv;
+  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
   const int i0 = get_group_id(2) * RT;
   const int nr = min(RT, n_tokens * G - i0);
   const int j0 = blk * KB;
@@ -251,8 +127,36 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
 
   float acc[RT];
   for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
-  if (tile_sees(positions, i0, nr, G, j0, j0 + KB, n_valid, window))  // uniform
-    tile_dots(q, i0, nr, G, n_head, hk, head_dim, arena, table, layer, C, n_head_kv, n_valid, j0, qs, ks, lid, acc);
+  if (tile_sees(positions, i0, nr, G, j0, j0 + KB, n_valid, window)) {
+    for (int d0 = 0; d0 < head_dim; d0 += DS) {
+      for (int e = lid; e < RT * DS / 4; e += KB) {
+        const int r = e / (DS / 4), dq = 4 * (e % (DS / 4)), d = d0 + dq;
+        const int i = i0 + r;
+        float4 v = 0.0f;
+        if (r < nr && d < head_dim) {
+          v = vload4(0, q + ((size_t)(i / G) * n_head + hk * G + i % G) * head_dim + d);
+          v = (float4)(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
+        }
+        vstore4(v, 0, &qs[r][dq]);
+      }
+      for (int e = lid; e < KB * DS / 4; e += KB) {
+        const int k = e / (DS / 4), dq = 4 * (e % (DS / 4)), d = d0 + dq, j = j0 + k;
+        float4 v = 0.0f;
+        if (j < n_valid && d < head_dim)
+          v = load_key4(arena, table[j / C], layer, C, kv_dim, n_head_kv, j % C, hk * head_dim + d);
+        vstore4(v, 0, &ks[k][dq]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int d = 0; d < DS; d += 4) {
+        const float4 k = vload4(0, &ks[lid][d]);
+        for (int r = 0; r < RT; ++r) {
+          const float4 qv = vload4(0, &qs[r][d]);
+          acc[r] = fma(qv.w, k.w, fma(qv.z, k.z, fma(qv.y, k.y, fma(qv.x, k.x, acc[r]))));
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
 
   // The scores, masked; then the block's max and sum of exp(s - max) per row.
   const int j = j0 + lid;
@@ -294,16 +198,45 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
   const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
   const int i0 = get_group_id(2) * RT;
   const int nr = min(RT, n_tokens * G - i0);
+  const int n_blocks = s_stride / KB;
   __global const int* positions = CVIEW(int, pb, po);
   __global const ulong* table = CVIEW(ulong, tb, to);
+  __global const float2* part = CVIEW(float2, mb, mo);
   __global const float* S = CVIEW(float, sb, so);
   size_t row[RT];
-  tile_rows(i0, nr, G, n_head, hk, row);
+  for (int r = 0; r < RT; ++r) {
+    const int i = i0 + min(r, nr - 1);
+    row[r] = (size_t)(i / G) * n_head + hk * G + i % G;
+  }
 
   // Each row's max and 1 / sum from its blocks' (max, sum).
-  combine_parts(CVIEW(float2, mb, mo), row, s_stride / KB, red, rmax, rinv, lid);
-  if (split == 0 && lid < nr) VIEW(float2, stb, sto)[row[lid]] = (float2)(rmax[lid], rinv[lid]);
+  for (int r = 0; r < RT; ++r) {
+    float m = -INFINITY;
+    for (int b = lid; b < n_blocks; b += KB) m = fmax(m, part[row[r] * n_blocks + b].x);
+    red[r][lid] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 0);
+  if (lid < RT) rmax[lid] = red[lid][0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = 0; r < RT; ++r) {
+    float l = 0.0f;
+    for (int b = lid; b < n_blocks; b += KB) {
+      const float2 ml = part[row[r] * n_blocks + b];
+      if (ml.x != -INFINITY) l += ml.y * exp_ggml(ml.x - rmax[r]);
+    }
+    red[r][lid] = l;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 1);
+  if (lid < RT) {
+    rinv[lid] = red[lid][0] > 0.0f ? 1.0f / red[lid][0] : 0.0f;
+    if (split == 0 && lid < nr) VIEW(float2, stb, sto)[row[lid]] = (float2)(rmax[lid], rinv[lid]);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
 
+  // V: each item takes 4 channels (a quad) of every KL-th key of a block, so that KL keys' rows
+  // are read at once, in wide loads, two keys per step in flight; the KL lanes are summed at the end.
   const int CQ = head_dim / 4, KL = KB / CQ;
   const int cq = lid % CQ, kl = lid / CQ;
   const bool active = kl < KL;
@@ -315,120 +248,43 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
   for (int jb = k_begin; jb < k_end; jb += KB) {
     if (!tile_sees(positions, i0, nr, G, jb, jb + KB, n_valid, window)) continue;  // uniform
     const int j = jb + lid;
-    for (int r = 0; r < RT; ++r)
-      red[r][lid] = f16_weight(r < nr && j < k_end ? S[row[r] * s_stride + j] : -INFINITY, rmax[r], rinv[r]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (active) pv_block(arena, table, layer, C, kv_dim, n_head_kv, hk, ch, jb, min(KB, k_end - jb), kl, KL, red, acc);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  pv_store(lanes, acc, active, kl, KL, cq, CQ, nr, row, head_dim, split, n_splits, VIEW(float, ob, oo),
-           VIEW(float, xb, xo));
-}
-
-// Prefill without key mass: attn_scores + attn_pv for a tile without the score matrix. The
-// visible keys of split `split` (split_keys each, a multiple of KB) go by twice, KB at a time:
-//   pass 1 (phase 0 and 2): scores; every item keeps a running max and sum of exp(s - max) of
-//          its key lane per row (rescaled when the max grows), and the lanes are combined;
-//   pass 2 (phase 1 and 2): the same scores again (the same sums: bit for bit), their f16
-//          weights with the row's final max and 1 / sum, times V.
-// Phase 2 (one split) does both and writes out. With several splits (few tiles: the keys are
-// spread over work-groups to fill the device), phase 0 writes each split's (max, sum) per row
-// to stats [row][split], and phase 1 combines them (as attn_pv does key blocks') before its
-// pass 2 writes the split's partial sums for attn_reduce.
-__kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_flash(
-    __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
-    __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int head_dim, int C, int layer,
-    int n_valid, int window, float scale, int split_keys, int n_splits, int phase, __global float2* stb, ulong sto,
-    __global float* ob, ulong oo, __global float* xb, ulong xo) {
-  __local float qs[RT][DS];
-  __local float ks[KB][DS + 4];  // the stride as attn_scores' (no bank conflict)
-  __local float red[RT][KB];
-  __local float rmax[RT], rinv[RT];
-  __local float4 lanes[RT * KB];
-  const int lid = get_local_id(0), split = get_group_id(0), hk = get_group_id(1);
-  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
-  const int i0 = get_group_id(2) * RT;
-  const int nr = min(RT, n_tokens * G - i0);
-  __global const int* positions = CVIEW(int, pb, po);
-  __global const float* q = CVIEW(float, qb, qo);
-  __global const ulong* table = CVIEW(ulong, tb, to);
-  __global float2* stats = VIEW(float2, stb, sto);
-  size_t row[RT];
-  tile_rows(i0, nr, G, n_head, hk, row);
-  int2 vis[RT];
-  int lo = n_valid, hi = 0;  // the keys some row of the tile sees: [lo, hi) holds them
-  for (int r = 0; r < RT; ++r) {
-    vis[r] = r < nr ? visible_keys(positions[(i0 + r) / G], n_valid, window) : (int2)(0, 0);
-    if (vis[r].x < vis[r].y) {
-      lo = min(lo, vis[r].x);
-      hi = max(hi, vis[r].y);
-    }
-  }
-  // The split's key blocks that may hold a visible key; tile_sees skips those in gaps between
-  // rows' windows. Blocks stay aligned to KB from the split's start.
-  const int k_begin = split * split_keys;
-  const int k_end = min(n_valid, k_begin + split_keys);
-  const int jb_begin = k_begin + max(0, lo - k_begin) / KB * KB, jb_end = min(k_end, hi);
-  float acc[RT];  // item lid's scores of key jb + lid
-
-  if (phase != 1) {
-    float m[RT], l[RT];
     for (int r = 0; r < RT; ++r) {
-      m[r] = -INFINITY;
-      l[r] = 0.0f;
+      const float sc = r < nr && j < k_end ? S[row[r] * s_stride + j] : -INFINITY;
+      red[r][lid] = sc == -INFINITY ? 0.0f : round_f16(exp_ggml(sc - rmax[r]) * rinv[r]);
     }
-    for (int jb = jb_begin; jb < jb_end; jb += KB) {
-      if (!tile_sees(positions, i0, nr, G, jb, jb + KB, n_valid, window)) continue;  // uniform
-      tile_dots(q, i0, nr, G, n_head, hk, head_dim, arena, table, layer, C, n_head_kv, n_valid, jb, qs, ks, lid, acc);
-      const int j = jb + lid;
-      for (int r = 0; r < RT; ++r) {
-        if (j < vis[r].x || j >= vis[r].y) continue;
-        const float s = acc[r] * scale;
-        if (s > m[r]) {
-          l[r] = (m[r] == -INFINITY ? 0.0f : l[r] * exp_ggml(m[r] - s)) + 1.0f;
-          m[r] = s;
-        } else {
-          l[r] += exp_ggml(s - m[r]);
-        }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int kn = min(KB, k_end - jb);
+    if (active) {
+      int k = kl;
+      for (; k + KL < kn; k += 2 * KL) {
+        const int j0 = jb + k, j1 = j0 + KL;
+        const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
+        const float4 v1 = load_value4(arena, table[j1 / C], layer, C, kv_dim, n_head_kv, hk, j1 % C, ch);
+        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k + KL], v1, fma((float4)red[r][k], v0, acc[r]));
+      }
+      if (k < kn) {
+        const int j0 = jb + k;
+        const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
+        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k], v0, acc[r]);
       }
     }
-    // The lanes' (max, sum) into the rows'.
-    for (int r = 0; r < RT; ++r) red[r][lid] = m[r];
     barrier(CLK_LOCAL_MEM_FENCE);
-    tree_reduce(red, lid, 0);
-    if (lid < RT) rmax[lid] = red[lid][0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int r = 0; r < RT; ++r) red[r][lid] = m[r] == -INFINITY ? 0.0f : l[r] * exp_ggml(m[r] - rmax[r]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    tree_reduce(red, lid, 1);
-    if (phase == 0) {
-      if (lid < nr) stats[row[lid] * n_splits + split] = (float2)(rmax[lid], red[lid][0]);
-      return;
-    }
-    if (lid < RT) rinv[lid] = red[lid][0] > 0.0f ? 1.0f / red[lid][0] : 0.0f;
-    barrier(CLK_LOCAL_MEM_FENCE);
-  } else {
-    combine_parts(stats, row, n_splits, red, rmax, rinv, lid);
   }
 
-  const int CQ = head_dim / 4, KL = KB / CQ;
-  const int cq = lid % CQ, kl = lid / CQ;
-  const bool active = kl < KL;
-  const int ch = hk * head_dim + 4 * cq;
-  float4 o[RT];
-  for (int r = 0; r < RT; ++r) o[r] = 0.0f;
-  for (int jb = jb_begin; jb < jb_end; jb += KB) {
-    if (!tile_sees(positions, i0, nr, G, jb, jb + KB, n_valid, window)) continue;  // uniform
-    tile_dots(q, i0, nr, G, n_head, hk, head_dim, arena, table, layer, C, n_head_kv, n_valid, jb, qs, ks, lid, acc);
-    const int j = jb + lid;
-    for (int r = 0; r < RT; ++r)
-      red[r][lid] = f16_weight(j >= vis[r].x && j < vis[r].y ? acc[r] * scale : -INFINITY, rmax[r], rinv[r]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (active) pv_block(arena, table, layer, C, kv_dim, n_head_kv, hk, ch, jb, min(KB, jb_end - jb), kl, KL, red, o);
-    barrier(CLK_LOCAL_MEM_FENCE);
+  // Lanes 1.. hand their sums to lane 0, which writes the row's quad.
+  if (active && kl > 0)
+    for (int r = 0; r < RT; ++r) lanes[(kl * RT + r) * CQ + cq] = acc[r];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!active || kl > 0) return;
+  for (int l = 1; l < KL; ++l)
+    for (int r = 0; r < RT; ++r) acc[r] += lanes[(l * RT + r) * CQ + cq];
+  for (int r = 0; r < nr; ++r) {
+    if (n_splits == 1) {
+      vstore4(acc[r], 0, VIEW(float, ob, oo) + row[r] * head_dim + 4 * cq);
+    } else {
+      vstore4(acc[r], 0, VIEW(float, xb, xo) + (row[r] * n_splits + split) * head_dim + 4 * cq);
+    }
   }
-  pv_store(lanes, o, active, kl, KL, cq, CQ, nr, row, head_dim, split, n_splits, VIEW(float, ob, oo),
-           VIEW(float, xb, xo));
 }
 
 // out[row] = the sum of its splits' partial outputs. One work-group per row: each item sums a
@@ -466,7 +322,7 @@ __kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __glob
     const float s = S[(size_t)row * s_stride + j];
     if (s == -INFINITY) continue;
     const float2 st = stats[row];
-    units += (ulong)(f16_weight(s, st.x, st.y) * 16777216.0f);
+    units += (ulong)(round_f16(exp_ggml(s - st.x) * st.y) * 16777216.0f);
   }
   if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
 }
@@ -537,7 +393,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     for (int i = lid; i < nk; i += DW) l += exp_ggml(s[i] - m);
     l = group_reduce(red, lid, l, 1);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int i = lid; i < nk; i += DW) s[i] = f16_weight(s[i], m, inv);
+    for (int i = lid; i < nk; i += DW) s[i] = round_f16(exp_ggml(s[i] - m) * inv);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
