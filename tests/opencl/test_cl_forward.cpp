@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 #include "hal/devices/device_registry.h"
+#include "hal/opencl/cl_device.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/graph/forward.h"
 #include "tests/common/test_paths.h"
@@ -182,6 +184,99 @@ TEST_P(ClPerplexity, FollowsTheCpuOver1024Positions) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealModels, ClPerplexity, ::testing::Values("smollm2", "gemma3_270m"));
+
+// The OpenCL device's host-pointer ops (for callers outside the graph: each stages its operands
+// through device buffers) give what the CPU's give: exactly for the elementwise ops, norms,
+// RoPE and the f16 store, to float rounding for attention and matmul.
+TEST(ClDeviceHostOps, FollowTheCpu) {
+  auto gpu = hal::open_device("opencl", hal::DeviceOptions{1});
+  auto cpu = hal::open_device("cpu", hal::DeviceOptions{1});
+  ASSERT_TRUE(gpu.ok() && cpu.ok());
+  hal::Device& g = **gpu;
+  hal::Device& c = **cpu;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+  };
+  const int rows = 3, dim = 128;
+  const auto x = random(rows * dim), w = random(dim), y0 = random(rows * dim);
+  {
+    std::vector<float> a(x.size()), b(x.size());
+    g.rms_norm(x.data(), w.data(), rows, dim, 1e-6f, a.data());
+    c.rms_norm(x.data(), w.data(), rows, dim, 1e-6f, b.data());
+    EXPECT_EQ(a, b);
+  }
+  {
+    std::vector<float> a = x, b = x;
+    const int32_t pos[rows] = {0, 7, 300};
+    g.rope(a.data(), rows, 2, 64, 64, pos, 10000.0f, 1.0f, hal::RopeStyle::neox);
+    c.rope(b.data(), rows, 2, 64, 64, pos, 10000.0f, 1.0f, hal::RopeStyle::neox);
+    EXPECT_EQ(a, b);
+  }
+  for (int op = 0; op < 5; ++op) {
+    std::vector<float> a = y0, b = y0;
+    auto both = [&](auto f) { f(g, a.data()), f(c, b.data()); };
+    if (op == 0) both([&](hal::Device& d, float* p) { d.add(p, x.data(), x.size()); });
+    if (op == 1) both([&](hal::Device& d, float* p) { d.swiglu(p, x.data(), x.size()); });
+    if (op == 2) both([&](hal::Device& d, float* p) { d.geglu(p, x.data(), x.size()); });
+    if (op == 3) both([&](hal::Device& d, float* p) { d.scale(p, x.size(), 0.37f); });
+    if (op == 4) both([&](hal::Device& d, float* p) { d.add_bias(p, w.data(), rows, dim); });
+    EXPECT_EQ(a, b) << "op " << op;
+  }
+  {
+    std::vector<uint16_t> a(dim), b(dim);
+    g.store_f16(x.data(), a.data(), dim);
+    c.store_f16(x.data(), b.data(), dim);
+    EXPECT_EQ(a, b);
+  }
+  {
+    // Attention: 2 query tokens at positions 20, 21 over two f16 chunks of 16 (the second partial).
+    const int n_head = 4, n_head_kv = 2, head_dim = 64, kv_dim = n_head_kv * head_dim;
+    std::vector<uint16_t> k(32 * kv_dim), v(32 * kv_dim);
+    const auto kf = random(k.size()), vf = random(v.size());
+    c.store_f16(kf.data(), k.data(), k.size());
+    c.store_f16(vf.data(), v.data(), v.size());
+    std::vector<float> mass_g(32), mass_c(32);
+    hal::KvChunkView chunks_g[2], chunks_c[2];
+    for (int i = 0; i < 2; ++i) {
+      chunks_g[i].k = chunks_c[i].k = k.data() + size_t(i) * 16 * kv_dim;
+      chunks_g[i].v = chunks_c[i].v = v.data() + size_t(i) * 16 * kv_dim;
+      chunks_g[i].n_tokens = chunks_c[i].n_tokens = i == 0 ? 16 : 6;
+      chunks_g[i].first_pos = chunks_c[i].first_pos = 16 * i;
+      chunks_g[i].mass = mass_g.data() + 16 * i;
+      chunks_c[i].mass = mass_c.data() + 16 * i;
+    }
+    hal::AttentionParams p;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
+    p.head_dim = head_dim;
+    p.scale = 0.125f;
+    const auto q = random(2 * n_head * head_dim);
+    const int32_t qpos[2] = {20, 21};
+    std::vector<float> a(q.size()), b(q.size());
+    g.attention(q.data(), 2, qpos, chunks_g, 2, p, a.data());
+    c.attention(q.data(), 2, qpos, chunks_c, 2, p, b.data());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3f) << i;
+    for (size_t i = 0; i < mass_g.size(); ++i) EXPECT_NEAR(mass_g[i], mass_c[i], 1e-3f) << i;
+  }
+  {
+    const auto wf = random(64 * dim);
+    const hal::WeightRef ref{hal::WeightType::F32, wf.data(), 64, dim, dim * sizeof(float)};
+    auto pg = g.prepare_weight(ref);
+    auto pc = c.prepare_weight(ref);
+    ASSERT_TRUE(pg.ok() && pc.ok());
+    std::vector<float> a(rows * 64), b(rows * 64);
+    g.matmul(**pg, x.data(), rows, a.data());
+    c.matmul(**pc, x.data(), rows, b.data());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3f) << i;
+  }
+  auto* cl = dynamic_cast<hal::opencl::ClDevice*>(&g);
+  ASSERT_NE(cl, nullptr);
+  EXPECT_TRUE(cl->host_op_status().ok());
+}
 
 INSTANTIATE_TEST_SUITE_P(Models, ClForward, ::testing::ValuesIn(test::golden_names()), [](const auto& info) {
   std::string n = info.param;
