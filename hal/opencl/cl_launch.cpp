@@ -2,6 +2,8 @@
 // build_kernels / make_kernel: sources joined and built through the program cache.
 #include "hal/opencl/cl_launch.h"
 
+#include <algorithm>
+
 #include "hal/opencl/cl_profiler.h"
 #include "hal/opencl/cl_sources.h"
 
@@ -29,6 +31,24 @@ Status enqueue_kernel(cl_command_queue queue, cl_kernel kernel, const ClRange& r
                                             profiler ? &ev : nullptr);
   if (err != CL_SUCCESS) return cl_status(err, "launching a kernel");
   if (profiler) profiler->record(kernel, ev);
+  return Status::Ok();
+}
+
+std::string exact_float_options(const ClDeviceInfo& info) {
+  cl_device_fp_config fp = 0;
+  if (clGetDeviceInfo(info.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr) == CL_SUCCESS &&
+      (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0) {
+    return "-cl-fp32-correctly-rounded-divide-sqrt";
+  }
+  return {};
+}
+
+Status reserve_scratch(MemoryPool& pool, Buffer& b, size_t bytes) {
+  if (b && b.size() >= bytes) return Status::Ok();
+  b.reset();
+  auto r = pool.alloc(std::max(bytes, bytes / 2 * 3));
+  if (!r.ok()) return r.status();
+  b = std::move(r).value();
   return Status::Ok();
 }
 

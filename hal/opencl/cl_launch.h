@@ -29,6 +29,16 @@ struct ClView {
 Result<ClProgram> build_kernels(ClDeviceContext& ctx, std::initializer_list<std::string_view> sources,
                                 std::string_view options = {});
 Result<ClKernel> make_kernel(cl_program program, const char* name);
+// Build options for kernels that must round as the CPU does: correctly rounded division and
+// sqrt where the device offers them ("" elsewhere).
+std::string exact_float_options(const ClDeviceInfo& info);
+
+// Makes `b` hold at least `bytes` of `pool` (grown by half again, so a size growing a token at a
+// time reallocates rarely). Safe between launches of one in-order queue: the driver keeps a
+// released buffer alive until the kernels using it are done.
+Status reserve_scratch(MemoryPool& pool, Buffer& b, size_t bytes);
+
+inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 namespace detail {
 inline cl_int set_arg(cl_kernel k, cl_uint i, cl_mem m) { return clSetKernelArg(k, i, sizeof(cl_mem), &m); }

@@ -28,8 +28,12 @@
 // to f16, f32 sums; about 6x the f32 GEMM on an H200 at 512 tokens) instead of the f32 GEMM.
 // It is built only on NVIDIA's platform, and its build doubles as the probe for mma.sync.
 //
-// Activations x of the 4-bit GEMV are read as float4: x's offset must be a multiple of 16 bytes
-// (activations are planned at 64).
+// Inputs: a quantized weight's matmul first quantizes its input as the CPU does (ggml's Q8_0 /
+// Q8_1 / Q8_K: kernels/act_quant.cl) into a scratch buffer and multiplies the floats q * d, so
+// its sums are the CPU's integer ones to f32 rounding. Weights sharing an input (Q/K/V,
+// gate/up) share its quantization.
+//
+// The 4-bit GEMV reads x as float4: its input (the quantized copy) starts 16-byte aligned.
 #include "hal/opencl/cl_matmul.h"
 
 #include <algorithm>
@@ -327,6 +331,9 @@ struct ClMatmul::Impl {
   GemvShape gemv;
   std::array<Kernels, kLayouts> kernels;
   bool gemm_ok = true;  // the device runs 256-item work-groups of the GEMM
+  ClProgram act_program;  // kernels/act_quant.cl, built with exact division
+  ClKernel act_q8_32, act_q8_256;
+  Buffer act_scratch;  // the quantized input of the running matmul
   ClProgram mma_program;
   int mma_min_tokens = 0;  // 0: no tensor-core GEMM on this device
   std::string mma_note;    // why not, where not
@@ -405,6 +412,14 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
     if (!gemm_wg.ok()) return gemm_wg.status();
     if (*gemm_wg < kGemmWg) impl->gemm_ok = false;
   }
+  auto act = build_kernels(ctx, {"act_quant"}, exact_float_options(ctx.info()));
+  if (!act.ok()) return act.status();
+  impl->act_program = std::move(act).value();
+  for (auto [slot, kname] : {std::pair{&impl->act_q8_32, "act_q8_32"}, std::pair{&impl->act_q8_256, "act_q8_256"}}) {
+    auto made = make_kernel(impl->act_program.get(), kname);
+    if (!made.ok()) return made.status();
+    *slot = std::move(made).value();
+  }
   const Status mma = impl->build_mma();
   if (!mma.ok()) {
     impl->mma_min_tokens = 0;
@@ -474,9 +489,51 @@ Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
   return out;
 }
 
+ClMatmul::ActQuant ClMatmul::act_quant(WeightType type) {
+  switch (type) {
+    case WeightType::Q4_0:
+    case WeightType::Q4_1:
+    case WeightType::Q5_0:
+    case WeightType::Q5_1:
+    case WeightType::Q8_0: return ActQuant::q8_32;
+    case WeightType::Q4_K:
+    case WeightType::Q5_K:
+    case WeightType::Q6_K: return ActQuant::q8_256;
+    default: return ActQuant::none;
+  }
+}
+
+Status ClMatmul::quantize_input(const ClWeight& w, ClView x, int n_tokens, ClView out) {
+  if (n_tokens < 0 || !x.mem || !out.mem) return Status(Code::invalid_argument, "opencl quantize_input: bad arguments");
+  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(w.ref().cols);
+  if (n == 0) return Status::Ok();
+  const ActQuant mode = act_quant(w.ref().type);
+  if (mode == ActQuant::none) {
+    if (x.mem == out.mem && x.offset == out.offset) return Status::Ok();
+    const cl_int e = clEnqueueCopyBuffer(impl_->ctx->queue().handle(), x.mem, out.mem, x.offset, out.offset,
+                                         n * sizeof(float), 0, nullptr, nullptr);
+    return e == CL_SUCCESS ? Status::Ok() : cl_status(e, "copying a matmul's input");
+  }
+  const size_t block = mode == ActQuant::q8_32 ? 32 : 256, blocks = n / block;
+  if (blocks > UINT32_MAX) return Status(Code::invalid_argument, "opencl quantize_input: too many blocks");
+  constexpr size_t kWg = 64;
+  const ClRange r{1, {round_up(blocks, kWg), 1, 1}, {kWg, 1, 1}};
+  const ClKernel& k = mode == ActQuant::q8_32 ? impl_->act_q8_32 : impl_->act_q8_256;
+  return launch(impl_->ctx->queue().handle(), k.get(), r, x, out, static_cast<uint32_t>(blocks));
+}
+
 Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   if (n_tokens < 0 || !x.mem || !y.mem) return Status(Code::invalid_argument, "opencl matmul: bad arguments");
   if (n_tokens == 0) return Status::Ok();
+  if (act_quant(w.ref().type) == ActQuant::none) return multiply(w, x, n_tokens, y);
+  const size_t bytes = static_cast<size_t>(n_tokens) * static_cast<size_t>(w.ref().cols) * sizeof(float);
+  LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->act_scratch, bytes));
+  const ClView xq{ClPool::mem(impl_->act_scratch), 0};
+  LLMSVC_RETURN_IF_ERROR(quantize_input(w, x, n_tokens, xq));
+  return multiply(w, xq, n_tokens, y);
+}
+
+Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   const bool q4 = is_q4(static_cast<Layout>(w.layout));
   if (q4 && x.offset % 16 != 0)
     return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
@@ -517,10 +574,33 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
   for (int i = 1; i < n && fuse; ++i)
     fuse = ws[i]->layout == w0.layout && ws[i]->ref().cols == w0.ref().cols && ws[i]->kp == w0.kp && ws[i]->gs == w0.gs;
   for (int i = 0; i < n && fuse; ++i) fuse = ys[i].mem != nullptr;
+  for (int i = 1; i < n && fuse; ++i) fuse = act_quant(ws[i]->ref().type) == act_quant(w0.ref().type);
+  for (int i = 1; i < n; ++i)
+    if (ws[i]->ref().cols != w0.ref().cols)
+      return Status(Code::invalid_argument, "opencl matmul_multi: weights sharing an input differ in width");
+  if (n_tokens == 0) return Status::Ok();
+  // The input quantized once for each run of weights that quantize it alike (Q/K/V of a type).
+  const size_t xq_bytes = static_cast<size_t>(n_tokens) * static_cast<size_t>(w0.ref().cols) * sizeof(float);
+  auto quantized = [&](int i) -> Result<ClView> {
+    const ActQuant mode = act_quant(ws[i]->ref().type);
+    if (mode == ActQuant::none) return x;
+    LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->act_scratch, xq_bytes));
+    const ClView out{ClPool::mem(impl_->act_scratch), 0};
+    if (i == 0 || mode != act_quant(ws[i - 1]->ref().type)) LLMSVC_RETURN_IF_ERROR(quantize_input(*ws[i], x, n_tokens, out));
+    return out;
+  };
   if (!fuse) {
-    for (int i = 0; i < n; ++i) LLMSVC_RETURN_IF_ERROR(matmul(*ws[i], x, n_tokens, ys[i]));
+    for (int i = 0; i < n; ++i) {
+      if (!ys[i].mem) return Status(Code::invalid_argument, "opencl matmul_multi: bad arguments");
+      auto xq = quantized(i);
+      if (!xq.ok()) return xq.status();
+      LLMSVC_RETURN_IF_ERROR(multiply(*ws[i], *xq, n_tokens, ys[i]));
+    }
     return Status::Ok();
   }
+  auto xq = quantized(0);
+  if (!xq.ok()) return xq.status();
+  x = *xq;
   const bool q4 = is_q4(static_cast<Layout>(w0.layout));
   if (q4 && x.offset % 16 != 0)
     return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");

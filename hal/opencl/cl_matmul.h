@@ -3,7 +3,8 @@
 // few tokens, a GEMM for prefill) and embedding rows.
 //
 // Each GGUF weight type is repacked once at upload into a layout the kernels read coalesced
-// (see cl_matmul.cpp's comment for which type becomes what); activations are f32.
+// (see cl_matmul.cpp's comment for which type becomes what); activations are f32, quantized
+// first as the CPU quantizes them for the quantized types (quantize_input).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,15 @@ class ClMatmul {
   // same bits, but one launch where they all take the GEMV (n_tokens <= 4) and share a layout
   // and width (a decode step's launches have a fixed cost each).
   Status matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens);
+  // How a weight's matmul quantizes its input first, as the CPU does before its integer dot
+  // products: not at all for the float types, in blocks of 32 for the legacy types (ggml's
+  // Q8_0 / Q8_1: an f16 scale per 32), in superblocks of 256 for the K-quants (Q8_K).
+  enum class ActQuant { none, q8_32, q8_256 };
+  static ActQuant act_quant(WeightType type);
+  // out = x (n_tokens rows of w's cols) quantized as w's matmul quantizes it, written back as
+  // floats q * d: the input matmul() multiplies. A copy for ActQuant::none.
+  Status quantize_input(const ClWeight& w, ClView x, int n_tokens, ClView out);
+
   // out[i] = w[ids[i]] dequantized (f32, exactly as the CPU's dequantization gives it); ids:
   // n int32 in device memory, each in [0, rows).
   Status get_rows(const ClWeight& w, ClView ids, int n, ClView out);
@@ -65,6 +75,8 @@ class ClMatmul {
  private:
   struct Impl;
   explicit ClMatmul(std::unique_ptr<Impl> impl);
+  // matmul() of an input already quantized for w.
+  Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y);
   std::unique_ptr<Impl> impl_;
 };
 

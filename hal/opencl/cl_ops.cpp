@@ -28,7 +28,6 @@ constexpr size_t kMaxScoreFloats = size_t(16) << 20;
 constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
 constexpr int kDecodeKeys = 256;  // the context up to which the one-launch decode kernel runs
 
-size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
 
 // ggml's GELU table as the CPU backend builds it (hal/cpu/activation_ops.cpp): for every f16
@@ -43,17 +42,6 @@ std::vector<uint16_t> gelu_table() {
     t[i] = fp32_to_fp16((0.5f * x) * (1.0f + std::tanh((kSqrt2OverPi * x) * std::fma(x, kGeluA * x, 1.0f))));
   }
   return t;
-}
-
-// Build options: correctly rounded division and sqrt where the device offers them (SiLU's
-// division and RMSNorm's 1 / sqrt then round as the CPU's do).
-std::string build_options(const ClDeviceInfo& info) {
-  cl_device_fp_config fp = 0;
-  if (clGetDeviceInfo(info.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr) == CL_SUCCESS &&
-      (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0) {
-    return "-cl-fp32-correctly-rounded-divide-sqrt";
-  }
-  return {};
 }
 
 // A 1-D range of n items (rounded up to whole work-groups of wg).
@@ -73,17 +61,7 @@ struct ClOps::Impl {
   Buffer scores, block_stats, row_stats, partial;
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
-  // Makes b hold at least `bytes` (grown by half again, so a context growing a token at a
-  // time reallocates rarely). The queue is in order and the driver keeps a released buffer
-  // alive until the kernels using it are done, so growing never races earlier calls.
-  Status reserve(Buffer& b, size_t bytes) {
-    if (b && b.size() >= bytes) return Status::Ok();
-    b.reset();
-    auto r = ctx.pool().alloc(std::max(bytes, bytes / 2 * 3));
-    if (!r.ok()) return r.status();
-    b = std::move(r).value();
-    return Status::Ok();
-  }
+  Status reserve(Buffer& b, size_t bytes) { return reserve_scratch(ctx.pool(), b, bytes); }
 };
 
 ClOps::ClOps(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -91,7 +69,7 @@ ClOps::~ClOps() = default;
 
 Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   auto impl = std::make_unique<Impl>(ctx);
-  auto program = build_kernels(ctx, {"ops", "attention"}, build_options(ctx.info()));
+  auto program = build_kernels(ctx, {"ops", "attention"}, exact_float_options(ctx.info()));
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
   const struct {

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -126,13 +128,22 @@ TEST_P(ClForward, LogitsAndTokensFollowTheCpu) {
   EXPECT_GT((*dev)->memory().used(), 0u);
 }
 
-// The real models over 1,024 positions of a real text: perplexity within 0.5 % of the CPU's,
-// the logits' divergence over every position, top-1 agreement. (Release only: PoCL on two
-// cores takes a minute or two.)
+// The real models over windows of 1,024 positions of a real text (each from BOS): perplexity
+// against the CPU's, the logits' divergence over every position, top-1 agreement. (Release
+// only: PoCL on two cores takes a minute or two a window.)
+//
+// One window's perplexity moves with any change of rounding, the CPU's own included: between
+// micro-batches of 256 and 1 the CPU moved by -0.41 / +0.83 / +0.31 / -0.16 % on Gemma-3-270M's
+// first four windows, the device by -0.96 / +1.50 / +0.30 / -0.49 % (its logits as far from the
+// CPU's, by KL, as the CPU's two batch sizes are from each other); over the four, +0.14 % and
+// +0.08 %. So the bound of issue 21 (0.5 %) holds for the mean over LLMSVC_CL_PPL_WINDOWS=4
+// windows; CI runs one window per model and holds it to the CPU's own spread.
 class ClPerplexity : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ClPerplexity, FollowsTheCpuOver1024Positions) {
+TEST_P(ClPerplexity, FollowsTheCpuOverWindowsOf1024Positions) {
   constexpr int kPositions = 1024;
+  const char* env = std::getenv("LLMSVC_CL_PPL_WINDOWS");
+  const int windows = env ? std::clamp(std::atoi(env), 1, 8) : 1;
   const std::string path = GetParam() == "smollm2" ? test::default_model_path() : test::gemma_model_path();
   // tools/scripts/test.sh fetches both models: one missing is a failure, not a skip.
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is not fetched (tools/scripts/fetch_model.sh, fetch_gemma.sh)";
@@ -145,43 +156,49 @@ TEST_P(ClPerplexity, FollowsTheCpuOver1024Positions) {
   auto gpu_model = Model::load(path, **dev);
   ASSERT_TRUE(gpu_model.ok()) << gpu_model.status().message();
   const ModelConfig& c = (*cpu_model)->config();
-  const auto ids = prompt_tokens(**cpu_model, kPositions + 1);
-  ASSERT_EQ(ids.size(), size_t(kPositions + 1));
-  const std::span<const int32_t> input(ids.data(), kPositions);
+  const auto text = prompt_tokens(**cpu_model, windows * kPositions + 1);
+  ASSERT_EQ(text.size(), size_t(windows * kPositions + 1));
   const int V = c.n_vocab;
-  auto logits_of = [&](Forward& fwd, hal::MemoryPool* kv) {
-    policy::KvChunkStore store(policy::KvGeometry{c.n_layer, c.n_head_kv, c.head_dim, 16}, 0,
-                               policy::EvictionOrder::lctru, kv);
-    policy::KvSequence seq(store);
-    std::vector<float> logits;
-    const Status s = fwd.eval(seq, input, 0, true, logits);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return logits;
-  };
-  auto ppl = [&](const std::vector<float>& logits) {
-    double nll = 0;
-    for (int i = 0; i < kPositions; ++i) nll -= test::log_prob(logits.data() + size_t(i) * V, V, ids[i + 1]);
-    return std::exp(nll / kPositions);
-  };
   Forward cpu_fwd(**cpu_model, **cpu_dev, 256);
-  const std::vector<float> want = logits_of(cpu_fwd, nullptr);
   Forward gpu_fwd(**gpu_model, **dev, 256);
-  const std::vector<float> got = logits_of(gpu_fwd, &(*dev)->kv_memory());
-  ASSERT_EQ(got.size(), want.size());
-  const double p_cpu = ppl(want), p_gpu = ppl(got);
-  const test::LogitFigures f = test::compare_logits(want, got, V);
-  std::printf("%s over %d positions: perplexity cpu %.4f opencl %.4f (%+.3f %%); max |dlogit| %.4f, KL mean %.3g "
-              "max %.3g, top-1 %d/%d\n", GetParam().c_str(), kPositions, p_cpu, p_gpu, 100 * (p_gpu / p_cpu - 1),
-              f.max_abs, f.mean_kl, f.max_kl, f.top1_agree, f.rows);
-  // SmolLM2 meets issue 21's bound (0.5 %). Gemma-3-270M does not yet (measured -1.74 %): with
-  // only the matmuls on the device it is -1.75 %, with only attention -0.29 %, so the gap is
-  // the device's f32 activations against the CPU's int8 ones (llama.cpp's numerics, which its
-  // CUDA build shares); the CPU itself moves by -0.41 % between micro-batches of 256 and 1.
-  // Its bound holds today's figure until the matmuls quantize activations as the CPU does.
-  const double bound = GetParam() == "smollm2" ? 0.005 : 0.025;
-  EXPECT_LT(std::fabs(p_gpu / p_cpu - 1), bound);
-  EXPECT_LT(f.mean_kl, 0.04);
-  EXPECT_GE(f.top1_agree, f.rows * 95 / 100);
+  double d_nll = 0;  // summed over windows: log(perplexity ratio) per window
+  for (int w = 0; w < windows; ++w) {
+    // Window w: BOS, then the text's positions 1024 w + 1 ..; the last one only as a target.
+    std::vector<int32_t> ids(text.begin() + w * kPositions, text.begin() + (w + 1) * kPositions + 1);
+    ids[0] = text[0];
+    const std::span<const int32_t> input(ids.data(), kPositions);
+    auto logits_of = [&](Forward& fwd) {
+      policy::KvChunkStore store(policy::KvGeometry{c.n_layer, c.n_head_kv, c.head_dim, 16}, 0,
+                                 policy::EvictionOrder::lctru, &fwd.kv_memory());
+      policy::KvSequence seq(store);
+      std::vector<float> logits;
+      const Status s = fwd.eval(seq, input, 0, true, logits);
+      EXPECT_TRUE(s.ok()) << s.message();
+      return logits;
+    };
+    auto nll = [&](const std::vector<float>& logits) {
+      double sum = 0;
+      for (int i = 0; i < kPositions; ++i) sum -= test::log_prob(logits.data() + size_t(i) * V, V, ids[i + 1]);
+      return sum / kPositions;
+    };
+    const std::vector<float> want = logits_of(cpu_fwd);
+    const std::vector<float> got = logits_of(gpu_fwd);
+    ASSERT_EQ(got.size(), want.size());
+    const double n_cpu = nll(want), n_gpu = nll(got);
+    d_nll += n_gpu - n_cpu;
+    const test::LogitFigures f = test::compare_logits(want, got, V);
+    std::printf("%s window %d (%d positions): perplexity cpu %.4f opencl %.4f (%+.3f %%); max |dlogit| %.4f, KL mean "
+                "%.3g max %.3g, top-1 %d/%d\n", GetParam().c_str(), w, kPositions, std::exp(n_cpu), std::exp(n_gpu),
+                100 * (std::exp(n_gpu - n_cpu) - 1), f.max_abs, f.mean_kl, f.max_kl, f.top1_agree, f.rows);
+    EXPECT_LT(f.mean_kl, 0.04);
+    EXPECT_GE(f.top1_agree, f.rows * 95 / 100);
+  }
+  const double change = std::exp(d_nll / windows) - 1;
+  std::printf("%s over %d window(s): perplexity %+.3f %% against the CPU's\n", GetParam().c_str(), windows, 100 * change);
+  // SmolLM2's one window lands inside 0.5 % (+0.37 %); Gemma-3-270M's first, at -0.96 %, inside
+  // the CPU's own spread of one window (up to 0.83 % measured, see above) with room.
+  const double bound = windows >= 4 || GetParam() == "smollm2" ? 0.005 : 0.015;
+  EXPECT_LT(std::fabs(change), bound);
 }
 
 INSTANTIATE_TEST_SUITE_P(RealModels, ClPerplexity, ::testing::Values("smollm2", "gemma3_270m"));

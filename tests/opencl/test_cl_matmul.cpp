@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ClMatmul on a real OpenCL device (PoCL in CI): for every weight type, random valid blocks,
-// the GEMV and GEMM paths against a double-precision product over the CPU's dequantized rows,
+// the GEMV and GEMM paths against a double-precision product over the CPU's dequantized rows
+// and the CPU's quantization of the input (its bits checked on their own),
 // get_rows bit for bit against the CPU's, and the clean failures (pool full, type unknown).
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
+#include "hal/cpu/quant/act_quant.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/host/fp16.h"
 #include "hal/opencl/cl_matmul.h"
@@ -63,6 +65,37 @@ std::vector<uint8_t> random_weight(WeightType type, int64_t rows, int64_t cols, 
     if (has_min) std::memcpy(&w[i + 2], &m, 2);
   }
   return w;
+}
+
+// x (n rows of cols) as the CPU's matmul of a `type` weight sees it: quantized (hal/cpu's
+// act_quant) and read back as q * d; x itself for the float types.
+std::vector<float> cpu_quantized(WeightType type, const std::vector<float>& x, int n, int64_t cols) {
+  std::vector<float> out(x);
+  switch (ClMatmul::act_quant(type)) {
+    case ClMatmul::ActQuant::none: break;
+    case ClMatmul::ActQuant::q8_32: {
+      const int64_t nb = cols / 32;
+      std::vector<int8_t> q(static_cast<size_t>(cols));
+      std::vector<float> d(static_cast<size_t>(nb)), s(d.size());
+      std::vector<int32_t> bias(d.size() * 8);
+      for (int t = 0; t < n; ++t) {
+        cpu::quantize_q8_ref(x.data() + t * cols, q.data(), d.data(), s.data(), bias.data(), cols, 0);
+        for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(t * cols + c)] = q[static_cast<size_t>(c)] * d[static_cast<size_t>(c / 32)];
+      }
+      break;
+    }
+    case ClMatmul::ActQuant::q8_256: {
+      std::vector<uint8_t> mem(cpu::ActQ8K::bytes(cols, n) + 64);
+      void* p = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
+      const cpu::ActQ8K a = cpu::ActQ8K::in(p, cols, n);
+      cpu::quantize_q8k(x.data(), a, 0, n);
+      for (int t = 0; t < n; ++t)
+        for (int64_t c = 0; c < cols; ++c)
+          out[static_cast<size_t>(t * cols + c)] = a.q[a.index(t, c / 32) * 32 + c % 32] * a.d[a.index_sb(t, c / 256)];
+      break;
+    }
+  }
+  return out;
 }
 
 WeightRef ref_of(WeightType type, const std::vector<uint8_t>& bytes, int64_t rows, int64_t cols) {
@@ -159,6 +192,7 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
                      std::to_string(s.cols) + ", " + std::to_string(n) + " tokens");
         std::vector<float> x(static_cast<size_t>(n * s.cols));
         for (float& v : x) v = unit(rng);
+        const std::vector<float> xq = cpu_quantized(type, x, n, s.cols);
         constexpr size_t kXOff = 64, kYOff = 192;  // views inside larger buffers
         const Buffer xd = to_device(x.data(), x.size() * 4, kXOff);
         std::vector<float> poison(static_cast<size_t>(n * s.rows), std::nanf(""));
@@ -175,7 +209,7 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
           for (int64_t r = 0; r < s.rows; ++r) {
             double exact = 0, mag = 0;
             for (int64_t c = 0; c < s.cols; ++c) {
-              const double p = static_cast<double>(wf[r * s.cols + c]) * x[t * s.cols + c];
+              const double p = static_cast<double>(wf[r * s.cols + c]) * xq[t * s.cols + c];
               exact += p;
               mag += std::abs(p);
             }
@@ -252,6 +286,43 @@ TEST_F(ClMatmulTest, MatmulMultiIsSeparateMatmulsBitForBit) {
   }
 }
 
+// The device's quantization of a matmul's input is the CPU's, bit for bit: Q8_0 blocks of 32 for
+// Q4_0 / Q5_1 / Q8_0, Q8_K superblocks of 256 for Q4_K / Q6_K, over random rows with the cases
+// that decide a rounding: an all-zero block, a block whose largest magnitude comes with both
+// signs (the first one decides Q8_K's sign), values at exact halves of a step, tiny values.
+TEST_F(ClMatmulTest, QuantizeInputIsTheCpuQuantizationBitForBit) {
+  constexpr int64_t kCols = 1024;
+  constexpr int kTokens = 3;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(static_cast<size_t>(kTokens * kCols));
+  for (float& v : x) v = normal(rng);
+  std::fill(x.begin(), x.begin() + 256, 0.0f);                   // token 0: a zero superblock
+  x[300] = 40.0f, x[400] = -40.0f;                               // both signs at the maximum
+  x[kCols + 700] = -50.0f, x[kCols + 600] = 50.0f;               // the other order
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(2 * kCols + i)] = 0.5f * static_cast<float>(i - 16);  // halves
+  for (int i = 32; i < 64; ++i) x[static_cast<size_t>(2 * kCols + i)] = 1e-30f * static_cast<float>(i);   // tiny
+  for (WeightType type : {WeightType::Q4_0, WeightType::Q5_1, WeightType::Q8_0, WeightType::Q4_K, WeightType::Q6_K}) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)));
+    const auto bytes = random_weight(type, 1, kCols, 3);
+    auto w = mm_->upload(ref_of(type, bytes, 1, kCols));
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    const Buffer xd = to_device(x.data(), x.size() * 4, 64);
+    std::vector<float> poison(x.size(), std::nanf(""));
+    const Buffer yd = to_device(poison.data(), poison.size() * 4, 128);
+    const Status st = mm_->quantize_input(**w, ClView{ClPool::mem(xd), 64}, kTokens, ClView{ClPool::mem(yd), 128});
+    ASSERT_TRUE(st.ok()) << st.message();
+    const auto got = from_device<float>(yd, 128, x.size());
+    const auto want = cpu_quantized(type, x, kTokens, kCols);
+    for (size_t i = 0; i < x.size(); ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, &got[i], 4);
+      std::memcpy(&b, &want[i], 4);
+      ASSERT_EQ(a, b) << "element " << i << ": " << got[i] << " vs " << want[i] << " (x " << x[i] << ")";
+    }
+  }
+}
+
 TEST_F(ClMatmulTest, GetRowsIsTheCpuDequantizationBitForBit) {
   cpu::CpuDevice cpu(1);
   for (WeightType type : kTypes) {
@@ -305,14 +376,23 @@ TEST_F(ClMatmulTest, AFullPoolIsOutOfMemoryAndAnUnknownTypeUnsupported) {
   EXPECT_EQ(u.status().code(), Code::unsupported);
 }
 
-TEST_F(ClMatmulTest, FourBitActivationsMustBeSixteenByteAligned) {
+// The 4-bit GEMV reads x as float4, but matmul() hands it the quantized copy: an input at any
+// float offset gives the bits of a 64-byte aligned one.
+TEST_F(ClMatmulTest, FourBitActivationsNeedNoAlignment) {
   const auto q = random_weight(WeightType::Q4_0, 8, 64, 5);
   auto w = mm_->upload(ref_of(WeightType::Q4_0, q, 8, 64));
   ASSERT_TRUE(w.ok());
-  std::vector<float> x(64, 1.0f);
-  const Buffer xd = to_device(x.data(), x.size() * 4, 4);
-  const Buffer yd = to_device(x.data(), 8 * 4, 0);
-  EXPECT_EQ(mm_->matmul(**w, ClView{ClPool::mem(xd), 4}, 1, ClView{ClPool::mem(yd), 0}).code(), Code::invalid_argument);
+  std::vector<float> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
+  std::vector<float> y[2];
+  int k = 0;
+  for (size_t off : {size_t{4}, size_t{64}}) {
+    const Buffer xd = to_device(x.data(), x.size() * 4, off);
+    const Buffer yd = to_device(x.data(), 8 * 4, 0);
+    ASSERT_TRUE(mm_->matmul(**w, ClView{ClPool::mem(xd), off}, 1, ClView{ClPool::mem(yd), 0}).ok());
+    y[k++] = from_device<float>(yd, 0, 8);
+  }
+  EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), 8 * sizeof(float)));
 }
 
 }  // namespace

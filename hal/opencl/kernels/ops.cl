@@ -15,14 +15,6 @@
 #define ROW_WG 256
 #endif
 
-// x rounded to the nearest f16 (ties to even) and back, through f16 storage in a register:
-// vstore_half_rte / vload_half are core OpenCL C, no cl_khr_fp16 needed.
-inline float round_f16(float x) {
-  ushort h;
-  vstore_half_rte(x, 0, (__private half*)&h);
-  return vload_half(0, (__private const half*)&h);
-}
-
 // ggml's vector expf (hal/cpu/ggml_expf-inl.h), step for step: n = round(x / ln 2), b the
 // reduced argument, a degree-5 polynomial j(b), then j * 2^n as two exact power-of-two
 // products; |n| > 192 gives 0 or inf. The CPU's softmax and SiLU use it instead of libm.
