@@ -192,35 +192,82 @@ Status ClDevice::run_rope(const OpCall& q, const OpCall* k) {
   return ops_->rope_qk(view(q.out[0]), q.i[0], view(k->out[0]), k->i[0], rows, q.i[1], q.i[2], *a, style);
 }
 
+Status ClDevice::run_producer(ClView q, int qblock) {
+  const OpCall& p = held_[n_held_ - 1];
+  const ClView out0 = view(p.out[0]);
+  switch (p.kind) {
+    case OpKind::rms_norm: {
+      const int dim = p.i[0];
+      const int rows = static_cast<int>(p.rows * p.cols_in / dim);
+      if (n_held_ == 2)
+        return ops_->add_rms_norm(view(held_[0].out[0]), view(held_[0].in[1]), vector(p.param), rows, dim, p.f[0],
+                                  out0, q, qblock);
+      return ops_->rms_norm(view(p.in[0]), vector(p.param), rows, dim, p.f[0], out0, q, qblock);
+    }
+    case OpKind::swiglu: return ops_->swiglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock);
+    case OpKind::geglu: return ops_->geglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock);
+    default: return Status(Code::internal, "opencl: a held op that produces nothing");
+  }
+}
+
+int ClDevice::producer_block(const OpCall& op) const {
+  if (n_held_ == 0 || op.kind != OpKind::matmul) return 0;
+  const OpCall& p = held_[n_held_ - 1];
+  const bool norm = p.kind == OpKind::rms_norm && p.i[0] == p.cols_in;  // over whole rows
+  if (!norm && p.kind != OpKind::swiglu && p.kind != OpKind::geglu) return 0;
+  if (!same_view(op.in[0], p.out[0]) || op.rows != p.rows || op.cols_in != p.cols_out) return 0;
+  const auto mode = ClMatmul::act_quant(op.w[0]->ref().type);
+  for (int k = 1; k < op.n_weights; ++k)
+    if (ClMatmul::act_quant(op.w[k]->ref().type) != mode) return 0;
+  const int block = ClMatmul::act_quant_block(mode);
+  return block != 0 && op.cols_in % block == 0 ? block : 0;
+}
+
 Status ClDevice::flush_held() {
   const int n = n_held_;
-  n_held_ = 0;
   if (n == 0) return Status::Ok();
   const OpCall& h = held_[0];
-  if (h.kind == OpKind::add) return ops_->add(view(h.out[0]), view(h.in[1]), static_cast<size_t>(h.rows * h.cols_out));
-  return run_rope(h, n == 2 ? &held_[1] : nullptr);
+  if (h.kind == OpKind::rope) {
+    n_held_ = 0;
+    return run_rope(h, n == 2 ? &held_[1] : nullptr);
+  }
+  if (h.kind == OpKind::add && n == 1) {
+    n_held_ = 0;
+    return ops_->add(view(h.out[0]), view(h.in[1]), static_cast<size_t>(h.rows * h.cols_out));
+  }
+  const Status s = run_producer(ClView{}, 0);
+  n_held_ = 0;
+  return s;
 }
 
 Status ClDevice::run(const OpCall& op) {
   if (!batch_) return Status(Code::internal, "opencl: an op outside begin/end");
   if (n_held_ > 0) {
     const OpCall& h = held_[0];
-    if (h.kind == OpKind::add) {
-      // The norm right after a residual add, over the sum it made: one launch for the two.
+    if (h.kind == OpKind::add && n_held_ == 1) {
+      // The norm right after a residual add, over the sum it made: one launch for the two,
+      // held in turn for the matmul after it.
       if (op.kind == OpKind::rms_norm && same_view(op.in[0], h.out[0]) && op.rows == h.rows &&
           op.cols_in == h.cols_out) {
-        n_held_ = 0;
-        const int dim = op.i[0];
-        return ops_->add_rms_norm(view(h.out[0]), view(h.in[1]), vector(op.param),
-                                  static_cast<int>(op.rows * op.cols_in / dim), dim, op.f[0], view(op.out[0]));
+        held_[1] = op;
+        n_held_ = 2;
+        return Status::Ok();
       }
-    } else if (n_held_ == 1 && rope_pair(h, op)) {
+    } else if (const int block = producer_block(op); block != 0) {
+      // The norm or gated activation writes the matmul's input quantized as well.
+      auto xq = matmul_->input_scratch(static_cast<int>(op.rows), op.cols_in);
+      if (!xq.ok()) return xq.status();
+      LLMSVC_RETURN_IF_ERROR(run_producer(*xq, block));
+      n_held_ = 0;
+      return run_matmul(op, *xq, true);
+    } else if (h.kind == OpKind::rope && n_held_ == 1 && rope_pair(h, op)) {
       // RoPE of k after that of q: held too, for the store_kv that follows.
       held_[1] = op;
       n_held_ = 2;
       return Status::Ok();
-    } else if (n_held_ == 2 && op.kind == OpKind::store_kv && kv_bound_ && same_view(op.in[0], held_[1].out[0]) &&
-               op.rows == h.rows && held_[1].i[0] == kv_bind_.n_head_kv && held_[1].i[1] == kv_bind_.head_dim) {
+    } else if (h.kind == OpKind::rope && n_held_ == 2 && op.kind == OpKind::store_kv && kv_bound_ &&
+               same_view(op.in[0], held_[1].out[0]) && op.rows == h.rows && held_[1].i[0] == kv_bind_.n_head_kv &&
+               held_[1].i[1] == kv_bind_.head_dim) {
       // Rotate q and k, then store k and v into their chunk: one launch for the three.
       n_held_ = 0;
       auto a = angles(h.i[2], h.f[0], h.f[1]);
@@ -232,7 +279,8 @@ Status ClDevice::run(const OpCall& op) {
     }
     LLMSVC_RETURN_IF_ERROR(flush_held());
   }
-  if ((op.kind == OpKind::add || op.kind == OpKind::rope) && batch_->may_fuse) {
+  if (batch_->may_fuse && (op.kind == OpKind::add || op.kind == OpKind::rope || op.kind == OpKind::rms_norm ||
+                           op.kind == OpKind::swiglu || op.kind == OpKind::geglu)) {
     held_[0] = op;
     n_held_ = 1;
     return Status::Ok();
@@ -250,24 +298,8 @@ Status ClDevice::run(const OpCall& op) {
       const int dim = op.i[0];
       return ops_->rms_norm(in0, vector(op.param), static_cast<int>(op.rows * op.cols_in / dim), dim, op.f[0], out0);
     }
-    case OpKind::matmul: {
-      // Weights sharing the input (Q/K/V, gate/up) go to matmul_multi, one launch for a decode step.
-      if (op.n_weights < 1 || op.n_weights > 3) return Status(Code::internal, "opencl: a matmul of " + std::to_string(op.n_weights) + " weights (1 to 3)");
-      const ClWeight* ws[3] = {};
-      ClView ys[3];
-      for (int k = 0; k < op.n_weights; ++k) {
-        ws[k] = &weight(*op.w[k]);
-        ys[k] = view(op.out[k]);
-        if (k == 0 && op.logits_out) {
-          logits_rows_ = op.rows;
-          logits_cols_ = ws[k]->ref().rows;
-          auto l = scratch(logits_, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
-          if (!l.ok()) return l.status();
-          ys[k] = *l;
-        }
-      }
-      return matmul_->matmul_multi(ws, ys, op.n_weights, in0, rows);
-    }
+    case OpKind::matmul:
+      return run_matmul(op, in0, false);
     case OpKind::add_bias:
       return ops_->add_bias(out0, vector(op.param), rows, static_cast<int>(op.cols_out));
     case OpKind::rope:
@@ -314,6 +346,26 @@ Status ClDevice::run(const OpCall& op) {
       break;
   }
   return Status(Code::internal, "opencl: no kernel for op " + std::string(op_name(op.kind)));
+}
+
+Status ClDevice::run_matmul(const OpCall& op, ClView x, bool x_quantized) {
+  // Weights sharing the input (Q/K/V, gate/up) go to matmul_multi, one launch for a decode step.
+  if (op.n_weights < 1 || op.n_weights > 3)
+    return Status(Code::internal, "opencl: a matmul of " + std::to_string(op.n_weights) + " weights (1 to 3)");
+  const ClWeight* ws[3] = {};
+  ClView ys[3];
+  for (int k = 0; k < op.n_weights; ++k) {
+    ws[k] = &weight(*op.w[k]);
+    ys[k] = view(op.out[k]);
+    if (k == 0 && op.logits_out) {
+      logits_rows_ = op.rows;
+      logits_cols_ = ws[k]->ref().rows;
+      auto l = scratch(logits_, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
+      if (!l.ok()) return l.status();
+      ys[k] = *l;
+    }
+  }
+  return matmul_->matmul_multi(ws, ys, op.n_weights, x, static_cast<int>(op.rows), x_quantized);
 }
 
 Result<ClView> ClDevice::angles(int rot_dims, float base, float scale) {

@@ -106,10 +106,19 @@ class ClDevice final : public Device {
   Result<ClView> angles(int rot_dims, float base, float scale);
   // Ops held back (BatchBinding::may_fuse) to run fused with the ones after them: a residual
   // add with the norm that follows; RoPE of q with RoPE of k by the same angles (held_[1]), and
-  // the two with the store_kv of that k. flush_held() runs what is held as it stands.
+  // the two with the store_kv of that k; a norm (after its add or alone) or a gated activation
+  // with the matmul that reads it, which then gets its input already quantized (one launch
+  // fewer). flush_held() runs what is held as it stands.
   Status flush_held();
   // RoPE of q alone (k null) or of q and k in one launch.
   Status run_rope(const OpCall& q, const OpCall* k);
+  // The held norm / gated activation, writing a quantized copy of its output into q (qblock
+  // 32 or 256) or none (qblock 0).
+  Status run_producer(ClView q, int qblock);
+  // Whether the held op is a norm or gated activation whose output `op` (a matmul) reads whole,
+  // and the block its weights quantize that input in (0: not fusable).
+  int producer_block(const OpCall& op) const;
+  Status run_matmul(const OpCall& op, ClView x, bool x_quantized);
   OpCall held_[2];
   int n_held_ = 0;
   std::vector<Angles> angles_;

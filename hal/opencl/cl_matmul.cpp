@@ -332,7 +332,7 @@ struct ClMatmul::Impl {
   std::array<Kernels, kLayouts> kernels;
   bool gemm_ok = true;  // the device runs 256-item work-groups of the GEMM
   ClProgram act_program;  // kernels/act_quant.cl, built with exact division
-  ClKernel act_q8_32, act_q8_256;
+  ClKernel act_q8;
   Buffer act_scratch;  // the quantized input of the running matmul
   ClProgram mma_program;
   int mma_min_tokens = 0;  // 0: no tensor-core GEMM on this device
@@ -415,11 +415,9 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
   auto act = build_kernels(ctx, {"act_quant"}, exact_float_options(ctx.info()));
   if (!act.ok()) return act.status();
   impl->act_program = std::move(act).value();
-  for (auto [slot, kname] : {std::pair{&impl->act_q8_32, "act_q8_32"}, std::pair{&impl->act_q8_256, "act_q8_256"}}) {
-    auto made = make_kernel(impl->act_program.get(), kname);
-    if (!made.ok()) return made.status();
-    *slot = std::move(made).value();
-  }
+  auto act_q8 = make_kernel(impl->act_program.get(), "act_q8");
+  if (!act_q8.ok()) return act_q8.status();
+  impl->act_q8 = std::move(act_q8).value();
   const Status mma = impl->build_mma();
   if (!mma.ok()) {
     impl->mma_min_tokens = 0;
@@ -514,23 +512,29 @@ Status ClMatmul::quantize_input(const ClWeight& w, ClView x, int n_tokens, ClVie
                                          n * sizeof(float), 0, nullptr, nullptr);
     return e == CL_SUCCESS ? Status::Ok() : cl_status(e, "copying a matmul's input");
   }
-  const size_t block = mode == ActQuant::q8_32 ? 32 : 256, blocks = n / block;
+  const int block = act_quant_block(mode);
+  const size_t blocks = n / static_cast<size_t>(block);
   if (blocks > UINT32_MAX) return Status(Code::invalid_argument, "opencl quantize_input: too many blocks");
   constexpr size_t kWg = 64;
   const ClRange r{1, {round_up(blocks, kWg), 1, 1}, {kWg, 1, 1}};
-  const ClKernel& k = mode == ActQuant::q8_32 ? impl_->act_q8_32 : impl_->act_q8_256;
-  return launch(impl_->ctx->queue().handle(), k.get(), r, x, out, static_cast<uint32_t>(blocks));
+  return launch(impl_->ctx->queue().handle(), impl_->act_q8.get(), r, x, out, static_cast<uint32_t>(blocks), block);
+}
+
+Result<ClView> ClMatmul::input_scratch(int n_tokens, int64_t cols) {
+  if (n_tokens < 0 || cols < 0) return Status(Code::invalid_argument, "opencl input_scratch: bad shape");
+  const size_t bytes = static_cast<size_t>(n_tokens) * static_cast<size_t>(cols) * sizeof(float);
+  LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->act_scratch, std::max<size_t>(bytes, 64)));
+  return ClView{ClPool::mem(impl_->act_scratch), 0};
 }
 
 Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   if (n_tokens < 0 || !x.mem || !y.mem) return Status(Code::invalid_argument, "opencl matmul: bad arguments");
   if (n_tokens == 0) return Status::Ok();
   if (act_quant(w.ref().type) == ActQuant::none) return multiply(w, x, n_tokens, y);
-  const size_t bytes = static_cast<size_t>(n_tokens) * static_cast<size_t>(w.ref().cols) * sizeof(float);
-  LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->act_scratch, bytes));
-  const ClView xq{ClPool::mem(impl_->act_scratch), 0};
-  LLMSVC_RETURN_IF_ERROR(quantize_input(w, x, n_tokens, xq));
-  return multiply(w, xq, n_tokens, y);
+  auto xq = input_scratch(n_tokens, w.ref().cols);
+  if (!xq.ok()) return xq.status();
+  LLMSVC_RETURN_IF_ERROR(quantize_input(w, x, n_tokens, *xq));
+  return multiply(w, *xq, n_tokens, y);
 }
 
 Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y) {
@@ -567,7 +571,8 @@ Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   return Status::Ok();
 }
 
-Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens) {
+Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens,
+                              bool x_quantized) {
   if (n < 1 || n > 3 || n_tokens < 0 || !x.mem) return Status(Code::invalid_argument, "opencl matmul_multi: bad arguments");
   const ClWeight& w0 = *ws[0];
   bool fuse = n > 1 && n_tokens >= 1 && n_tokens <= kGemvMaxTokens && !uses_tensor_cores(n_tokens);
@@ -578,16 +583,20 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
   for (int i = 1; i < n; ++i)
     if (ws[i]->ref().cols != w0.ref().cols)
       return Status(Code::invalid_argument, "opencl matmul_multi: weights sharing an input differ in width");
+  if (x_quantized) {
+    for (int i = 0; i < n; ++i)
+      if (act_quant(ws[i]->ref().type) == ActQuant::none || act_quant(ws[i]->ref().type) != act_quant(w0.ref().type))
+        return Status(Code::invalid_argument, "opencl matmul_multi: a quantized input for weights that quantize differently");
+  }
   if (n_tokens == 0) return Status::Ok();
   // The input quantized once for each run of weights that quantize it alike (Q/K/V of a type).
-  const size_t xq_bytes = static_cast<size_t>(n_tokens) * static_cast<size_t>(w0.ref().cols) * sizeof(float);
   auto quantized = [&](int i) -> Result<ClView> {
     const ActQuant mode = act_quant(ws[i]->ref().type);
-    if (mode == ActQuant::none) return x;
-    LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->act_scratch, xq_bytes));
-    const ClView out{ClPool::mem(impl_->act_scratch), 0};
-    if (i == 0 || mode != act_quant(ws[i - 1]->ref().type)) LLMSVC_RETURN_IF_ERROR(quantize_input(*ws[i], x, n_tokens, out));
-    return out;
+    if (mode == ActQuant::none || x_quantized) return x;
+    auto out = input_scratch(n_tokens, w0.ref().cols);
+    if (!out.ok()) return out.status();
+    if (i == 0 || mode != act_quant(ws[i - 1]->ref().type)) LLMSVC_RETURN_IF_ERROR(quantize_input(*ws[i], x, n_tokens, *out));
+    return *out;
   };
   if (!fuse) {
     for (int i = 0; i < n; ++i) {

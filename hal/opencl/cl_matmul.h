@@ -52,12 +52,22 @@ class ClMatmul {
   // ys[i] = x * ws[i]^T for n weights sharing x (Q/K/V, gate/up): as n matmul() calls, with the
   // same bits, but one launch where they all take the GEMV (n_tokens <= 4) and share a layout
   // and width (a decode step's launches have a fixed cost each).
-  Status matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens);
+  // x_quantized: x is already what quantize_input() would make of it for every weight (they
+  // must share a quantizing ActQuant): a producer wrote it so (ClOps' norms and gated
+  // activations take a quantized second output), and the matmul's own quantization is skipped.
+  Status matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens,
+                      bool x_quantized = false);
   // How a weight's matmul quantizes its input first, as the CPU does before its integer dot
   // products: not at all for the float types, in blocks of 32 for the legacy types (ggml's
   // Q8_0 / Q8_1: an f16 scale per 32), in superblocks of 256 for the K-quants (Q8_K).
   enum class ActQuant { none, q8_32, q8_256 };
   static ActQuant act_quant(WeightType type);
+  // Elements per quantization block: 0 (none), 32 or 256.
+  static int act_quant_block(ActQuant mode) { return mode == ActQuant::q8_32 ? 32 : mode == ActQuant::q8_256 ? 256 : 0; }
+  // The scratch the matmuls quantize their input into, made to hold n_tokens rows of cols: where a
+  // producer may write a quantized input for matmul_multi(..., x_quantized). Valid until the
+  // next call into this ClMatmul that quantizes (queue order keeps earlier uses safe).
+  Result<ClView> input_scratch(int n_tokens, int64_t cols);
   // out = x (n_tokens rows of w's cols) quantized as w's matmul quantizes it, written back as
   // floats q * d: the input matmul() multiplies. A copy for ActQuant::none.
   Status quantize_input(const ClWeight& w, ClView x, int n_tokens, ClView out);

@@ -69,7 +69,7 @@ ClOps::~ClOps() = default;
 
 Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   auto impl = std::make_unique<Impl>(ctx);
-  auto program = build_kernels(ctx, {"ops", "attention"}, exact_float_options(ctx.info()));
+  auto program = build_kernels(ctx, {"act_quant", "ops", "attention"}, exact_float_options(ctx.info()));
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
   const struct {
@@ -104,17 +104,33 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   return std::unique_ptr<ClOps>(new ClOps(std::move(impl)));
 }
 
-Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, ClView out) {
-  if (n_rows <= 0 || dim <= 0) return Status::Ok();
-  const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
-  return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, int32_t{weight.mem != nullptr}, dim, eps, out);
+namespace {
+
+// A quantized second output's block: 0 (none), or 32 / 256 dividing n with q given.
+Status check_qblock(ClView q, int qblock, size_t n) {
+  if (qblock == 0) return Status::Ok();
+  if ((qblock != 32 && qblock != 256) || !q.mem || n % static_cast<size_t>(qblock) != 0)
+    return Status(Code::invalid_argument, "opencl: a quantized output needs blocks of 32 or 256 that divide the row");
+  return Status::Ok();
 }
 
-Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out) {
+}  // namespace
+
+Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q, int qblock) {
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
+  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim)));
+  const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, int32_t{weight.mem != nullptr}, dim, eps, out, q,
+                int32_t{qblock});
+}
+
+Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q,
+                           int qblock) {
+  if (n_rows <= 0 || dim <= 0) return Status::Ok();
+  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim)));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
   return launch(impl_->queue(), impl_->add_rms_norm.get(), r, y, a, weight, int32_t{weight.mem != nullptr}, dim, eps,
-                out);
+                out, q, int32_t{qblock});
 }
 
 Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style) {
@@ -160,14 +176,19 @@ Status ClOps::launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, i
                 kv ? positions : stand_in, kv ? c.arena : k.mem, kv ? c.table : stand_in, c.chunk_tokens, layer);
 }
 
-Status ClOps::swiglu(ClView gate, ClView up, size_t n) {
+Status ClOps::swiglu(ClView gate, ClView up, size_t n, ClView q, int qblock) {
   if (n == 0) return Status::Ok();
-  return launch(impl_->queue(), impl_->swiglu.get(), range1(n, kWg), gate, up, uint64_t{n});
+  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, n));
+  const size_t items = qblock ? n / static_cast<size_t>(qblock) : n;
+  return launch(impl_->queue(), impl_->swiglu.get(), range1(items, kWg), gate, up, uint64_t{n}, q, int32_t{qblock});
 }
 
-Status ClOps::geglu(ClView gate, ClView up, size_t n) {
+Status ClOps::geglu(ClView gate, ClView up, size_t n, ClView q, int qblock) {
   if (n == 0) return Status::Ok();
-  return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n}, ClPool::mem(impl_->gelu));
+  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, n));
+  const size_t items = qblock ? n / static_cast<size_t>(qblock) : n;
+  return launch(impl_->queue(), impl_->geglu.get(), range1(items, kWg), gate, up, uint64_t{n}, q, int32_t{qblock},
+                ClPool::mem(impl_->gelu));
 }
 
 Status ClOps::add(ClView y, ClView x, size_t n) {

@@ -37,11 +37,16 @@ class ClOps {
   static Result<std::unique_ptr<ClOps>> create(ClDeviceContext& ctx);
   ~ClOps();
 
-  // As hal::Device's ops of the same names, on views (f32 unless said).
-  Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out);
+  // As hal::Device's ops of the same names, on views (f32 unless said). The norms and gated
+  // activations take an optional second output q with qblock 32 or 256 (dim or n a multiple):
+  // their result quantized as the matmul after them quantizes its input (ClMatmul::ActQuant,
+  // the same bits as ClMatmul::quantize_input), so that matmul needs no launch of its own for it.
+  Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out,
+                  ClView q = {}, int qblock = 0);
   // y += a (n_rows x dim), then out = rms_norm(y) * weight: a residual add and the norm after
   // it in one launch, with the two ops' bits.
-  Status add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out);
+  Status add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q = {},
+                      int qblock = 0);
   // angles: the tokens' hal::RopeTable (cos of every token's rot_dims / 2 angles, then sin).
   Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style);
   // rope() of q (n_heads_q heads) and of k (n_heads_k heads) by the same angles in one launch,
@@ -51,8 +56,8 @@ class ClOps {
   // rope_qk() then store_kv(k, v, ...) in one launch, the three calls' bits; kv's heads are k's.
   Status rope_qk_store_kv(ClView q, int n_heads_q, ClView k, ClView v, int n_tokens, int rot_dims, ClView angles,
                           RopeStyle style, ClView positions, const ClKv& kv, int layer);
-  Status swiglu(ClView gate, ClView up, size_t n);
-  Status geglu(ClView gate, ClView up, size_t n);
+  Status swiglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0);
+  Status geglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0);
   Status add(ClView y, ClView x, size_t n);
   Status add_bias(ClView y, ClView bias, int n_rows, int dim);
   Status scale(ClView x, size_t n, float s);

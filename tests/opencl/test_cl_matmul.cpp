@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
-#include "hal/cpu/quant/act_quant.h"
 #include "hal/cpu/quant/dequantize.h"
 #include "hal/host/fp16.h"
 #include "hal/opencl/cl_matmul.h"
 #include "tests/common/file_facts.h"
+#include "tests/opencl/act_quant_ref.h"
 
 namespace llmsvc::hal::opencl {
 namespace {
@@ -65,37 +65,6 @@ std::vector<uint8_t> random_weight(WeightType type, int64_t rows, int64_t cols, 
     if (has_min) std::memcpy(&w[i + 2], &m, 2);
   }
   return w;
-}
-
-// x (n rows of cols) as the CPU's matmul of a `type` weight sees it: quantized (hal/cpu's
-// act_quant) and read back as q * d; x itself for the float types.
-std::vector<float> cpu_quantized(WeightType type, const std::vector<float>& x, int n, int64_t cols) {
-  std::vector<float> out(x);
-  switch (ClMatmul::act_quant(type)) {
-    case ClMatmul::ActQuant::none: break;
-    case ClMatmul::ActQuant::q8_32: {
-      const int64_t nb = cols / 32;
-      std::vector<int8_t> q(static_cast<size_t>(cols));
-      std::vector<float> d(static_cast<size_t>(nb)), s(d.size());
-      std::vector<int32_t> bias(d.size() * 8);
-      for (int t = 0; t < n; ++t) {
-        cpu::quantize_q8_ref(x.data() + t * cols, q.data(), d.data(), s.data(), bias.data(), cols, 0);
-        for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(t * cols + c)] = q[static_cast<size_t>(c)] * d[static_cast<size_t>(c / 32)];
-      }
-      break;
-    }
-    case ClMatmul::ActQuant::q8_256: {
-      std::vector<uint8_t> mem(cpu::ActQ8K::bytes(cols, n) + 64);
-      void* p = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
-      const cpu::ActQ8K a = cpu::ActQ8K::in(p, cols, n);
-      cpu::quantize_q8k(x.data(), a, 0, n);
-      for (int t = 0; t < n; ++t)
-        for (int64_t c = 0; c < cols; ++c)
-          out[static_cast<size_t>(t * cols + c)] = a.q[a.index(t, c / 32) * 32 + c % 32] * a.d[a.index_sb(t, c / 256)];
-      break;
-    }
-  }
-  return out;
 }
 
 WeightRef ref_of(WeightType type, const std::vector<uint8_t>& bytes, int64_t rows, int64_t cols) {

@@ -25,6 +25,7 @@
 #include "hal/opencl/cl_pool.h"
 #include "policy/compression/kv_codec.h"
 #include "tests/common/file_facts.h"
+#include "tests/opencl/act_quant_ref.h"
 
 namespace llmsvc::hal::opencl {
 namespace {
@@ -144,6 +145,51 @@ TEST_F(ClOpsTest, AddRmsNormIsTheAddThenTheNorm) {
     expect_near_all(download<float>(by, y.size()), sum, 0.0f, 0.0f, "add_rms_norm's sum");
     expect_near_all(download<float>(bo, y.size()), want, fp64 ? 0.0f : 1e-5f, 0.0f, "add_rms_norm");
   }
+}
+
+// The norms' and gated activations' quantized second output is their first output quantized
+// as the matmul after them would quantize it (ClMatmul::quantize_input's bits, the CPU's), and
+// nothing past it is written.
+TEST_F(ClOpsTest, QuantizedOutputsAreTheMatmulsQuantizationOfTheOutput) {
+  constexpr int rows = 3, dim = 512;
+  const size_t n = static_cast<size_t>(rows) * dim;
+  const auto x = random(n, -4.0f, 4.0f), a = random(n), w = random(dim, 0.5f, 1.5f), up = random(n, -2.0f, 2.0f);
+  for (int qblock : {32, 256}) {
+    const auto mode = qblock == 32 ? ClMatmul::ActQuant::q8_32 : ClMatmul::ActQuant::q8_256;
+    for (int op = 0; op < 4; ++op) {
+      SCOPED_TRACE("op " + std::to_string(op) + ", blocks of " + std::to_string(qblock));
+      const Buffer bx = upload(x), ba = upload(a), bw = upload(w), bu = upload(up), bo = upload(x);
+      std::vector<float> poison(n + 64, std::nanf(""));
+      const Buffer bq = upload(poison);
+      Status st;
+      if (op == 0) st = ops_->rms_norm(view(bx), view(bw), rows, dim, 1e-6f, view(bo), view(bq), qblock);
+      if (op == 1) st = ops_->add_rms_norm(view(bx), view(ba), view(bw), rows, dim, 1e-6f, view(bo), view(bq), qblock);
+      if (op == 2) st = ops_->swiglu(view(bo), view(bu), n, view(bq), qblock);
+      if (op == 3) st = ops_->geglu(view(bo), view(bu), n, view(bq), qblock);
+      ASSERT_TRUE(st.ok()) << st.message();
+      const auto out = download<float>(bo, n);
+      const auto got = download<float>(bq, n + 64);
+      const auto want = cpu_quantized(mode, out, rows, dim);
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t g, e;
+        std::memcpy(&g, &got[i], 4);
+        std::memcpy(&e, &want[i], 4);
+        ASSERT_EQ(g, e) << "element " << i << ": " << got[i] << " vs " << want[i];
+      }
+      for (size_t i = n; i < n + 64; ++i) ASSERT_TRUE(std::isnan(got[i])) << "written past the output at " << i;
+      // And the first output is the one without the second.
+      const Buffer bx2 = upload(x), bo2 = upload(x);
+      if (op == 0) st = ops_->rms_norm(view(bx2), view(bw), rows, dim, 1e-6f, view(bo2));
+      if (op == 1) st = ops_->add_rms_norm(view(bx2), view(ba), view(bw), rows, dim, 1e-6f, view(bo2));
+      if (op == 2) st = ops_->swiglu(view(bo2), view(bu), n);
+      if (op == 3) st = ops_->geglu(view(bo2), view(bu), n);
+      ASSERT_TRUE(st.ok());
+      EXPECT_EQ(download<float>(bo2, n), out);
+    }
+  }
+  const Buffer b = upload(x);
+  EXPECT_EQ(ops_->swiglu(view(b), view(b), 100, view(b), 32).code(), Code::invalid_argument);  // 100 % 32 != 0
+  EXPECT_EQ(ops_->rms_norm(view(b), ClView{}, 1, 96, 1e-6f, view(b), view(b), 64).code(), Code::invalid_argument);
 }
 
 TEST_F(ClOpsTest, RopeMatchesTheCpu) {

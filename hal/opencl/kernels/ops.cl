@@ -74,23 +74,38 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
   }
 }
 
+// With a quantized second output (qblock 32 or 256: the matmul after the norm takes it, see
+// ClMatmul::matmul_multi's x_quantized): the row's blocks quantized from `out` into q, once a
+// barrier has made the row, written by every item, visible to all.
+// (The barrier is the caller's, outside any branch: with it inside one, uniform as it is, PoCL 3.1's
+// kernel crashed.)
+inline void quant_row(__global const float* out, __global float* q, int dim, int qblock) {
+  for (int b = get_local_id(0); b < dim / qblock; b += ROW_WG) q8_block(qblock, out, q, b);
+}
+
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
     __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
-    __global float* ob, ulong oo) {
+    __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
   __local norm_acc part[ROW_WG];
   const size_t row = get_group_id(0);
+  __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_row((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
-           VIEW(float, ob, oo) + row * dim, part);
+           out, part);
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (qblock) quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock);
 }
 
 // y += a, then out = rms_norm(y) * weight, one work-group per row.
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
     __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
-    int has_weight, int dim, float eps, __global float* ob, ulong oo) {
+    int has_weight, int dim, float eps, __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
   __local norm_acc part[ROW_WG];
   const size_t row = get_group_id(0);
+  __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
-           dim, eps, VIEW(float, ob, oo) + row * dim, part);
+           dim, eps, out, part);
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (qblock) quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock);
 }
 
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
@@ -157,34 +172,38 @@ __kernel void rope_qk(__global float* qb, ulong qo, __global float* kb, ulong ko
 }
 
 // gate = silu(gate) * up, silu(x) = x / (1 + exp(-x)) with ggml's expf.
-__kernel void swiglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n) {
-  const size_t i = get_global_id(0);
-  if (i >= n) return;
-  __global float* g = VIEW(float, gb, go);
-  const float x = g[i];
-  g[i] = x / (1.0f + exp_ggml(0.0f - x)) * CVIEW(float, ub, uo)[i];
-}
+inline float swiglu_one(float x, float u) { return x / (1.0f + exp_ggml(0.0f - x)) * u; }
 
 // gate = gelu(gate) * up through ggml's f16 GELU table (built on the host as the CPU builds it):
 // 0 for x <= -10, x for x >= 10, else table[f16(x)].
-__kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n,
-                    __global const half* table) {
+inline float geglu_one(float x, float u, __global const half* table) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x * u;
+  ushort h;
+  vstore_half_rte(x, 0, (__private half*)&h);
+  return vload_half(h, table) * u;
+}
+
+// gate = act(gate) * up (geglu: GELU, else SiLU), one item per element; with a quantized second
+// output (qblock 32 or 256, for the matmul after it) one item per block, which it then
+// quantizes into q.
+inline void gated(int geglu, __global float* g, __global const float* up, ulong n, __global float* q, int qblock,
+                  __global const half* table) {
   const size_t i = get_global_id(0);
-  if (i >= n) return;
-  __global float* g = VIEW(float, gb, go);
-  const float x = g[i];
-  const float u = CVIEW(float, ub, uo)[i];
-  float y;
-  if (x <= -10.0f) {
-    y = 0.0f;
-  } else if (x >= 10.0f) {
-    y = x * u;
-  } else {
-    ushort h;
-    vstore_half_rte(x, 0, (__private half*)&h);
-    y = vload_half(h, table) * u;
-  }
-  g[i] = y;
+  const size_t per = qblock ? (size_t)qblock : 1;
+  if (i >= n / per) return;
+  for (size_t j = i * per; j < (i + 1) * per; ++j) g[j] = geglu ? geglu_one(g[j], up[j], table) : swiglu_one(g[j], up[j]);
+  if (qblock) q8_block(qblock, g, q, i);
+}
+
+__kernel void swiglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb,
+                     ulong qo, int qblock) {
+  gated(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, 0);
+}
+
+__kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb,
+                    ulong qo, int qblock, __global const half* table) {
+  gated(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, table);
 }
 
 // y += x
