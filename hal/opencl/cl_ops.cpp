@@ -53,7 +53,7 @@ struct ClOps::Impl {
   explicit Impl(ClDeviceContext& c) : ctx(c) {}
   ClDeviceContext& ctx;
   ClProgram program;
-  ClKernel rms_norm, add_rms_norm, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
+  ClKernel rms_norm, add_rms_norm, rms_norm_q, add_rms_norm_q, swiglu_q, geglu_q, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
   ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
@@ -69,7 +69,7 @@ ClOps::~ClOps() = default;
 
 Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   auto impl = std::make_unique<Impl>(ctx);
-  auto program = build_kernels(ctx, {"act_quant", "ops", "attention"}, exact_float_options(ctx.info()));
+  auto program = build_kernels(ctx, {"ops", "attention"}, exact_float_options(ctx.info()));
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
   const struct {
@@ -79,8 +79,12 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
                  {&impl->rope, "rope"},
                  {&impl->rope_qk, "rope_qk"},
                  {&impl->add_rms_norm, "add_rms_norm"},
+                 {&impl->rms_norm_q, "rms_norm_q"},
+                 {&impl->add_rms_norm_q, "add_rms_norm_q"},
                  {&impl->swiglu, "swiglu"},
                  {&impl->geglu, "geglu"},
+                 {&impl->swiglu_q, "swiglu_q"},
+                 {&impl->geglu_q, "geglu_q"},
                  {&impl->add, "add"},
                  {&impl->add_bias, "add_bias"},
                  {&impl->scale, "scale"},
@@ -120,8 +124,9 @@ Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, 
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim)));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
-  return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, int32_t{weight.mem != nullptr}, dim, eps, out, q,
-                int32_t{qblock});
+  const int32_t has_w = weight.mem != nullptr;
+  if (qblock == 0) return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, has_w, dim, eps, out);
+  return launch(impl_->queue(), impl_->rms_norm_q.get(), r, x, weight, has_w, dim, eps, out, q, int32_t{qblock});
 }
 
 Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q,
@@ -129,8 +134,9 @@ Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int di
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim)));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
-  return launch(impl_->queue(), impl_->add_rms_norm.get(), r, y, a, weight, int32_t{weight.mem != nullptr}, dim, eps,
-                out, q, int32_t{qblock});
+  const int32_t has_w = weight.mem != nullptr;
+  if (qblock == 0) return launch(impl_->queue(), impl_->add_rms_norm.get(), r, y, a, weight, has_w, dim, eps, out);
+  return launch(impl_->queue(), impl_->add_rms_norm_q.get(), r, y, a, weight, has_w, dim, eps, out, q, int32_t{qblock});
 }
 
 Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style) {
@@ -179,16 +185,16 @@ Status ClOps::launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, i
 Status ClOps::swiglu(ClView gate, ClView up, size_t n, ClView q, int qblock) {
   if (n == 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, n));
-  const size_t items = qblock ? n / static_cast<size_t>(qblock) : n;
-  return launch(impl_->queue(), impl_->swiglu.get(), range1(items, kWg), gate, up, uint64_t{n}, q, int32_t{qblock});
+  if (qblock == 0) return launch(impl_->queue(), impl_->swiglu.get(), range1(n, kWg), gate, up, uint64_t{n});
+  return launch(impl_->queue(), impl_->swiglu_q.get(), range1(n, kWg), gate, up, uint64_t{n}, q, int32_t{qblock});
 }
 
 Status ClOps::geglu(ClView gate, ClView up, size_t n, ClView q, int qblock) {
   if (n == 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, n));
-  const size_t items = qblock ? n / static_cast<size_t>(qblock) : n;
-  return launch(impl_->queue(), impl_->geglu.get(), range1(items, kWg), gate, up, uint64_t{n}, q, int32_t{qblock},
-                ClPool::mem(impl_->gelu));
+  const cl_mem table = ClPool::mem(impl_->gelu);
+  if (qblock == 0) return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n}, table);
+  return launch(impl_->queue(), impl_->geglu_q.get(), range1(n, kWg), gate, up, uint64_t{n}, q, int32_t{qblock}, table);
 }
 
 Status ClOps::add(ClView y, ClView x, size_t n) {

@@ -27,6 +27,9 @@ namespace llmsvc {
 namespace {
 
 constexpr int kPrompt = 48, kDecode = 8, kBatch = 16;
+// A greedy step whose two best logits are closer than this is a tie for the comparison (logit
+// units; SmolLM2's logits move by up to ~2.4 at single positions between the CPU and the device).
+constexpr float kTieMargin = 0.5f;
 
 std::vector<int32_t> prompt_tokens(const Model& model, int n) {
   std::ifstream in(test::data_dir() + "/golden/ppl_text.txt", std::ios::binary);
@@ -39,6 +42,7 @@ std::vector<int32_t> prompt_tokens(const Model& model, int n) {
 struct Outcome {
   std::vector<float> prompt_logits;  // every prompt row
   std::vector<int32_t> tokens;       // greedy continuation
+  std::vector<float> margins;        // per greedy step: the chosen logit over the runner-up
   std::vector<float> mass;           // attention mass of the prompt's positions, after the run
 };
 
@@ -54,7 +58,11 @@ Outcome run(Forward& fwd, const Model& model, hal::MemoryPool* kv_memory) {
   std::vector<float> logits(o.prompt_logits.end() - c.n_vocab, o.prompt_logits.end());
   for (int i = 0; i < kDecode && s.ok(); ++i) {
     const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    float second = -INFINITY;
+    for (size_t v = 0; v < logits.size(); ++v)
+      if (static_cast<int32_t>(v) != next) second = std::max(second, logits[v]);
     o.tokens.push_back(next);
+    o.margins.push_back(logits[static_cast<size_t>(next)] - second);
     const int32_t one[] = {next};
     s = fwd.eval(seq, one, kPrompt + i, false, logits);
     EXPECT_TRUE(s.ok()) << s.message();
@@ -99,9 +107,19 @@ TEST_P(ClForward, LogitsAndTokensFollowTheCpu) {
   // rounding); the real model's argmax must hold.
   const bool real = GetParam().starts_with("SmolLM2");
   EXPECT_GE(f.top1_agree, real ? f.rows - 1 : f.rows * 4 / 5);
-  // Greedy decoding: the same tokens while the two agree on the argmax by a margin.
+  // Greedy decoding: the same tokens, up to a step where the CPU's two best logits nearly tie:
+  // such a step may go either way under any change of rounding (the CPU's own micro-batch size
+  // flips some), and past it the continuations differ by right.
   if (real) {
-    EXPECT_EQ(got.tokens, want.tokens);
+    std::printf("greedy: the CPU's margins");
+    for (float m : want.margins) std::printf(" %.3f", m);
+    std::printf("\n");
+    for (size_t i = 0; i < want.tokens.size() && i < got.tokens.size(); ++i) {
+      if (got.tokens[i] == want.tokens[i]) continue;
+      EXPECT_LT(want.margins[i], kTieMargin) << "greedy step " << i << " differs where the CPU's choice leads by "
+                                             << want.margins[i];
+      break;
+    }
   }
   // Attention mass came back from the device for every prompt position: in all the same (each
   // query row's weights sum to one per head and layer), spread over the keys as the CPU spreads
@@ -137,7 +155,8 @@ TEST_P(ClForward, LogitsAndTokensFollowTheCpu) {
 // first four windows, the device by -0.96 / +1.50 / +0.30 / -0.49 % (its logits as far from the
 // CPU's, by KL, as the CPU's two batch sizes are from each other); over the four, +0.14 % and
 // +0.08 %. So the bound of issue 21 (0.5 %) holds for the mean over LLMSVC_CL_PPL_WINDOWS=4
-// windows; CI runs one window per model and holds it to the CPU's own spread.
+// windows; CI runs one window per model and holds it to the CPU's own spread. (On an H100, with
+// the tensor cores' f16 rounding on top: +0.16 % for SmolLM2 and +0.05 % for Gemma-3 over four.)
 class ClPerplexity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ClPerplexity, FollowsTheCpuOverWindowsOf1024Positions) {
@@ -190,8 +209,10 @@ TEST_P(ClPerplexity, FollowsTheCpuOverWindowsOf1024Positions) {
     std::printf("%s window %d (%d positions): perplexity cpu %.4f opencl %.4f (%+.3f %%); max |dlogit| %.4f, KL mean "
                 "%.3g max %.3g, top-1 %d/%d\n", GetParam().c_str(), w, kPositions, std::exp(n_cpu), std::exp(n_gpu),
                 100 * (std::exp(n_gpu - n_cpu) - 1), f.max_abs, f.mean_kl, f.max_kl, f.top1_agree, f.rows);
+    // The CPU's two micro-batch sizes (256 and 1) agree on the argmax at 957-994 of Gemma-3's
+    // 1,024 positions per window and differ by KL 0.005-0.030; the device is held to that.
     EXPECT_LT(f.mean_kl, 0.04);
-    EXPECT_GE(f.top1_agree, f.rows * 95 / 100);
+    EXPECT_GE(f.top1_agree, f.rows * 92 / 100);
   }
   const double change = std::exp(d_nll / windows) - 1;
   std::printf("%s over %d window(s): perplexity %+.3f %% against the CPU's\n", GetParam().c_str(), windows, 100 * change);

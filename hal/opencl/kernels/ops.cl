@@ -43,21 +43,38 @@ typedef double norm_acc;
 typedef float norm_acc;
 #endif
 
+// Elements an item of norm_row loads before it uses any: a decode step's row is one
+// work-group's, so the loads of one item's strided elements would otherwise wait on each other
+// (a store between them may alias the next load) and the norm took ~15 us on an H100.
+#define NORM_BATCH 4
+
 // out = x / sqrt(mean(x^2) + eps) * weight over one row, by a work-group: the sum of squares in
 // per-item strided sums, then a tree in local memory. With `add`, x += add first (written
-// back): the residual add and the next norm in one launch, the bits of the two ops.
+// back): the residual add and the next norm in one launch, the bits of the two ops. Item lid
+// takes elements lid + k ROW_WG, in that order (the sums' order), NORM_BATCH at a time.
 inline void norm_row(__global float* x, __global const float* add, __global const float* w, int dim, float eps,
                      __global float* out, __local norm_acc* part) {
   const int lid = get_local_id(0);
   norm_acc s = 0;
-  for (int i = lid; i < dim; i += ROW_WG) {
-    float v = x[i];
-    if (add) {
-      v += add[i];
-      x[i] = v;
+  for (int i0 = lid; i0 < dim; i0 += NORM_BATCH * ROW_WG) {
+    float v[NORM_BATCH], a[NORM_BATCH];
+#pragma unroll
+    for (int k = 0; k < NORM_BATCH; ++k) {
+      const int i = i0 + k * ROW_WG;
+      v[k] = i < dim ? x[i] : 0.0f;
+      a[k] = add && i < dim ? add[i] : 0.0f;
     }
-    const float sq = v * v;  // rounded to f32, as ggml does, then summed wider
-    s += (norm_acc)sq;
+#pragma unroll
+    for (int k = 0; k < NORM_BATCH; ++k) {
+      const int i = i0 + k * ROW_WG;
+      if (i >= dim) break;
+      if (add) {
+        v[k] += a[k];
+        x[i] = v[k];
+      }
+      const float sq = v[k] * v[k];  // rounded to f32, as ggml does, then summed wider
+      s += (norm_acc)sq;
+    }
   }
   part[lid] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -67,45 +84,122 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
   }
   const float mean = (float)(part[0] / (norm_acc)dim);
   const float scale = 1.0f / sqrt(mean + eps);
-  if (w) {
-    for (int i = lid; i < dim; i += ROW_WG) out[i] = x[i] * scale * w[i];
-  } else {
-    for (int i = lid; i < dim; i += ROW_WG) out[i] = x[i] * scale;
+  for (int i0 = lid; i0 < dim; i0 += NORM_BATCH * ROW_WG) {
+    float v[NORM_BATCH], ws[NORM_BATCH];
+#pragma unroll
+    for (int k = 0; k < NORM_BATCH; ++k) {
+      const int i = i0 + k * ROW_WG;
+      v[k] = i < dim ? x[i] : 0.0f;
+      ws[k] = w && i < dim ? w[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < NORM_BATCH; ++k) {
+      const int i = i0 + k * ROW_WG;
+      if (i >= dim) break;
+      out[i] = w ? v[k] * scale * ws[k] : v[k] * scale;
+    }
   }
-}
-
-// With a quantized second output (qblock 32 or 256: the matmul after the norm takes it, see
-// ClMatmul::matmul_multi's x_quantized): the row's blocks quantized from `out` into q, once a
-// barrier has made the row, written by every item, visible to all.
-// (The barrier is the caller's, outside any branch: with it inside one, uniform as it is, PoCL 3.1's
-// kernel crashed.)
-inline void quant_row(__global const float* out, __global float* q, int dim, int qblock) {
-  for (int b = get_local_id(0); b < dim / qblock; b += ROW_WG) q8_block(qblock, out, q, b);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
     __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
-    __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
+    __global float* ob, ulong oo) {
   __local norm_acc part[ROW_WG];
   const size_t row = get_group_id(0);
-  __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_row((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
-           out, part);
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  if (qblock) quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock);
+           VIEW(float, ob, oo) + row * dim, part);
 }
 
 // y += a, then out = rms_norm(y) * weight, one work-group per row.
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
     __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
+    int has_weight, int dim, float eps, __global float* ob, ulong oo) {
+  __local norm_acc part[ROW_WG];
+  const size_t row = get_group_id(0);
+  norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
+           dim, eps, VIEW(float, ob, oo) + row * dim, part);
+}
+
+// A chunk of ROW_WG consecutive elements, element lid in item lid (v; inactive items past the
+// end hold nothing), quantized in blocks of qblock (32 or 256: chunks start at multiples of 256,
+// so no block straddles two) as act_quant.cl's q8_block32 / q8_block256 quantize them, bit for
+// bit: returns item lid's q * d. The whole work-group calls it (barriers); loc holds ROW_WG
+// floats, stat 16.
+inline float wg_quant(float v, bool active, int qblock, __local float* loc, __local float* stat) {
+  const int lid = get_local_id(0);
+  loc[lid] = active ? v : 0.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (qblock == 32) {
+    if (lid < ROW_WG / 32) {
+      float amax = 0.0f;
+      for (int j = 0; j < 32; ++j) amax = fmax(amax, fabs(loc[lid * 32 + j]));
+      stat[2 * lid] = amax != 0.0f ? 127.0f / amax : 0.0f;
+      stat[2 * lid + 1] = round_f16(amax / 127.0f);
+    }
+  } else if (lid == 0) {
+    float mx = -INFINITY, mn = INFINITY;
+    for (int j = 0; j < 256; ++j) mx = fmax(mx, loc[j]), mn = fmin(mn, loc[j]);
+    const float amax = fmax(mx, -mn);
+    float vmax = mx > -mn ? mx : mn;
+    if (mx == -mn) {  // both signs reach amax: the first one decides
+      for (int j = 0; j < 256; ++j) {
+        if (fabs(loc[j]) == amax) {
+          vmax = loc[j];
+          break;
+        }
+      }
+    }
+    const float iscale = amax == 0.0f ? 0.0f : -127.0f / vmax;
+    stat[0] = iscale;
+    stat[1] = amax == 0.0f ? 0.0f : 1.0f / iscale;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float r;
+  if (qblock == 32) {
+    const int b = lid / 32;
+    r = (float)convert_int_rte(v * stat[2 * b]) * stat[2 * b + 1];
+  } else {
+    r = (float)min(convert_int_rte(v * stat[0]), 127) * stat[1];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // loc and stat are the next chunk's
+  return r;
+}
+
+// The norms with a quantized second output q (qblock 32 or 256): the matmul after the norm
+// reads it instead of quantizing the norm's output itself (ClMatmul::matmul_multi's
+// x_quantized). Each item requantizes the elements it normed (norm_row's i = lid + k ROW_WG).
+inline void quant_row(__global const float* out, __global float* q, int dim, int qblock, __local float* loc,
+                      __local float* stat) {
+  for (int k = 0; k < (dim + ROW_WG - 1) / ROW_WG; ++k) {
+    const int i = k * ROW_WG + (int)get_local_id(0);
+    const bool active = i < dim;
+    const float r = wg_quant(active ? out[i] : 0.0f, active, qblock, loc, stat);
+    if (active) q[i] = r;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm_q(
+    __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
+    __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
+  __local norm_acc part[ROW_WG];
+  __local float loc[ROW_WG], stat[16];
+  const size_t row = get_group_id(0);
+  __global float* out = VIEW(float, ob, oo) + row * dim;
+  norm_row((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
+           out, part);
+  quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
+}
+
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm_q(
+    __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
     int has_weight, int dim, float eps, __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
   __local norm_acc part[ROW_WG];
+  __local float loc[ROW_WG], stat[16];
   const size_t row = get_group_id(0);
   __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
            dim, eps, out, part);
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  if (qblock) quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock);
+  quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
 }
 
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
@@ -184,26 +278,44 @@ inline float geglu_one(float x, float u, __global const half* table) {
   return vload_half(h, table) * u;
 }
 
-// gate = act(gate) * up (geglu: GELU, else SiLU), one item per element; with a quantized second
-// output (qblock 32 or 256, for the matmul after it) one item per block, which it then
-// quantizes into q.
-inline void gated(int geglu, __global float* g, __global const float* up, ulong n, __global float* q, int qblock,
-                  __global const half* table) {
+// gate = act(gate) * up (geglu: GELU, else SiLU), one item per element.
+__kernel void swiglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n) {
   const size_t i = get_global_id(0);
-  const size_t per = qblock ? (size_t)qblock : 1;
-  if (i >= n / per) return;
-  for (size_t j = i * per; j < (i + 1) * per; ++j) g[j] = geglu ? geglu_one(g[j], up[j], table) : swiglu_one(g[j], up[j]);
-  if (qblock) q8_block(qblock, g, q, i);
+  if (i < n) VIEW(float, gb, go)[i] = swiglu_one(VIEW(float, gb, go)[i], CVIEW(float, ub, uo)[i]);
 }
 
-__kernel void swiglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb,
-                     ulong qo, int qblock) {
-  gated(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, 0);
+__kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n,
+                    __global const half* table) {
+  const size_t i = get_global_id(0);
+  if (i < n) VIEW(float, gb, go)[i] = geglu_one(VIEW(float, gb, go)[i], CVIEW(float, ub, uo)[i], table);
 }
 
-__kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb,
-                    ulong qo, int qblock, __global const half* table) {
-  gated(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, table);
+// The same with a quantized second output q (qblock 32 or 256, n a multiple), for the matmul
+// after them: work-groups of ROW_WG items quantize their chunk together (wg_quant).
+inline void gated_q(int geglu, __global float* g, __global const float* up, ulong n, __global float* q, int qblock,
+                    __global const half* table, __local float* loc, __local float* stat) {
+  const size_t i = get_global_id(0);
+  const bool active = i < n;
+  float v = 0.0f;
+  if (active) {
+    v = geglu ? geglu_one(g[i], up[i], table) : swiglu_one(g[i], up[i]);
+    g[i] = v;
+  }
+  const float r = wg_quant(v, active, qblock, loc, stat);
+  if (active) q[i] = r;
+}
+
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void swiglu_q(
+    __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock) {
+  __local float loc[ROW_WG], stat[16];
+  gated_q(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, 0, loc, stat);
+}
+
+__kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void geglu_q(
+    __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock,
+    __global const half* table) {
+  __local float loc[ROW_WG], stat[16];
+  gated_q(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, table, loc, stat);
 }
 
 // y += x
