@@ -512,12 +512,10 @@ Status ClMatmul::quantize_input(const ClWeight& w, ClView x, int n_tokens, ClVie
                                          n * sizeof(float), 0, nullptr, nullptr);
     return e == CL_SUCCESS ? Status::Ok() : cl_status(e, "copying a matmul's input");
   }
-  const int block = act_quant_block(mode);
-  const size_t blocks = n / static_cast<size_t>(block);
-  if (blocks > UINT32_MAX) return Status(Code::invalid_argument, "opencl quantize_input: too many blocks");
-  constexpr size_t kWg = 64;
-  const ClRange r{1, {round_up(blocks, kWg), 1, 1}, {kWg, 1, 1}};
-  return launch(impl_->ctx->queue().handle(), impl_->act_q8.get(), r, x, out, static_cast<uint32_t>(blocks), block);
+  constexpr size_t kWg = 256;  // kernels/act_quant.cl's AQ_WG
+  const ClRange r{1, {round_up(n, kWg), 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->ctx->queue().handle(), impl_->act_q8.get(), r, x, out, uint64_t{n},
+                int32_t{act_quant_block(mode)});
 }
 
 Result<ClView> ClMatmul::input_scratch(int n_tokens, int64_t cols) {

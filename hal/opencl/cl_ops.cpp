@@ -69,7 +69,7 @@ ClOps::~ClOps() = default;
 
 Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   auto impl = std::make_unique<Impl>(ctx);
-  auto program = build_kernels(ctx, {"ops", "attention"}, exact_float_options(ctx.info()));
+  auto program = build_kernels(ctx, {"act_quant", "ops", "attention"}, exact_float_options(ctx.info()));
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
   const struct {

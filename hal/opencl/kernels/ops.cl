@@ -14,6 +14,9 @@
 #ifndef ROW_WG
 #define ROW_WG 256
 #endif
+#if ROW_WG != AQ_WG
+#error "the row kernels' work-group quantizes with act_quant.cl's wg_quant: their sizes must agree"
+#endif
 
 // ggml's vector expf (hal/cpu/ggml_expf-inl.h), step for step: n = round(x / ln 2), b the
 // reduced argument, a degree-5 polynomial j(b), then j * 2^n as two exact power-of-two
@@ -48,6 +51,15 @@ typedef float norm_acc;
 // (a store between them may alias the next load) and the norm took ~15 us on an H100.
 #define NORM_BATCH 4
 
+// Item lid's batch of a row's elements i0, i0 + ROW_WG, ... into v (0 past dim or for no p).
+inline void norm_load(__global const float* p, int i0, int dim, float* v) {
+#pragma unroll
+  for (int k = 0; k < NORM_BATCH; ++k) {
+    const int i = i0 + k * ROW_WG;
+    v[k] = p && i < dim ? p[i] : 0.0f;
+  }
+}
+
 // out = x / sqrt(mean(x^2) + eps) * weight over one row, by a work-group: the sum of squares in
 // per-item strided sums, then a tree in local memory. With `add`, x += add first (written
 // back): the residual add and the next norm in one launch, the bits of the two ops. Item lid
@@ -58,12 +70,8 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
   norm_acc s = 0;
   for (int i0 = lid; i0 < dim; i0 += NORM_BATCH * ROW_WG) {
     float v[NORM_BATCH], a[NORM_BATCH];
-#pragma unroll
-    for (int k = 0; k < NORM_BATCH; ++k) {
-      const int i = i0 + k * ROW_WG;
-      v[k] = i < dim ? x[i] : 0.0f;
-      a[k] = add && i < dim ? add[i] : 0.0f;
-    }
+    norm_load(x, i0, dim, v);
+    norm_load(add, i0, dim, a);
 #pragma unroll
     for (int k = 0; k < NORM_BATCH; ++k) {
       const int i = i0 + k * ROW_WG;
@@ -86,12 +94,8 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
   const float scale = 1.0f / sqrt(mean + eps);
   for (int i0 = lid; i0 < dim; i0 += NORM_BATCH * ROW_WG) {
     float v[NORM_BATCH], ws[NORM_BATCH];
-#pragma unroll
-    for (int k = 0; k < NORM_BATCH; ++k) {
-      const int i = i0 + k * ROW_WG;
-      v[k] = i < dim ? x[i] : 0.0f;
-      ws[k] = w && i < dim ? w[i] : 0.0f;
-    }
+    norm_load(x, i0, dim, v);
+    norm_load(w, i0, dim, ws);
 #pragma unroll
     for (int k = 0; k < NORM_BATCH; ++k) {
       const int i = i0 + k * ROW_WG;
@@ -118,51 +122,6 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
   const size_t row = get_group_id(0);
   norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
            dim, eps, VIEW(float, ob, oo) + row * dim, part);
-}
-
-// A chunk of ROW_WG consecutive elements, element lid in item lid (v; inactive items past the
-// end hold nothing), quantized in blocks of qblock (32 or 256: chunks start at multiples of 256,
-// so no block straddles two) as act_quant.cl's q8_block32 / q8_block256 quantize them, bit for
-// bit: returns item lid's q * d. The whole work-group calls it (barriers); loc holds ROW_WG
-// floats, stat 16.
-inline float wg_quant(float v, bool active, int qblock, __local float* loc, __local float* stat) {
-  const int lid = get_local_id(0);
-  loc[lid] = active ? v : 0.0f;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (qblock == 32) {
-    if (lid < ROW_WG / 32) {
-      float amax = 0.0f;
-      for (int j = 0; j < 32; ++j) amax = fmax(amax, fabs(loc[lid * 32 + j]));
-      stat[2 * lid] = amax != 0.0f ? 127.0f / amax : 0.0f;
-      stat[2 * lid + 1] = round_f16(amax / 127.0f);
-    }
-  } else if (lid == 0) {
-    float mx = -INFINITY, mn = INFINITY;
-    for (int j = 0; j < 256; ++j) mx = fmax(mx, loc[j]), mn = fmin(mn, loc[j]);
-    const float amax = fmax(mx, -mn);
-    float vmax = mx > -mn ? mx : mn;
-    if (mx == -mn) {  // both signs reach amax: the first one decides
-      for (int j = 0; j < 256; ++j) {
-        if (fabs(loc[j]) == amax) {
-          vmax = loc[j];
-          break;
-        }
-      }
-    }
-    const float iscale = amax == 0.0f ? 0.0f : -127.0f / vmax;
-    stat[0] = iscale;
-    stat[1] = amax == 0.0f ? 0.0f : 1.0f / iscale;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  float r;
-  if (qblock == 32) {
-    const int b = lid / 32;
-    r = (float)convert_int_rte(v * stat[2 * b]) * stat[2 * b + 1];
-  } else {
-    r = (float)min(convert_int_rte(v * stat[0]), 127) * stat[1];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);  // loc and stat are the next chunk's
-  return r;
 }
 
 // The norms with a quantized second output q (qblock 32 or 256): the matmul after the norm
