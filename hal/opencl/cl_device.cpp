@@ -213,7 +213,7 @@ Status ClDevice::run_producer(ClView q, int qblock) {
 int ClDevice::producer_block(const OpCall& op) const {
   if (n_held_ == 0 || op.kind != OpKind::matmul) return 0;
   const OpCall& p = held_[n_held_ - 1];
-  const bool norm = p.kind == OpKind::rms_norm && p.i[0] == p.cols_in;  // over whole rows
+  const bool norm = p.kind == OpKind::rms_norm && p.i[0] == p.cols_in && p.i[0] <= ClOps::kMaxQuantRow;  // whole rows
   if (!norm && p.kind != OpKind::swiglu && p.kind != OpKind::geglu) return 0;
   if (!same_view(op.in[0], p.out[0]) || op.rows != p.rows || op.cols_in != p.cols_out) return 0;
   const auto mode = ClMatmul::act_quant(op.w[0]->ref().type);

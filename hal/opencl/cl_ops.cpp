@@ -110,10 +110,10 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
 
 namespace {
 
-// A quantized second output's block: 0 (none), or 32 / 256 dividing n with q given.
-Status check_qblock(ClView q, int qblock, size_t n) {
+// A quantized second output's block: 0 (none), or 32 / 256 dividing n (at most max_n) with q given.
+Status check_qblock(ClView q, int qblock, size_t n, size_t max_n = SIZE_MAX) {
   if (qblock == 0) return Status::Ok();
-  if ((qblock != 32 && qblock != 256) || !q.mem || n % static_cast<size_t>(qblock) != 0)
+  if ((qblock != 32 && qblock != 256) || !q.mem || n % static_cast<size_t>(qblock) != 0 || n > max_n)
     return Status(Code::invalid_argument, "opencl: a quantized output needs blocks of 32 or 256 that divide the row");
   return Status::Ok();
 }
@@ -122,7 +122,7 @@ Status check_qblock(ClView q, int qblock, size_t n) {
 
 Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q, int qblock) {
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
-  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim)));
+  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim), kMaxQuantRow));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
   const int32_t has_w = weight.mem != nullptr;
   if (qblock == 0) return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, has_w, dim, eps, out);
@@ -132,7 +132,7 @@ Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, 
 Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q,
                            int qblock) {
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
-  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim)));
+  LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim), kMaxQuantRow));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
   const int32_t has_w = weight.mem != nullptr;
   if (qblock == 0) return launch(impl_->queue(), impl_->add_rms_norm.get(), r, y, a, weight, has_w, dim, eps, out);

@@ -41,6 +41,8 @@ class ClOps {
   // activations take an optional second output q with qblock 32 or 256 (dim or n a multiple):
   // their result quantized as the matmul after them quantizes its input (ClMatmul::ActQuant,
   // the same bits as ClMatmul::quantize_input), so that matmul needs no launch of its own for it.
+  // The norms quantize a row of at most kMaxQuantRow (kernels/act_quant.cl's AQ_ROW_MAX).
+  static constexpr int kMaxQuantRow = 8192;
   Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out,
                   ClView q = {}, int qblock = 0);
   // y += a (n_rows x dim), then out = rms_norm(y) * weight: a residual add and the norm after

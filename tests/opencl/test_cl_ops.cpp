@@ -192,6 +192,8 @@ TEST_F(ClOpsTest, QuantizedOutputsAreTheMatmulsQuantizationOfTheOutput) {
   const Buffer b = upload(random(512));
   EXPECT_EQ(ops_->swiglu(view(b), view(b), 100, view(b), 32).code(), Code::invalid_argument);  // 100 % 32 != 0
   EXPECT_EQ(ops_->rms_norm(view(b), ClView{}, 1, 96, 1e-6f, view(b), view(b), 64).code(), Code::invalid_argument);
+  EXPECT_EQ(ops_->rms_norm(view(b), ClView{}, 1, ClOps::kMaxQuantRow + 32, 1e-6f, view(b), view(b), 32).code(),
+            Code::invalid_argument);
 }
 
 TEST_F(ClOpsTest, RopeMatchesTheCpu) {

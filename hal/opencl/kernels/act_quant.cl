@@ -12,53 +12,74 @@
 // Work-group size of every kernel that quantizes (wg_quant): one chunk of AQ_WG elements each.
 #define AQ_WG 256
 
-// A chunk of AQ_WG consecutive elements, element lid in item lid (v; inactive items past the
-// end hold nothing), quantized in blocks of qblock, which chunks never straddle (they start at
-// multiples of 256): returns item lid's q * d. The whole work-group calls it (barriers); loc
-// holds AQ_WG floats, stat 16.
+// The blocks, as the CPU quantizes them:
 //   qblock 32 (ggml's Q8_0 / Q8_1, for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): d = amax / 127 kept as
 //     f16, q = round-to-even(x * (127 / amax)).
 //   qblock 256 (ggml's Q8_K, for Q4_K, Q5_K, Q6_K): the element of largest magnitude (the first
 //     one on a tie of signs) maps to -127, q = min(127, round-to-even(x * iscale)), d =
 //     1 / iscale as an f32; an all-zero block stays zero.
+// block_scale reads one block from local memory and writes its (multiplier, d) pair into st;
+// quant_one applies a pair to an element.
+inline void block_scale(__local const float* v, int qblock, __local float* st) {
+  if (qblock == 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = fmax(amax, fabs(v[j]));
+    st[0] = amax != 0.0f ? 127.0f / amax : 0.0f;
+    st[1] = round_f16(amax / 127.0f);
+    return;
+  }
+  float mx = -INFINITY, mn = INFINITY;
+  for (int j = 0; j < 256; ++j) mx = fmax(mx, v[j]), mn = fmin(mn, v[j]);
+  const float amax = fmax(mx, -mn);
+  float vmax = mx > -mn ? mx : mn;
+  if (mx == -mn) {  // both signs reach amax: the first one decides
+    for (int j = 0; j < 256; ++j) {
+      if (fabs(v[j]) == amax) {
+        vmax = v[j];
+        break;
+      }
+    }
+  }
+  const float iscale = amax == 0.0f ? 0.0f : -127.0f / vmax;
+  st[0] = iscale;
+  st[1] = amax == 0.0f ? 0.0f : 1.0f / iscale;
+}
+
+inline float quant_one(float v, int qblock, __local const float* st) {
+  if (qblock == 32) return (float)convert_int_rte(v * st[0]) * st[1];
+  return (float)min(convert_int_rte(v * st[0]), 127) * st[1];
+}
+
+// A chunk of AQ_WG consecutive elements, element lid in item lid (v; inactive items past the
+// end hold nothing), quantized in blocks of qblock, which chunks never straddle (they start at
+// multiples of 256): returns item lid's q * d. The whole work-group calls it (barriers); loc
+// holds AQ_WG floats, stat 16.
 inline float wg_quant(float v, bool active, int qblock, __local float* loc, __local float* stat) {
   const int lid = get_local_id(0);
   loc[lid] = active ? v : 0.0f;
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (qblock == 32) {
-    if (lid < AQ_WG / 32) {
-      float amax = 0.0f;
-      for (int j = 0; j < 32; ++j) amax = fmax(amax, fabs(loc[lid * 32 + j]));
-      stat[2 * lid] = amax != 0.0f ? 127.0f / amax : 0.0f;
-      stat[2 * lid + 1] = round_f16(amax / 127.0f);
-    }
-  } else if (lid == 0) {
-    float mx = -INFINITY, mn = INFINITY;
-    for (int j = 0; j < 256; ++j) mx = fmax(mx, loc[j]), mn = fmin(mn, loc[j]);
-    const float amax = fmax(mx, -mn);
-    float vmax = mx > -mn ? mx : mn;
-    if (mx == -mn) {  // both signs reach amax: the first one decides
-      for (int j = 0; j < 256; ++j) {
-        if (fabs(loc[j]) == amax) {
-          vmax = loc[j];
-          break;
-        }
-      }
-    }
-    const float iscale = amax == 0.0f ? 0.0f : -127.0f / vmax;
-    stat[0] = iscale;
-    stat[1] = amax == 0.0f ? 0.0f : 1.0f / iscale;
-  }
+  if (lid < AQ_WG / qblock) block_scale(loc + lid * qblock, qblock, stat + 2 * lid);
   barrier(CLK_LOCAL_MEM_FENCE);
-  float r;
-  if (qblock == 32) {
-    const int b = lid / 32;
-    r = (float)convert_int_rte(v * stat[2 * b]) * stat[2 * b + 1];
-  } else {
-    r = (float)min(convert_int_rte(v * stat[0]), 127) * stat[1];
-  }
+  const float r = quant_one(v, qblock, stat + 2 * (lid / qblock));
   barrier(CLK_LOCAL_MEM_FENCE);  // loc and stat are the next chunk's
   return r;
+}
+
+// The longest row wg_quant_row takes (its local memory: the row, and 2 floats per block of 32).
+#define AQ_ROW_MAX 8192
+
+// A row of dim elements (dim <= AQ_ROW_MAX, a multiple of qblock) quantized from x into y by
+// the whole work-group, every block at once: a norm's row is one work-group's, and a chunk at
+// a time would take dim / AQ_WG rounds of barriers. loc holds AQ_ROW_MAX floats, stat
+// AQ_ROW_MAX / 16.
+inline void wg_quant_row(__global const float* x, __global float* y, int dim, int qblock, __local float* loc,
+                         __local float* stat) {
+  const int lid = get_local_id(0);
+  for (int i = lid; i < dim; i += AQ_WG) loc[i] = x[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int b = lid; b < dim / qblock; b += AQ_WG) block_scale(loc + b * qblock, qblock, stat + 2 * b);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int i = lid; i < dim; i += AQ_WG) y[i] = quant_one(loc[i], qblock, stat + 2 * (i / qblock));
 }
 
 // x quantized into y (n elements, a multiple of block), a chunk of AQ_WG per work-group.

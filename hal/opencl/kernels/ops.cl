@@ -124,41 +124,33 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
            dim, eps, VIEW(float, ob, oo) + row * dim, part);
 }
 
-// The norms with a quantized second output q (qblock 32 or 256): the matmul after the norm
-// reads it instead of quantizing the norm's output itself (ClMatmul::matmul_multi's
-// x_quantized). Each item requantizes the elements it normed (norm_row's i = lid + k ROW_WG).
-inline void quant_row(__global const float* out, __global float* q, int dim, int qblock, __local float* loc,
-                      __local float* stat) {
-  for (int k = 0; k < (dim + ROW_WG - 1) / ROW_WG; ++k) {
-    const int i = k * ROW_WG + (int)get_local_id(0);
-    const bool active = i < dim;
-    const float r = wg_quant(active ? out[i] : 0.0f, active, qblock, loc, stat);
-    if (active) q[i] = r;
-  }
-}
-
+// The norms with a quantized second output q (qblock 32 or 256, dim <= AQ_ROW_MAX): the matmul
+// after the norm reads it instead of quantizing the norm's output itself (ClMatmul::
+// matmul_multi's x_quantized). The barrier makes the row every item wrote visible to all.
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm_q(
     __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
     __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
   __local norm_acc part[ROW_WG];
-  __local float loc[ROW_WG], stat[16];
+  __local float loc[AQ_ROW_MAX], stat[AQ_ROW_MAX / 16];
   const size_t row = get_group_id(0);
   __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_row((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
            out, part);
-  quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  wg_quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm_q(
     __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
     int has_weight, int dim, float eps, __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
   __local norm_acc part[ROW_WG];
-  __local float loc[ROW_WG], stat[16];
+  __local float loc[AQ_ROW_MAX], stat[AQ_ROW_MAX / 16];
   const size_t row = get_group_id(0);
   __global float* out = VIEW(float, ob, oo) + row * dim;
   norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
            dim, eps, out, part);
-  quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  wg_quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
 }
 
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
