@@ -252,9 +252,13 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   // path's three launches win (H100, 7B: 181 tok/s at context 128 with it, 98 at 1024).
   if (n_tokens == 1 && !mass.mem && n_valid <= kDecodeKeys && static_cast<size_t>(G) <= kDecodeGroup &&
       static_cast<size_t>(G) * D <= kDecodeQuery && static_cast<size_t>(G) * n_valid <= kDecodeScores) {
-    const ClRange r{1, {static_cast<size_t>(p.n_head_kv) * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
+    // Fewer kv heads than compute units: a work-group per query head instead (each re-reads its
+    // kv head's keys, a few KB at these lengths); Gemma-3-270M's one kv head took 70 us an
+    // H100 layer in one work-group.
+    const int split = p.n_head_kv < m.ctx.info().compute_units ? G : 1;
+    const ClRange r{1, {static_cast<size_t>(p.n_head_kv) * split * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
     return launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head, p.n_head_kv,
-                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out);
+                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split});
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
   const int s_stride = n_blocks * kKeyBlock;

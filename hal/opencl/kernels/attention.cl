@@ -349,20 +349,24 @@ inline float group_reduce(__local float* red, int lid, float v, int op) {
   return r;
 }
 
+// With few kv heads (Gemma-3-270M has one) a work-group per kv head leaves the GPU idle: `split`
+// work-groups then share a kv head's G query heads (G / split each), every one reading the
+// kv head's keys and values; each head's sums are the same either way.
 __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
     __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int layer, int n_valid,
-    int window, float scale, __global float* ob, ulong oo) {
+    int window, float scale, __global float* ob, ulong oo, int split) {
   __local float qs[DQ];
   __local float S[DK];
   __local float red[DW];
   __local float4 lanes[DW];
-  const int lid = get_local_id(0), hk = get_group_id(0);
-  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
+  const int lid = get_local_id(0), hk = get_group_id(0) / split;
+  const int G = n_head / n_head_kv / split, kv_dim = n_head_kv * head_dim;
+  const int first_head = hk * split * G + (get_group_id(0) % split) * G;  // of this work-group's G
   const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
   const int lo = vis.x, nk = max(0, vis.y - vis.x);
   __global const ulong* table = CVIEW(ulong, tb, to);
-  __global const float* q = CVIEW(float, qb, qo) + (size_t)hk * G * head_dim;
+  __global const float* q = CVIEW(float, qb, qo) + (size_t)first_head * head_dim;
   for (int e = lid; e < G * head_dim; e += DW) qs[e] = round_f16(q[e]);
   barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -410,7 +414,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
       for (int g = 0; g < G; ++g) acc[g] = fma((float4)S[g * nk + i], v, acc[g]);
     }
   }
-  __global float* out = VIEW(float, ob, oo) + (size_t)hk * G * head_dim;
+  __global float* out = VIEW(float, ob, oo) + (size_t)first_head * head_dim;
   for (int g = 0; g < G; ++g) {
     if (active) lanes[lid] = acc[g];
     barrier(CLK_LOCAL_MEM_FENCE);
