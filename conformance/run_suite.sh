@@ -9,6 +9,8 @@
 #
 # The daemon is stopped with SIGTERM at the end and must exit 0. LLMSVC_CONF_KEEP=1 keeps the
 # directory (logs, state). The model: llmsvcd's and the library's default ($LLMSVC_MODEL_DIR).
+# LLMSVC_CONF_DEVICES="opencl,cpu" runs the model there: the suite's embedded bindings take it as
+# their device list, the daemon's configuration as its devices.
 set -u
 
 # Starts llmsvcd in $1 (socket s.sock, state state/, log llmsvcd.N.log) and waits until it
@@ -86,7 +88,12 @@ case "$mode" in
     dir=$(mktemp -d /tmp/llmsvc-conf-XXXXXX) || exit 1
     chmod 755 "$dir" # the isolation tests' unprivileged uids reach the socket in it
     # A per-app quota the suite can reach (STATUS-17), high enough for every other test.
-    printf '[quotas]\ncontexts = %s\n' "$quota_contexts" >"$dir/llmsvcd.toml"
+    {
+      if [ -n "${LLMSVC_CONF_DEVICES:-}" ]; then
+        printf 'devices = ["%s"]\n' "$(echo "$LLMSVC_CONF_DEVICES" | sed 's/,/", "/g')"
+      fi
+      printf '[quotas]\ncontexts = %s\n' "$quota_contexts"
+    } >"$dir/llmsvcd.toml"
     start_daemon "$dir" "$llmsvcd" || { finish "$dir"; exit 1; }
     self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
     LLMSVC_CONF_QUOTA_CONTEXTS=$quota_contexts LLMSVC_STATE_DIR=$dir/embedded-state \

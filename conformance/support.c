@@ -13,6 +13,8 @@ llmsvc_service* conf_bind(conf_t* t, const char* target) {
   llmsvc_bind_options o;
   llmsvc_bind_options_init(&o);
   o.target = target;
+  /* The devices of an embedded binding (a daemon's come from its configuration). */
+  o.device = getenv("LLMSVC_CONF_DEVICES");
   llmsvc_service* svc = NULL;
   llmsvc_status st = llmsvc_bind(&o, &svc);
   if (st != LLMSVC_OK) {

@@ -161,7 +161,9 @@ int main(int argc, char** argv) {
   eo.state_dir = *root;
   auto engine = Engine::create(eo);
   if (!engine.ok()) return fail(engine.status());
-  log_line("model " + *model_path + ", state " + *root);
+  std::string devices;
+  for (const std::string& d : (*engine)->device_names()) devices += (devices.empty() ? "" : ", ") + d;
+  log_line("model " + *model_path + ", state " + *root + ", devices " + devices);
 
   AppContexts apps(**engine, cfg.quotas);
   ServerOptions so;

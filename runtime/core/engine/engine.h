@@ -118,6 +118,8 @@ class Engine {
   virtual const Tokenizer& tokenizer() const = 0;
   virtual int n_ctx() const = 0;
   virtual const std::string& state_root() const = 0;
+  // The devices that run the model, in the embedder's order, by their names (hal::Device::name).
+  virtual std::vector<std::string> device_names() const = 0;
 };
 
 }  // namespace llmsvc

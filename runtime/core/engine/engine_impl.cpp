@@ -92,12 +92,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   const int trained = (*model)->config().n_ctx_train;
   int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
+  // The swap writer also writes each context's chunk table, which a restart needs to recompute
+  // the KV (and not prefill the history as a new prompt) where swap is off.
   std::unique_ptr<policy::SwapIo> swap_io;
-  if (eo.kv_swap) {
-    auto io = policy::SwapIo::create();
-    if (io.ok()) swap_io = std::move(io).value();
-    else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
-  }
+  auto io = policy::SwapIo::create();
+  if (io.ok()) swap_io = std::move(io).value();
+  else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(devices).value(), std::move(model).value(),
                                                               std::move(forward).value(), eo, n_ctx, std::move(state),
                                                               std::move(swap_io)));

@@ -45,6 +45,7 @@ KvResidency::KvResidency(const Model& model, const EngineOptions& o, const persi
       kv_ratio_(o.kv_ratio),
       kv_share_bytes_(share_bytes(o.kv_share, o.kv_budget_bytes)),
       aot_swap_out_(o.aot_swap_out),
+      swap_chunks_(o.kv_swap),
       pipeline_(o.swap_recompute_pipeline),
       recompute_(std::move(recompute)),
       warn_(std::move(warn)),
@@ -113,7 +114,7 @@ void KvResidency::assign_share(ContextState& ctx) {
 }
 
 void KvResidency::open_swap(ContextState& ctx) {
-  if (!swap_io_) return;
+  if (!swap_io_ || !swap_chunks_) return;
   auto store = policy::SwapStore::open(*swap_io_, root(), persist::layout::chunks_dir(ctx.id));
   if (!store.ok()) {
     warn("context '" + ctx.id + "': its chunks will not be swapped: " + store.status().message());
@@ -257,11 +258,12 @@ Status KvResidency::switch_in(ContextState& ctx, CallStats& st) {
 }
 
 void KvResidency::swap_out(ContextState& ctx, CallStats& st) {
-  if (!ctx.swap) return;
+  if (!swap_io_) return;
   const auto t0 = Clock::now();
-  // Without ahead-of-time swap-out, chunks are written only when evicted; the table still
-  // follows every call.
-  auto queued = !aot_swap_out_ ? Result<policy::SwapOutQueued>(policy::SwapOutQueued{}) : policy::store_changed_chunks(
+  // Without ahead-of-time swap-out, chunks are written only when evicted; without swap (no
+  // swap space for the context, or KV where the host cannot read it) never. The table still
+  // follows every call: a restart then knows what was evaluated and recomputes it at switch-in.
+  auto queued = !aot_swap_out_ || !ctx.swap ? Result<policy::SwapOutQueued>(policy::SwapOutQueued{}) : policy::store_changed_chunks(
       ctx.kv, *ctx.swap, model_.content_hash(), ctx.tokens, ctx.n_evaluated,
       [this, id = ctx.id](int c, uint64_t bytes, const Status& s) {
         if (s.ok()) {

@@ -96,10 +96,11 @@ class KvResidency {
   uint64_t kv_share_bytes_;  // each scope's share, 0: none
   std::map<std::string, uint64_t, std::less<>> kv_share_bytes_by_scope_;  // in its place for these
   bool aot_swap_out_;  // else chunks are written when evicted (a baseline's write-back)
+  bool swap_chunks_;   // chunk files (EngineOptions::kv_swap); the chunk table is written regardless
   bool pipeline_;      // the swap/recompute split when there is a profile
   Recompute recompute_;
   Warn warn_;
-  std::unique_ptr<policy::SwapIo> swap_io_;  // null: swap off
+  std::unique_ptr<policy::SwapIo> swap_io_;  // null: no swap and no chunk table (SwapIo failed)
   // Written by the swap writer's callbacks.
   std::atomic<uint64_t> swap_out_chunks_{0}, swap_out_bytes_{0}, swap_out_failures_{0}, swap_out_deferred_{0};
   std::atomic<bool> swap_failing_{false};  // logs the first failure of a run, not every one
