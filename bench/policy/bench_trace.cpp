@@ -13,7 +13,11 @@
 //               [--presets llmsvc,lmk,... | all | none] [--budget-bytes B | --budget-fraction 0.25]
 //               [--switch-profile FILE] [--state-dir DIR] [--threads 2] [--n-ctx 2048]
 //               [--time-scale 1] [--out FILE] [--model PATH] [--text PATH] [--via engine|llmsvcd|engine,llmsvcd]
-//               [--rounds 1]
+//               [--rounds 1] [--device cpu|opencl|...]
+//
+// --device runs the model there (EngineOptions::device; the daemon's `devices`). On a GPU whose
+// KV the host cannot read, compression and swap are off (the engine says so): evicted chunks
+// are dropped and recomputed on the device, whatever the preset.
 //
 // --via llmsvcd replays it on a real llmsvcd (started in the state directory with the budget,
 // the preset's kv_ratio and the switch profile) through llmsvc.h, as an app; only the llmsvc
@@ -109,6 +113,7 @@ struct Args {
   int threads = 2, n_ctx = 2048;
   double time_scale = 1.0;
   std::string via = "engine";
+  std::string device;  // "" the default (the CPU); e.g. "opencl"
   int rounds = 1;
 };
 
@@ -146,11 +151,13 @@ Result<std::unique_ptr<TraceTarget>> make_target(const Preset& p, const Args& a,
     d.kv_ratio = p.kv_ratio;
     d.threads = a.threads;
     d.n_ctx = a.n_ctx;
+    d.device = a.device;
     return daemon_target(d);
   }
   EngineOptions o;
   o.model_path = a.model;
   o.n_threads = a.threads;
+  o.device = a.device;
   o.n_ctx = a.n_ctx;
   o.kv_budget_bytes = budget;
   o.kv_ratio = p.kv_ratio;
@@ -343,6 +350,7 @@ int main_impl(int argc, char** argv) {
     else if (k == "--n-ctx") a.n_ctx = std::atoi(v.c_str());
     else if (k == "--time-scale") a.time_scale = std::atof(v.c_str());
     else if (k == "--via") a.via = v;
+    else if (k == "--device") a.device = v;
     else if (k == "--rounds") a.rounds = std::atoi(v.c_str());
     else return usage("unknown argument " + k);
   }
@@ -387,6 +395,7 @@ int main_impl(int argc, char** argv) {
   Json out = {{"trace", {{"choice", trace_json["choice"]}, {"seed", trace->seed}, {"n_contexts", trace->contexts.size()},
                          {"n_calls", trace->calls.size()}, {"f16_bytes_per_token", trace->f16_bytes_per_token}}},
               {"budget_bytes", budget},
+              {"device", a.device.empty() ? "cpu" : a.device},
               {"budget_asked_bytes", asked},
               {"budget_fraction", a.budget_bytes > 0 ? Json(nullptr) : Json(a.budget_fraction)},
               {"threads", a.threads},

@@ -152,8 +152,15 @@ std::unique_ptr<TraceTarget> engine_target(std::unique_ptr<Engine> engine) {
 Result<std::unique_ptr<TraceTarget>> daemon_target(const DaemonTargetOptions& o) {
   LLMSVC_RETURN_IF_ERROR(fileio::make_dirs(o.dir + "/state"));
   const std::string config = o.dir + "/llmsvcd.toml";
+  std::string devices;
+  for (size_t at = 0; at <= o.device.size() && !o.device.empty();) {
+    const size_t comma = std::min(o.device.find(',', at), o.device.size());
+    devices += (devices.empty() ? "devices = [\"" : "\", \"") + o.device.substr(at, comma - at);
+    at = comma + 1;
+  }
+  if (!devices.empty()) devices += "\"]\n";
   LLMSVC_RETURN_IF_ERROR(fileio::write_atomic(
-      config, "kv_budget_bytes = " + std::to_string(o.kv_budget_bytes) + "\nkv_ratio = " + std::to_string(o.kv_ratio) +
+      config, devices + "kv_budget_bytes = " + std::to_string(o.kv_budget_bytes) + "\nkv_ratio = " + std::to_string(o.kv_ratio) +
                   "\nn_ctx = " + std::to_string(o.n_ctx) +
                   // One app: no KV share (the default caps an app at half the budget), as in process.
                   "\n[quotas]\nkv_share = 0.0\n"));

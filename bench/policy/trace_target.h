@@ -48,6 +48,7 @@ std::unique_ptr<TraceTarget> engine_target(std::unique_ptr<Engine> engine);
 // given budget; `switch_profile` (may be empty) is placed where it reads its profile.
 struct DaemonTargetOptions {
   std::string dir, model, switch_profile;
+  std::string device;  // comma-separated, into the daemon's `devices` ("": its default)
   uint64_t kv_budget_bytes = 0;
   double kv_ratio = 0.5;
   int threads = 2, n_ctx = 2048;
