@@ -2,7 +2,8 @@
 // ClMatmul on the first OpenCL device (or the one --device= names): GEMV for 1, 2 and 4 tokens
 // at 7B shapes (4096 x 4096, 4096 x 11008, 11008 x 4096), GEMM for 8 and 16 (where the GEMV
 // hands over: compare the time per token) and 512 tokens (prefill), for random
-// Q4_0 and Q4_1 weights (--types=q4_0,q4_1,q4_k,q8_0,q6_k,f16 picks others). Each call uses the
+// Q4_0 and Q4_1 weights (--types=q4_0,q4_1,q4_k,q8_0,q6_k,f16,e0m4 picks others; e0m4: the Q4_0
+// weights repacked as Transformer-Lite's E0M4, cl_matmul.cpp). Each call uses the
 // next of enough weight copies to exceed the GPU's L2, as a decode step walking the layers does,
 // so GB/s is the rate weights stream from device memory. One JSON line per measurement:
 //   {"bench":"cl_matmul","device":...,"type":"q4_0","rows":4096,"cols":4096,"tokens":1,
@@ -31,7 +32,8 @@ struct TypeName {
   WeightType type;
 };
 constexpr TypeName kTypeNames[] = {{"q4_0", WeightType::Q4_0}, {"q4_1", WeightType::Q4_1}, {"q4_k", WeightType::Q4_K},
-                                   {"q8_0", WeightType::Q8_0},  {"q6_k", WeightType::Q6_K}, {"f16", WeightType::F16}};
+                                   {"q8_0", WeightType::Q8_0},  {"q6_k", WeightType::Q6_K}, {"f16", WeightType::F16},
+                                   {"e0m4", WeightType::Q4_0}};
 
 // Random codes with sane f16 scales (d first, Q6_K's last; a min second where there is one).
 std::vector<uint8_t> random_weight(WeightType type, int64_t rows, int64_t cols) {
@@ -79,13 +81,14 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
     std::fprintf(stderr, "bench_cl_matmul: %s\n", ctx.status().message().c_str());
     return 1;
   }
-  auto mm = ClMatmul::create(**ctx);
-  if (!mm.ok()) {
-    std::fprintf(stderr, "bench_cl_matmul: %s\n", mm.status().message().c_str());
+  auto plain = ClMatmul::create(**ctx, false);
+  auto repacked = ClMatmul::create(**ctx, true);
+  if (!plain.ok() || !repacked.ok()) {
+    std::fprintf(stderr, "bench_cl_matmul: %s\n", (plain.ok() ? repacked : plain).status().message().c_str());
     return 1;
   }
-  if (!(*mm)->tensor_core_note().empty())
-    std::fprintf(stderr, "bench_cl_matmul: no tensor-core GEMM: %s\n", (*mm)->tensor_core_note().c_str());
+  if (!(*plain)->tensor_core_note().empty())
+    std::fprintf(stderr, "bench_cl_matmul: no tensor-core GEMM: %s\n", (*plain)->tensor_core_note().c_str());
   cl_command_queue queue = (*ctx)->queue().handle();
   struct Shape {
     int64_t rows, cols;
@@ -115,12 +118,13 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
 
   for (const TypeName& t : kTypeNames) {
     if (!listed(types, t.name)) continue;
+    ClMatmul* mm = std::string_view(t.name) == "e0m4" ? repacked->get() : plain->get();
     for (const Shape& s : shapes) {
       const auto bytes = random_weight(t.type, s.rows, s.cols);
       const WeightRef ref{t.type, bytes.data(), s.rows, s.cols, row_bytes(t.type, s.cols)};
       std::vector<std::unique_ptr<ClWeight>> ws;
       do {
-        auto w = (*mm)->upload(ref);
+        auto w = mm->upload(ref);
         if (!w.ok()) {
           std::fprintf(stderr, "bench_cl_matmul: %s\n", w.status().message().c_str());
           return 1;
@@ -130,14 +134,14 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
       for (int n : counts) {
         // Warm-up (first launches compile or upload code), then enough calls for ~0.3 s.
         for (size_t i = 0; i < ws.size(); ++i)
-          if (!(*mm)->matmul(*ws[i], x, n, y).ok()) return 1;
+          if (!mm->matmul(*ws[i], x, n, y).ok()) return 1;
         clFinish(queue);
         size_t calls = 0;
         const auto t0 = std::chrono::steady_clock::now();
         double elapsed = 0;
         while (elapsed < 0.3) {
           for (size_t i = 0; i < ws.size(); ++i)
-            if (!(*mm)->matmul(*ws[i], x, n, y).ok()) return 1;
+            if (!mm->matmul(*ws[i], x, n, y).ok()) return 1;
           clFinish(queue);
           calls += ws.size();
           elapsed = seconds_since(t0);
@@ -149,7 +153,7 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
             "{\"bench\":\"cl_matmul\",\"device\":\"%s\",\"type\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,"
             "\"copies\":%zu,\"mma\":%s,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
             info->device_name.c_str(), t.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
-            ws.size(), (*mm)->uses_tensor_cores(n) ? "true" : "false", per_call * 1e6, gbps, gflops);
+            ws.size(), mm->uses_tensor_cores(n) ? "true" : "false", per_call * 1e6, gbps, gflops);
         std::fflush(stdout);
       }
     }

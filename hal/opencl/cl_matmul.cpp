@@ -20,6 +20,12 @@
 //           here in f32 as the CPU computes it). Their 5- and 6-bit codes split over two arrays
 //           would save bytes but cost a bit-gather per element; these types are not the
 //           decode-critical ones, so the simpler byte codes win (8.5-10 bits a weight).
+//   E0M4 (an option, LLMSVC_CL_E0M4=1 or ClMatmul::create's e0m4): Q4_0 / Q4_1 / Q4_K
+//           requantized into Transformer-Lite's E0M4: a group of 128 weights takes the 16 levels
+//           of one binade's 4-bit mantissa, d * q + m, so a weight dequantizes by two bit
+//           operations (the nibble shifted into the mantissa of 1.0f, GEMV_MAGIC) and one FMA;
+//           the same codes as Q4_0's layout + an f16 (d, m) pair per 128 (4.25 bits). A lossy
+//           repack of the file's 4-bit weights (fit_e0m4): its perplexity change is measured.
 // The 4-bit types share one GEMV that folds the scale out of the block's dot product; every
 // other layout goes through an exact 8-element dequantization shared with get_rows and the GEMM.
 //
@@ -38,6 +44,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,11 +59,12 @@ namespace llmsvc::hal::opencl {
 namespace {
 
 // The layouts, numbered as kernels/matmul.cl's L_* and named as its kernels' suffixes.
-enum Layout : int { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ4_K, kI8, kI8M, kLayouts };
+enum Layout : int { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ4_K, kI8, kI8M, kE0M4, kLayouts };
 
 // The 4-bit layouts, which share their own GEMV.
-constexpr bool is_q4(Layout l) { return l == kQ4_0 || l == kQ4_1 || l == kQ4_K; }
-constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32", "f16", "bf16", "q4_0", "q4_1", "q4_k", "i8", "i8m"};
+constexpr bool is_q4(Layout l) { return l == kQ4_0 || l == kQ4_1 || l == kQ4_K || l == kE0M4; }
+constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32",  "f16", "bf16", "q4_0", "q4_1",
+                                                            "q4_k", "i8",  "i8m",  "e0m4"};
 
 // The 4-bit GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per
 // work-group, rows per item, whether nibbles become floats through the mantissa (GEMV_MAGIC),
@@ -206,6 +214,80 @@ Packed pack_i8(const WeightRef& w, const uint8_t* src, size_t src_stride, bool h
   return p;
 }
 
+// Row r of a Q4_0 / Q4_1 / Q4_K weight as floats (the CPU's dequantization: exact products).
+void dequantize_q4_row(const WeightRef& w, const uint8_t* row, float* out) {
+  const int64_t nb = w.cols / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    float d = 0, m = 0;
+    const uint8_t* qs = nullptr;
+    int shift = 0;
+    if (w.type == WeightType::Q4_0 || w.type == WeightType::Q4_1) {
+      if (w.type == WeightType::Q4_0) {
+        const auto& b = reinterpret_cast<const BlockQ4_0*>(row)[i];
+        d = fp16_to_fp32(b.d), m = -8.0f * d, qs = b.qs;
+      } else {
+        const auto& b = reinterpret_cast<const BlockQ4_1*>(row)[i];
+        d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m), qs = b.qs;
+      }
+      for (int j = 0; j < 16; ++j) {
+        out[i * kQK + j] = static_cast<float>(qs[j] & 0xF) * d + m;
+        out[i * kQK + j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
+      }
+      continue;
+    }
+    // Q4_K: sub-block j of superblock i / 8, the nibbles of bytes 32 (j / 2) ...
+    const auto& b = reinterpret_cast<const BlockQ4_K*>(row)[i / 8];
+    const int j = static_cast<int>(i % 8);
+    uint8_t sc, mn;
+    k_scale_min(j, b.scales, &sc, &mn);
+    d = fp16_to_fp32(b.d) * sc, m = fp16_to_fp32(b.dmin) * mn;
+    qs = b.qs + 32 * (j / 2), shift = (j & 1) * 4;
+    for (int l = 0; l < 32; ++l) out[i * kQK + l] = d * static_cast<float>((qs[l] >> shift) & 0xF) - m;
+  }
+}
+
+// One E0M4 group: the 16 levels d * q + m span the group's range (its extremes kept, as f16
+// rounds them), each weight to the nearest. A fit of least squared error (the range clipped a
+// few steps at either end, (d, m) refitted to the codes) lost more perplexity on SmolLM2
+// (+38.7 % against +27.3 %, PoCL, one window): the outliers it clips matter more.
+struct E0M4Group {
+  uint16_t d = 0, m = 0;
+  uint8_t q[128] = {};
+};
+
+E0M4Group fit_e0m4(const float* x) {
+  const auto [lo, hi] = std::minmax_element(x, x + 128);
+  E0M4Group g;
+  g.d = fp32_to_fp16((*hi - *lo) / 15.0f);
+  g.m = fp32_to_fp16(*lo);
+  const float d = fp16_to_fp32(g.d), m = fp16_to_fp32(g.m);
+  for (int e = 0; e < 128; ++e)
+    g.q[e] = static_cast<uint8_t>(d > 0 ? std::clamp(std::nearbyint((x[e] - m) / d), 0.0f, 15.0f) : 0.0f);
+  return g;
+}
+
+// E0M4 (see the top): each group of 128 by fit_e0m4; codes in Q4_0's nibble order.
+Packed pack_e0m4(const WeightRef& w, const uint8_t* src, size_t src_stride) {
+  const size_t cols = static_cast<size_t>(w.cols), nb = cols / kQK, ng = cols / 128;
+  Packed p;
+  p.layout = kE0M4;
+  p.part[0].assign(static_cast<size_t>(w.rows) * nb * 16, 0);
+  p.part[1].resize(static_cast<size_t>(w.rows) * ng * 4);
+  std::vector<float> f(cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_q4_row(w, src + r * src_stride, f.data());
+    for (size_t g = 0; g < ng; ++g) {
+      const E0M4Group fit = fit_e0m4(f.data() + g * 128);
+      put<uint32_t>(p.part[1], static_cast<size_t>(r) * ng + g, static_cast<uint32_t>(fit.d) | static_cast<uint32_t>(fit.m) << 16);
+      for (size_t e = 0; e < 128; ++e) {
+        const size_t c = g * 128 + e, blk = static_cast<size_t>(r) * nb + c / kQK, j = c % kQK;
+        p.part[0][blk * 16 + j % 16] |= static_cast<uint8_t>(fit.q[e] << (j < 16 ? 0 : 4));
+      }
+    }
+  }
+  return p;
+}
+
 // The 5-bit code j of a Q5_0 / Q5_1 block (as the CPU's dequantization assembles it).
 uint8_t q5_code(const uint8_t* qs, uint32_t qh, int j) {
   if (j < kQK / 2) return static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
@@ -329,6 +411,7 @@ struct ClMatmul::Impl {
   ClDeviceContext* ctx = nullptr;
   ClProgram program;
   GemvShape gemv;
+  bool e0m4 = false;  // 4-bit weights repacked as E0M4
   std::array<Kernels, kLayouts> kernels;
   bool gemm_ok = true;  // the device runs 256-item work-groups of the GEMM
   ClProgram act_program;  // kernels/act_quant.cl, built with exact division
@@ -373,9 +456,11 @@ Result<size_t> max_work_group(cl_kernel k, cl_device_id device) {
 
 }  // namespace
 
-Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx) {
+Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::optional<bool> e0m4) {
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
+  const char* env = std::getenv("LLMSVC_CL_E0M4");
+  impl->e0m4 = e0m4.value_or(env && std::strcmp(env, "1") == 0);
   impl->gemv = gemv_shape();
   const GemvShape& g = impl->gemv;
   const std::string options = "-cl-mad-enable -DGEMV_LX=" + std::to_string(g.lx) + " -DGEMV_LY=" + std::to_string(g.ly) +
@@ -467,7 +552,10 @@ Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
       w.rows > UINT32_MAX / 2 || w.cols > UINT32_MAX / 2)
     return Status(Code::invalid_argument, "opencl matmul: bad weight shape " + std::to_string(w.rows) + " x " +
                                               std::to_string(w.cols));
-  Packed p = pack(w);
+  const bool e0m4 = impl_->e0m4 && w.cols % 128 == 0 &&
+                    (w.type == WeightType::Q4_0 || w.type == WeightType::Q4_1 || w.type == WeightType::Q4_K);
+  Packed p = e0m4 ? pack_e0m4(w, static_cast<const uint8_t*>(w.data), w.row_bytes ? w.row_bytes : row_bytes(w.type, w.cols))
+                  : pack(w);
   auto out = std::make_unique<ClWeight>();
   out->ref_ = w;
   out->layout = p.layout;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -36,8 +37,10 @@ class ClWeight final : public PreparedWeight {
 
 class ClMatmul {
  public:
-  // Builds the matmul programs for the context's device (through its program cache).
-  static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx);
+  // Builds the matmul programs for the context's device (through its program cache). e0m4:
+  // upload() repacks Q4_0 / Q4_1 / Q4_K weights (rows a multiple of 128 wide) as E0M4
+  // (cl_matmul.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on.
+  static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx, std::optional<bool> e0m4 = std::nullopt);
   ~ClMatmul();
 
   // The weight types upload() takes.

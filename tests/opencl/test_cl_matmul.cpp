@@ -292,6 +292,79 @@ TEST_F(ClMatmulTest, QuantizeInputIsTheCpuQuantizationBitForBit) {
   }
 }
 
+// E0M4 (a ClMatmul made with e0m4): Q4_0 / Q4_1 / Q4_K rows requantized per 128 onto 16 even
+// levels spanning each group's range: every weight at its nearest level (the squared error of
+// that fit, within float rounding), fewer bytes than Q4_0's, and the GEMV and GEMM multiply
+// the rows get_rows gives.
+TEST_F(ClMatmulTest, E0M4RepacksFourBitWeightsNoWorseThanTheirRangeAndMultipliesThem) {
+  auto made = ClMatmul::create(*ctx_, true);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ClMatmul& e0m4 = **made;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (WeightType type : {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4_K}) {
+    for (const Shape& s : shapes_for(type)) {
+      SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)) + ", " + std::to_string(s.rows) + " x " +
+                   std::to_string(s.cols));
+      const auto bytes = random_weight(type, s.rows, s.cols, static_cast<uint32_t>(s.rows + s.cols));
+      const WeightRef ref = ref_of(type, bytes, s.rows, s.cols);
+      auto w = e0m4.upload(ref);
+      auto plain = mm_->upload(ref);
+      ASSERT_TRUE(w.ok() && plain.ok());
+      EXPECT_LT((*w)->device_bytes(), (*plain)->device_bytes() * 97 / 100);
+      // Its rows, dequantized on the device, against the file's.
+      std::vector<int32_t> ids(static_cast<size_t>(s.rows));
+      for (size_t r = 0; r < ids.size(); ++r) ids[r] = static_cast<int32_t>(r);
+      const Buffer idd = to_device(ids.data(), ids.size() * 4, 0);
+      std::vector<float> poison(static_cast<size_t>(s.rows * s.cols), std::nanf(""));
+      const Buffer rows = to_device(poison.data(), poison.size() * 4, 0);
+      ASSERT_TRUE(e0m4.get_rows(**w, ClView{ClPool::mem(idd), 0}, static_cast<int>(s.rows), ClView{ClPool::mem(rows), 0}).ok());
+      const auto we = from_device<float>(rows, 0, poison.size());
+      std::vector<float> wf(poison.size());
+      for (int64_t r = 0; r < s.rows; ++r)
+        cpu::dequantize_row(type, bytes.data() + r * ref.row_bytes, wf.data() + r * s.cols, s.cols);
+      for (int64_t r = 0; r < s.rows; ++r) {
+        for (int64_t g = 0; g < s.cols / 128; ++g) {
+          const float* f = wf.data() + r * s.cols + g * 128;
+          const float* e0 = we.data() + r * s.cols + g * 128;
+          const auto [lo, hi] = std::minmax_element(f, f + 128);
+          const float d = fp16_to_fp32(fp32_to_fp16((*hi - *lo) / 15.0f)), m = fp16_to_fp32(fp32_to_fp16(*lo));
+          double plain = 0, got = 0;
+          for (int e = 0; e < 128; ++e) {
+            const float q = d > 0 ? std::clamp(std::nearbyint((f[e] - m) / d), 0.0f, 15.0f) : 0.0f;
+            plain += std::pow(static_cast<double>(f[e]) - (static_cast<double>(d) * q + m), 2);
+            got += std::pow(static_cast<double>(f[e]) - e0[e], 2);
+            ASSERT_LE(std::fabs(e0[e] - f[e]), *hi - *lo + 1e-6f) << "row " << r << " element " << g * 128 + e;
+          }
+          ASSERT_LE(got, plain * (1 + 1e-5) + 1e-12) << "row " << r << " group " << g;
+        }
+      }
+      for (int n : {1, 3, 17, 100}) {
+        std::vector<float> x(static_cast<size_t>(n * s.cols));
+        for (float& v : x) v = unit(rng);
+        const std::vector<float> xq = cpu_quantized(type, x, n, s.cols);
+        const Buffer xd = to_device(x.data(), x.size() * 4, 0);
+        std::vector<float> yp(static_cast<size_t>(n * s.rows), std::nanf(""));
+        const Buffer yd = to_device(yp.data(), yp.size() * 4, 0);
+        ASSERT_TRUE(e0m4.matmul(**w, ClView{ClPool::mem(xd), 0}, n, ClView{ClPool::mem(yd), 0}).ok());
+        const auto y = from_device<float>(yd, 0, yp.size());
+        const double tol = e0m4.uses_tensor_cores(n) ? 2e-3 : 2e-5;
+        for (int t = 0; t < n; ++t) {
+          for (int64_t r = 0; r < s.rows; ++r) {
+            double exact = 0, mag = 0;
+            for (int64_t c = 0; c < s.cols; ++c) {
+              const double p = static_cast<double>(we[r * s.cols + c]) * xq[t * s.cols + c];
+              exact += p;
+              mag += std::abs(p);
+            }
+            ASSERT_NEAR(y[static_cast<size_t>(t * s.rows + r)], exact, tol * mag + 1e-30) << n << " tokens, token " << t << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(ClMatmulTest, GetRowsIsTheCpuDequantizationBitForBit) {
   cpu::CpuDevice cpu(1);
   for (WeightType type : kTypes) {

@@ -15,6 +15,7 @@
 #define L_Q4_K 5
 #define L_I8 6
 #define L_I8M 7
+#define L_E0M4 8
 
 // A repacked weight: up to three parts (codes, scales, scales or mins) and its shape. kp is the
 // row stride in elements of the float layouts (cols rounded up to 8, zero-padded); gs is log2 of
@@ -84,10 +85,11 @@ inline WRaw deq8_fetch(const int L, const Weight w, uint r, uint g) {
   }
   const uint nb = w.cols >> 5;  // 32-element blocks per row
   const size_t blk = (size_t)r * nb + (g >> 2);
-  if (L == L_Q4_0 || L == L_Q4_1 || L == L_Q4_K) {
+  if (L == L_Q4_0 || L == L_Q4_1 || L == L_Q4_K || L == L_E0M4) {
     v.lo.xy = *(__global const uint2*)(w.p0 + blk * 16 + (g & 1) * 8);
     if (L == L_Q4_0) v.s = ((__global const ushort*)w.p1)[blk];
-    if (L == L_Q4_1) v.s = ((__global const uint*)w.p1)[blk];  // d | m << 16
+    if (L == L_Q4_1) v.s = ((__global const uint*)w.p1)[blk];       // d | m << 16
+    if (L == L_E0M4) v.s = ((__global const uint*)w.p1)[blk >> 2];  // d | m << 16 per 128
     if (L == L_Q4_K) {
       v.s = ((__global const ushort*)w.p1)[blk];      // sc | mn << 8
       v.m = ((__global const uint*)w.p2)[blk >> 3];   // d | dmin << 16
@@ -117,7 +119,7 @@ inline float8 deq8_decode(const int L, const WRaw v, uint g) {
   }
   if (L == L_BF16) return as_float8(convert_uint8(as_ushort8(v.lo)) << 16);  // bf16 is the top half of an f32
   if (L == L_Q4_0) return (q4_values8(v.lo.xy, g) - 8.0f) * half_bits(v.s);
-  if (L == L_Q4_1) return q4_values8(v.lo.xy, g) * half_bits(v.s & 0xFFFFu) + half_bits(v.s >> 16);
+  if (L == L_Q4_1 || L == L_E0M4) return q4_values8(v.lo.xy, g) * half_bits(v.s & 0xFFFFu) + half_bits(v.s >> 16);
   if (L == L_Q4_K) {
     const float d1 = half_bits(v.m & 0xFFFFu) * (float)(v.s & 0xFFu), m1 = half_bits(v.m >> 16) * (float)(v.s >> 8);
     return d1 * q4_values8(v.lo.xy, g) - m1;
@@ -161,6 +163,7 @@ GET_ROWS(q4_1, L_Q4_1)
 GET_ROWS(q4_k, L_Q4_K)
 GET_ROWS(i8, L_I8)
 GET_ROWS(i8m, L_I8M)
+GET_ROWS(e0m4, L_E0M4)
 
 // Eight activations x[c .. c + 8) of one row of `cols`, zero past its end (the float layouts'
 // padding).

@@ -86,14 +86,15 @@ inline void gemv_finish(const int LX, const int NR, const int T, const float* ac
 }
 
 // The 4-bit layouts: per 32-element block, sum(w * x) = a * sum(q * x) + b * sum(x) with (a, b)
-// the block's (d, -8d) for Q4_0, (d, m) for Q4_1 and (d*sc, -dmin*mn) for Q4_K; sum(x) is shared
-// by every row of the work-item.
+// the block's (d, -8d) for Q4_0, (d, m) for Q4_1, its 128-group's (d, m) for E0M4 and
+// (d*sc, -dmin*mn) for Q4_K; sum(x) is shared by every row of the work-item.
 inline float2 q4_ab(const int L, const Weight w, size_t blk) {
   if (L == L_Q4_0) {
     const float d = vload_half(blk, (__global const half*)w.p1);
     return (float2)(d, -8.0f * d);
   }
   if (L == L_Q4_1) return vload_half2(blk, (__global const half*)w.p1);
+  if (L == L_E0M4) return vload_half2(blk >> 2, (__global const half*)w.p1);  // a pair per 128
   const uchar2 sm = vload2(blk, w.p1);
   const float2 dd = vload_half2(blk >> 3, (__global const half*)w.p2);
   return (float2)(dd.x * (float)sm.x, -(dd.y * (float)sm.y));
@@ -293,3 +294,4 @@ GEMV_Q4(q4_1, L_Q4_1)
 GEMV_Q4(q4_k, L_Q4_K)
 GEMV_ANY(i8, L_I8)
 GEMV_ANY(i8m, L_I8M)
+GEMV_Q4(e0m4, L_E0M4)
