@@ -142,6 +142,28 @@ std::vector<Shape> shapes_for(WeightType t) {
   return s;
 }
 
+// y (n tokens x rows) against the double-precision product of w (rows x cols) and xq (n x
+// cols): |error| <= tol * sum |w x| per entry. Returns the largest |error| / sum |w x|.
+double expect_product(const std::vector<float>& y, const std::vector<float>& w, const std::vector<float>& xq, int n,
+                      int64_t rows, int64_t cols, double tol) {
+  double worst = 0;
+  for (int t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0, mag = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double p = static_cast<double>(w[r * cols + c]) * xq[t * cols + c];
+        exact += p;
+        mag += std::abs(p);
+      }
+      const float got = y[static_cast<size_t>(t * rows + r)];
+      EXPECT_NEAR(got, exact, tol * mag + 1e-30) << "token " << t << " row " << r;
+      if (std::abs(got - exact) > tol * mag + 1e-30) return worst;  // one report per call
+      if (mag > 0) worst = std::max(worst, std::abs(got - exact) / mag);
+    }
+  }
+  return worst;
+}
+
 TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
@@ -173,20 +195,9 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
         // rounds each weight and activation to f16 (relative 2^-11 each, so a product is off
         // by at most ~2^-10 relative, activations under f16's normal range by ~3e-8 absolute):
         // |error| <= ~9.8e-4 sum |w x| plus the f32 sum's; 2e-3 leaves that bound twice over.
-        const double tol = mm_->uses_tensor_cores(n) ? 2e-3 : 2e-5;
-        for (int t = 0; t < n; ++t) {
-          for (int64_t r = 0; r < s.rows; ++r) {
-            double exact = 0, mag = 0;
-            for (int64_t c = 0; c < s.cols; ++c) {
-              const double p = static_cast<double>(wf[r * s.cols + c]) * xq[t * s.cols + c];
-              exact += p;
-              mag += std::abs(p);
-            }
-            const float got = y[static_cast<size_t>(t * s.rows + r)];
-            ASSERT_NEAR(got, exact, tol * mag + 1e-30) << "token " << t << " row " << r;
-            if (mm_->uses_tensor_cores(n) && mag > 0) worst_mma = std::max(worst_mma, std::abs(got - exact) / mag);
-          }
-        }
+        const double worst = expect_product(y, wf, xq, n, s.rows, s.cols, mm_->uses_tensor_cores(n) ? 2e-3 : 2e-5);
+        if (HasFailure()) return;
+        if (mm_->uses_tensor_cores(n)) worst_mma = std::max(worst_mma, worst);
       }
     }
   }
@@ -348,18 +359,8 @@ TEST_F(ClMatmulTest, E0M4RepacksFourBitWeightsNoWorseThanTheirRangeAndMultiplies
         const Buffer yd = to_device(yp.data(), yp.size() * 4, 0);
         ASSERT_TRUE(e0m4.matmul(**w, ClView{ClPool::mem(xd), 0}, n, ClView{ClPool::mem(yd), 0}).ok());
         const auto y = from_device<float>(yd, 0, yp.size());
-        const double tol = e0m4.uses_tensor_cores(n) ? 2e-3 : 2e-5;
-        for (int t = 0; t < n; ++t) {
-          for (int64_t r = 0; r < s.rows; ++r) {
-            double exact = 0, mag = 0;
-            for (int64_t c = 0; c < s.cols; ++c) {
-              const double p = static_cast<double>(we[r * s.cols + c]) * xq[t * s.cols + c];
-              exact += p;
-              mag += std::abs(p);
-            }
-            ASSERT_NEAR(y[static_cast<size_t>(t * s.rows + r)], exact, tol * mag + 1e-30) << n << " tokens, token " << t << " row " << r;
-          }
-        }
+        expect_product(y, we, xq, n, s.rows, s.cols, e0m4.uses_tensor_cores(n) ? 2e-3 : 2e-5);
+        if (HasFailure()) return;
       }
     }
   }
