@@ -38,6 +38,9 @@ struct Capabilities {
   double prepare_graph_us = 0;     // what preparing a graph for a new shape costs (0: nothing)
   double matmul_gflops = 0;        // rough matmul throughput, for placement's estimate (0: unknown)
   double transfer_gbps = 0;        // to and from host memory (0: shares it, free)
+  // Its driver issues ioctl on its device files while it runs (a GPU driver allocates and
+  // submits that way); llmsvcd's system-call filter then allows ioctl (syscall_filter.h).
+  bool driver_ioctl = false;
 };
 
 // A weight matrix [rows][cols] in a GGUF type: row r is `row_bytes` bytes at data + r*row_bytes.

@@ -65,6 +65,9 @@ Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const Cl
   // Rough figures for placement's estimate; a GPU wins every op it is offered against the CPU.
   c.matmul_gflops = info->is_gpu ? 2000.0 * info->compute_units / 16 : 10.0 * info->compute_units;
   c.transfer_gbps = info->is_gpu ? 12 : 20;
+  // A GPU's driver talks to its device files by ioctl (NVIDIA's allocates lazily, at a batch's
+  // first launch); an OpenCL implementation on the CPU (PoCL) does not.
+  c.driver_ioctl = info->is_gpu;
   return d;
 }
 

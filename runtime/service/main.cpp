@@ -202,9 +202,11 @@ int main(int argc, char** argv) {
   // Start-up is done (model mapped, listeners open, threads running): from here on only the
   // allowlisted system calls.
   if (!no_syscall_filter) {
-    auto filter = install_syscall_filter();
+    SyscallFilterOptions fo;
+    fo.allow_ioctl = (*engine)->devices_need_ioctl();
+    auto filter = install_syscall_filter(fo);
     if (!filter.ok()) return fail(filter.status());
-    log_line("system-call filter on (" + *filter + ")");
+    log_line("system-call filter on (" + *filter + (fo.allow_ioctl ? "; ioctl allowed for the GPU driver" : "") + ")");
   }
   return server.run();
 }

@@ -8,11 +8,13 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace llmsvc::service {
 namespace {
@@ -97,7 +99,7 @@ Status add_clone_rules(scmp_filter_ctx ctx) {
 
 }  // namespace
 
-Result<std::string> install_syscall_filter() {
+Result<std::string> install_syscall_filter(const SyscallFilterOptions& options) {
   FilterPtr ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
   if (!ctx) return Status(Code::internal, "system-call filter: seccomp_init failed");
   // Every thread at once: the engine's workers and the swap writer run already.
@@ -121,6 +123,18 @@ Result<std::string> install_syscall_filter() {
   for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX)); rc != 0)
       return fail("socket", rc);
+  }
+  if (options.allow_ioctl) {
+    // Every request but TIOCSTI and TIOCLINUX, as rules of one comparison each (libseccomp
+    // takes one comparison per argument in a rule): below the first, above the second, and
+    // each one between them.
+    static_assert(TIOCSTI < TIOCLINUX);
+    std::vector<scmp_arg_cmp> allow = {SCMP_A1(SCMP_CMP_LT, TIOCSTI), SCMP_A1(SCMP_CMP_GT, TIOCLINUX)};
+    for (unsigned long r = TIOCSTI + 1; r < TIOCLINUX; ++r) allow.push_back(SCMP_A1(SCMP_CMP_EQ, r));
+    for (const scmp_arg_cmp& cmp : allow) {
+      if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, cmp); rc != 0)
+        return fail("ioctl", rc);
+    }
   }
   if (int rc = seccomp_load(ctx.get()); rc != 0) return fail("load", rc);
 

@@ -14,10 +14,17 @@
 
 namespace llmsvc::service {
 
+struct SyscallFilterOptions {
+  // Allow ioctl, for a GPU driver that needs it on its device files (hal::Capabilities::
+  // driver_ioctl); seccomp cannot tell those files from others, so any ioctl but TIOCSTI and
+  // TIOCLINUX (which push input into a terminal the daemon may have inherited).
+  bool allow_ioctl = false;
+};
+
 // Installs the filter on every thread (TSYNC; sets no_new_privs), then proves it bites:
 // an AF_INET socket, an execve and a fork must be refused, and clone3 answered ENOSYS.
 // Returns what the probes saw, for the log; Code::internal when the filter cannot be
 // installed or a probe was not refused (the daemon then refuses to run unconfined).
-Result<std::string> install_syscall_filter();
+Result<std::string> install_syscall_filter(const SyscallFilterOptions& options = {});
 
 }  // namespace llmsvc::service

@@ -12,6 +12,7 @@
 #include <linux/io_uring.h>
 #include <linux/sched.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -32,10 +33,10 @@ namespace {
 
 // Runs `body` in a child that installed the filter; the child's exit code is body's result
 // (0: as expected), 100 when installing failed.
-int in_filtered_child(int (*body)()) {
+int in_filtered_child(int (*body)(), SyscallFilterOptions options = {}) {
   const pid_t pid = fork();
   if (pid == 0) {
-    auto f = install_syscall_filter();
+    auto f = install_syscall_filter(options);
     _exit(f.ok() ? body() : 100);
   }
   int status = 0;
@@ -60,6 +61,27 @@ TEST(SyscallFilter, ForbiddenCallsAreRefused) {
               return 0;
             }),
             0);
+}
+
+// ioctl: refused by default; with allow_ioctl (a GPU driver's need) allowed but for the two
+// requests that push input into a terminal.
+TEST(SyscallFilter, IoctlOnlyForAGpuDriverAndNeverIntoATerminal) {
+  auto probe = [] {
+    int fds[2];
+    if (pipe(fds) != 0) return 10;
+    int n = 0;
+    const bool allowed = ioctl(fds[0], FIONREAD, &n) == 0;
+    const int err = errno;
+    char c = 'x';
+    // Never allowed, even on a descriptor that is no terminal (EPERM from the filter, not ENOTTY).
+    if (!refused(ioctl(fds[0], TIOCSTI, &c))) return 11;
+    if (!refused(ioctl(fds[0], TIOCLINUX, &c))) return 12;
+    return allowed ? 0 : (err == EPERM ? 1 : 13);
+  };
+  EXPECT_EQ(in_filtered_child(probe), 1);
+  SyscallFilterOptions gpu;
+  gpu.allow_ioctl = true;
+  EXPECT_EQ(in_filtered_child(probe, gpu), 0);
 }
 
 TEST(SyscallFilter, WhatTheDaemonDoesStillWorks) {

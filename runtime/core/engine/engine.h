@@ -120,6 +120,8 @@ class Engine {
   virtual const std::string& state_root() const = 0;
   // The devices that run the model, in the embedder's order, by their names (hal::Device::name).
   virtual std::vector<std::string> device_names() const = 0;
+  // Whether a device's driver needs ioctl while the model runs (hal::Capabilities::driver_ioctl).
+  virtual bool devices_need_ioctl() const = 0;
 };
 
 }  // namespace llmsvc

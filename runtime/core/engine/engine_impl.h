@@ -44,6 +44,11 @@ class EngineImpl final : public Engine {
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
   int n_ctx() const override { return n_ctx_; }
   const std::string& state_root() const override { return state_.root(); }
+  bool devices_need_ioctl() const override {
+    for (const auto& d : devices_)
+      if (d->caps().driver_ioctl) return true;
+    return false;
+  }
   std::vector<std::string> device_names() const override {
     std::vector<std::string> names;
     for (const auto& d : devices_) names.push_back(d->name());
