@@ -52,6 +52,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hal/host/dequantize.h"
 #include "hal/host/fp16.h"
 #include "hal/weight_blocks.h"
 
@@ -214,38 +215,6 @@ Packed pack_i8(const WeightRef& w, const uint8_t* src, size_t src_stride, bool h
   return p;
 }
 
-// Row r of a Q4_0 / Q4_1 / Q4_K weight as floats (the CPU's dequantization: exact products).
-void dequantize_q4_row(const WeightRef& w, const uint8_t* row, float* out) {
-  const int64_t nb = w.cols / kQK;
-  for (int64_t i = 0; i < nb; ++i) {
-    float d = 0, m = 0;
-    const uint8_t* qs = nullptr;
-    int shift = 0;
-    if (w.type == WeightType::Q4_0 || w.type == WeightType::Q4_1) {
-      if (w.type == WeightType::Q4_0) {
-        const auto& b = reinterpret_cast<const BlockQ4_0*>(row)[i];
-        d = fp16_to_fp32(b.d), m = -8.0f * d, qs = b.qs;
-      } else {
-        const auto& b = reinterpret_cast<const BlockQ4_1*>(row)[i];
-        d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m), qs = b.qs;
-      }
-      for (int j = 0; j < 16; ++j) {
-        out[i * kQK + j] = static_cast<float>(qs[j] & 0xF) * d + m;
-        out[i * kQK + j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
-      }
-      continue;
-    }
-    // Q4_K: sub-block j of superblock i / 8, the nibbles of bytes 32 (j / 2) ...
-    const auto& b = reinterpret_cast<const BlockQ4_K*>(row)[i / 8];
-    const int j = static_cast<int>(i % 8);
-    uint8_t sc, mn;
-    k_scale_min(j, b.scales, &sc, &mn);
-    d = fp16_to_fp32(b.d) * sc, m = fp16_to_fp32(b.dmin) * mn;
-    qs = b.qs + 32 * (j / 2), shift = (j & 1) * 4;
-    for (int l = 0; l < 32; ++l) out[i * kQK + l] = d * static_cast<float>((qs[l] >> shift) & 0xF) - m;
-  }
-}
-
 // One E0M4 group: the 16 levels d * q + m span the group's range (its extremes kept, as f16
 // rounds them), each weight to the nearest. A fit of least squared error (the range clipped a
 // few steps at either end, (d, m) refitted to the codes) lost more perplexity on SmolLM2
@@ -275,7 +244,7 @@ Packed pack_e0m4(const WeightRef& w, const uint8_t* src, size_t src_stride) {
   p.part[1].resize(static_cast<size_t>(w.rows) * ng * 4);
   std::vector<float> f(cols);
   for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_q4_row(w, src + r * src_stride, f.data());
+    dequantize_row(w.type, src + r * src_stride, f.data(), w.cols);
     for (size_t g = 0; g < ng; ++g) {
       const E0M4Group fit = fit_e0m4(f.data() + g * 128);
       put<uint32_t>(p.part[1], static_cast<size_t>(r) * ng + g, static_cast<uint32_t>(fit.d) | static_cast<uint32_t>(fit.m) << 16);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // dequantize_row: hand-built blocks with known values, and random blocks against llama.cpp's
 // Python reference (golden_blocks.inc from gen_golden_blocks.py).
-#include "hal/cpu/quant/dequantize.h"
+#include "hal/host/dequantize.h"
 
 #include <gtest/gtest.h>
 

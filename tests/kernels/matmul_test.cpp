@@ -16,7 +16,7 @@
 
 #include "hal/cpu/quant/act_quant.h"
 #include "hal/weight_blocks.h"
-#include "hal/cpu/quant/dequantize.h"
+#include "hal/host/dequantize.h"
 #include "hal/host/fp16.h"
 #include "tests/common/simd_targets.h"
 

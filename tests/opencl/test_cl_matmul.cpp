@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hal/cpu/cpu_device.h"
-#include "hal/cpu/quant/dequantize.h"
+#include "hal/host/dequantize.h"
 #include "hal/host/fp16.h"
 #include "hal/opencl/cl_matmul.h"
 #include "tests/common/file_facts.h"
@@ -177,7 +177,7 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
       EXPECT_GT((*w)->device_bytes(), 0u);
       std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
       for (int64_t r = 0; r < s.rows; ++r)
-        cpu::dequantize_row(type, bytes.data() + r * ref.row_bytes, wf.data() + r * s.cols, s.cols);
+        dequantize_row(type, bytes.data() + r * ref.row_bytes, wf.data() + r * s.cols, s.cols);
       for (int n : {1, 2, 3, 5, 17, 64, 100}) {
         SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)) + ", " + std::to_string(s.rows) + " x " +
                      std::to_string(s.cols) + ", " + std::to_string(n) + " tokens");
@@ -333,7 +333,7 @@ TEST_F(ClMatmulTest, E0M4RepacksFourBitWeightsNoWorseThanTheirRangeAndMultiplies
       const auto we = from_device<float>(rows, 0, poison.size());
       std::vector<float> wf(poison.size());
       for (int64_t r = 0; r < s.rows; ++r)
-        cpu::dequantize_row(type, bytes.data() + r * ref.row_bytes, wf.data() + r * s.cols, s.cols);
+        dequantize_row(type, bytes.data() + r * ref.row_bytes, wf.data() + r * s.cols, s.cols);
       for (int64_t r = 0; r < s.rows; ++r) {
         for (int64_t g = 0; g < s.cols / 128; ++g) {
           const float* f = wf.data() + r * s.cols + g * 128;

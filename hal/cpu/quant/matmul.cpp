@@ -7,7 +7,7 @@
 #include <string>
 
 #include "hal/cpu/quant/act_quant.h"
-#include "hal/cpu/quant/dequantize.h"
+#include "hal/host/dequantize.h"
 #include "hal/cpu/quant/kpanel_kernels.h"
 #include "hal/cpu/quant/panel_kernels.h"
 #include "hal/cpu/quant/row_kernels.h"

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scalar reference dequantization of every supported weight type (mirrors ggml's *_ref code).
-#include "hal/cpu/quant/dequantize.h"
+#include "hal/host/dequantize.h"
 
 #include <cstring>
 
 #include "hal/weight_blocks.h"
 #include "hal/host/fp16.h"
 
-namespace llmsvc::hal::cpu {
+namespace llmsvc::hal {
 namespace {
 
 uint32_t load_u32(const uint8_t* p) {
@@ -146,4 +146,4 @@ void dequantize_row(WeightType type, const void* src, float* dst, int64_t n) {
   }
 }
 
-}  // namespace llmsvc::hal::cpu
+}  // namespace llmsvc::hal
