@@ -152,14 +152,19 @@ TEST_F(ClOpsTest, AddRmsNormIsTheAddThenTheNorm) {
 // nothing past it is written.
 TEST_F(ClOpsTest, QuantizedOutputsAreTheMatmulsQuantizationOfTheOutput) {
   constexpr int rows = 3;
-  for (int qblock : {32, 256}) {
-    // Rows of 576 (SmolLM2's width: 2.25 work-group chunks of 256) in blocks of 32, 512 in 256.
-    const int dim = qblock == 32 ? 576 : 512;
+  // Rows of 576 (SmolLM2's width: 2.25 work-group chunks of 256) and of the longest a norm
+  // quantizes in blocks of 32; 512 and 4096 in 256.
+  for (const auto& [qblock, dim] : {std::pair{32, 576}, {32, ClOps::kMaxQuantRow}, {256, 512}, {256, 4096}}) {
     const size_t n = static_cast<size_t>(rows) * dim;
-    const auto x = random(n, -4.0f, 4.0f), a = random(n), w = random(dim, 0.5f, 1.5f), up = random(n, -2.0f, 2.0f);
+    auto x = random(n, -4.0f, 4.0f), a = random(n), w = random(dim, 0.5f, 1.5f);
+    const auto up = random(n, -2.0f, 2.0f);
+    // A tie of signs at a norm's largest magnitude in the first block (the first one, positive,
+    // decides a block of 256's scale).
+    x[10] = 4.5f, x[100] = -4.5f, a[10] = 0.5f, a[100] = -0.5f, w[10] = w[100] = 1.5f;
     const auto mode = qblock == 32 ? ClMatmul::ActQuant::q8_32 : ClMatmul::ActQuant::q8_256;
     for (int op = 0; op < 4; ++op) {
-      SCOPED_TRACE("op " + std::to_string(op) + ", blocks of " + std::to_string(qblock));
+      SCOPED_TRACE("op " + std::to_string(op) + ", blocks of " + std::to_string(qblock) + ", rows of " +
+                   std::to_string(dim));
       const Buffer bx = upload(x), ba = upload(a), bw = upload(w), bu = upload(up), bo = upload(x);
       std::vector<float> poison(n + 64, std::nanf(""));
       const Buffer bq = upload(poison);

@@ -18,19 +18,23 @@
 //   qblock 256 (ggml's Q8_K, for Q4_K, Q5_K, Q6_K): the element of largest magnitude (the first
 //     one on a tie of signs) maps to -127, q = min(127, round-to-even(x * iscale)), d =
 //     1 / iscale as an f32; an all-zero block stays zero.
-// block_scale reads one block from local memory and writes its (multiplier, d) pair into st;
-// quant_one applies a pair to an element.
-inline void block_scale(__local const float* v, int qblock, __local float* st) {
+// A block's scale needs only its largest and smallest elements (amax = max |mx|, |mn|), which the
+// items gather 8 elements at a time (extremes8) and combine per block (block_params): one item
+// reading a whole block from local memory took a serial chain of 32 or 256 loads, all of a
+// warp's items in one bank. block_params writes the block's (multiplier, d) pair into st; v (the
+// block) is read only on a tie of signs in a block of 256; quant_one applies a pair to an element.
+inline float2 extremes8(float8 v) {
+  const float4 hi = fmax(v.lo, v.hi), lo = fmin(v.lo, v.hi);
+  return (float2)(fmax(fmax(hi.x, hi.y), fmax(hi.z, hi.w)), fmin(fmin(lo.x, lo.y), fmin(lo.z, lo.w)));
+}
+
+inline void block_params(float mx, float mn, __local const float* v, int qblock, __local float* st) {
+  const float amax = fmax(fabs(mx), fabs(mn));  // not fmax(mx, -mn): of 0 and -0 it may pick -0
   if (qblock == 32) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = fmax(amax, fabs(v[j]));
     st[0] = amax != 0.0f ? 127.0f / amax : 0.0f;
     st[1] = round_f16(amax / 127.0f);
     return;
   }
-  float mx = -INFINITY, mn = INFINITY;
-  for (int j = 0; j < 256; ++j) mx = fmax(mx, v[j]), mn = fmin(mn, v[j]);
-  const float amax = fmax(mx, -mn);
   float vmax = mx > -mn ? mx : mn;
   if (mx == -mn) {  // both signs reach amax: the first one decides
     for (int j = 0; j < 256; ++j) {
@@ -50,36 +54,59 @@ inline float quant_one(float v, int qblock, __local const float* st) {
   return (float)min(convert_int_rte(v * st[0]), 127) * st[1];
 }
 
+inline float8 quant8(float8 v, int qblock, __local const float* st) {
+  return (float8)(quant_one(v.s0, qblock, st), quant_one(v.s1, qblock, st), quant_one(v.s2, qblock, st),
+                  quant_one(v.s3, qblock, st), quant_one(v.s4, qblock, st), quant_one(v.s5, qblock, st),
+                  quant_one(v.s6, qblock, st), quant_one(v.s7, qblock, st));
+}
+
+// The scales of blocks b = first + k * step (k >= 0, b < n_blocks) of the elements in loc, from
+// their groups' extremes in ext (qblock / 8 per block, read from a different group per item so
+// that a warp's reads spread over the banks; max and min do not depend on the order).
+inline void blocks_params(__local const float* loc, __local const float2* ext, int n_blocks, int qblock, int first,
+                          int step, __local float* stat) {
+  const int per = qblock / 8;
+  for (int b = first; b < n_blocks; b += step) {
+    float mx = -INFINITY, mn = INFINITY;
+    for (int j = 0; j < per; ++j) {
+      const float2 e = ext[b * per + ((j + b) & (per - 1))];
+      mx = fmax(mx, e.x);
+      mn = fmin(mn, e.y);
+    }
+    block_params(mx, mn, loc + b * qblock, qblock, stat + 2 * b);
+  }
+}
+
 // A chunk of AQ_WG consecutive elements, element lid in item lid (v; inactive items past the
 // end hold nothing), quantized in blocks of qblock, which chunks never straddle (they start at
 // multiples of 256): returns item lid's q * d. The whole work-group calls it (barriers); loc
-// holds AQ_WG floats, stat 16.
-inline float wg_quant(float v, bool active, int qblock, __local float* loc, __local float* stat) {
+// holds AQ_WG floats, ext AQ_WG / 8 pairs, stat 16 floats.
+inline float wg_quant(float v, bool active, int qblock, __local float* loc, __local float2* ext, __local float* stat) {
   const int lid = get_local_id(0);
   loc[lid] = active ? v : 0.0f;
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid < AQ_WG / qblock) block_scale(loc + lid * qblock, qblock, stat + 2 * lid);
+  if (lid < AQ_WG / 8) ext[lid] = extremes8(vload8(lid, loc));
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < AQ_WG / qblock) blocks_params(loc, ext, AQ_WG / qblock, qblock, lid, AQ_WG, stat);
   barrier(CLK_LOCAL_MEM_FENCE);
   const float r = quant_one(v, qblock, stat + 2 * (lid / qblock));
-  barrier(CLK_LOCAL_MEM_FENCE);  // loc and stat are the next chunk's
+  barrier(CLK_LOCAL_MEM_FENCE);  // loc, ext and stat are the next chunk's
   return r;
 }
 
-// The longest row wg_quant_row takes (its local memory: the row, and 2 floats per block of 32).
+// The longest row wg_quant_row takes (its local memory: the row, a pair per 8 elements and 2
+// floats per block of 32).
 #define AQ_ROW_MAX 8192
 
-// A row of dim elements (dim <= AQ_ROW_MAX, a multiple of qblock) quantized from x into y by
-// the whole work-group, every block at once: a norm's row is one work-group's, and a chunk at
-// a time would take dim / AQ_WG rounds of barriers. loc holds AQ_ROW_MAX floats, stat
-// AQ_ROW_MAX / 16.
-inline void wg_quant_row(__global const float* x, __global float* y, int dim, int qblock, __local float* loc,
-                         __local float* stat) {
+// A row of dim elements held in loc (dim <= AQ_ROW_MAX, a multiple of qblock), the extremes of
+// its 8-element groups in ext, quantized into y by the whole work-group, every block at once (a
+// norm's row is one work-group's). stat holds AQ_ROW_MAX / 16 floats.
+inline void wg_quant_row(__local const float* loc, __local const float2* ext, int dim, int qblock,
+                         __local float* stat, __global float* y) {
   const int lid = get_local_id(0);
-  for (int i = lid; i < dim; i += AQ_WG) loc[i] = x[i];
+  blocks_params(loc, ext, dim / qblock, qblock, lid, AQ_WG, stat);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int b = lid; b < dim / qblock; b += AQ_WG) block_scale(loc + b * qblock, qblock, stat + 2 * b);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int i = lid; i < dim; i += AQ_WG) y[i] = quant_one(loc[i], qblock, stat + 2 * (i / qblock));
+  for (int g = lid; g < dim / 8; g += AQ_WG) vstore8(quant8(vload8(g, loc), qblock, stat + 2 * (g * 8 / qblock)), g, y);
 }
 
 // x quantized into y (n elements, a multiple of block), a chunk of AQ_WG per work-group.
@@ -87,8 +114,9 @@ __kernel __attribute__((reqd_work_group_size(AQ_WG, 1, 1))) void act_q8(__global
                                                                        __global float* yb, ulong oy, ulong n,
                                                                        int block) {
   __local float loc[AQ_WG], stat[16];
+  __local float2 ext[AQ_WG / 8];
   const size_t i = get_global_id(0);
   const bool active = i < n;
-  const float r = wg_quant(active ? CVIEW(float, xb, ox)[i] : 0.0f, active, block, loc, stat);
+  const float r = wg_quant(active ? CVIEW(float, xb, ox)[i] : 0.0f, active, block, loc, ext, stat);
   if (active) VIEW(float, yb, oy)[i] = r;
 }

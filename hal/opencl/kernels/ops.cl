@@ -49,7 +49,7 @@ typedef float norm_acc;
 // Elements an item of norm_row loads before it uses any: a decode step's row is one
 // work-group's, so the loads of one item's strided elements would otherwise wait on each other
 // (a store between them may alias the next load) and the norm took ~15 us on an H100.
-#define NORM_BATCH 4
+#define NORM_BATCH 8
 
 // Item lid's batch of a row's elements i0, i0 + ROW_WG, ... into v (0 past dim or for no p).
 inline void norm_load(__global const float* p, int i0, int dim, float* v) {
@@ -60,12 +60,23 @@ inline void norm_load(__global const float* p, int i0, int dim, float* v) {
   }
 }
 
-// out = x / sqrt(mean(x^2) + eps) * weight over one row, by a work-group: the sum of squares in
-// per-item strided sums, then a tree in local memory. With `add`, x += add first (written
-// back): the residual add and the next norm in one launch, the bits of the two ops. Item lid
-// takes elements lid + k ROW_WG, in that order (the sums' order), NORM_BATCH at a time.
-inline void norm_row(__global float* x, __global const float* add, __global const float* w, int dim, float eps,
-                     __global float* out, __local norm_acc* part) {
+// The work-group's sum of its items' s (a tree in part): 1 / sqrt(sum / dim + eps), as the CPU.
+inline float norm_scale(norm_acc s, int dim, float eps, __local norm_acc* part) {
+  const int lid = get_local_id(0);
+  part[lid] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int wd = ROW_WG / 2; wd > 0; wd >>= 1) {
+    if (lid < wd) part[lid] += part[lid + wd];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float mean = (float)(part[0] / (norm_acc)dim);
+  return 1.0f / sqrt(mean + eps);
+}
+
+// Item lid's share of a row's sum of squares: elements lid + k ROW_WG in that order (the sums'
+// order), NORM_BATCH loaded at a time. With `add`, x + add is the row (the residual add): kept
+// in loc where given, else written back to x.
+inline norm_acc norm_sum(__global float* x, __global const float* add, int dim, __local float* loc) {
   const int lid = get_local_id(0);
   norm_acc s = 0;
   for (int i0 = lid; i0 < dim; i0 += NORM_BATCH * ROW_WG) {
@@ -76,22 +87,26 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
     for (int k = 0; k < NORM_BATCH; ++k) {
       const int i = i0 + k * ROW_WG;
       if (i >= dim) break;
-      if (add) {
-        v[k] += a[k];
+      if (add) v[k] += a[k];
+      if (loc) {
+        loc[i] = v[k];
+      } else if (add) {
         x[i] = v[k];
       }
       const float sq = v[k] * v[k];  // rounded to f32, as ggml does, then summed wider
       s += (norm_acc)sq;
     }
   }
-  part[lid] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int wd = ROW_WG / 2; wd > 0; wd >>= 1) {
-    if (lid < wd) part[lid] += part[lid + wd];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const float mean = (float)(part[0] / (norm_acc)dim);
-  const float scale = 1.0f / sqrt(mean + eps);
+  return s;
+}
+
+// out = x / sqrt(mean(x^2) + eps) * weight over one row, by a work-group: the sum of squares in
+// per-item strided sums (norm_sum), then a tree in local memory. With `add`, x += add first
+// (written back): the residual add and the next norm in one launch, the bits of the two ops.
+inline void norm_row(__global float* x, __global const float* add, __global const float* w, int dim, float eps,
+                     __global float* out, __local norm_acc* part) {
+  const int lid = get_local_id(0);
+  const float scale = norm_scale(norm_sum(x, add, dim, 0), dim, eps, part);
   for (int i0 = lid; i0 < dim; i0 += NORM_BATCH * ROW_WG) {
     float v[NORM_BATCH], ws[NORM_BATCH];
     norm_load(x, i0, dim, v);
@@ -103,6 +118,40 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
       out[i] = w ? v[k] * scale * ws[k] : v[k] * scale;
     }
   }
+}
+
+// norm_row with the quantized second output q (qblock 32 or 256; dim <= AQ_ROW_MAX, a multiple
+// of qblock), the row held in local memory: x (and add) are read from global memory once, with
+// every load of an item issued before any use, and the weight's loads are in flight during the
+// sum's tree. (norm_row then a quantization reading its output back made about ten round trips
+// to memory in one work-group: 14 us a norm on an H100.) The sums keep norm_row's order; the
+// output is made 8 consecutive elements per item, whose extremes feed the block scales.
+#define NORM_Q_GROUPS (AQ_ROW_MAX / 8 / ROW_WG)  // 8-element groups per item at most
+inline void norm_row_q(__global float* x, __global const float* add, __global const float* w, int dim, float eps,
+                       __global float* out, __global float* q, int qblock, __local float* loc, __local float2* ext,
+                       __local float* stat, __local norm_acc* part) {
+  const int lid = get_local_id(0);
+  const norm_acc s = norm_sum(x, add, dim, loc);
+  float8 ws[NORM_Q_GROUPS];
+#pragma unroll
+  for (int k = 0; k < NORM_Q_GROUPS; ++k) {
+    const int g = lid + k * ROW_WG;
+    ws[k] = w && g < dim / 8 ? vload8(g, w) : (float8)(1.0f);
+  }
+  const float scale = norm_scale(s, dim, eps, part);
+#pragma unroll
+  for (int k = 0; k < NORM_Q_GROUPS; ++k) {
+    const int g = lid + k * ROW_WG;
+    if (g >= dim / 8) break;
+    const float8 v = vload8(g, loc);
+    if (add) vstore8(v, g, x);
+    const float8 o = w ? v * scale * ws[k] : v * scale;
+    vstore8(o, g, out);
+    vstore8(o, g, loc);
+    ext[g] = extremes8(o);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  wg_quant_row(loc, ext, dim, qblock, stat, q);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
@@ -126,31 +175,27 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
 
 // The norms with a quantized second output q (qblock 32 or 256, dim <= AQ_ROW_MAX): the matmul
 // after the norm reads it instead of quantizing the norm's output itself (ClMatmul::
-// matmul_multi's x_quantized). The barrier makes the row every item wrote visible to all.
+// matmul_multi's x_quantized).
+#define NORM_Q_LOCALS                                                 \
+  __local norm_acc part[ROW_WG];                                      \
+  __local float loc[AQ_ROW_MAX], stat[AQ_ROW_MAX / 16];               \
+  __local float2 ext[AQ_ROW_MAX / 8];                                 \
+  const size_t row = get_group_id(0)
+
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm_q(
     __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
     __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
-  __local norm_acc part[ROW_WG];
-  __local float loc[AQ_ROW_MAX], stat[AQ_ROW_MAX / 16];
-  const size_t row = get_group_id(0);
-  __global float* out = VIEW(float, ob, oo) + row * dim;
-  norm_row((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
-           out, part);
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  wg_quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
+  NORM_Q_LOCALS;
+  norm_row_q((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
+             VIEW(float, ob, oo) + row * dim, VIEW(float, qb, qo) + row * dim, qblock, loc, ext, stat, part);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm_q(
     __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
     int has_weight, int dim, float eps, __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
-  __local norm_acc part[ROW_WG];
-  __local float loc[AQ_ROW_MAX], stat[AQ_ROW_MAX / 16];
-  const size_t row = get_group_id(0);
-  __global float* out = VIEW(float, ob, oo) + row * dim;
-  norm_row(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
-           dim, eps, out, part);
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  wg_quant_row(out, VIEW(float, qb, qo) + row * dim, dim, qblock, loc, stat);
+  NORM_Q_LOCALS;
+  norm_row_q(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
+             dim, eps, VIEW(float, ob, oo) + row * dim, VIEW(float, qb, qo) + row * dim, qblock, loc, ext, stat, part);
 }
 
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
@@ -244,7 +289,7 @@ __kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulon
 // The same with a quantized second output q (qblock 32 or 256, n a multiple), for the matmul
 // after them: work-groups of ROW_WG items quantize their chunk together (wg_quant).
 inline void gated_q(int geglu, __global float* g, __global const float* up, ulong n, __global float* q, int qblock,
-                    __global const half* table, __local float* loc, __local float* stat) {
+                    __global const half* table, __local float* loc, __local float2* ext, __local float* stat) {
   const size_t i = get_global_id(0);
   const bool active = i < n;
   float v = 0.0f;
@@ -252,21 +297,23 @@ inline void gated_q(int geglu, __global float* g, __global const float* up, ulon
     v = geglu ? geglu_one(g[i], up[i], table) : swiglu_one(g[i], up[i]);
     g[i] = v;
   }
-  const float r = wg_quant(v, active, qblock, loc, stat);
+  const float r = wg_quant(v, active, qblock, loc, ext, stat);
   if (active) q[i] = r;
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void swiglu_q(
     __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock) {
   __local float loc[ROW_WG], stat[16];
-  gated_q(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, 0, loc, stat);
+  __local float2 ext[ROW_WG / 8];
+  gated_q(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, 0, loc, ext, stat);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void geglu_q(
     __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock,
     __global const half* table) {
   __local float loc[ROW_WG], stat[16];
-  gated_q(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, table, loc, stat);
+  __local float2 ext[ROW_WG / 8];
+  gated_q(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, table, loc, ext, stat);
 }
 
 // y += x
