@@ -33,6 +33,9 @@
 // tensor-core GEMM (matmul_mma.cl: the same dequantization, weights and activations rounded
 // to f16, f32 sums; about 6x the f32 GEMM on an H200 at 512 tokens) instead of the f32 GEMM.
 // It is built only on NVIDIA's platform, and its build doubles as the probe for mma.sync.
+// Where a weight's blocks are 32 integer codes with a scale (and min) per block (Q4_0, Q4_1,
+// Q4_K, and the int8 layouts with a scale per 32), prefill runs the int8 GEMM instead
+// (matmul_mmq.cl: mma.sync s8 on the quantized input's codes, the CPU's integer block sums).
 //
 // Inputs: a quantized weight's matmul first quantizes its input as the CPU does (ggml's Q8_0 /
 // Q8_1 / Q8_K: kernels/act_quant.cl) into a scratch buffer and multiplies the floats q * d, so
@@ -349,7 +352,11 @@ struct Kernels {
   ClKernel gemv1, gemv4, gemm, rows;
   ClKernel gemvm1, gemvm4;  // up to three weights sharing x (matmul_multi)
   ClKernel mma;  // kernels/matmul_mma.cl, where it is built
+  ClKernel mmq;  // kernels/matmul_mmq.cl, for the layouts it reads, where it is built
 };
+
+// The layouts the int8 GEMM reads (the int8 ones only with a scale per 32: gs 5).
+constexpr bool int8_gemm_layout(Layout l) { return l == kQ4_0 || l == kQ4_1 || l == kQ4_K || l == kI8 || l == kI8M; }
 
 // The tensor-core GEMM (kernels/matmul_mma.cl): its tile (rows x tokens, work-group items), and
 // from how many tokens it takes over. On an H200 it beat the f32 GEMM at every count measured,
@@ -389,6 +396,15 @@ struct ClMatmul::Impl {
   ClProgram mma_program;
   int mma_min_tokens = 0;  // 0: no tensor-core GEMM on this device
   std::string mma_note;    // why not, where not
+  ClProgram mmq_program;
+  ClKernel act_q8i;        // kernels/act_quant.cl: the int8 GEMM's input
+  bool mmq = false;        // the int8 GEMM runs here
+  std::string mmq_note;    // why not, where not
+  Buffer mmq_scratch;      // the int8 GEMM's input: codes, scales, sums
+
+  // Builds the int8 GEMM: with mma.sync through inline PTX on NVIDIA's platform, elsewhere
+  // (want = true only) each item's integer sums in plain OpenCL C.
+  Status build_mmq(std::optional<bool> want);
 
   // Builds the tensor-core program where NVIDIA's platform is; any failure (an older GPU, a
   // driver whose PTX lacks mma.sync m16n8k16) leaves the f32 GEMM in charge.
@@ -425,7 +441,8 @@ Result<size_t> max_work_group(cl_kernel k, cl_device_id device) {
 
 }  // namespace
 
-Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::optional<bool> e0m4) {
+Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::optional<bool> e0m4,
+                                                   std::optional<bool> int8_gemm) {
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
   const char* env = std::getenv("LLMSVC_CL_E0M4");
@@ -472,12 +489,49 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
   auto act_q8 = make_kernel(impl->act_program.get(), "act_q8");
   if (!act_q8.ok()) return act_q8.status();
   impl->act_q8 = std::move(act_q8).value();
+  auto act_q8i = make_kernel(impl->act_program.get(), "act_q8i");
+  if (!act_q8i.ok()) return act_q8i.status();
+  impl->act_q8i = std::move(act_q8i).value();
   const Status mma = impl->build_mma();
   if (!mma.ok()) {
     impl->mma_min_tokens = 0;
     impl->mma_note = mma.message();
   }
+  const Status mmq = impl->build_mmq(int8_gemm);
+  impl->mmq = mmq.ok();
+  if (!mmq.ok()) impl->mmq_note = mmq.message();
   return std::unique_ptr<ClMatmul>(new ClMatmul(std::move(impl)));
+}
+
+Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
+  if (!want) {
+    const char* env = std::getenv("LLMSVC_CL_MMQ");
+    if (env && *env) want = std::strcmp(env, "0") != 0;
+  }
+  const bool nvidia = ctx->info().platform_name.find("NVIDIA") != std::string::npos;
+  if (want == false) return Status(Code::unsupported, "int8 GEMM turned off");
+  if (!gemm_ok) return Status(Code::unsupported, "int8 GEMM: the device runs no GEMM");
+  if (!nvidia && want != true) return Status(Code::unsupported, "int8 GEMM: no tensor cores to run it on this platform");
+  std::string options = "-cl-mad-enable";
+  if (nvidia) options += " -DLLMSVC_PTX_HALF -DLLMSVC_PTX_MMA";
+  // A measurement's knob: 32-element blocks per K-step (2 or 4).
+  if (const char* nb = std::getenv("LLMSVC_CL_MMQ_NB"); nb && (std::strcmp(nb, "2") == 0 || std::strcmp(nb, "4") == 0))
+    options += std::string(" -DMQ_NB=") + nb;
+  auto program = build_kernels(*ctx, {"matmul", "matmul_mmq"}, options);
+  if (!program.ok()) return program.status();
+  mmq_program = std::move(program).value();
+  for (int l = 0; l < kLayouts; ++l) {
+    if (!int8_gemm_layout(static_cast<Layout>(l))) continue;
+    const std::string kname = std::string("gemm_mmq_") + kLayoutNames[l];
+    auto made = make_kernel(mmq_program.get(), kname.c_str());
+    if (!made.ok()) return made.status();
+    kernels[l].mmq = std::move(made).value();
+    auto wg = max_work_group(kernels[l].mmq.get(), ctx->info().device);
+    if (!wg.ok()) return wg.status();
+    if (*wg < kMmaWg)
+      return Status(Code::unsupported, "int8 GEMM: " + kname + " runs " + std::to_string(*wg) + " items a group");
+  }
+  return Status::Ok();
 }
 
 Status ClMatmul::Impl::build_mma() {
@@ -511,6 +565,14 @@ bool ClMatmul::uses_tensor_cores(int n_tokens) const {
 }
 
 const std::string& ClMatmul::tensor_core_note() const { return impl_->mma_note; }
+
+bool ClMatmul::uses_int8_gemm(const ClWeight& w, int n_tokens) const {
+  const auto l = static_cast<Layout>(w.layout);
+  return impl_->mmq && n_tokens >= kMmaMinTokens && int8_gemm_layout(l) && ((l != kI8 && l != kI8M) || w.gs == 5) &&
+         w.ref().cols % 32 == 0;
+}
+
+const std::string& ClMatmul::int8_gemm_note() const { return impl_->mmq_note; }
 
 bool ClMatmul::supports(WeightType type) const { return is_supported_weight_type(static_cast<uint32_t>(type)); }
 
@@ -592,7 +654,28 @@ Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   return multiply(w, *xq, n_tokens, y);
 }
 
+Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView y) {
+  const size_t rows = static_cast<size_t>(w.ref().rows), cols = static_cast<size_t>(w.ref().cols);
+  const size_t n = static_cast<size_t>(n_tokens) * cols, blocks = n / 32;
+  // Codes, then the per-32 scales and sums, each part 256-byte aligned.
+  const size_t d_at = round_up(n, 256), s_at = d_at + round_up(blocks * 4, 256);
+  LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->mmq_scratch, s_at + blocks * 4));
+  const cl_mem m = ClPool::mem(impl_->mmq_scratch);
+  const ClView codes{m, 0}, scales{m, d_at}, sums{m, s_at};
+  constexpr size_t kWg = 256;  // kernels/act_quant.cl's AQ_WG
+  const ClRange qr{1, {round_up(n, kWg), 1, 1}, {kWg, 1, 1}};
+  LLMSVC_RETURN_IF_ERROR(launch(impl_->ctx->queue().handle(), impl_->act_q8i.get(), qr, x, codes, scales, sums,
+                                uint64_t{n}, int32_t{act_quant_block(act_quant(w.ref().type))}));
+  ClRange r;
+  r.dims = 2;
+  r.global = {(rows + kMmaRows - 1) / kMmaRows * kMmaWg, (static_cast<size_t>(n_tokens) + kMmaTokens - 1) / kMmaTokens, 1};
+  r.local = {kMmaWg, 1, 1};
+  return impl_->run(w, impl_->kernels[static_cast<size_t>(w.layout)].mmq.get(), r, codes, scales, sums,
+                    static_cast<uint32_t>(n_tokens), y);
+}
+
 Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y) {
+  if (uses_int8_gemm(w, n_tokens)) return multiply_int8(w, x, n_tokens, y);
   const bool q4 = is_q4(static_cast<Layout>(w.layout));
   if (q4 && x.offset % 16 != 0)
     return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");

@@ -39,8 +39,13 @@ class ClMatmul {
  public:
   // Builds the matmul programs for the context's device (through its program cache). e0m4:
   // upload() repacks Q4_0 / Q4_1 / Q4_K weights (rows a multiple of 128 wide) as E0M4
-  // (cl_matmul.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on.
-  static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx, std::optional<bool> e0m4 = std::nullopt);
+  // (cl_matmul.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on. int8_gemm: prefill of the
+  // types whose blocks are 32 integer codes with a scale (and min) multiplies the quantized
+  // input's int8 codes (kernels/matmul_mmq.cl); unset, it is on where NVIDIA's tensor cores run
+  // it and LLMSVC_CL_MMQ=0 / 1 turns it off / on (elsewhere: the same integer sums per item, for
+  // tests).
+  static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx, std::optional<bool> e0m4 = std::nullopt,
+                                                  std::optional<bool> int8_gemm = std::nullopt);
   ~ClMatmul();
 
   // The weight types upload() takes.
@@ -82,6 +87,10 @@ class ClMatmul {
   // Whether matmul() of n_tokens runs the tensor-core GEMM (NVIDIA only): its weights and
   // activations are rounded to f16 (relative error 2^-11 each), products summed in f32.
   bool uses_tensor_cores(int n_tokens) const;
+  // Whether matmul() of w over n_tokens runs the int8 GEMM instead (exact integer block sums).
+  bool uses_int8_gemm(const ClWeight& w, int n_tokens) const;
+  // Why this device has no int8 GEMM ("" where it has one).
+  const std::string& int8_gemm_note() const;
   // Why this device has no tensor-core GEMM ("" where it has one).
   const std::string& tensor_core_note() const;
 
@@ -90,6 +99,8 @@ class ClMatmul {
   explicit ClMatmul(std::unique_ptr<Impl> impl);
   // matmul() of an input already quantized for w.
   Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y);
+  // The int8 GEMM of an input already quantized for w.
+  Status multiply_int8(const ClWeight& w, ClView xq, int n_tokens, ClView y);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -120,6 +120,13 @@ class ClMatmulTest : public ::testing::Test {
     return v;
   }
 
+  // Every listed type's matmul() through `mm` for each token count (shapes(type) gives the
+  // weight shapes), against the double-precision product; the largest |error| /
+  // sum |w x| of the f16 tensor-core GEMM's runs in *worst_mma.
+  template <class Shapes>
+  void check_products(ClMatmul& mm, const std::vector<WeightType>& types, std::initializer_list<int> token_counts,
+                      const Shapes& shapes, double* worst_mma = nullptr);
+
   static ClDeviceInfo* info_;
   static std::filesystem::path* cache_;
   static ClDeviceContext* ctx_;
@@ -164,21 +171,22 @@ double expect_product(const std::vector<float>& y, const std::vector<float>& w, 
   return worst;
 }
 
-TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
+template <class Shapes>
+void ClMatmulTest::check_products(ClMatmul& mm, const std::vector<WeightType>& types,
+                                  std::initializer_list<int> token_counts, const Shapes& shapes, double* worst_mma) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  double worst_mma = 0;  // the largest |error| / sum |w x| of the tensor-core GEMM, reported
-  for (WeightType type : kTypes) {
-    for (const Shape& s : shapes_for(type)) {
+  for (WeightType type : types) {
+    for (const Shape& s : shapes(type)) {
       const auto bytes = random_weight(type, s.rows, s.cols, static_cast<uint32_t>(s.rows * 31 + s.cols));
       const WeightRef ref = ref_of(type, bytes, s.rows, s.cols);
-      auto w = mm_->upload(ref);
+      auto w = mm.upload(ref);
       ASSERT_TRUE(w.ok()) << w.status().message();
       EXPECT_GT((*w)->device_bytes(), 0u);
       std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
       for (int64_t r = 0; r < s.rows; ++r)
         dequantize_row(type, bytes.data() + r * ref.row_bytes, wf.data() + r * s.cols, s.cols);
-      for (int n : {1, 2, 3, 5, 17, 64, 100}) {
+      for (int n : token_counts) {
         SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)) + ", " + std::to_string(s.rows) + " x " +
                      std::to_string(s.cols) + ", " + std::to_string(n) + " tokens");
         std::vector<float> x(static_cast<size_t>(n * s.cols));
@@ -188,20 +196,55 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
         const Buffer xd = to_device(x.data(), x.size() * 4, kXOff);
         std::vector<float> poison(static_cast<size_t>(n * s.rows), std::nanf(""));
         const Buffer yd = to_device(poison.data(), poison.size() * 4, kYOff);
-        const Status st = mm_->matmul(**w, ClView{ClPool::mem(xd), kXOff}, n, ClView{ClPool::mem(yd), kYOff});
+        const Status st = mm.matmul(**w, ClView{ClPool::mem(xd), kXOff}, n, ClView{ClPool::mem(yd), kYOff});
         ASSERT_TRUE(st.ok()) << st.message();
         const auto y = from_device<float>(yd, kYOff, poison.size());
-        // The f32 paths: a few roundings per term of a 512-long sum. The tensor-core GEMM
-        // rounds each weight and activation to f16 (relative 2^-11 each, so a product is off
-        // by at most ~2^-10 relative, activations under f16's normal range by ~3e-8 absolute):
-        // |error| <= ~9.8e-4 sum |w x| plus the f32 sum's; 2e-3 leaves that bound twice over.
-        const double worst = expect_product(y, wf, xq, n, s.rows, s.cols, mm_->uses_tensor_cores(n) ? 2e-3 : 2e-5);
+        // The f32 paths and the int8 GEMM (exact integer block sums): a few roundings per term
+        // of a 512-long sum. The f16 tensor-core GEMM rounds each weight and activation to f16
+        // (relative 2^-11 each, so a product is off by at most ~2^-10 relative, activations
+        // under f16's normal range by ~3e-8 absolute): |error| <= ~9.8e-4 sum |w x| plus the
+        // f32 sum's; 2e-3 leaves that bound twice over.
+        const bool f16 = mm.uses_tensor_cores(n) && !mm.uses_int8_gemm(**w, n);
+        const double worst = expect_product(y, wf, xq, n, s.rows, s.cols, f16 ? 2e-3 : 2e-5);
         if (HasFailure()) return;
-        if (mm_->uses_tensor_cores(n)) worst_mma = std::max(worst_mma, worst);
+        if (f16 && worst_mma) *worst_mma = std::max(*worst_mma, worst);
       }
     }
   }
+}
+
+TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
+  double worst_mma = 0;
+  check_products(*mm_, std::vector<WeightType>(std::begin(kTypes), std::end(kTypes)), {1, 2, 3, 5, 17, 64, 100},
+                 shapes_for, &worst_mma);
   if (mm_->uses_tensor_cores(1 << 20)) std::printf("tensor-core GEMM: worst |error| / sum |w x| = %.3g\n", worst_mma);
+}
+
+// The int8 GEMM (made here wherever OpenCL runs: on PoCL each item sums its own products, on
+// NVIDIA mma.sync does) for the types it takes, over tiles of 128 rows and tokens cut at every
+// edge and rows of an odd number of blocks; the other types fall back to the other GEMMs.
+TEST_F(ClMatmulTest, Int8GemmIsTheCpuIntegerProductForTheTypesItTakes) {
+  auto made = ClMatmul::create(*ctx_, false, true);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ClMatmul& mm = **made;
+  const std::vector<WeightType> types = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1,
+                                         WeightType::Q8_0, WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
+  const auto shapes = [](WeightType t) {
+    std::vector<Shape> s = {{67, 256}, {200, 512}};
+    if (ClMatmul::act_quant(t) == ClMatmul::ActQuant::q8_32) s.push_back({129, 96});  // 3 blocks a row
+    return s;
+  };
+  check_products(mm, types, {5, 129, 200}, shapes);
+  const auto bytes = random_weight(WeightType::Q6_K, 16, 256, 3);
+  auto q6 = mm.upload(ref_of(WeightType::Q6_K, bytes, 16, 256));
+  ASSERT_TRUE(q6.ok());
+  EXPECT_FALSE(mm.uses_int8_gemm(**q6, 200)) << "Q6_K's scales are per 16: not the int8 GEMM's";
+  const auto q4_bytes = random_weight(WeightType::Q4_0, 16, 256, 3);
+  auto q4 = mm.upload(ref_of(WeightType::Q4_0, q4_bytes, 16, 256));
+  ASSERT_TRUE(q4.ok());
+  EXPECT_TRUE(mm.uses_int8_gemm(**q4, 5));
+  EXPECT_FALSE(mm.uses_int8_gemm(**q4, 4)) << "up to 4 tokens the GEMV runs";
+  EXPECT_EQ(mm.int8_gemm_note(), "");
 }
 
 // matmul_multi (one launch for weights sharing x) must give separate matmul()s' bits, row for

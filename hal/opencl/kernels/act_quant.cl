@@ -77,19 +77,27 @@ inline void blocks_params(__local const float* loc, __local const float2* ext, i
   }
 }
 
-// A chunk of AQ_WG consecutive elements, element lid in item lid (v; inactive items past the
-// end hold nothing), quantized in blocks of qblock, which chunks never straddle (they start at
-// multiples of 256): returns item lid's q * d. The whole work-group calls it (barriers); loc
-// holds AQ_WG floats, ext AQ_WG / 8 pairs, stat 16 floats.
+// The first steps of quantizing a chunk of AQ_WG consecutive elements, element lid in item lid
+// (v; inactive items past the end hold zeros), in blocks of qblock, which chunks never straddle
+// (they start at multiples of 256): the chunk into loc, its 8-element extremes into ext (AQ_WG /
+// 8 pairs), every block's extremes into stat (2 floats a block) through blocks' (fn). The whole
+// work-group calls it (barriers).
+#define WG_CHUNK_STATS(v, active, qblock, loc, ext, stat, blocks_fn)                     \
+  do {                                                                                 \
+    const int lid_ = get_local_id(0);                                                  \
+    loc[lid_] = (active) ? (v) : 0.0f;                                                 \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+    if (lid_ < AQ_WG / 8) ext[lid_] = extremes8(vload8(lid_, loc));                    \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+    if (lid_ < AQ_WG / (qblock)) blocks_fn(loc, ext, AQ_WG / (qblock), qblock, lid_, AQ_WG, stat); \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+  } while (0)
+
+// A chunk quantized (WG_CHUNK_STATS): returns item lid's q * d. loc holds AQ_WG floats, ext
+// AQ_WG / 8 pairs, stat 16 floats.
 inline float wg_quant(float v, bool active, int qblock, __local float* loc, __local float2* ext, __local float* stat) {
-  const int lid = get_local_id(0);
-  loc[lid] = active ? v : 0.0f;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid < AQ_WG / 8) ext[lid] = extremes8(vload8(lid, loc));
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid < AQ_WG / qblock) blocks_params(loc, ext, AQ_WG / qblock, qblock, lid, AQ_WG, stat);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const float r = quant_one(v, qblock, stat + 2 * (lid / qblock));
+  WG_CHUNK_STATS(v, active, qblock, loc, ext, stat, blocks_params);
+  const float r = quant_one(v, qblock, stat + 2 * (get_local_id(0) / qblock));
   barrier(CLK_LOCAL_MEM_FENCE);  // loc, ext and stat are the next chunk's
   return r;
 }
@@ -119,4 +127,55 @@ __kernel __attribute__((reqd_work_group_size(AQ_WG, 1, 1))) void act_q8(__global
   const bool active = i < n;
   const float r = wg_quant(active ? CVIEW(float, xb, ox)[i] : 0.0f, active, block, loc, ext, stat);
   if (active) VIEW(float, yb, oy)[i] = r;
+}
+
+// The int8 GEMM's input (matmul_mmq.cl) from an input already quantized (q * d, as act_q8 or a
+// producer's quantized output writes it): per element its code q as a char, per 32 elements the
+// scale d and s = d * sum(q) (exact for blocks of 32; ggml's Q8_1 rounds it to f16, but the
+// GEMV, which multiplies q * d, does not, and prefill and decode agree so). Splitting
+// q * d again is exact: the block's largest magnitude is 127 |d|, so d' = amax / 127 = |d| and
+// q' = (q * d) / d' = +-q with d' q' = d q (a block of 256 whose scale is negative flips both
+// signs). n elements (a multiple of block) in chunks of AQ_WG a work-group.
+inline void blocks_amax(__local const float* loc, __local const float2* ext, int n_blocks, int qblock, int first,
+                        int step, __local float* stat) {
+  const int per = qblock / 8;
+  for (int b = first; b < n_blocks; b += step) {
+    float amax = 0.0f;
+    for (int j = 0; j < per; ++j) {
+      const float2 e = ext[b * per + ((j + b) & (per - 1))];
+      amax = fmax(amax, fmax(fabs(e.x), fabs(e.y)));
+    }
+    stat[2 * b] = amax / 127.0f;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(AQ_WG, 1, 1))) void act_q8i(__global const float* xb, ulong ox,
+                                                                        __global char* cb, ulong oc,
+                                                                        __global float* db, ulong od,
+                                                                        __global float* sb, ulong os, ulong n,
+                                                                        int block) {
+  __local float loc[AQ_WG], stat[16];
+  __local float2 ext[AQ_WG / 8];
+  __local int sums[AQ_WG / 8];
+  const size_t i = get_global_id(0);
+  const int lid = get_local_id(0);
+  const bool active = i < n;
+  const float v = active ? CVIEW(float, xb, ox)[i] : 0.0f;
+  WG_CHUNK_STATS(v, active, block, loc, ext, stat, blocks_amax);
+  const float d = stat[2 * (lid / block)];
+  const int q = d != 0.0f ? convert_int_rte(v / d) : 0;
+  if (active) VIEW(char, cb, oc)[i] = (char)q;
+  loc[lid] = (float)q;  // exact: |q| <= 127
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < AQ_WG / 8) {
+    const float8 g = vload8(lid, loc);
+    sums[lid] = (int)(g.s0 + g.s1 + g.s2 + g.s3 + g.s4 + g.s5 + g.s6 + g.s7);  // exact in f32
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid % 32 == 0 && active) {
+    const int b = lid / 8;
+    const float sum = (float)(sums[b] + sums[b + 1] + sums[b + 2] + sums[b + 3]);
+    VIEW(float, db, od)[i / 32] = d;
+    VIEW(float, sb, os)[i / 32] = d * sum;
+  }
 }
