@@ -7,7 +7,8 @@
 // next of enough weight copies to exceed the GPU's L2, as a decode step walking the layers does,
 // so GB/s is the rate weights stream from device memory. One JSON line per measurement:
 //   {"bench":"cl_matmul","device":...,"type":"q4_0","rows":4096,"cols":4096,"tokens":1,
-//    "mma":false,"us":...,"gbps":...,"gflops":...}   (mma: the tensor-core GEMM ran)
+//    "mma":false,"int8":false,"us":...,"gbps":...,"gflops":...}   (mma: the tensor-core GEMM ran,
+//    int8: its int8 form; LLMSVC_CL_MMQ=0 / 1 turns that off / on)
 //   bench_cl_matmul [--device=SPEC] [--types=LIST] [--tokens=1,2,4,8,16,512] [--quick]
 // (--quick: small shapes and at most 64 tokens, a smoke run)
 #include <algorithm>
@@ -151,9 +152,10 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
         const double gflops = 2.0 * static_cast<double>(s.rows) * static_cast<double>(s.cols) * n / per_call / 1e9;
         std::printf(
             "{\"bench\":\"cl_matmul\",\"device\":\"%s\",\"type\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,"
-            "\"copies\":%zu,\"mma\":%s,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
+            "\"copies\":%zu,\"mma\":%s,\"int8\":%s,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
             info->device_name.c_str(), t.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
-            ws.size(), mm->uses_tensor_cores(n) ? "true" : "false", per_call * 1e6, gbps, gflops);
+            ws.size(), mm->uses_tensor_cores(n) ? "true" : "false", mm->uses_int8_gemm(*ws[0], n) ? "true" : "false",
+            per_call * 1e6, gbps, gflops);
         std::fflush(stdout);
       }
     }

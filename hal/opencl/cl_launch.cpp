@@ -3,6 +3,7 @@
 #include "hal/opencl/cl_launch.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "hal/opencl/cl_profiler.h"
 #include "hal/opencl/cl_sources.h"
@@ -20,6 +21,9 @@ Result<ClProgram> build_kernels(ClDeviceContext& ctx, std::initializer_list<std:
   }
   std::string opts = "-cl-std=CL1.2";
   if (!options.empty()) opts.append(" ").append(options);
+  // A measurement's knob: options for every program (e.g. NVIDIA's -cl-nv-verbose, whose
+  // report LLMSVC_CL_BUILD_LOG=1 prints, or -cl-nv-maxrregcount=N).
+  if (const char* extra = std::getenv("LLMSVC_CL_OPTIONS"); extra && *extra) opts.append(" ").append(extra);
   return ctx.programs().build(text, opts);
 }
 

@@ -5,6 +5,8 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "base/file_io.h"
@@ -119,6 +121,8 @@ Result<ClProgram> ProgramBuilder::build(std::string_view source, std::string_vie
     return Status(Code::internal, m);
   }
   ++compiled_;
+  if (const char* log = std::getenv("LLMSVC_CL_BUILD_LOG"); log && std::string_view(log) == "1")
+    std::fprintf(stderr, "opencl build (%s):\n%s\n", opts.c_str(), build_log(p.get(), device_.device).c_str());
   if (!path.empty()) store_binary(p.get(), path);
   return p;
 }
