@@ -88,6 +88,11 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
     std::fprintf(stderr, "bench_cl_matmul: %s\n", (plain.ok() ? repacked : plain).status().message().c_str());
     return 1;
   }
+  cl_ulong local = 0;
+  clGetDeviceInfo(info->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr);
+  std::fprintf(stderr, "bench_cl_matmul: %s, %llu bytes of local memory; int8 GEMM: %s\n", info->device_name.c_str(),
+               static_cast<unsigned long long>(local),
+               (*plain)->int8_gemm_note().empty() ? "on" : (*plain)->int8_gemm_note().c_str());
   if (!(*plain)->tensor_core_note().empty())
     std::fprintf(stderr, "bench_cl_matmul: no tensor-core GEMM: %s\n", (*plain)->tensor_core_note().c_str());
   cl_command_queue queue = (*ctx)->queue().handle();

@@ -514,9 +514,17 @@ Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
   if (!nvidia && want != true) return Status(Code::unsupported, "int8 GEMM: no tensor cores to run it on this platform");
   std::string options = "-cl-mad-enable";
   if (nvidia) options += " -DLLMSVC_PTX_HALF -DLLMSVC_PTX_MMA";
-  // A measurement's knob: 32-element blocks per K-step (2 or 4).
-  if (const char* nb = std::getenv("LLMSVC_CL_MMQ_NB"); nb && (std::strcmp(nb, "2") == 0 || std::strcmp(nb, "4") == 0))
-    options += std::string(" -DMQ_NB=") + nb;
+  // 32-element blocks per K-step: 4 (two staged tiles of 40 KB each) where the device's local
+  // memory holds them, else 2; LLMSVC_CL_MMQ_NB=2 / 4 picks one for a measurement.
+  cl_ulong local = 0;
+  if (clGetDeviceInfo(ctx->info().device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr) != CL_SUCCESS)
+    local = 0;
+  const char* nb_env = std::getenv("LLMSVC_CL_MMQ_NB");
+  int nb = local >= 82 * 1024 ? 4 : 2;
+  if (nb_env && (std::strcmp(nb_env, "2") == 0 || std::strcmp(nb_env, "4") == 0)) nb = std::atoi(nb_env);
+  if (static_cast<uint64_t>(nb) * 20 * 1024 + 64 > local)
+    return Status(Code::unsupported, "int8 GEMM: " + std::to_string(local) + " bytes of local memory is too little");
+  options += " -DMQ_NB=" + std::to_string(nb);
   auto program = build_kernels(*ctx, {"matmul", "matmul_mmq"}, options);
   if (!program.ok()) return program.status();
   mmq_program = std::move(program).value();
