@@ -41,9 +41,8 @@ class ClMatmul {
   // upload() repacks Q4_0 / Q4_1 / Q4_K weights (rows a multiple of 128 wide) as E0M4
   // (cl_matmul.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on. int8_gemm: prefill of the
   // types whose blocks are 32 integer codes with a scale (and min) multiplies the quantized
-  // input's int8 codes (kernels/matmul_mmq.cl); unset, it is on where NVIDIA's tensor cores run
-  // it and LLMSVC_CL_MMQ=0 / 1 turns it off / on (elsewhere: the same integer sums per item, for
-  // tests).
+  // input's int8 codes (kernels/matmul_mmq.cl: tensor cores on NVIDIA, each item's integer sums
+  // elsewhere); unset, it is on and LLMSVC_CL_MMQ=0 turns it off.
   static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx, std::optional<bool> e0m4 = std::nullopt,
                                                   std::optional<bool> int8_gemm = std::nullopt);
   ~ClMatmul();

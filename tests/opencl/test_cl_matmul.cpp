@@ -213,10 +213,15 @@ void ClMatmulTest::check_products(ClMatmul& mm, const std::vector<WeightType>& t
   }
 }
 
+// Through the default matmul (the int8 GEMM for the types it takes) and one without the int8
+// GEMM (the f32 or f16 tensor-core GEMM for every type).
 TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
   double worst_mma = 0;
-  check_products(*mm_, std::vector<WeightType>(std::begin(kTypes), std::end(kTypes)), {1, 2, 3, 5, 17, 64, 100},
-                 shapes_for, &worst_mma);
+  const std::vector<WeightType> types(std::begin(kTypes), std::end(kTypes));
+  check_products(*mm_, types, {1, 2, 3, 5, 17, 64, 100}, shapes_for, &worst_mma);
+  auto no_int8 = ClMatmul::create(*ctx_, false, false);
+  ASSERT_TRUE(no_int8.ok()) << no_int8.status().message();
+  check_products(**no_int8, types, {5, 17, 100}, shapes_for, &worst_mma);
   if (mm_->uses_tensor_cores(1 << 20)) std::printf("tensor-core GEMM: worst |error| / sum |w x| = %.3g\n", worst_mma);
 }
 
