@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,15 @@ constexpr size_t kMaxScoreFloats = size_t(16) << 20;
 // attn_decode's limits (its DW, DG, DQ, DK): items, query heads per kv head, query floats and
 // scores of a group.
 constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
-constexpr int kDecodeKeys = 256;  // the context up to which the one-launch decode kernel runs
+
+// A measurement's knob: a positive integer from the environment, else `fallback`.
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n > 0 && n <= (1 << 24) ? static_cast<int>(n) : fallback;
+}
 
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
 
@@ -59,6 +68,11 @@ struct ClOps::Impl {
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
   // row, partial outputs per row and split.
   Buffer scores, block_stats, row_stats, partial;
+  // The one-launch decode kernel: the longest context it takes (its scores in local memory
+  // bound it too), and its channel split where forced (0: from the compute units).
+  // LLMSVC_CL_DECODE_KEYS / LLMSVC_CL_DECODE_CSPLIT set them for a measurement or a test.
+  int decode_keys = env_int("LLMSVC_CL_DECODE_KEYS", static_cast<int>(kDecodeScores));
+  int decode_csplit = env_int("LLMSVC_CL_DECODE_CSPLIT", 0);
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
   Status reserve(Buffer& b, size_t bytes) { return reserve_scratch(ctx.pool(), b, bytes); }
@@ -247,18 +261,28 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   }
 
   const int G = p.n_head / p.n_head_kv;
-  // Decode without key mass over a short context: one launch (attention.cl, attn_decode). Its
-  // one work-group per kv head leaves most of a GPU idle over a long context, where the split
-  // path's three launches win (H100, 7B: 181 tok/s at context 128 with it, 98 at 1024).
-  if (n_tokens == 1 && !mass.mem && n_valid <= kDecodeKeys && static_cast<size_t>(G) <= kDecodeGroup &&
+  // Decode without key mass: one launch (attention.cl, attn_decode) while its scores fit in
+  // local memory.
+  if (n_tokens == 1 && !mass.mem && n_valid <= m.decode_keys && static_cast<size_t>(G) <= kDecodeGroup &&
       static_cast<size_t>(G) * D <= kDecodeQuery && static_cast<size_t>(G) * n_valid <= kDecodeScores) {
     // Fewer kv heads than compute units: a work-group per query head instead (each re-reads its
-    // kv head's keys, a few KB at these lengths); Gemma-3-270M's one kv head took 70 us an
-    // H100 layer in one work-group.
-    const int split = p.n_head_kv < m.ctx.info().compute_units ? G : 1;
-    const ClRange r{1, {static_cast<size_t>(p.n_head_kv) * split * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
+    // kv head's keys); Gemma-3-270M's one kv head took 70 us an H100 layer in one work-group.
+    // Then P.V's channels split while that leaves a wave of work-groups (every one computes
+    // its heads' scores: a kv head's keys read once per split).
+    const int cu = std::max(1, m.ctx.info().compute_units);
+    const int split = p.n_head_kv < cu ? G : 1;
+    int csplit = 1;
+    const auto splits_channels = [&](int c) { return (D / 4) % c == 0 && D / c >= 16; };
+    if (m.decode_csplit > 0) {
+      csplit = splits_channels(m.decode_csplit) ? m.decode_csplit : 1;
+    } else {
+      while (2 * p.n_head_kv * split * csplit <= cu && splits_channels(2 * csplit)) csplit *= 2;
+    }
+    const size_t groups = static_cast<size_t>(p.n_head_kv) * split * csplit;
+    const ClRange r{1, {groups * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
     return launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head, p.n_head_kv,
-                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split});
+                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split},
+                  int32_t{csplit});
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
   const int s_stride = n_blocks * kKeyBlock;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -529,6 +530,32 @@ TEST_F(ClAttention, LongContextsSplitTheKeysAcrossWorkGroups) {
       a.window = window;
       check(a);
       if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A decode step over up to 8,192 scores takes the one-launch kernel, its P.V's channels split
+// across work-groups where compute units are many (an H100's 132; PoCL has two, so the splits
+// are forced here).
+TEST_F(ClAttention, DecodeSplitsItsChannelsAcrossWorkGroups) {
+  for (const char* csplit : {"2", "4"}) {
+    ::setenv("LLMSVC_CL_DECODE_CSPLIT", csplit, 1);
+    auto o = ClOps::create(*ctx_);
+    ::unsetenv("LLMSVC_CL_DECODE_CSPLIT");
+    ASSERT_TRUE(o.ok()) << o.status().message();
+    ops_ = std::move(o).value();
+    for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{4, 2, 64}, std::tuple{8, 1, 128}}) {
+      for (int n_valid : {75, 1000}) {
+        SCOPED_TRACE(std::string("channel split ") + csplit);
+        AttnCase a;
+        a.n_head = n_head;
+        a.n_head_kv = n_head_kv;
+        a.head_dim = head_dim;
+        a.full = kMixed;
+        a.n_valid = n_valid;
+        check(a);
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }

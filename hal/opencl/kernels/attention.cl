@@ -328,14 +328,15 @@ __kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __glob
 }
 
 // Decode in one launch: one query token, no key mass, the visible keys few enough that every
-// query head of a kv head keeps its scores in local memory (DG * DK floats). One work-group per
-// kv head computes the scores (the order of attn_scores' sums), each head's max and sum, the
-// f16 weights and their product with V; the split path above takes three launches and a
-// scratch matrix for the same result, which at decode is mostly launch latency.
+// query head of a kv head keeps its scores in local memory (G x keys <= DK floats). A
+// work-group computes the scores of its query heads (the order of attn_scores' sums), each
+// head's max and sum, the f16 weights and their product with V; the split path above takes
+// three launches and a scratch matrix for the same result.
 #define DW 256     // work-group size
 #define DG 8       // query heads per kv head at most
 #define DQ 2048    // query floats of a kv head's group at most (DG x head_dim)
 #define DK 8192    // scores at most (query heads x visible keys)
+#define DU 4       // value rows an item of P.V loads at once
 
 inline float group_reduce(__local float* red, int lid, float v, int op) {
   red[lid] = v;
@@ -349,20 +350,24 @@ inline float group_reduce(__local float* red, int lid, float v, int op) {
   return r;
 }
 
-// With few kv heads (Gemma-3-270M has one) a work-group per kv head leaves the GPU idle: `split`
-// work-groups then share a kv head's G query heads (G / split each), every one reading the
-// kv head's keys and values; each head's sums are the same either way.
+// A work-group per kv head would leave most of a GPU idle, so the work is spread two ways:
+// `split` work-groups share a kv head's G query heads (G / split each, where kv heads are few:
+// Gemma-3-270M has one), and `csplit` work-groups share the channels of P.V (head_dim /
+// csplit each, a multiple of 4), every one computing all its heads' scores (a kv head's keys
+// read csplit times, mostly from L2) so that no partial sums need combining. Each head's sums
+// are the same either way.
 __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
     __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int layer, int n_valid,
-    int window, float scale, __global float* ob, ulong oo, int split) {
+    int window, float scale, __global float* ob, ulong oo, int split, int csplit) {
   __local float qs[DQ];
   __local float S[DK];
   __local float red[DW];
   __local float4 lanes[DW];
-  const int lid = get_local_id(0), hk = get_group_id(0) / split;
+  const int lid = get_local_id(0), cs = get_group_id(0) % csplit, hw = get_group_id(0) / csplit;
+  const int hk = hw / split;
   const int G = n_head / n_head_kv / split, kv_dim = n_head_kv * head_dim;
-  const int first_head = hk * split * G + (get_group_id(0) % split) * G;  // of this work-group's G
+  const int first_head = hk * split * G + (hw % split) * G;  // of this work-group's G
   const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
   const int lo = vis.x, nk = max(0, vis.y - vis.x);
   __global const ulong* table = CVIEW(ulong, tb, to);
@@ -401,20 +406,37 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
-  // P.V: item (lane, quad) sums every KL-th key's 4 channels for every head; lanes summed last.
-  const int CQ = head_dim / 4, KL = DW / CQ;
+  // P.V over the work-group's channels c0 .. c0 + Dc: item (lane, quad) sums every KL-th key's
+  // 4 channels for every head, DU keys' rows loaded before any is used (one row at a time
+  // left each item waiting on memory once per key: ~120 us a 7B layer at 1,024 keys); lanes
+  // summed last.
+  const int Dc = head_dim / csplit, c0 = cs * Dc;
+  const int CQ = Dc / 4, KL = DW / CQ;
   const int cq = lid % CQ, kl = lid / CQ;
   const bool active = kl < KL;
+  const int ch = hk * head_dim + c0 + 4 * cq;
   float4 acc[DG];
   for (int g = 0; g < DG; ++g) acc[g] = 0.0f;
   if (active) {
-    for (int i = kl; i < nk; i += KL) {
+    int i = kl;
+    for (; i + (DU - 1) * KL < nk; i += DU * KL) {
+      float4 v[DU];
+#pragma unroll
+      for (int u = 0; u < DU; ++u) {
+        const int j = lo + i + u * KL;
+        v[u] = load_value4(arena, table[j / C], layer, C, kv_dim, n_head_kv, hk, j % C, ch);
+      }
+#pragma unroll
+      for (int u = 0; u < DU; ++u)
+        for (int g = 0; g < G; ++g) acc[g] = fma((float4)S[g * nk + i + u * KL], v[u], acc[g]);
+    }
+    for (; i < nk; i += KL) {
       const int j = lo + i;
-      const float4 v = load_value4(arena, table[j / C], layer, C, kv_dim, n_head_kv, hk, j % C, hk * head_dim + 4 * cq);
+      const float4 v = load_value4(arena, table[j / C], layer, C, kv_dim, n_head_kv, hk, j % C, ch);
       for (int g = 0; g < G; ++g) acc[g] = fma((float4)S[g * nk + i], v, acc[g]);
     }
   }
-  __global float* out = VIEW(float, ob, oo) + (size_t)first_head * head_dim;
+  __global float* out = VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0;
   for (int g = 0; g < G; ++g) {
     if (active) lanes[lid] = acc[g];
     barrier(CLK_LOCAL_MEM_FENCE);
