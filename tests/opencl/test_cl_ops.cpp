@@ -534,14 +534,16 @@ TEST_F(ClAttention, LongContextsSplitTheKeysAcrossWorkGroups) {
   }
 }
 
-// A decode step over up to 8,192 scores takes the one-launch kernel, its P.V's channels split
-// across work-groups where compute units are many (an H100's 132; PoCL has two, so the splits
-// are forced here).
+// A decode step's one-launch kernel splits P.V's channels across work-groups where compute
+// units are many (an H100's 132; PoCL has two, so the splits are forced here), over short
+// contexts and (forced too) long ones.
 TEST_F(ClAttention, DecodeSplitsItsChannelsAcrossWorkGroups) {
   for (const char* csplit : {"2", "4"}) {
     ::setenv("LLMSVC_CL_DECODE_CSPLIT", csplit, 1);
+    ::setenv("LLMSVC_CL_DECODE_KEYS", "8192", 1);
     auto o = ClOps::create(*ctx_);
     ::unsetenv("LLMSVC_CL_DECODE_CSPLIT");
+    ::unsetenv("LLMSVC_CL_DECODE_KEYS");
     ASSERT_TRUE(o.ok()) << o.status().message();
     ops_ = std::move(o).value();
     for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{4, 2, 64}, std::tuple{8, 1, 128}}) {
