@@ -21,7 +21,13 @@
 
 #define KB 64  // keys per block: the work-group size of every kernel here
 #define RT 8   // query rows per tile
+#ifndef DS
 #define DS 32  // channels of q and K staged in local memory at a time
+#endif
+#ifndef PU
+#define PU 4  // value rows an item of attn_pv loads before using any (a decode step's split has
+              // 64 keys, 2 key lanes of head_dim 128: 32 rows an item, each a wait on memory)
+#endif
 // head_dim: a multiple of 4 up to 4 * KB (attn_pv's items take a row's channels 4 at a time).
 
 // Bytes of one layer's K block and V block in a chunk of format `bits` (hal/kv_format.h).
@@ -236,7 +242,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
   barrier(CLK_LOCAL_MEM_FENCE);
 
   // V: each item takes 4 channels (a quad) of every KL-th key of a block, so that KL keys' rows
-  // are read at once, in wide loads, two keys per step in flight; the KL lanes are summed at the end.
+  // are read at once, in wide loads, PU keys per step in flight; the KL lanes are summed at the end.
   const int CQ = head_dim / 4, KL = KB / CQ;
   const int cq = lid % CQ, kl = lid / CQ;
   const bool active = kl < KL;
@@ -256,16 +262,21 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     const int kn = min(KB, k_end - jb);
     if (active) {
       int k = kl;
-      for (; k + KL < kn; k += 2 * KL) {
-        const int j0 = jb + k, j1 = j0 + KL;
-        const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
-        const float4 v1 = load_value4(arena, table[j1 / C], layer, C, kv_dim, n_head_kv, hk, j1 % C, ch);
-        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k + KL], v1, fma((float4)red[r][k], v0, acc[r]));
+      for (; k + (PU - 1) * KL < kn; k += PU * KL) {
+        float4 v[PU];
+#pragma unroll
+        for (int u = 0; u < PU; ++u) {
+          const int j = jb + k + u * KL;
+          v[u] = load_value4(arena, table[j / C], layer, C, kv_dim, n_head_kv, hk, j % C, ch);
+        }
+#pragma unroll
+        for (int u = 0; u < PU; ++u)
+          for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k + u * KL], v[u], acc[r]);
       }
-      if (k < kn) {
-        const int j0 = jb + k;
-        const float4 v0 = load_value4(arena, table[j0 / C], layer, C, kv_dim, n_head_kv, hk, j0 % C, ch);
-        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k], v0, acc[r]);
+      for (; k < kn; k += KL) {
+        const int j = jb + k;
+        const float4 v = load_value4(arena, table[j / C], layer, C, kv_dim, n_head_kv, hk, j % C, ch);
+        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k], v, acc[r]);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
