@@ -161,7 +161,9 @@ Status ClDevice::begin(const BatchBinding& b) {
   auto table = scratch(table_, std::max<size_t>(n_chunks, 1) * sizeof(uint64_t));
   if (!table.ok()) return table.status();
   LLMSVC_RETURN_IF_ERROR(write(*table, table_host_.data(), n_chunks * sizeof(uint64_t), false));
-  kv_bind_ = ClKv{kv_->arena(), *table, static_cast<int>(n_chunks), b.chunk_tokens, b.n_layer, b.n_head_kv, b.head_dim};
+  kv_bind_ = ClKv{kv_->arena(), *table, static_cast<int>(n_chunks), b.chunk_tokens, b.n_layer, b.n_head_kv, b.head_dim,
+                  std::all_of(b.chunk_format.begin(), b.chunk_format.begin() + static_cast<std::ptrdiff_t>(n_chunks),
+                              [](KvFormat f) { return f == KvFormat::f16; })};
   if (!b.chunk_mass.empty()) {
     const size_t bytes = n_chunks * static_cast<size_t>(b.chunk_tokens) * sizeof(float);
     auto m = scratch(mass_, bytes);

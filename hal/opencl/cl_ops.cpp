@@ -5,9 +5,11 @@
 #include "hal/opencl/cl_ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hal/host/fp16.h"
@@ -75,6 +77,7 @@ struct ClOps::Impl {
   // against 132 with the one-launch kernel, whose item per key reads K rows 256 bytes apart).
   int decode_keys = env_int("LLMSVC_CL_DECODE_KEYS", 256);
   int decode_csplit = env_int("LLMSVC_CL_DECODE_CSPLIT", 0);
+  bool kv_fast = !(std::getenv("LLMSVC_CL_KV_FAST") && std::string_view(std::getenv("LLMSVC_CL_KV_FAST")) == "0");
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
   Status reserve(Buffer& b, size_t bytes) { return reserve_scratch(ctx.pool(), b, bytes); }
@@ -263,6 +266,10 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   }
 
   const int G = p.n_head / p.n_head_kv;
+  // Every chunk f16 and chunks a power of two long: the kernels' faster path (attention.cl,
+  // c_shift); LLMSVC_CL_KV_FAST=0 turns it off for an A/B.
+  const int C = kv.chunk_tokens;
+  const int32_t c_shift = kv.all_f16 && m.kv_fast && (C & (C - 1)) == 0 ? std::countr_zero(static_cast<unsigned>(C)) : -1;
   // Decode without key mass over a short context: one launch (attention.cl, attn_decode).
   if (n_tokens == 1 && !mass.mem && n_valid <= m.decode_keys && static_cast<size_t>(G) <= kDecodeGroup &&
       static_cast<size_t>(G) * D <= kDecodeQuery && static_cast<size_t>(G) * n_valid <= kDecodeScores) {
@@ -283,7 +290,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const size_t groups = static_cast<size_t>(p.n_head_kv) * split * csplit;
     const ClRange r{1, {groups * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
     return launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head, p.n_head_kv,
-                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split},
+                  p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split},
                   int32_t{csplit});
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
@@ -316,11 +323,11 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const size_t nkv = static_cast<size_t>(p.n_head_kv);
     const ClRange rs{3, {static_cast<size_t>(s_stride), nkv, tiles}, {kKeyBlock, 1, 1}};
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_scores.get(), rs, qv, pv, kv.arena, kv.table, nt, p.n_head,
-                                  p.n_head_kv, p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, p.scale,
-                                  scores, uint64_t{0}, s_stride, block_stats, uint64_t{0}));
+                                  p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window,
+                                  p.scale, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0}));
     const ClRange rp{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_pv.get(), rp, pv, kv.arena, kv.table, nt, p.n_head, p.n_head_kv,
-                                  p.head_dim, kv.chunk_tokens, layer, n_valid, p.sliding_window, scores, uint64_t{0},
+                                  p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, scores, uint64_t{0},
                                   s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(split_blocks * kKeyBlock),
                                   n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
     if (n_splits > 1) {

@@ -28,6 +28,7 @@ struct ClKv {
   int n_layer = 0;
   int n_head_kv = 0;
   int head_dim = 0;
+  bool all_f16 = false;  // every chunk of the table is f16 (attention then takes a faster path)
 };
 inline constexpr uint64_t kKvOffsetMask = (uint64_t(1) << 56) - 1;
 inline uint64_t kv_table_entry(uint64_t offset, KvFormat f) { return offset | (uint64_t(static_cast<uint8_t>(f)) << 56); }

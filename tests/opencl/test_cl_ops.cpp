@@ -497,7 +497,21 @@ class ClAttention : public ClOpsTest {
     const Status s2 = ops_->attention(view(bq), T, view(bp), ckv, layer, a.n_valid, p, view(bo2), ClView{});
     ASSERT_TRUE(s2.ok()) << s2.message();
     expect_near_all(download<float>(bo2, qn), want, 0.0f, 1e-3f, T == 1 ? "attention (decode kernel)" : "attention (no mass)");
+    // Where every chunk is f16 (and C a power of two) the kernels take their faster path: the
+    // same bits, with and without key mass.
+    if (std::all_of(kv.formats.begin(), kv.formats.begin() + n_chunks, [](KvFormat f) { return f == KvFormat::f16; })) {
+      ClKv fast = ckv;
+      fast.all_f16 = true;
+      Buffer bo3 = upload(std::vector<float>(qn, NAN)), bm3 = upload(mass0), bo4 = upload(std::vector<float>(qn, NAN));
+      ASSERT_TRUE(ops_->attention(view(bq), T, view(bp), fast, layer, a.n_valid, p, view(bo3), view(bm3)).ok());
+      ASSERT_TRUE(ops_->attention(view(bq), T, view(bp), fast, layer, a.n_valid, p, view(bo4), ClView{}).ok());
+      EXPECT_EQ(download<uint32_t>(bo3, qn), download<uint32_t>(bo, qn)) << "f16 path, with key mass";
+      EXPECT_EQ(download<uint32_t>(bm3, mass0.size()), download<uint32_t>(bm, mass0.size())) << "f16 path's key mass";
+      EXPECT_EQ(download<uint32_t>(bo4, qn), download<uint32_t>(bo2, qn)) << "f16 path, without key mass";
+      ++f16_paths_;
+    }
   }
+  int f16_paths_ = 0;  // cases that compared the f16 path
 };
 
 const std::vector<KvFormat> kF16 = {KvFormat::f16};
@@ -595,6 +609,7 @@ TEST_F(ClAttention, PeakedScoresAsARealModelHasThem) {
     a.spread = 3.0f;
     check(a);
   }
+  EXPECT_EQ(f16_paths_, 2);
 }
 
 TEST_F(ClAttention, HeadSizesThatSplitWorkGroupsUnevenly) {
