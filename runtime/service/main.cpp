@@ -144,6 +144,14 @@ int main(int argc, char** argv) {
   if (::setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 1) != 0 ||
       ::setenv("POCL_CACHE_DIR", (*root + "/cache/pocl").c_str(), 1) != 0)
     return fail(Status(Code::internal, "setting PoCL's environment failed"));
+  // NVIDIA's OpenCL gives a program's binary as PTX, so what the program cache keeps is turned
+  // into GPU code again at every load unless the driver's own compute cache can be written: by
+  // default under $HOME, which a dynamic user lacks and ProtectHome= makes read-only. Without
+  // it llmsvcd spent 7-22 s opening an H100 at every start, with it 0.25 s
+  // (docs/measurements/2026-11-27-opencl-int8-gemm.md). So it goes into the state root too,
+  // unless the environment names one.
+  if (::setenv("CUDA_CACHE_PATH", (*root + "/cache/nvidia").c_str(), 0) != 0)
+    return fail(Status(Code::internal, "setting the CUDA compute cache's path failed"));
   EngineOptions eo;
   eo.model_path = *model_path;
   eo.n_threads = cfg.threads;
