@@ -3,7 +3,7 @@
 // few tokens, a GEMM for prefill) and embedding rows.
 //
 // Each GGUF weight type is repacked once at upload into a layout the kernels read coalesced
-// (see cl_matmul.cpp's comment for which type becomes what); activations are f32, quantized
+// (see cl_weight_pack.cpp for which type becomes what); activations are f32, quantized
 // first as the CPU quantizes them for the quantized types (quantize_input).
 #pragma once
 
@@ -29,7 +29,7 @@ class ClWeight final : public PreparedWeight {
  private:
   friend class ClMatmul;
   WeightRef ref_;
-  int layout = 0;         // which repacked form (cl_matmul.cpp)
+  int layout = 0;         // which repacked form (cl_weight_pack.h)
   Buffer parts[3];        // codes, scales, ... as the layout needs
   uint32_t kp = 0;        // row stride in elements of the float layouts (cols rounded up to 8)
   uint32_t gs = 0;        // log2 of the elements per scale of the int8 layouts
@@ -39,7 +39,7 @@ class ClMatmul {
  public:
   // Builds the matmul programs for the context's device (through its program cache). e0m4:
   // upload() repacks Q4_0 / Q4_1 / Q4_K weights (rows a multiple of 128 wide) as E0M4
-  // (cl_matmul.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on. int8_gemm: prefill of the
+  // (cl_weight_pack.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on. int8_gemm: prefill of the
   // types whose blocks are 32 integer codes with a scale (and min) multiplies the quantized
   // input's int8 codes (kernels/matmul_mmq.cl: tensor cores on NVIDIA, each item's integer sums
   // elsewhere); unset, it is on and LLMSVC_CL_MMQ=0 turns it off.

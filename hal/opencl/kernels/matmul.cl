@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The weight layouts ClMatmul repacks GGUF tensors into (cl_matmul.cpp says which type becomes
+// The weight layouts ClMatmul repacks GGUF tensors into (cl_weight_pack.cpp says which type becomes
 // which and why), their exact dequantization, and get_rows.
 //
 // Every dequantization here performs the same float operations in the same order as the CPU's
