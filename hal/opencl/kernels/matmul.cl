@@ -177,3 +177,26 @@ inline float8 x_load8(__global const float* row, uint c, uint cols) {
 inline float dot8(float8 a, float8 b) {
   return dot(a.lo, b.lo) + dot(a.hi, b.hi);
 }
+
+// A warp's 64 rows x 32 tokens of y (n tokens of `rows`) from its 4 x 4 tiles of 16 x 8 mma
+// accumulators, in the C layout of mma.sync m16n8 (lane 4 g + t: row g, tokens 2t and 2t + 1,
+// then row g + 8): the tensor-core GEMMs' output (matmul_mma.cl, matmul_mmq.cl). row0, tok0:
+// the warp's first row and token; rows and tokens past the ends are not written.
+__attribute__((always_inline)) inline void store_warp_tiles(float acc[4][4][4], uint row0, uint tok0, uint g, uint t,
+                                                            uint rows, uint n, __global float* y) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint r = row0 + 16 * i + g;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint tk = tok0 + 8 * j + 2 * t;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (tk + e >= n) continue;
+        __global float* yt = y + (size_t)(tk + e) * rows;
+        if (r < rows) yt[r] = acc[i][j][e];
+        if (r + 8 < rows) yt[r + 8] = acc[i][j][e + 2];
+      }
+    }
+  }
+}

@@ -169,22 +169,7 @@ __attribute__((always_inline)) inline void gemm_mma(const int L, const int WM, c
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
-  // C: (row g, tokens 2t, 2t + 1) and (row g + 8, the same tokens) of each 16 x 8 tile.
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint r = r0 + wm * 64 + 16 * i + g;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint tk = t0 + wn * 32 + 8 * j + 2 * t;
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (tk + e >= n) continue;
-        __global float* yt = y + (size_t)(tk + e) * w.rows;
-        if (r < w.rows) yt[r] = acc[i][j][e];
-        if (r + 8 < w.rows) yt[r + 8] = acc[i][j][e + 2];
-      }
-    }
-  }
+  store_warp_tiles(acc, r0 + wm * 64, t0 + wn * 32, g, t, w.rows, n, y);
 }
 
 // gemm_mma_NAME: 128 rows x 128 tokens, 8 warps. (A 64 x 64 tile of 2 warps, in a first version
