@@ -69,16 +69,27 @@ void dq_q8_0(const BlockQ8_0* b, float* y, int64_t nb) {
   }
 }
 
+// The scales and mins of a K-quant's sub-blocks is and is + 1 (64 elements): d * sc, dmin * mn.
+struct KPair {
+  float d1, m1, d2, m2;
+};
+KPair k_pair(int is, const uint8_t* scales, float d, float dmin) {
+  uint8_t sc, mn;
+  KPair k;
+  k_scale_min(is, scales, &sc, &mn);
+  k.d1 = d * sc, k.m1 = dmin * mn;
+  k_scale_min(is + 1, scales, &sc, &mn);
+  k.d2 = d * sc, k.m2 = dmin * mn;
+  return k;
+}
+
 void dq_q4_k(const BlockQ4_K* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
     const uint8_t* q = b[i].qs;
     for (int j = 0, is = 0; j < kQK_K; j += 64, is += 2, q += 32) {
-      uint8_t sc, mn;
-      k_scale_min(is, b[i].scales, &sc, &mn);
-      const float d1 = d * sc, m1 = dmin * mn;
-      k_scale_min(is + 1, b[i].scales, &sc, &mn);
-      const float d2 = d * sc, m2 = dmin * mn;
+      const KPair k = k_pair(is, b[i].scales, d, dmin);
+      const float d1 = k.d1, m1 = k.m1, d2 = k.d2, m2 = k.m2;
       for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
       for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
     }
@@ -92,11 +103,8 @@ void dq_q5_k(const BlockQ5_K* b, float* y, int64_t nb) {
     const uint8_t* qh = b[i].qh;
     uint8_t u1 = 1, u2 = 2;
     for (int j = 0, is = 0; j < kQK_K; j += 64, is += 2, ql += 32) {
-      uint8_t sc, mn;
-      k_scale_min(is, b[i].scales, &sc, &mn);
-      const float d1 = d * sc, m1 = dmin * mn;
-      k_scale_min(is + 1, b[i].scales, &sc, &mn);
-      const float d2 = d * sc, m2 = dmin * mn;
+      const KPair k = k_pair(is, b[i].scales, d, dmin);
+      const float d1 = k.d1, m1 = k.m1, d2 = k.d2, m2 = k.m2;
       for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
       for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
       u1 = static_cast<uint8_t>(u1 << 2);
