@@ -25,7 +25,7 @@
 #define DS 32  // channels of q and K staged in local memory at a time
 #endif
 #ifndef PU
-#define PU 4  // value rows an item of attn_pv loads before using any (a decode step's split has
+#define PU 4  // value rows a P.V lane loads before using any (pv_lane; a decode step's split has
               // 64 keys, 2 key lanes of head_dim 128: 32 rows an item, each a wait on memory)
 #endif
 // head_dim: a multiple of 4 up to 4 * KB (attn_pv's items take a row's channels 4 at a time).
@@ -96,6 +96,32 @@ inline float4 load_value4(__global const uchar* arena, ulong e, int layer, int C
   const int pair = r * n_head_kv + hk;
   __global const uchar* row = base + (size_t)C * n_head_kv * 4 + (size_t)r * (kv_dim * bits / 8);
   return fma((float4)vload_half(C * n_head_kv + pair, p), read_codes4(row, ch, bits), (float4)vload_half(pair, p));
+}
+
+// One P.V lane: acc[r] += w[r * w_stride + k] * (channels ch .. ch + 3 of key key0 + k's value
+// row) for keys k = first, first + KL, ... < kn, in that order, and rows r < nr; PU value rows
+// are loaded before any is used (one at a time left each item waiting on memory once a key).
+__attribute__((always_inline)) inline void pv_lane(float4* acc, int nr, __local const float* w, int w_stride,
+                                                   int first, int kn, int KL, int key0, __global const uchar* arena,
+                                                   __global const ulong* table, int layer, int C, int c_shift,
+                                                   int kv_dim, int n_head_kv, int hk, int ch) {
+  int k = first;
+  for (; k + (PU - 1) * KL < kn; k += PU * KL) {
+    float4 v[PU];
+#pragma unroll
+    for (int u = 0; u < PU; ++u) {
+      const int j = key0 + k + u * KL;
+      v[u] = load_value4(arena, table[KV_CHUNK(j)], layer, C, c_shift, kv_dim, n_head_kv, hk, KV_ROW(j), ch);
+    }
+#pragma unroll
+    for (int u = 0; u < PU; ++u)
+      for (int r = 0; r < nr; ++r) acc[r] = fma((float4)w[r * w_stride + k + u * KL], v[u], acc[r]);
+  }
+  for (; k < kn; k += KL) {
+    const int j = key0 + k;
+    const float4 v = load_value4(arena, table[KV_CHUNK(j)], layer, C, c_shift, kv_dim, n_head_kv, hk, KV_ROW(j), ch);
+    for (int r = 0; r < nr; ++r) acc[r] = fma((float4)w[r * w_stride + k], v, acc[r]);
+  }
 }
 
 // Keys [lo, hi) seen by a query at position pos.
@@ -274,23 +300,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     barrier(CLK_LOCAL_MEM_FENCE);
     const int kn = min(KB, k_end - jb);
     if (active) {
-      int k = kl;
-      for (; k + (PU - 1) * KL < kn; k += PU * KL) {
-        float4 v[PU];
-#pragma unroll
-        for (int u = 0; u < PU; ++u) {
-          const int j = jb + k + u * KL;
-          v[u] = load_value4(arena, table[KV_CHUNK(j)], layer, C, c_shift, kv_dim, n_head_kv, hk, KV_ROW(j), ch);
-        }
-#pragma unroll
-        for (int u = 0; u < PU; ++u)
-          for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k + u * KL], v[u], acc[r]);
-      }
-      for (; k < kn; k += KL) {
-        const int j = jb + k;
-        const float4 v = load_value4(arena, table[KV_CHUNK(j)], layer, C, c_shift, kv_dim, n_head_kv, hk, KV_ROW(j), ch);
-        for (int r = 0; r < RT; ++r) acc[r] = fma((float4)red[r][k], v, acc[r]);
-      }
+      pv_lane(acc, RT, &red[0][0], KB, kl, kn, KL, jb, arena, table, layer, C, c_shift, kv_dim, n_head_kv, hk, ch);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -360,7 +370,6 @@ __kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __glob
 #define DG 8       // query heads per kv head at most
 #define DQ 2048    // query floats of a kv head's group at most (DG x head_dim)
 #define DK 8192    // scores at most (query heads x visible keys)
-#define DU 4       // value rows an item of P.V loads at once
 
 inline float group_reduce(__local float* red, int lid, float v, int op) {
   red[lid] = v;
@@ -431,9 +440,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   barrier(CLK_LOCAL_MEM_FENCE);
 
   // P.V over the work-group's channels c0 .. c0 + Dc: item (lane, quad) sums every KL-th key's
-  // 4 channels for every head, DU keys' rows loaded before any is used (one row at a time
-  // left each item waiting on memory once per key: ~120 us a 7B layer at 1,024 keys); lanes
-  // summed last.
+  // 4 channels for every head (pv_lane); lanes summed last.
   const int Dc = head_dim / csplit, c0 = cs * Dc;
   const int CQ = Dc / 4, KL = DW / CQ;
   const int cq = lid % CQ, kl = lid / CQ;
@@ -442,23 +449,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   float4 acc[DG];
   for (int g = 0; g < DG; ++g) acc[g] = 0.0f;
   if (active) {
-    int i = kl;
-    for (; i + (DU - 1) * KL < nk; i += DU * KL) {
-      float4 v[DU];
-#pragma unroll
-      for (int u = 0; u < DU; ++u) {
-        const int j = lo + i + u * KL;
-        v[u] = load_value4(arena, table[KV_CHUNK(j)], layer, C, c_shift, kv_dim, n_head_kv, hk, KV_ROW(j), ch);
-      }
-#pragma unroll
-      for (int u = 0; u < DU; ++u)
-        for (int g = 0; g < G; ++g) acc[g] = fma((float4)S[g * nk + i + u * KL], v[u], acc[g]);
-    }
-    for (; i < nk; i += KL) {
-      const int j = lo + i;
-      const float4 v = load_value4(arena, table[KV_CHUNK(j)], layer, C, c_shift, kv_dim, n_head_kv, hk, KV_ROW(j), ch);
-      for (int g = 0; g < G; ++g) acc[g] = fma((float4)S[g * nk + i], v, acc[g]);
-    }
+    pv_lane(acc, G, S, nk, kl, nk, KL, lo, arena, table, layer, C, c_shift, kv_dim, n_head_kv, hk, ch);
   }
   __global float* out = VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0;
   for (int g = 0; g < G; ++g) {
