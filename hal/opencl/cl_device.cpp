@@ -152,18 +152,19 @@ Status ClDevice::begin(const BatchBinding& b) {
   const size_t n_chunks = b.chunk_memory.size();
   table_host_.assign(n_chunks, 0);
   kv_bound_ = true;  // false when the chunks are elsewhere (attention placed on another device)
+  bool all_f16 = true;
   for (size_t c = 0; c < n_chunks; ++c) {
     const Buffer* m = b.chunk_memory[c];
     if (!m) continue;  // not resident: outside what this batch reads
     if (m->handle() != kv_->arena()) kv_bound_ = false;
     table_host_[c] = kv_table_entry(m->offset(), b.chunk_format[c]);
+    all_f16 = all_f16 && b.chunk_format[c] == KvFormat::f16;
   }
   auto table = scratch(table_, std::max<size_t>(n_chunks, 1) * sizeof(uint64_t));
   if (!table.ok()) return table.status();
   LLMSVC_RETURN_IF_ERROR(write(*table, table_host_.data(), n_chunks * sizeof(uint64_t), false));
   kv_bind_ = ClKv{kv_->arena(), *table, static_cast<int>(n_chunks), b.chunk_tokens, b.n_layer, b.n_head_kv, b.head_dim,
-                  std::all_of(b.chunk_format.begin(), b.chunk_format.begin() + static_cast<std::ptrdiff_t>(n_chunks),
-                              [](KvFormat f) { return f == KvFormat::f16; })};
+                  all_f16};
   if (!b.chunk_mass.empty()) {
     const size_t bytes = n_chunks * static_cast<size_t>(b.chunk_tokens) * sizeof(float);
     auto m = scratch(mass_, bytes);

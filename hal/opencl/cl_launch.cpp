@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// build_kernels / make_kernel: sources joined and built through the program cache.
+// build_kernels / make_kernel: sources joined and built through the program cache; the LLMSVC_CL_*
+// measurement knobs read from the environment.
 #include "hal/opencl/cl_launch.h"
 
 #include <algorithm>
@@ -61,6 +62,20 @@ Result<ClKernel> make_kernel(cl_program program, const char* name) {
   ClKernel k(clCreateKernel(program, name, &err));
   if (err != CL_SUCCESS) return cl_status(err, std::string("creating kernel ") + name);
   return k;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 0 && n <= (1 << 30) ? static_cast<int>(n) : fallback;
+}
+
+std::optional<bool> env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string_view(v) != "0";
 }
 
 }  // namespace llmsvc::hal::opencl

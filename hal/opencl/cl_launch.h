@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,11 @@ std::string exact_float_options(const ClDeviceInfo& info);
 Status reserve_scratch(MemoryPool& pool, Buffer& b, size_t bytes);
 
 inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// Measurement knobs from the environment (the LLMSVC_CL_* variables): a non-negative integer
+// (unset or malformed: fallback), and a switch ("0" off, any other value on, unset: none).
+int env_int(const char* name, int fallback);
+std::optional<bool> env_switch(const char* name);
 
 namespace detail {
 inline cl_int set_arg(cl_kernel k, cl_uint i, cl_mem m) { return clSetKernelArg(k, i, sizeof(cl_mem), &m); }

@@ -94,12 +94,8 @@ constexpr size_t kMmaRows = 128, kMmaTokens = 128, kMmaWg = 256;
 constexpr int kMmaMinTokens = kGemvMaxTokens + 1;
 
 int mma_threshold() {
-  const char* env = std::getenv("LLMSVC_CL_MMA");
-  if (!env || !*env) return kMmaMinTokens;
-  char* end = nullptr;
-  const long v = std::strtol(env, &end, 10);
-  if (*end != '\0' || v < 0 || v > (1 << 30)) return kMmaMinTokens;
-  return v == 0 ? 0 : std::max(static_cast<int>(v), kGemvMaxTokens + 1);
+  const int v = env_int("LLMSVC_CL_MMA", kMmaMinTokens);
+  return v == 0 ? 0 : std::max(v, kMmaMinTokens);
 }
 
 }  // namespace
@@ -172,8 +168,7 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
                                                    std::optional<bool> int8_gemm) {
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
-  const char* env = std::getenv("LLMSVC_CL_E0M4");
-  impl->e0m4 = e0m4.value_or(env && std::strcmp(env, "1") == 0);
+  impl->e0m4 = e0m4.value_or(env_switch("LLMSVC_CL_E0M4").value_or(false));
   impl->gemv = gemv_shape();
   const GemvShape& g = impl->gemv;
   const std::string options = "-cl-mad-enable -DGEMV_LX=" + std::to_string(g.lx) + " -DGEMV_LY=" + std::to_string(g.ly) +
@@ -231,10 +226,7 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
 }
 
 Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
-  if (!want) {
-    const char* env = std::getenv("LLMSVC_CL_MMQ");
-    if (env && *env) want = std::strcmp(env, "0") != 0;
-  }
+  if (!want) want = env_switch("LLMSVC_CL_MMQ");
   const bool nvidia = ctx->info().platform_name.find("NVIDIA") != std::string::npos;
   if (want == false) return Status(Code::unsupported, "int8 GEMM turned off");
   if (!gemm_ok) return Status(Code::unsupported, "int8 GEMM: the device runs no GEMM");
@@ -248,9 +240,8 @@ Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
   if (clGetDeviceInfo(ctx->info().device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr) != CL_SUCCESS)
     local = 0;
   if (nvidia) local = std::max<cl_ulong>(local, 99 * 1024);
-  const char* nb_env = std::getenv("LLMSVC_CL_MMQ_NB");
-  int nb = local >= 82 * 1024 ? 4 : 2;
-  if (nb_env && (std::strcmp(nb_env, "2") == 0 || std::strcmp(nb_env, "4") == 0)) nb = std::atoi(nb_env);
+  int nb = env_int("LLMSVC_CL_MMQ_NB", 0);
+  if (nb != 2 && nb != 4) nb = local >= 82 * 1024 ? 4 : 2;
   if (static_cast<uint64_t>(nb) * 20 * 1024 + 64 > local)
     return Status(Code::unsupported, "int8 GEMM: " + std::to_string(local) + " bytes of local memory is too little");
   options += " -DMQ_NB=" + std::to_string(nb);
@@ -390,7 +381,7 @@ Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   return multiply(w, *xq, n_tokens, y);
 }
 
-Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView y) {
+Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView y, bool int8_ready) {
   const size_t rows = static_cast<size_t>(w.ref().rows), cols = static_cast<size_t>(w.ref().cols);
   const size_t n = static_cast<size_t>(n_tokens) * cols, blocks = n / 32;
   // Codes, then the per-32 scales and sums, each part 256-byte aligned.
@@ -400,8 +391,9 @@ Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView
   const ClView codes{m, 0}, scales{m, d_at}, sums{m, s_at};
   constexpr size_t kWg = 256;  // kernels/act_quant.cl's AQ_WG
   const ClRange qr{1, {round_up(n, kWg), 1, 1}, {kWg, 1, 1}};
-  LLMSVC_RETURN_IF_ERROR(launch(impl_->ctx->queue().handle(), impl_->act_q8i.get(), qr, x, codes, scales, sums,
-                                uint64_t{n}, int32_t{act_quant_block(act_quant(w.ref().type))}));
+  if (!int8_ready)
+    LLMSVC_RETURN_IF_ERROR(launch(impl_->ctx->queue().handle(), impl_->act_q8i.get(), qr, x, codes, scales, sums,
+                                  uint64_t{n}, int32_t{act_quant_block(act_quant(w.ref().type))}));
   ClRange r;
   r.dims = 2;
   r.global = {(rows + kMmaRows - 1) / kMmaRows * kMmaWg, (static_cast<size_t>(n_tokens) + kMmaTokens - 1) / kMmaTokens, 1};
@@ -410,8 +402,8 @@ Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView
                     static_cast<uint32_t>(n_tokens), y);
 }
 
-Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y) {
-  if (uses_int8_gemm(w, n_tokens)) return multiply_int8(w, x, n_tokens, y);
+Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y, bool int8_ready) {
+  if (uses_int8_gemm(w, n_tokens)) return multiply_int8(w, x, n_tokens, y, int8_ready);
   const bool q4 = is_q4(static_cast<Layout>(w.layout));
   if (q4 && x.offset % 16 != 0)
     return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
@@ -477,7 +469,10 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
       if (!ys[i].mem) return Status(Code::invalid_argument, "opencl matmul_multi: bad arguments");
       auto xq = quantized(i);
       if (!xq.ok()) return xq.status();
-      LLMSVC_RETURN_IF_ERROR(multiply(*ws[i], *xq, n_tokens, ys[i]));
+      // Weights quantizing the input alike read the same int8 split of it (Q/K/V, gate/up).
+      const bool int8_ready = i > 0 && uses_int8_gemm(*ws[i - 1], n_tokens) && uses_int8_gemm(*ws[i], n_tokens) &&
+                              act_quant(ws[i]->ref().type) == act_quant(ws[i - 1]->ref().type);
+      LLMSVC_RETURN_IF_ERROR(multiply(*ws[i], *xq, n_tokens, ys[i], int8_ready));
     }
     return Status::Ok();
   }

@@ -96,10 +96,11 @@ class ClMatmul {
  private:
   struct Impl;
   explicit ClMatmul(std::unique_ptr<Impl> impl);
-  // matmul() of an input already quantized for w.
-  Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y);
+  // matmul() of an input already quantized for w. int8_ready: the int8 GEMM's split of this
+  // same input is already in its scratch (the previous weight of a matmul_multi made it).
+  Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready = false);
   // The int8 GEMM of an input already quantized for w.
-  Status multiply_int8(const ClWeight& w, ClView xq, int n_tokens, ClView y);
+  Status multiply_int8(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -7,9 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdlib>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "hal/host/fp16.h"
@@ -30,14 +28,6 @@ constexpr size_t kMaxScoreFloats = size_t(16) << 20;
 // scores of a group.
 constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
 
-// A measurement's knob: a positive integer from the environment, else `fallback`.
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  return *end == '\0' && n > 0 && n <= (1 << 24) ? static_cast<int>(n) : fallback;
-}
 
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
 
@@ -77,7 +67,7 @@ struct ClOps::Impl {
   // against 132 with the one-launch kernel, whose item per key reads K rows 256 bytes apart).
   int decode_keys = env_int("LLMSVC_CL_DECODE_KEYS", 256);
   int decode_csplit = env_int("LLMSVC_CL_DECODE_CSPLIT", 0);
-  bool kv_fast = !(std::getenv("LLMSVC_CL_KV_FAST") && std::string_view(std::getenv("LLMSVC_CL_KV_FAST")) == "0");
+  bool kv_fast = env_switch("LLMSVC_CL_KV_FAST").value_or(true);
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
   Status reserve(Buffer& b, size_t bytes) { return reserve_scratch(ctx.pool(), b, bytes); }
