@@ -41,6 +41,10 @@ struct Capabilities {
   // Its driver issues ioctl on its device files while it runs (a GPU driver allocates and
   // submits that way); llmsvcd's system-call filter then allows ioctl (syscall_filter.h).
   bool driver_ioctl = false;
+  // Tokens per prefill micro-batch at which its matmuls fill it (0: the runtime's default). A
+  // GPU's GEMM tiles are 128 tokens wide: 256 tokens leave half an H100's SMs idle on a
+  // 4096-row matmul.
+  int batch_tokens = 0;
 };
 
 // A weight matrix [rows][cols] in a GGUF type: row r is `row_bytes` bytes at data + r*row_bytes.

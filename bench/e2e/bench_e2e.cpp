@@ -87,7 +87,7 @@ std::vector<int> int_list(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string model_path, device = "cpu", placement, cache_dir;
-  int threads = 2, reps = 5;
+  int threads = 2, reps = 5, batch = 0;  // batch 0: Forward::batch_for
   std::vector<int> prefill = {64, 256, 1024}, decode_ctx = {128, 1024};
   int decode_tokens = 32;
   bool membw = true;
@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     else if (a == "--placement") placement = next();
     else if (a == "--cache-dir") cache_dir = next();
     else if (a == "--reps") reps = std::stoi(next());
+    else if (a == "--batch") batch = std::stoi(next());
     else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
     else if (a == "--no-membw") membw = false;
     else if (a == "--prefill") prefill = int_list(next());
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   for (const auto& d : *devices) order.push_back(d.get());
   auto rule = hal::parse_placement(placement, cfg.n_layer, static_cast<int>(order.size()));
   if (!rule.ok()) return fail(rule.status());
-  auto made = Forward::create(**model, order, *rule, 256);
+  auto made = Forward::create(**model, order, *rule, batch > 0 ? batch : Forward::batch_for(order));
   if (!made.ok()) return fail(made.status());
   Forward& fwd = **made;
   policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0, policy::EvictionOrder::lctru,

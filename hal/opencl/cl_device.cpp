@@ -68,6 +68,9 @@ Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const Cl
   // A GPU's driver talks to its device files by ioctl (NVIDIA's allocates lazily, at a batch's
   // first launch); an OpenCL implementation on the CPU (PoCL) does not.
   c.driver_ioctl = info->is_gpu;
+  // 7B prefill at 1,024 tokens on an H100: 3,980 tok/s in micro-batches of 256, 5,799 of 512,
+  // no more at 1,024 or 2,048 (llama.cpp's default micro-batch is 512 too).
+  if (info->is_gpu) c.batch_tokens = 512;
   return d;
 }
 

@@ -64,6 +64,13 @@ Result<ClKernel> make_kernel(cl_program program, const char* name) {
   return k;
 }
 
+Result<size_t> max_work_group(cl_kernel k, cl_device_id device) {
+  size_t n = 0;
+  const cl_int err = clGetKernelWorkGroupInfo(k, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof n, &n, nullptr);
+  if (err != CL_SUCCESS) return cl_status(err, "reading a kernel's work-group size");
+  return n;
+}
+
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;

@@ -30,6 +30,8 @@ struct ClView {
 Result<ClProgram> build_kernels(ClDeviceContext& ctx, std::initializer_list<std::string_view> sources,
                                 std::string_view options = {});
 Result<ClKernel> make_kernel(cl_program program, const char* name);
+// The most items a work-group of `k` may have on `device` (its registers and local memory).
+Result<size_t> max_work_group(cl_kernel k, cl_device_id device);
 // Build options for kernels that must round as the CPU does: correctly rounded division and
 // sqrt where the device offers them ("" elsewhere).
 std::string exact_float_options(const ClDeviceInfo& info);

@@ -153,17 +153,6 @@ struct ClMatmul::Impl {
 ClMatmul::ClMatmul(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClMatmul::~ClMatmul() = default;
 
-namespace {
-
-Result<size_t> max_work_group(cl_kernel k, cl_device_id device) {
-  size_t n = 0;
-  const cl_int err = clGetKernelWorkGroupInfo(k, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof n, &n, nullptr);
-  if (err != CL_SUCCESS) return cl_status(err, "reading a kernel's work-group size");
-  return n;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::optional<bool> e0m4,
                                                    std::optional<bool> int8_gemm) {
   auto impl = std::make_unique<Impl>();
@@ -272,7 +261,7 @@ Status ClMatmul::Impl::build_mma() {
     return Status(Code::unsupported, "tensor-core GEMM: not an NVIDIA platform");
   // The build is the probe: a GPU before sm_80 or a driver whose PTX lacks mma.sync m16n8k16
   // fails it, and the f32 GEMM stays in charge.
-  auto program = build_kernels(*ctx, {"matmul", "matmul_mma"}, "-cl-mad-enable -DLLMSVC_PTX_HALF");
+  auto program = build_kernels(*ctx, {"matmul", "ptx", "matmul_mma"}, "-cl-mad-enable -DLLMSVC_PTX_HALF");
   if (!program.ok()) return program.status();
   mma_program = std::move(program).value();
   for (int l = 0; l < kLayouts; ++l) {

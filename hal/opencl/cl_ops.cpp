@@ -27,6 +27,8 @@ constexpr size_t kMaxScoreFloats = size_t(16) << 20;
 // attn_decode's limits (its DW, DG, DQ, DK): items, query heads per kv head, query floats and
 // scores of a group.
 constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
+// attention_mma.cl's AM_WG and AM_ROWS: items and query rows of a work-group.
+constexpr size_t kMmaAttnItems = 128, kMmaAttnRows = 64;
 
 
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
@@ -56,6 +58,12 @@ struct ClOps::Impl {
   ClProgram program;
   ClKernel rms_norm, add_rms_norm, rms_norm_q, add_rms_norm_q, swiglu_q, geglu_q, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
   ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
+  // Prefill attention on tensor cores (kernels/attention_mma.cl) for head_dim 64 and 128, where
+  // it builds (NVIDIA's platform); otherwise the note says why. LLMSVC_CL_ATTN_MMA=0 turns it
+  // off for an A/B.
+  ClProgram mma_program;
+  ClKernel attn_mma64, attn_mma128;
+  std::string mma_note;
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
   // row, partial outputs per row and split.
@@ -71,7 +79,29 @@ struct ClOps::Impl {
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
   Status reserve(Buffer& b, size_t bytes) { return reserve_scratch(ctx.pool(), b, bytes); }
+  Status build_mma();
 };
+
+Status ClOps::Impl::build_mma() {
+  if (env_switch("LLMSVC_CL_ATTN_MMA") == false) return Status(Code::unsupported, "turned off (LLMSVC_CL_ATTN_MMA=0)");
+  // Inline PTX is NVIDIA's extension (another platform would fail the build, PoCL slowly).
+  if (ctx.info().platform_name.find("NVIDIA") == std::string::npos)
+    return Status(Code::unsupported, "not an NVIDIA platform");
+  auto built = build_kernels(ctx, {"act_quant", "ops", "ptx", "attention_mma"},
+                             exact_float_options(ctx.info()) + " -DLLMSVC_PTX_HALF");
+  if (!built.ok()) return built.status();
+  mma_program = std::move(built).value();
+  for (auto [k, name] : {std::pair{&attn_mma64, "attn_mma_64"}, std::pair{&attn_mma128, "attn_mma_128"}}) {
+    auto made = make_kernel(mma_program.get(), name);
+    if (!made.ok()) return made.status();
+    auto wg = max_work_group(made->get(), ctx.info().device);
+    if (!wg.ok()) return wg.status();
+    if (*wg < kMmaAttnItems)
+      return Status(Code::unsupported, std::string(name) + " runs " + std::to_string(*wg) + " items a group");
+    *k = std::move(made).value();
+  }
+  return Status::Ok();
+}
 
 ClOps::ClOps(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClOps::~ClOps() = default;
@@ -114,6 +144,11 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
   const cl_int err = clEnqueueWriteBuffer(impl->queue(), ClPool::mem(impl->gelu), CL_TRUE, 0, bytes, table.data(), 0,
                                           nullptr, nullptr);
   if (err != CL_SUCCESS) return cl_status(err, "uploading the GELU table");
+  if (const Status mma = impl->build_mma(); !mma.ok()) {
+    impl->attn_mma64.reset();
+    impl->attn_mma128.reset();
+    impl->mma_note = "tensor-core attention: " + mma.message();
+  }
   return std::unique_ptr<ClOps>(new ClOps(std::move(impl)));
 }
 
@@ -283,6 +318,15 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                   p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split},
                   int32_t{csplit});
   }
+  // Prefill on tensor cores (attention_mma.cl): the scores stay in registers. A tile of 64
+  // rows a kv head leaves few work-groups for a handful of tokens: those take the split path.
+  const cl_kernel mma = p.head_dim == 64 ? m.attn_mma64.get() : p.head_dim == 128 ? m.attn_mma128.get() : nullptr;
+  if (mma && c_shift >= 0 && !mass.mem && static_cast<size_t>(n_tokens) * G >= kMmaAttnRows) {
+    const size_t tiles = ceil_div(static_cast<size_t>(n_tokens) * G, kMmaAttnRows);
+    const ClRange r{2, {tiles * kMmaAttnItems, static_cast<size_t>(p.n_head_kv), 1}, {kMmaAttnItems, 1, 1}};
+    return launch(m.queue(), mma, r, q, positions, kv.arena, kv.table, n_tokens, p.n_head, p.n_head_kv, c_shift,
+                  layer, n_valid, p.sliding_window, p.scale, out);
+  }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
   const int s_stride = n_blocks * kKeyBlock;
   const size_t token_floats = static_cast<size_t>(p.n_head) * s_stride;
@@ -332,5 +376,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   }
   return Status::Ok();
 }
+
+const std::string& ClOps::tensor_core_attention_note() const { return impl_->mma_note; }
 
 }  // namespace llmsvc::hal::opencl

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "base/status.h"
 #include "hal/device.h"
@@ -76,6 +77,9 @@ class ClOps {
   // hal::KvChunkView::mass).
   Status attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
                    const AttentionParams& p, ClView out, ClView mass);
+  // Whether prefill attention runs on tensor cores here (kernels/attention_mma.cl: NVIDIA, f16
+  // KV, no key mass, head_dim 64 or 128); if not, why ("" where it does).
+  const std::string& tensor_core_attention_note() const;
 
  private:
   struct Impl;

@@ -507,11 +507,21 @@ class ClAttention : public ClOpsTest {
       ASSERT_TRUE(ops_->attention(view(bq), T, view(bp), fast, layer, a.n_valid, p, view(bo4), ClView{}).ok());
       EXPECT_EQ(download<uint32_t>(bo3, qn), download<uint32_t>(bo, qn)) << "f16 path, with key mass";
       EXPECT_EQ(download<uint32_t>(bm3, mass0.size()), download<uint32_t>(bm, mass0.size())) << "f16 path's key mass";
-      EXPECT_EQ(download<uint32_t>(bo4, qn), download<uint32_t>(bo2, qn)) << "f16 path, without key mass";
+      // Without key mass a prefill of 64 rows or more (tokens x query heads a kv head) takes
+      // the tensor-core kernel where it is built (NVIDIA): its own order of sums.
+      const bool tensor_cores = ops_->tensor_core_attention_note().empty() &&
+                                T * (a.n_head / a.n_head_kv) >= 64 && (a.head_dim == 64 || a.head_dim == 128);
+      if (tensor_cores) {
+        expect_near_all(download<float>(bo4, qn), want, 0.0f, 1e-3f, "attention (tensor cores)");
+        ++tensor_core_paths_;
+      } else {
+        EXPECT_EQ(download<uint32_t>(bo4, qn), download<uint32_t>(bo2, qn)) << "f16 path, without key mass";
+      }
       ++f16_paths_;
     }
   }
-  int f16_paths_ = 0;  // cases that compared the f16 path
+  int f16_paths_ = 0;           // cases that compared the f16 path
+  int tensor_core_paths_ = 0;  // of them, cases that ran the tensor-core prefill kernel
 };
 
 const std::vector<KvFormat> kF16 = {KvFormat::f16};
@@ -610,6 +620,44 @@ TEST_F(ClAttention, PeakedScoresAsARealModelHasThem) {
     check(a);
   }
   EXPECT_EQ(f16_paths_, 2);
+}
+
+// Prompts long enough for the tensor-core prefill kernel (attention_mma.cl) where the GPU has
+// it, f16 KV: partial row tiles, tiles that cross tokens (3 query heads a kv head), a tile's
+// warps seeing different key blocks (causal), a window, queries at scattered positions, many
+// key blocks. Elsewhere (PoCL) the same cases check the split path.
+TEST_F(ClAttention, PrefillOnTensorCoresWhereTheGpuHasThem) {
+  std::printf("%s\n", ops_->tensor_core_attention_note().empty() ? "tensor-core attention: on"
+                                                                    : ops_->tensor_core_attention_note().c_str());
+  struct Shape {
+    int n_head, n_head_kv, head_dim, n_valid, n_tokens, window;
+  };
+  for (const Shape& sh : {Shape{4, 2, 64, 75, 40, 0}, Shape{4, 2, 64, 75, 40, 20}, Shape{9, 3, 64, 300, 70, 0},
+                          Shape{8, 8, 128, 200, 130, 0}, Shape{8, 1, 128, 1000, 100, 300}, Shape{4, 4, 128, 64, 64, 0}}) {
+    AttnCase a;
+    a.n_head = sh.n_head;
+    a.n_head_kv = sh.n_head_kv;
+    a.head_dim = sh.head_dim;
+    a.n_valid = sh.n_valid;
+    a.n_tokens = sh.n_tokens;
+    a.window = sh.window;
+    a.full = kF16;
+    a.spread = 1.5f;
+    check(a);
+    if (HasFatalFailure()) return;
+  }
+  AttnCase a;  // a recompute of old positions: queries anywhere, one seeing only key 0
+  a.n_head = 8;
+  a.n_head_kv = 1;
+  a.head_dim = 128;
+  a.full = kF16;
+  a.n_valid = 500;
+  for (int t = 0; t < 12; ++t) a.positions.push_back((t * 211) % 500);
+  check(a);
+  EXPECT_EQ(f16_paths_, 7);
+  if (ops_->tensor_core_attention_note().empty()) {
+    EXPECT_EQ(tensor_core_paths_, 7);
+  }
 }
 
 TEST_F(ClAttention, HeadSizesThatSplitWorkGroupsUnevenly) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tensor-core GEMM for prefill on NVIDIA GPUs: y = x W^T through inline PTX
+// Tensor-core GEMM for prefill on NVIDIA GPUs: y = x W^T through inline PTX (ptx.cl)
 // mma.sync.aligned.m16n8k16 (f16 inputs, f32 accumulation; sm_80 and later). Built only where
 // ClMatmul finds NVIDIA's platform and this program compiles (cl_matmul.cpp); elsewhere the f32
 // GEMM of matmul_gemm.cl runs.
@@ -16,34 +16,17 @@
 // read 8 lanes = 2 whole rows = all 32 banks per phase. The bytes of the next two steps' tiles
 // are in flight in registers while the tensor cores work (gemm_mma says how).
 //
-// The fragments follow the PTX ISA's m16n8k16 layout (lane = 4 g + t): A (row-major 16 x 16)
-// registers {row g, k 2t..}, {row g + 8, k 2t..}, {row g, k 2t + 8..}, {row g + 8, k 2t + 8..};
-// B (16 x 8, "col": k contiguous per column) {k 2t.., col g}, {k 2t + 8.., col g}; C {row g,
-// col 2t, 2t + 1}, {row g + 8, col 2t, 2t + 1}. The order of k inside a dot product is free as
-// long as A and B agree, so lane t takes the f16 pairs 4t .. 4t + 3 of a 32-wide row with one
-// 128-bit load: pairs 4t and 4t + 1 stand for ISA k-pairs 2t and 2t + 8 of the first mma, pairs
+// The fragments follow the PTX ISA's m16n8k16 layout (ptx.cl, MMA_16816). The order of k
+// inside a dot product is free as long as A and B agree, so lane t takes the f16 pairs 4t ..
+// 4t + 3 of a 32-wide row with one 128-bit load: pairs 4t and 4t + 1 stand for ISA k-pairs 2t and 2t + 8 of the first mma, pairs
 // 4t + 2 and 4t + 3 for those of the second.
 
 #define MMA_BK 32
 #define MMA_ROW_U4 4  // uint4 per tile row: 32 halves
 
-// Two floats as an f16 pair, lo in the low half (cvt.rn.f16x2.f32 d, a, b puts a in the high).
-inline uint mma_h2(float lo, float hi) {
-  uint r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 inline uint4 mma_h8(float8 v) {
   return (uint4)(mma_h2(v.s0, v.s1), mma_h2(v.s2, v.s3), mma_h2(v.s4, v.s5), mma_h2(v.s6, v.s7));
 }
-
-// c += A B for one 16 x 8 tile (k 16).
-#define MMA_16816(c, a0, a1, a2, a3, b0, b1)                                                       \
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
-               "{%8,%9}, {%0,%1,%2,%3};"                                                          \
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                    \
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
 
 // One K-step's tile bytes, as loaded: group lg of the step's four for the nw W rows wrow and the
 // nx x tokens xtok. Nothing here uses the loaded values, so the loads stay in flight while the

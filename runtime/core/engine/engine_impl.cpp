@@ -28,7 +28,6 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 constexpr int kDefaultMaxCtx = 4096;
-constexpr int kMaxBatch = 256;  // tokens per micro-batch: activations are planned for it
 
 // Clears a context's busy flag and unpins its KV when a call ends, however it ends.
 struct BusyGuard {
@@ -74,7 +73,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   for (const auto& d : *devices) order.push_back(d.get());
   auto rule = hal::parse_placement(o.placement, (*model)->config().n_layer, static_cast<int>(order.size()));
   if (!rule.ok()) return rule.status();
-  auto forward = Forward::create(**model, order, *rule, kMaxBatch);
+  auto forward = Forward::create(**model, order, *rule, Forward::batch_for(order));
   if (!forward.ok()) return forward.status();
   // KV chunks kept in a GPU's own memory: the budget is at most what its arena holds, and the
   // policy's compression and swap (which read chunks in host memory) are off until they stage

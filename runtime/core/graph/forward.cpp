@@ -69,6 +69,12 @@ Forward::Forward(const Model& model, hal::Device& device, int max_batch)
 
 Forward::~Forward() = default;
 
+int Forward::batch_for(std::span<hal::Device* const> devices) {
+  int batch = 256;
+  for (const hal::Device* d : devices) batch = std::max(batch, d->caps().batch_tokens);
+  return batch;
+}
+
 Result<std::unique_ptr<Forward>> Forward::create(const Model& model, std::span<hal::Device* const> devices,
                                                  const hal::PlacementRule& rule, int max_batch) {
   if (devices.empty() || devices.size() > static_cast<size_t>(kMaxDevices))

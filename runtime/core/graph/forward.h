@@ -58,6 +58,9 @@ class Forward {
   // runs them in order.
   static Result<std::unique_ptr<Forward>> create(const Model& model, std::span<hal::Device* const> devices,
                                                  const hal::PlacementRule& rule, int max_batch = 256);
+  // The micro-batch for these devices: 256 tokens, or more where a device's matmuls need more
+  // to fill it (hal::Capabilities::batch_tokens).
+  static int batch_for(std::span<hal::Device* const> devices);
   ~Forward();
 
   // Evaluates `tokens` at positions [pos0, pos0 + n) of `seq`, which must already hold
