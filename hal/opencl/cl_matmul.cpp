@@ -124,6 +124,13 @@ struct ClMatmul::Impl {
   bool mmq = false;        // the int8 GEMM runs here
   std::string mmq_note;    // why not, where not
   Buffer mmq_scratch;      // the int8 GEMM's input: codes, scales, sums
+  // Split-K where a matmul's tiles are fewer than the compute units (few tokens: a 4096-row
+  // weight at 128 tokens is 32 tiles on an H100's 132 SMs): the splits' partial outputs, added
+  // by mmq_sum_splits. LLMSVC_CL_MMQ_SPLIT=N forces N splits (1: none) for a test or an A/B.
+  ClKernel mmq_sum;
+  Buffer mmq_partial;
+  int mmq_split = env_int("LLMSVC_CL_MMQ_SPLIT", 0);
+  int mmq_nb = 4;  // the kernel's MQ_NB
 
   // Builds the int8 GEMM: with mma.sync through inline PTX on NVIDIA's platform, elsewhere
   // each item's integer sums in plain OpenCL C (on PoCL 3.8x the f32 GEMM's prefill).
@@ -234,9 +241,13 @@ Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
   if (static_cast<uint64_t>(nb) * 20 * 1024 + 64 > local)
     return Status(Code::unsupported, "int8 GEMM: " + std::to_string(local) + " bytes of local memory is too little");
   options += " -DMQ_NB=" + std::to_string(nb);
+  mmq_nb = nb;
   auto program = build_kernels(*ctx, {"matmul", "matmul_mmq"}, options);
   if (!program.ok()) return program.status();
   mmq_program = std::move(program).value();
+  auto sum = make_kernel(mmq_program.get(), "mmq_sum_splits");
+  if (!sum.ok()) return sum.status();
+  mmq_sum = std::move(sum).value();
   for (int l = 0; l < kLayouts; ++l) {
     if (!int8_gemm_layout(static_cast<Layout>(l))) continue;
     const std::string kname = std::string("gemm_mmq_") + kLayoutNames[l];
@@ -383,12 +394,28 @@ Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView
   if (!int8_ready)
     LLMSVC_RETURN_IF_ERROR(launch(impl_->ctx->queue().handle(), impl_->act_q8i.get(), qr, x, codes, scales, sums,
                                   uint64_t{n}, int32_t{act_quant_block(act_quant(w.ref().type))}));
-  ClRange r;
-  r.dims = 2;
-  r.global = {(rows + kMmaRows - 1) / kMmaRows * kMmaWg, (static_cast<size_t>(n_tokens) + kMmaTokens - 1) / kMmaTokens, 1};
-  r.local = {kMmaWg, 1, 1};
-  return impl_->run(w, impl_->kernels[static_cast<size_t>(w.layout)].mmq.get(), r, codes, scales, sums,
-                    static_cast<uint32_t>(n_tokens), y);
+  const size_t row_tiles = (rows + kMmaRows - 1) / kMmaRows;
+  const size_t token_tiles = (static_cast<size_t>(n_tokens) + kMmaTokens - 1) / kMmaTokens;
+  // Split K while the tiles leave compute units idle, each split at least 1,024 columns long
+  // (the kernel's K-step is MQ_NB blocks of 32).
+  const size_t steps = (cols / 32 + impl_->mmq_nb - 1) / impl_->mmq_nb;
+  size_t splits = impl_->mmq_split > 0 ? static_cast<size_t>(impl_->mmq_split)
+                                       : static_cast<size_t>(impl_->ctx->info().compute_units) / (row_tiles * token_tiles);
+  splits = std::clamp<size_t>(splits, 1, std::max<size_t>(1, cols / 1024));
+  const auto split_steps = static_cast<uint32_t>((steps + splits - 1) / splits);
+  splits = (steps + split_steps - 1) / split_steps;
+  const ClRange r{3, {row_tiles * kMmaWg, token_tiles, splits}, {kMmaWg, 1, 1}};
+  const cl_kernel k = impl_->kernels[static_cast<size_t>(w.layout)].mmq.get();
+  if (splits == 1)
+    return impl_->run(w, k, r, codes, scales, sums, static_cast<uint32_t>(n_tokens), split_steps, y);
+  const size_t count = static_cast<size_t>(n_tokens) * rows;
+  LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->mmq_partial, splits * count * sizeof(float)));
+  const ClView partial{ClPool::mem(impl_->mmq_partial), 0};
+  LLMSVC_RETURN_IF_ERROR(
+      impl_->run(w, k, r, codes, scales, sums, static_cast<uint32_t>(n_tokens), split_steps, partial));
+  const ClRange sr{1, {round_up(count, kWg), 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->ctx->queue().handle(), impl_->mmq_sum.get(), sr, partial.mem,
+                static_cast<uint32_t>(splits), static_cast<uint32_t>(count), y);
 }
 
 Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y, bool int8_ready) {

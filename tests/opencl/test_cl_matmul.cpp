@@ -252,6 +252,19 @@ TEST_F(ClMatmulTest, Int8GemmIsTheCpuIntegerProductForTheTypesItTakes) {
   EXPECT_EQ(mm.int8_gemm_note(), "");
 }
 
+// Where a matmul's tiles are fewer than the compute units (a prompt of 128 tokens on a GPU) the
+// int8 GEMM splits K across work-groups and adds the splits' partial outputs: the same
+// products (forced here: PoCL's two compute units never ask for it), splits of whole K-steps
+// and a last one shorter, tiles cut at their edges.
+TEST_F(ClMatmulTest, Int8GemmSplitsKAcrossWorkGroups) {
+  ::setenv("LLMSVC_CL_MMQ_SPLIT", "3", 1);
+  auto made = ClMatmul::create(*ctx_, false, true);
+  ::unsetenv("LLMSVC_CL_MMQ_SPLIT");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  const auto shapes = [](WeightType) { return std::vector<Shape>{{67, 3072}, {130, 2304}}; };
+  check_products(**made, {WeightType::Q4_0, WeightType::Q4_K, WeightType::Q8_0}, {5, 129}, shapes);
+}
+
 // matmul_multi (one launch for weights sharing x) must give separate matmul()s' bits, row for
 // row, for weights of different row counts (Q / K / V: no two split into the same work-groups),
 // and write nothing outside each y. Every 4-bit type, an int8 one and a float one; 1-4 tokens

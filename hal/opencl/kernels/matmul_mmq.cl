@@ -237,12 +237,17 @@ __attribute__((always_inline)) inline void mq_store(const int L, const MqRaw* rw
   }
 }
 
+// Work-group (i, j, z) computes the tile at rows 128 i, tokens 128 j over K-steps
+// [z split_steps, (z + 1) split_steps): with one split into y, with several into y's z-th
+// partial (n x rows floats each; mmq_sum_splits adds them).
 __attribute__((always_inline)) inline void gemm_mmq(const int L, const Weight w, __global const uchar* xc,
                                                     __global const float* xd, __global const float* xs, uint n,
-                                                    __global float* y, __local MqTile* tiles) {
+                                                    uint split_steps, __global float* y, __local MqTile* tiles) {
   const uint lid = get_local_id(0);
   const uint r0 = get_group_id(0) * MQ_BM, t0 = get_group_id(1) * MQ_BN;
-  const uint steps = ((w.cols >> 5) + MQ_NB - 1) / MQ_NB;
+  const uint s0 = get_group_id(2) * split_steps;
+  const uint steps = min(((w.cols >> 5) + MQ_NB - 1) / MQ_NB, s0 + split_steps);
+  y += (size_t)get_group_id(2) * n * w.rows;
   const uint lane = lid & 31, warp = lid >> 5;
   const uint g = lane >> 2, t = lane & 3;
   const uint wm = warp % 2, wn = warp / 2;
@@ -255,15 +260,15 @@ __attribute__((always_inline)) inline void gemm_mmq(const int L, const Weight w,
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
   MqRaw rw[MQ_LOADS], rx[MQ_LOADS];
-  mq_fetch(L, w, xc, xd, xs, n, r0, t0, 0, lid, rw, rx);
+  mq_fetch(L, w, xc, xd, xs, n, r0, t0, s0, lid, rw, rx);
   mq_store(L, rw, rx, lid, &tiles[0]);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = 0; s < steps; ++s) {
+  for (uint s = s0; s < steps; ++s) {
     const bool more = s + 1 < steps;
     if (more) mq_fetch(L, w, xc, xd, xs, n, r0, t0, s + 1, lid, rw, rx);
-    mq_step(L, &tiles[s & 1], wm, wn, g, t, acc);
+    mq_step(L, &tiles[(s - s0) & 1], wm, wn, g, t, acc);
     // The other buffer was last read in step s - 1, before the barrier that ended it.
-    if (more) mq_store(L, rw, rx, lid, &tiles[(s + 1) & 1]);
+    if (more) mq_store(L, rw, rx, lid, &tiles[(s - s0 + 1) & 1]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
@@ -271,14 +276,14 @@ __attribute__((always_inline)) inline void gemm_mmq(const int L, const Weight w,
 }
 
 // gemm_mmq_NAME: x given as act_q8i's codes (xc), scales (xd) and sums (xs).
-#define GEMM_MMQ(name, L)                                                                           \
-  __kernel __attribute__((reqd_work_group_size(MQ_NT, 1, 1))) void gemm_mmq_##name(                \
-      WARGS, __global const uchar* xc, ulong xc_off, __global const float* xd, ulong xd_off,         \
-      __global const float* xs, ulong xs_off, uint n, __global float* y, ulong y_off) {              \
-    __local MqTile tiles[2];                                                                        \
-    WMAKE(w);                                                                                       \
-    gemm_mmq(L, w, CVIEW(uchar, xc, xc_off), CVIEW(float, xd, xd_off), CVIEW(float, xs, xs_off), n, \
-             VIEW(float, y, y_off), tiles);                                                         \
+#define GEMM_MMQ(name, L)                                                                              \
+  __kernel __attribute__((reqd_work_group_size(MQ_NT, 1, 1))) void gemm_mmq_##name(                   \
+      WARGS, __global const uchar* xc, ulong xc_off, __global const float* xd, ulong xd_off,            \
+      __global const float* xs, ulong xs_off, uint n, uint split_steps, __global float* y, ulong y_off) { \
+    __local MqTile tiles[2];                                                                           \
+    WMAKE(w);                                                                                          \
+    gemm_mmq(L, w, CVIEW(uchar, xc, xc_off), CVIEW(float, xd, xd_off), CVIEW(float, xs, xs_off), n,    \
+             split_steps, VIEW(float, y, y_off), tiles);                                               \
   }
 
 GEMM_MMQ(q4_0, L_Q4_0)
@@ -286,3 +291,13 @@ GEMM_MMQ(q4_1, L_Q4_1)
 GEMM_MMQ(q4_k, L_Q4_K)
 GEMM_MMQ(i8, L_I8)
 GEMM_MMQ(i8m, L_I8M)
+
+// y[i] = the sum of the splits' partials p[z][i], z = 0 .. splits - 1 in order (the same bits
+// at every launch), for i < count.
+__kernel void mmq_sum_splits(__global const float* p, uint splits, uint count, __global float* yb, ulong yo) {
+  const uint i = get_global_id(0);
+  if (i >= count) return;
+  float v = p[i];
+  for (uint z = 1; z < splits; ++z) v += p[(size_t)z * count + i];
+  VIEW(float, yb, yo)[i] = v;
+}
