@@ -3,6 +3,7 @@
 #include "hal/buffer.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace llmsvc::hal {
 
@@ -59,6 +60,44 @@ void MemoryPool::give_back(Buffer& b) noexcept {
   release(Block{b.host_, b.handle_, b.offset_}, b.bytes_);
   std::lock_guard lock(mu_);
   used_ -= b.bytes_;
+}
+
+namespace {
+Status check_range(const MemoryPool* pool, const Buffer& b, size_t offset, size_t n, const std::string& space) {
+  if (b.pool() != pool) return Status(Code::invalid_argument, "memory: a copy with a buffer of another pool than " + space);
+  if (offset > b.size() || n > b.size() - offset)
+    return Status(Code::invalid_argument, "memory: a copy past the end of a " + std::to_string(b.size()) +
+                                              "-byte buffer in " + space);
+  return Status::Ok();
+}
+}  // namespace
+
+Status MemoryPool::read(const Buffer& b, size_t offset, std::span<uint8_t> out) const {
+  LLMSVC_RETURN_IF_ERROR(check_range(this, b, offset, out.size(), space_));
+  if (out.empty()) return Status::Ok();
+  if (b.data()) {
+    std::memcpy(out.data(), b.data() + offset, out.size());
+    return Status::Ok();
+  }
+  return copy_out(b, offset, out);
+}
+
+Status MemoryPool::write(const Buffer& b, size_t offset, std::span<const uint8_t> in) {
+  LLMSVC_RETURN_IF_ERROR(check_range(this, b, offset, in.size(), space_));
+  if (in.empty()) return Status::Ok();
+  if (b.data()) {
+    std::memcpy(b.data() + offset, in.data(), in.size());
+    return Status::Ok();
+  }
+  return copy_in(b, offset, in);
+}
+
+Status MemoryPool::copy_out(const Buffer&, size_t, std::span<uint8_t>) const {
+  return Status(Code::unsupported, "memory: " + space_ + " offers no copies to the host");
+}
+
+Status MemoryPool::copy_in(const Buffer&, size_t, std::span<const uint8_t>) {
+  return Status(Code::unsupported, "memory: " + space_ + " offers no copies from the host");
 }
 
 uint64_t MemoryPool::used() const {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -67,6 +68,15 @@ class MemoryPool {
   // when the system has none, naming the space.
   Result<Buffer> alloc(size_t bytes);
 
+  // Copies bytes [offset, offset + n) of `b` (a buffer of this pool) to or from host memory:
+  // what the memory policy's swap and compression use for chunks they cannot read in place.
+  // Host-visible spaces copy directly; a device's pool through its own transfer queue,
+  // returning once the copy is done (a launch enqueued after a write sees its bytes; a read
+  // must not race a kernel still writing those bytes). Code::invalid_argument out of range or
+  // for another pool's buffer, Code::unsupported where a pool offers no copies.
+  Status read(const Buffer& b, size_t offset, std::span<uint8_t> out) const;
+  Status write(const Buffer& b, size_t offset, std::span<const uint8_t> in);
+
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const;
   uint64_t peak() const;
@@ -81,6 +91,9 @@ class MemoryPool {
   // The backend's allocator: a block of `bytes`, or {} when there is none.
   virtual Block allocate(size_t bytes) = 0;
   virtual void release(const Block& block, size_t bytes) noexcept = 0;
+  // A device pool's copies of checked ranges (the host-visible case never reaches them).
+  virtual Status copy_out(const Buffer& b, size_t offset, std::span<uint8_t> out) const;
+  virtual Status copy_in(const Buffer& b, size_t offset, std::span<const uint8_t> in);
 
  private:
   friend class Buffer;

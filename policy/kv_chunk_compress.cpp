@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // KvSequence::compress: re-encodes a resident chunk into a narrower format, layer by layer.
 #include "policy/kv_chunk_store.h"
+
+#include <vector>
+
 #include "policy/compression/kv_codec.h"
 
 namespace llmsvc::policy {
@@ -11,18 +14,30 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
   if (to == hal::KvFormat::f16 || hal::kv_format_bits(to) > hal::kv_format_bits(ch.format))
     return Status(Code::internal, "kv: compression can only narrow a chunk");
   if (to == ch.format) return Status::Ok();
-  if (!ch.mem.data())  // a GPU's own memory: the codecs run on the host and read chunks in place
-    return Status(Code::unsupported, "kv: compressing chunks in " + store_.memory().space() + " (not host-visible)");
   const size_t bytes = geo_.chunk_bytes(to);
   auto mem = store_.claim(bytes, this);
   if (!mem.ok()) return mem.status();
+  // The codecs run on the host: a chunk in a GPU's memory is copied out, encoded and copied
+  // into its new memory.
+  std::vector<uint8_t> from_host, to_host;
+  const uint8_t* from = ch.mem.data();
+  uint8_t* into = mem->data();
+  if (!from) {
+    from_host.resize(geo_.chunk_bytes(ch.format));
+    LLMSVC_RETURN_IF_ERROR(store_.memory().read(ch.mem, 0, from_host));
+    from = from_host.data();
+  }
+  if (!into) {
+    to_host.resize(bytes);
+    into = to_host.data();
+  }
   const hal::KvBlockShape shape = geo_.shape();
   const size_t from_layer = geo_.layer_bytes(ch.format), to_layer = geo_.layer_bytes(to);
   const size_t from_k = hal::kv_block_bytes(ch.format, hal::KvPart::key, shape);
   const size_t to_k = hal::kv_block_bytes(to, hal::KvPart::key, shape);
   for (int l = 0; l < geo_.n_layer; ++l) {
-    const uint8_t* src = ch.mem.data() + l * from_layer;
-    uint8_t* dst = mem->data() + l * to_layer;
+    const uint8_t* src = from + l * from_layer;
+    uint8_t* dst = into + l * to_layer;
     for (hal::KvPart part : {hal::KvPart::key, hal::KvPart::value}) {
       const uint8_t* s = part == hal::KvPart::key ? src : src + from_k;
       uint8_t* d = part == hal::KvPart::key ? dst : dst + to_k;
@@ -33,6 +48,7 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
       }
     }
   }
+  if (!to_host.empty()) LLMSVC_RETURN_IF_ERROR(store_.memory().write(*mem, 0, to_host));
   install(c, std::move(mem).value(), bytes, to, ChunkState::resident);
   return Status::Ok();
 }

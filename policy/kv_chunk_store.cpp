@@ -189,6 +189,16 @@ KvSequence::Counts KvSequence::counts() const {
   return n;
 }
 
+Status KvSequence::read_chunk(int c, size_t offset, std::span<uint8_t> out) const {
+  if (chunks_[c].state != ChunkState::resident) return Status(Code::internal, "kv: reading a chunk that is not resident");
+  return store_.memory().read(chunks_[c].mem, offset, out);
+}
+
+Status KvSequence::write_chunk(int c, size_t offset, std::span<const uint8_t> in) {
+  if (chunks_[c].state != ChunkState::resident) return Status(Code::internal, "kv: writing a chunk that is not resident");
+  return store_.memory().write(chunks_[c].mem, offset, in);
+}
+
 const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
   const Chunk& ch = chunks_[c];
   const hal::KvBlockShape shape = geo_.shape();

@@ -149,9 +149,14 @@ class KvSequence {
   // Chunk c's density bookkeeping (C entries each), e.g. to persist it.
   std::span<const float> token_mass(int c) const { return chunks_[c].mass; }
   std::span<const uint32_t> token_seen(int c) const { return chunks_[c].seen; }
-  // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes).
+  // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes); null where the store's
+  // memory is not host-visible (a GPU's): read_chunk / write_chunk copy it instead.
   uint8_t* chunk_data(int c) { return chunks_[c].mem.data(); }
   const uint8_t* chunk_data(int c) const { return chunks_[c].mem.data(); }
+  // Bytes [offset, offset + size) of resident chunk c copied to or from host memory, wherever
+  // the chunk lives (hal::MemoryPool::read / write).
+  Status read_chunk(int c, size_t offset, std::span<uint8_t> out) const;
+  Status write_chunk(int c, size_t offset, std::span<const uint8_t> in);
   // Resident chunk c's buffer (in the store's pool, which a GPU's attention reads directly);
   // null when not resident.
   const hal::Buffer* chunk_memory(int c) const {
@@ -227,12 +232,13 @@ class KvSequence {
 class KvChunkStore {
  public:
   // budget_bytes == 0: no limit beyond the allocator. memory: the pool chunks live in, the
-  // memory space of the device that runs attention (null: the process's host memory). It
-  // must be host-visible: compression and swap read chunks in place (a device whose memory
-  // is not will move them through its queue).
+  // memory space of the device that runs attention (null: the process's host memory).
+  // Compression and swap read host-visible chunks in place and copy the others through the
+  // pool (a GPU's transfer queue).
   KvChunkStore(const KvGeometry& geometry, uint64_t budget_bytes, EvictionOrder order = EvictionOrder::lctru,
                hal::MemoryPool* memory = nullptr);
   const hal::MemoryPool& memory() const { return *memory_; }
+  hal::MemoryPool& memory() { return *memory_; }
 
   const KvGeometry& geometry() const { return geo_; }
   uint64_t budget_bytes() const { return budget_; }

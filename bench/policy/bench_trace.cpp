@@ -16,8 +16,8 @@
 //               [--rounds 1] [--device cpu|opencl|...]
 //
 // --device runs the model there (EngineOptions::device; the daemon's `devices`). On a GPU whose
-// KV the host cannot read, compression and swap are off (the engine says so): evicted chunks
-// are dropped and recomputed on the device, whatever the preset.
+// KV the host cannot read, compression is off (the engine says so) and swap copies chunks
+// through the device's transfer queue, whatever the preset.
 //
 // --via llmsvcd replays it on a real llmsvcd (started in the state directory with the budget,
 // the preset's kv_ratio and the switch profile) through llmsvc.h, as an app; only the llmsvc

@@ -49,7 +49,7 @@ Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const Cl
   d->ctx_ = std::move(ctx).value();
   uint64_t kv = options.kv_bytes ? options.kv_bytes : std::min(kDefaultKvBytes, info->global_memory / 4);
   if (info->max_alloc) kv = std::min(kv, info->max_alloc);
-  auto arena = ClArenaPool::create(d->ctx_->context(), d->ctx_->pool().space() + "/kv", kv);
+  auto arena = ClArenaPool::create(d->ctx_->context(), info->device, d->ctx_->pool().space() + "/kv", kv);
   if (!arena.ok()) return arena.status();
   d->kv_ = std::move(arena).value();
   auto mm = ClMatmul::create(*d->ctx_);

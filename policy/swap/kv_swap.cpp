@@ -39,6 +39,22 @@ void unpack_partial(const KvGeometry& geo, std::span<const uint8_t> payload, uin
       std::memcpy(mem + (size_t(l) * 2 + part) * block, payload.data() + (size_t(l) * 2 + part) * rows, rows);
 }
 
+// A loaded file's payload that was read into `staged` (n_tokens of a chunk: a partial one, or
+// a whole one the host cannot write in place) put into resident chunk c; nothing to do when
+// the read went into the chunk itself (staged empty).
+Status place_staged(KvSequence& seq, int c, int n_tokens, std::span<const uint8_t> staged) {
+  if (staged.empty()) return Status::Ok();
+  const KvGeometry& geo = seq.geometry();
+  if (n_tokens == geo.chunk_tokens) return seq.write_chunk(c, 0, staged);
+  if (uint8_t* mem = seq.chunk_data(c)) {
+    unpack_partial(geo, staged, mem, n_tokens);
+    return Status::Ok();
+  }
+  std::vector<uint8_t> whole(geo.chunk_bytes(hal::KvFormat::f16));
+  unpack_partial(geo, staged, whole.data(), n_tokens);
+  return seq.write_chunk(c, 0, whole);
+}
+
 }  // namespace
 
 std::vector<uint64_t> chunk_token_hashes(std::span<const int32_t> tokens, int chunk_tokens) {
@@ -69,19 +85,26 @@ ChunkMeta chunk_file_meta(const KvGeometry& geo, uint64_t model_hash, std::span<
 
 namespace {
 
-// What chunk c's file holds: its meta and payload (a partial f16 chunk packed into `packed`).
+// What chunk c's file holds: its meta and payload (a partial f16 chunk packed into `packed`;
+// a chunk the host cannot read in place copied into `staged` first).
 struct ChunkPayload {
   ChunkMeta meta;
   std::span<const uint8_t> bytes;
 };
-ChunkPayload chunk_payload(const KvSequence& seq, uint64_t model_hash, std::span<const uint64_t> hashes, int c,
-                           int n_valid, std::vector<uint8_t>& packed) {
+Result<ChunkPayload> chunk_payload(const KvSequence& seq, uint64_t model_hash, std::span<const uint64_t> hashes, int c,
+                                   int n_valid, std::vector<uint8_t>& staged, std::vector<uint8_t>& packed) {
   const KvGeometry& geo = seq.geometry();
   const hal::KvFormat format = seq.format(c);
-  ChunkPayload p{chunk_file_meta(geo, model_hash, hashes, c, n_valid, format),
-                 std::span<const uint8_t>(seq.chunk_data(c), geo.chunk_bytes(format))};
+  const size_t bytes = geo.chunk_bytes(format);
+  const uint8_t* mem = seq.chunk_data(c);
+  if (!mem) {
+    staged.resize(bytes);
+    LLMSVC_RETURN_IF_ERROR(seq.read_chunk(c, 0, staged));
+    mem = staged.data();
+  }
+  ChunkPayload p{chunk_file_meta(geo, model_hash, hashes, c, n_valid, format), std::span<const uint8_t>(mem, bytes)};
   if (p.meta.n_tokens < geo.chunk_tokens) {
-    packed = pack_partial(geo, seq.chunk_data(c), p.meta.n_tokens);
+    packed = pack_partial(geo, mem, p.meta.n_tokens);
     p.bytes = packed;
   }
   return p;
@@ -106,8 +129,13 @@ Result<SwapOutQueued> store_changed_chunks(KvSequence& seq, SwapStore& store, ui
       q.deferred++;
       continue;
     }
-    std::vector<uint8_t> packed;
-    const ChunkPayload p = chunk_payload(seq, model_hash, hashes, c, n_valid, packed);
+    std::vector<uint8_t> staged, packed;
+    const Result<ChunkPayload> payload = chunk_payload(seq, model_hash, hashes, c, n_valid, staged, packed);
+    if (!payload.ok()) {
+      if (first_error.ok()) first_error = payload.status();
+      continue;
+    }
+    const ChunkPayload& p = *payload;
     const uint64_t version = seq.version(c);
     Status s = store.store_async(p.meta, p.bytes, [&seq, c, version, done](Result<ChunkIndex> r) {
       if (r.ok()) seq.mark_stored(c, version);
@@ -138,9 +166,10 @@ Status store_chunk_now(const KvSequence& seq, SwapStore& store, uint64_t model_h
   // Only the hashes up to chunk c: each covers every token before it.
   const size_t upto = std::min(static_cast<size_t>(n_valid), static_cast<size_t>(c + 1) * geo.chunk_tokens);
   const std::vector<uint64_t> hashes = chunk_token_hashes(tokens.first(upto), geo.chunk_tokens);
-  std::vector<uint8_t> packed;
-  const ChunkPayload p = chunk_payload(seq, model_hash, hashes, c, n_valid, packed);
-  return store.store(p.meta, p.bytes).status();
+  std::vector<uint8_t> staged, packed;
+  const Result<ChunkPayload> p = chunk_payload(seq, model_hash, hashes, c, n_valid, staged, packed);
+  if (!p.ok()) return p.status();
+  return store.store(p->meta, p->bytes).status();
 }
 
 std::vector<Status> load_chunks(KvSequence& seq, SwapStore& store, uint64_t model_hash,
@@ -155,25 +184,27 @@ std::vector<Status> load_chunks(KvSequence& seq, SwapStore& store, uint64_t mode
     size_t first = 0;
     std::vector<ChunkMeta> metas;
     std::vector<std::span<uint8_t>> outs;
-    std::vector<std::vector<uint8_t>> partial;  // a partial chunk's tokens, before unpacking
+    // A partial chunk's tokens before unpacking, or a whole chunk the host cannot write in
+    // place (a GPU's) before its copy into the chunk.
+    std::vector<std::vector<uint8_t>> staged;
     ChunkRead read;
   };
   auto start = [&](size_t b0) {
     auto b = std::make_unique<Batch>();
     b->first = b0;
     const size_t nb = std::min(kLoadBatch, chunks.size() - b0);
-    b->partial.resize(nb);
+    b->staged.resize(nb);
     for (size_t i = 0; i < nb; ++i) {
       const int c = chunks[b0 + i];
       const ChunkMeta meta = chunk_file_meta(geo, model_hash, hashes, c, n_valid, seq.format(c));
       b->metas.push_back(meta);
       if (meta.n_tokens < C && meta.format != hal::KvFormat::f16) {
         b->outs.emplace_back();  // refused by read_chunks: no such file is ever written
-      } else if (meta.n_tokens == C) {
+      } else if (meta.n_tokens == C && seq.chunk_data(c)) {
         b->outs.emplace_back(seq.chunk_data(c), geo.chunk_bytes(seq.format(c)));
       } else {
-        b->partial[i].resize(chunk_payload_bytes(meta));
-        b->outs.emplace_back(b->partial[i]);
+        b->staged[i].resize(chunk_payload_bytes(meta));
+        b->outs.emplace_back(b->staged[i]);
       }
     }
     b->read = store.read_chunks_async(b->metas, b->outs);
@@ -189,7 +220,10 @@ std::vector<Status> load_chunks(KvSequence& seq, SwapStore& store, uint64_t mode
         out[cur->first + i] = res[i].status();
         continue;
       }
-      if (cur->metas[i].n_tokens != C) unpack_partial(geo, cur->partial[i], seq.chunk_data(c), cur->metas[i].n_tokens);
+      if (Status s = place_staged(seq, c, cur->metas[i].n_tokens, cur->staged[i]); !s.ok()) {
+        out[cur->first + i] = s;
+        continue;
+      }
       seq.mark_loaded(c);
     }
     cur = std::move(next);

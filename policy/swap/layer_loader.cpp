@@ -43,10 +43,16 @@ LayerLoader::~LayerLoader() {
 void LayerLoader::submit(int layer) {
   if (good_.empty() || layer >= seq_.geometry().n_layer) return;
   std::vector<LayerTarget> targets;
+  staged_.resize(good_.size());
   for (size_t i = 0; i < good_.size(); ++i) {
     const int c = good_[i];
     const size_t bytes = seq_.geometry().layer_bytes(seq_.format(c));
-    targets.push_back({&index_[i], std::span<uint8_t>(seq_.chunk_data(c) + static_cast<size_t>(layer) * bytes, bytes)});
+    if (uint8_t* mem = seq_.chunk_data(c)) {
+      targets.push_back({&index_[i], std::span<uint8_t>(mem + static_cast<size_t>(layer) * bytes, bytes)});
+    } else {  // a GPU's chunk: read into host memory, copied in by collect()
+      staged_[i].resize(bytes);
+      targets.push_back({&index_[i], std::span<uint8_t>(staged_[i])});
+    }
   }
   read_ = store_.read_layer_async(layer, targets);
   in_flight_ = layer;
@@ -55,9 +61,12 @@ void LayerLoader::submit(int layer) {
 
 void LayerLoader::collect() {
   if (in_flight_ < 0) return;
-  const std::vector<Status> st = read_.wait();
+  std::vector<Status> st = read_.wait();
+  const int layer = in_flight_;
   in_flight_ = -1;
   for (size_t i = 0; i < st.size() && i < good_.size(); ++i) {
+    if (st[i].ok() && !staged_[i].empty())
+      st[i] = seq_.write_chunk(good_[i], static_cast<size_t>(layer) * staged_[i].size(), staged_[i]);
     if (st[i].ok() || failed_[i]) continue;
     failed_[i] = true;
     late_failed_.push_back(good_[i]);

@@ -53,6 +53,8 @@ class LayerLoader {
   std::vector<int> good_;  // chunks with a valid header, in order
   std::vector<ChunkIndex> index_;  // theirs
   std::vector<bool> failed_;       // per good_ entry
+  // Per good_ entry: the layer in flight, where the chunk has no host memory (else empty).
+  std::vector<std::vector<uint8_t>> staged_;
   std::vector<int> header_failed_, late_failed_;
   std::vector<Status> header_status_, late_status_;
   LayerRead read_;

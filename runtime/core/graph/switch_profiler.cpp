@@ -165,7 +165,14 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
       meta.n_head_kv = static_cast<uint16_t>(cfg.n_head_kv);
       meta.head_dim = static_cast<uint16_t>(cfg.head_dim);
       const size_t bytes = policy::chunk_payload_bytes(meta);
-      auto idx = (*st)->store(meta, std::span<const uint8_t>(keep->chunk_data(c), bytes));
+      std::vector<uint8_t> staged;  // a chunk in a GPU's memory, copied out
+      const uint8_t* src = keep->chunk_data(c);
+      if (!src) {
+        staged.resize(bytes);
+        if (status = keep->read_chunk(c, 0, staged); !status.ok()) break;
+        src = staged.data();
+      }
+      auto idx = (*st)->store(meta, std::span<const uint8_t>(src, bytes));
       if (!idx.ok()) status = idx.status();
       else index.push_back(*idx);
     }
