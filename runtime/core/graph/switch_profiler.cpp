@@ -92,8 +92,12 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
   const std::array<int, 2> contexts = {128, 512};
   const std::array<int, 3> counts = {16, 64, 128};
   const int max_ctx = contexts.back();
-  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, kChunk}, 0);
   Forward fwd(model, device, max_ctx);
+  // Chunks where the device keeps them (a GPU's own memory: its loads then include the copy in).
+  policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, kChunk}, 0, policy::EvictionOrder::lctru,
+                             &fwd.kv_memory());
+  const bool copy_in = !fwd.kv_memory().host_visible();
+  fwd.set_mass_tracking(!copy_in);  // as the engine runs it: no key mass without compression
   SwitchProfile out;
   std::vector<float> logits;
 
@@ -188,6 +192,8 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
         const auto t0 = Clock::now();
         for (const Status& s : (*st)->read_layer(layer, targets))
           if (!s.ok()) status = s;
+        for (int c = 0; c < k && copy_in && status.ok(); ++c)
+          status = keep->write_chunk(c, static_cast<size_t>(layer) * layer_bytes, bufs[c]);
         t.push_back(seconds_since(t0));
       }
       if (!status.ok()) break;
