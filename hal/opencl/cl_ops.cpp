@@ -62,8 +62,9 @@ struct ClOps::Impl {
   // it builds (NVIDIA's platform); otherwise the note says why. LLMSVC_CL_ATTN_MMA=0 turns it
   // off for an A/B.
   ClProgram mma_program;
-  ClKernel attn_mma64, attn_mma128;
+  ClKernel attn_mma64, attn_mma128, attn_mma_mass;
   std::string mma_note;
+  Buffer mma_mass;  // the tensor-core kernel's key mass, a row of keys per work-group
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
   // row, partial outputs per row and split.
@@ -87,10 +88,13 @@ Status ClOps::Impl::build_mma() {
   // Inline PTX is NVIDIA's extension (another platform would fail the build, PoCL slowly).
   if (ctx.info().platform_name.find("NVIDIA") == std::string::npos)
     return Status(Code::unsupported, "not an NVIDIA platform");
-  auto built = build_kernels(ctx, {"act_quant", "ops", "ptx", "attention_mma"},
+  auto built = build_kernels(ctx, {"act_quant", "ops", "attention", "ptx", "attention_mma"},
                              exact_float_options(ctx.info()) + " -DLLMSVC_PTX_HALF");
   if (!built.ok()) return built.status();
   mma_program = std::move(built).value();
+  auto sum = make_kernel(mma_program.get(), "attn_mma_mass");
+  if (!sum.ok()) return sum.status();
+  attn_mma_mass = std::move(sum).value();
   for (auto [k, name] : {std::pair{&attn_mma64, "attn_mma_64"}, std::pair{&attn_mma128, "attn_mma_128"}}) {
     auto made = make_kernel(mma_program.get(), name);
     if (!made.ok()) return made.status();
@@ -318,14 +322,31 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                   p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split},
                   int32_t{csplit});
   }
-  // Prefill on tensor cores (attention_mma.cl): the scores stay in registers. A tile of 64
-  // rows a kv head leaves few work-groups for a handful of tokens: those take the split path.
+  // Prefill on tensor cores (attention_mma.cl): the scores stay in registers; with key mass,
+  // each work-group writes its share per key and attn_mma_mass adds them. Only over f16 chunks:
+  // compressed ones dequantized to f16 moved outputs ~1.2e-3 from the CPU's (H100), past the
+  // split path's 1e-3. A tile of 64 rows a kv head leaves few work-groups for a handful of
+  // tokens: those take the split path too.
   const cl_kernel mma = p.head_dim == 64 ? m.attn_mma64.get() : p.head_dim == 128 ? m.attn_mma128.get() : nullptr;
-  if (mma && c_shift >= 0 && !mass.mem && static_cast<size_t>(n_tokens) * G >= kMmaAttnRows) {
+  if (mma && kv.all_f16 && static_cast<size_t>(n_tokens) * G >= kMmaAttnRows) {
     const size_t tiles = ceil_div(static_cast<size_t>(n_tokens) * G, kMmaAttnRows);
+    const size_t parts = tiles * static_cast<size_t>(p.n_head_kv);
+    ClView part{out.mem, 0};  // not read without mass
+    if (mass.mem) {
+      const size_t bytes = parts * static_cast<size_t>(n_valid) * sizeof(uint32_t);
+      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mma_mass, bytes));
+      part = ClView{ClPool::mem(m.mma_mass), 0};
+      const uint32_t zero = 0;
+      const cl_int err = clEnqueueFillBuffer(m.queue(), part.mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
+      if (err != CL_SUCCESS) return cl_status(err, "attention: clearing the key mass shares");
+    }
     const ClRange r{2, {tiles * kMmaAttnItems, static_cast<size_t>(p.n_head_kv), 1}, {kMmaAttnItems, 1, 1}};
-    return launch(m.queue(), mma, r, q, positions, kv.arena, kv.table, n_tokens, p.n_head, p.n_head_kv, c_shift,
-                  layer, n_valid, p.sliding_window, p.scale, out);
+    LLMSVC_RETURN_IF_ERROR(launch(m.queue(), mma, r, q, positions, kv.arena, kv.table, n_tokens, p.n_head,
+                                  p.n_head_kv, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out,
+                                  part, int32_t{mass.mem != nullptr}));
+    if (!mass.mem) return Status::Ok();
+    return launch(m.queue(), m.attn_mma_mass.get(), range1(n_valid, kKeyBlock), part.mem, static_cast<int32_t>(parts),
+                  n_valid, mass);
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
   const int s_stride = n_blocks * kKeyBlock;

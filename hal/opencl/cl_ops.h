@@ -77,8 +77,8 @@ class ClOps {
   // hal::KvChunkView::mass).
   Status attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
                    const AttentionParams& p, ClView out, ClView mass);
-  // Whether prefill attention runs on tensor cores here (kernels/attention_mma.cl: NVIDIA, f16
-  // KV, no key mass, head_dim 64 or 128); if not, why ("" where it does).
+  // Whether prefill attention runs on tensor cores here (kernels/attention_mma.cl: NVIDIA,
+  // head_dim 64 or 128, 64 rows a kv head or more); if not, why ("" where it does).
   const std::string& tensor_core_attention_note() const;
 
  private:

@@ -498,23 +498,25 @@ class ClAttention : public ClOpsTest {
     ASSERT_TRUE(s2.ok()) << s2.message();
     expect_near_all(download<float>(bo2, qn), want, 0.0f, 1e-3f, T == 1 ? "attention (decode kernel)" : "attention (no mass)");
     // Where every chunk is f16 (and C a power of two) the kernels take their faster path: the
-    // same bits, with and without key mass.
+    // same bits, with and without key mass. A prefill of 64 rows or more (tokens x query heads
+    // a kv head) there runs on tensor cores where the kernel is built (NVIDIA), in its own
+    // order of sums: as close to the CPU, its key mass too.
     if (std::all_of(kv.formats.begin(), kv.formats.begin() + n_chunks, [](KvFormat f) { return f == KvFormat::f16; })) {
       ClKv fast = ckv;
       fast.all_f16 = true;
       Buffer bo3 = upload(std::vector<float>(qn, NAN)), bm3 = upload(mass0), bo4 = upload(std::vector<float>(qn, NAN));
       ASSERT_TRUE(ops_->attention(view(bq), T, view(bp), fast, layer, a.n_valid, p, view(bo3), view(bm3)).ok());
       ASSERT_TRUE(ops_->attention(view(bq), T, view(bp), fast, layer, a.n_valid, p, view(bo4), ClView{}).ok());
-      EXPECT_EQ(download<uint32_t>(bo3, qn), download<uint32_t>(bo, qn)) << "f16 path, with key mass";
-      EXPECT_EQ(download<uint32_t>(bm3, mass0.size()), download<uint32_t>(bm, mass0.size())) << "f16 path's key mass";
-      // Without key mass a prefill of 64 rows or more (tokens x query heads a kv head) takes
-      // the tensor-core kernel where it is built (NVIDIA): its own order of sums.
       const bool tensor_cores = ops_->tensor_core_attention_note().empty() &&
                                 T * (a.n_head / a.n_head_kv) >= 64 && (a.head_dim == 64 || a.head_dim == 128);
       if (tensor_cores) {
-        expect_near_all(download<float>(bo4, qn), want, 0.0f, 1e-3f, "attention (tensor cores)");
+        expect_near_all(download<float>(bo3, qn), want, 0.0f, 1e-3f, "attention (tensor cores)");
+        expect_near_all(download<float>(bm3, mass0.size()), want_mass, 0.0f, 1e-3f, "mass (tensor cores)");
+        EXPECT_EQ(download<uint32_t>(bo4, qn), download<uint32_t>(bo3, qn)) << "tensor cores, without key mass";
         ++tensor_core_paths_;
       } else {
+        EXPECT_EQ(download<uint32_t>(bo3, qn), download<uint32_t>(bo, qn)) << "f16 path, with key mass";
+        EXPECT_EQ(download<uint32_t>(bm3, mass0.size()), download<uint32_t>(bm, mass0.size())) << "f16 path's key mass";
         EXPECT_EQ(download<uint32_t>(bo4, qn), download<uint32_t>(bo2, qn)) << "f16 path, without key mass";
       }
       ++f16_paths_;
@@ -623,28 +625,32 @@ TEST_F(ClAttention, PeakedScoresAsARealModelHasThem) {
 }
 
 // Prompts long enough for the tensor-core prefill kernel (attention_mma.cl) where the GPU has
-// it, f16 KV: partial row tiles, tiles that cross tokens (3 query heads a kv head), a tile's
-// warps seeing different key blocks (causal), a window, queries at scattered positions, many
-// key blocks. Elsewhere (PoCL) the same cases check the split path.
+// it, with and without key mass: partial row tiles, tiles that cross tokens (3 query heads a
+// kv head), a tile's warps seeing different key blocks (causal), a window, queries at
+// scattered positions, many key blocks; compressed chunks keep the split path. Elsewhere
+// (PoCL) the same cases check the split path.
 TEST_F(ClAttention, PrefillOnTensorCoresWhereTheGpuHasThem) {
   std::printf("%s\n", ops_->tensor_core_attention_note().empty() ? "tensor-core attention: on"
                                                                     : ops_->tensor_core_attention_note().c_str());
   struct Shape {
     int n_head, n_head_kv, head_dim, n_valid, n_tokens, window;
   };
-  for (const Shape& sh : {Shape{4, 2, 64, 75, 40, 0}, Shape{4, 2, 64, 75, 40, 20}, Shape{9, 3, 64, 300, 70, 0},
-                          Shape{8, 8, 128, 200, 130, 0}, Shape{8, 1, 128, 1000, 100, 300}, Shape{4, 4, 128, 64, 64, 0}}) {
-    AttnCase a;
-    a.n_head = sh.n_head;
-    a.n_head_kv = sh.n_head_kv;
-    a.head_dim = sh.head_dim;
-    a.n_valid = sh.n_valid;
-    a.n_tokens = sh.n_tokens;
-    a.window = sh.window;
-    a.full = kF16;
-    a.spread = 1.5f;
-    check(a);
-    if (HasFatalFailure()) return;
+  for (const auto& formats : {kF16, kMixed}) {
+    for (const Shape& sh : {Shape{4, 2, 64, 75, 40, 0}, Shape{4, 2, 64, 75, 40, 20}, Shape{9, 3, 64, 300, 70, 0},
+                            Shape{8, 8, 128, 200, 130, 0}, Shape{8, 1, 128, 1000, 100, 300},
+                            Shape{4, 4, 128, 64, 64, 0}}) {
+      AttnCase a;
+      a.n_head = sh.n_head;
+      a.n_head_kv = sh.n_head_kv;
+      a.head_dim = sh.head_dim;
+      a.n_valid = sh.n_valid;
+      a.n_tokens = sh.n_tokens;
+      a.window = sh.window;
+      a.full = formats;
+      a.spread = 1.5f;
+      check(a);
+      if (HasFatalFailure()) return;
+    }
   }
   AttnCase a;  // a recompute of old positions: queries anywhere, one seeing only key 0
   a.n_head = 8;

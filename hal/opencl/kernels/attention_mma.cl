@@ -2,9 +2,13 @@
 // Prefill attention on tensor cores (NVIDIA, inline PTX mma.sync m16n8k16: ptx.cl), with the
 // numerics of attention.cl's split path: q rounded to f16, s = scale * (q . k) summed in f32,
 // each row's max and sum of exp_ggml(s - max), weights rounded to f16 after normalization,
-// out = sum_j p_j v_j in f32. Built after ops.cl (exp_ggml, KV_OFFSET_MASK) and ptx.cl.
+// out = sum_j p_j v_j in f32, and the exact key mass (attention.cl's attn_mass: per key, the
+// rows' f16 weights summed in units of 2^-24). Built after attention.cl (its KV loaders) and
+// ptx.cl.
 //
-// It takes the KV layout a GPU keeps (every chunk f16, 1 << c_shift tokens) and no key mass.
+// It reads f16 chunks only (ClOps sends compressed ones to the split path): straight copies
+// where chunks are 1 << c_shift tokens (a GPU's KV), else through attention.cl's loaders (which
+// also read compressed chunks, rounded to f16 here: the CPU keeps those in f32).
 // Rounding the weights needs a row's final max and sum before any weight meets V, and the
 // split path pays for that with a score matrix in global memory (7B at 2,048 tokens: half the
 // prefill's time). Here the scores never leave registers: a first pass over the keys finds each
@@ -51,17 +55,30 @@ inline __global const uint* am_row(__global const uchar* arena, __global const u
   return (__global const uint*)(arena + (table[j >> c_shift] & KV_OFFSET_MASK) + 2 * at);
 }
 
+// Channels ch .. ch + 7 of key j's K (v = 0) or V (v = 1) row of kv head hk as f16 pairs.
+inline uint4 am_load8(__global const uchar* arena, __global const ulong* table, int C, int c_shift, int layer,
+                      int kv_dim, int n_head_kv, int hk, int ch, int j, int v) {
+  if (c_shift >= 0) return vload4(0, am_row(arena, table, c_shift, layer, kv_dim, ch, j, v));
+  const ulong e = table[j / C];
+  const int r = j % C;
+  const float4 a = v ? load_value4(arena, e, layer, C, -1, kv_dim, n_head_kv, hk, r, ch)
+                     : load_key4(arena, e, layer, C, -1, kv_dim, n_head_kv, r, ch);
+  const float4 b = v ? load_value4(arena, e, layer, C, -1, kv_dim, n_head_kv, hk, r, ch + 4)
+                     : load_key4(arena, e, layer, C, -1, kv_dim, n_head_kv, r, ch + 4);
+  return (uint4)(mma_h2(a.x, a.y), mma_h2(a.z, a.w), mma_h2(b.x, b.y), mma_h2(b.z, b.w));
+}
+
 // Stages the K block of keys [j0, j0 + AM_KEYS) of kv head hk as rows of AD / 2 words (zeros
 // past n_valid), and with V its transpose: vt[channel][key pair].
 __attribute__((always_inline)) inline void am_stage(const int AD, bool with_v, __global const uchar* arena,
-                                                    __global const ulong* table, int c_shift, int layer, int kv_dim,
-                                                    int hk, int n_valid, int j0, __local uint* ks,
-                                                    __local ushort* vt) {
+                                                    __global const ulong* table, int C, int c_shift, int layer,
+                                                    int kv_dim, int n_head_kv, int hk, int n_valid, int j0,
+                                                    __local uint* ks, __local ushort* vt) {
   const int lid = get_local_id(0), Q4 = AD / 8;  // uint4 per row
   for (int e = lid; e < AM_KEYS * Q4; e += AM_WG) {
     const int k = e / Q4, q = e % Q4, j = j0 + k;
     uint4 v = (uint4)(0u);
-    if (j < n_valid) v = vload4(q, am_row(arena, table, c_shift, layer, kv_dim, hk * AD, j, 0));
+    if (j < n_valid) v = am_load8(arena, table, C, c_shift, layer, kv_dim, n_head_kv, hk, hk * AD + 8 * q, j, 0);
     vstore4(v, 0, ks + k * AM_KS(AD) + 4 * q);
   }
   if (!with_v) return;
@@ -70,7 +87,7 @@ __attribute__((always_inline)) inline void am_stage(const int AD, bool with_v, _
   for (int e = lid; e < AM_KEYS * Q4; e += AM_WG) {
     const int k = e % AM_KEYS, q = e / AM_KEYS, j = j0 + k;
     uint4 v = (uint4)(0u);
-    if (j < n_valid) v = vload4(q, am_row(arena, table, c_shift, layer, kv_dim, hk * AD, j, 1));
+    if (j < n_valid) v = am_load8(arena, table, C, c_shift, layer, kv_dim, n_head_kv, hk, hk * AD + 8 * q, j, 1);
     __local ushort* col = vt + (8 * q) * (2 * AM_VS) + k;
     col[0 * 2 * AM_VS] = (ushort)v.x;
     col[1 * 2 * AM_VS] = (ushort)(v.x >> 16);
@@ -139,8 +156,9 @@ __attribute__((always_inline)) inline void am_stats(const float s[8][4], float m
 
 __attribute__((always_inline)) inline void attn_mma(
     const int AD, __global const float* q, __global const int* positions, __global const uchar* arena,
-    __global const ulong* table, int n_tokens, int n_head, int n_head_kv, int c_shift, int layer, int n_valid,
-    int window, float scale, __global float* out, __local uint* ks, __local uint* vt) {
+    __global const ulong* table, int n_tokens, int n_head, int n_head_kv, int C, int c_shift, int layer, int n_valid,
+    int window, float scale, __global float* out, __global uint* mass_part, __local uint* ks, __local uint* vt,
+    __local uint* wmass) {
   const int lid = get_local_id(0), hk = get_group_id(1);
   const int G = n_head / n_head_kv, kv_dim = n_head_kv * AD, n_rows = n_tokens * G;
   const int i0 = get_group_id(0) * AM_ROWS;
@@ -175,7 +193,7 @@ __attribute__((always_inline)) inline void attn_mma(
   // Pass 1: each row's max and sum.
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   for (int j0 = jb0; j0 < span.y; j0 += AM_KEYS) {
-    am_stage(AD, false, arena, table, c_shift, layer, kv_dim, hk, n_valid, j0, ks, (__local ushort*)vt);
+    am_stage(AD, false, arena, table, C, c_shift, layer, kv_dim, n_head_kv, hk, n_valid, j0, ks, (__local ushort*)vt);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (wspan.x < j0 + AM_KEYS && wspan.y > j0) {  // warp-uniform
       float s[8][4];
@@ -198,7 +216,8 @@ __attribute__((always_inline)) inline void attn_mma(
 #pragma unroll
   for (int c = 0; c < AM_MAX_AD / 8; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
   for (int j0 = jb0; j0 < span.y; j0 += AM_KEYS) {
-    am_stage(AD, true, arena, table, c_shift, layer, kv_dim, hk, n_valid, j0, ks, (__local ushort*)vt);
+    am_stage(AD, true, arena, table, C, c_shift, layer, kv_dim, n_head_kv, hk, n_valid, j0, ks, (__local ushort*)vt);
+    if (mass_part && lid < AM_KEYS) wmass[lid] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (wspan.x < j0 + AM_KEYS && wspan.y > j0) {
       float s[8][4];
@@ -211,6 +230,20 @@ __attribute__((always_inline)) inline void attn_mma(
           const int h = e >> 1;
           s[n][e] = s[n][e] == -INFINITY ? 0.0f : round_f16(exp_ggml(s[n][e] - m[h]) * inv[h]);
         }
+      if (mass_part) {  // warp-uniform
+        // Per key, the warp's 16 rows' weights in units of 2^-24 (f16 values in [0, 1] are whole
+        // multiples; 16 rows stay under 2^29): the lane's two rows, then the 8 lanes of a key.
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            uint u = (uint)(s[n][e] * 16777216.0f) + (uint)(s[n][e + 2] * 16777216.0f);
+            u += as_uint(shfl_xor(as_float(u), 4));
+            u += as_uint(shfl_xor(as_float(u), 8));
+            u += as_uint(shfl_xor(as_float(u), 16));
+            if (g == 0) atomic_add(&wmass[8 * n + 2 * (int)t + e], u);
+          }
+      }
 #pragma unroll
       for (int kk = 0; kk < AM_KEYS / 16; ++kk) {
         const uint a0 = mma_h2(s[2 * kk][0], s[2 * kk][1]), a1 = mma_h2(s[2 * kk][2], s[2 * kk][3]);
@@ -224,6 +257,9 @@ __attribute__((always_inline)) inline void attn_mma(
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    // The block's key mass, this work-group's share (mass_part: one row of keys per work-group).
+    if (mass_part && lid < AM_KEYS && j0 + lid < n_valid)
+      mass_part[((size_t)get_group_id(0) * n_head_kv + hk) * n_valid + j0 + lid] = wmass[lid];
   }
 
   // Rows past the end are not written; a row that saw no key writes zeros (as the CPU).
@@ -238,17 +274,32 @@ __attribute__((always_inline)) inline void attn_mma(
   }
 }
 
-// attn_mma_AD: head_dim AD; work-groups (row tiles of AM_ROWS, kv heads) of AM_WG items.
+// attn_mma_AD: head_dim AD; work-groups (row tiles of AM_ROWS, kv heads) of AM_WG items. With
+// with_mass, each work-group writes its rows' key mass in units of 2^-24 to its row of mass_part
+// (zeroed before the launch) for attn_mma_mass to add up.
 #define ATTN_MMA(AD)                                                                                            \
   __kernel __attribute__((reqd_work_group_size(AM_WG, 1, 1))) void attn_mma_##AD(                              \
       __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,       \
-      __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int c_shift, int layer,      \
-      int n_valid, int window, float scale, __global float* ob, ulong oo) {                                    \
+      __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int C, int c_shift,          \
+      int layer, int n_valid, int window, float scale, __global float* ob, ulong oo, __global uint* mpb,        \
+      ulong mpo, int with_mass) {                                                                               \
     __local uint ks[AM_KEYS * AM_KS(AD)];                                                                       \
     __local uint vt[AD * AM_VS];                                                                                \
+    __local uint wmass[AM_KEYS];                                                                                \
     attn_mma(AD, CVIEW(float, qb, qo), CVIEW(int, pb, po), arena, CVIEW(ulong, tb, to), n_tokens, n_head,      \
-             n_head_kv, c_shift, layer, n_valid, window, scale, VIEW(float, ob, oo), ks, vt);                  \
+             n_head_kv, C, c_shift, layer, n_valid, window, scale, VIEW(float, ob, oo),                        \
+             with_mass ? VIEW(uint, mpb, mpo) : 0, ks, vt, wmass);                                              \
   }
 
 ATTN_MMA(64)
 ATTN_MMA(128)
+
+// mass[j] += the work-groups' shares of key j (n_parts rows of n_valid), exact in units of
+// 2^-24: the same sum, and float, as attn_mass gives.
+__kernel void attn_mma_mass(__global const uint* part, int n_parts, int n_valid, __global float* wb, ulong wo) {
+  const int j = get_global_id(0);
+  if (j >= n_valid) return;
+  ulong units = 0;
+  for (int p = 0; p < n_parts; ++p) units += part[(size_t)p * n_valid + j];
+  if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
+}
