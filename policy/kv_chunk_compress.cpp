@@ -14,19 +14,17 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
   if (to == hal::KvFormat::f16 || hal::kv_format_bits(to) > hal::kv_format_bits(ch.format))
     return Status(Code::internal, "kv: compression can only narrow a chunk");
   if (to == ch.format) return Status::Ok();
+  // The codecs run on the host: a chunk in a GPU's memory is copied out (before anything is
+  // claimed, so a failed copy leaves the accounting as it was), encoded and copied into its
+  // new memory.
+  std::vector<uint8_t> from_host, to_host;
+  const auto source = host_bytes(c, from_host);
+  if (!source.ok()) return source.status();
+  const uint8_t* from = source->data();
   const size_t bytes = geo_.chunk_bytes(to);
   auto mem = store_.claim(bytes, this);
   if (!mem.ok()) return mem.status();
-  // The codecs run on the host: a chunk in a GPU's memory is copied out, encoded and copied
-  // into its new memory.
-  std::vector<uint8_t> from_host, to_host;
-  const uint8_t* from = ch.mem.data();
   uint8_t* into = mem->data();
-  if (!from) {
-    from_host.resize(geo_.chunk_bytes(ch.format));
-    LLMSVC_RETURN_IF_ERROR(store_.memory().read(ch.mem, 0, from_host));
-    from = from_host.data();
-  }
   if (!into) {
     to_host.resize(bytes);
     into = to_host.data();
@@ -48,7 +46,13 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
       }
     }
   }
-  if (!to_host.empty()) LLMSVC_RETURN_IF_ERROR(store_.memory().write(*mem, 0, to_host));
+  if (!to_host.empty()) {
+    if (Status s = store_.memory().write(*mem, 0, to_host); !s.ok()) {
+      std::lock_guard<std::mutex> lock(store_.mu_);
+      uncharge_locked(bytes);  // the claim; its memory goes back with `mem`
+      return s;
+    }
+  }
   install(c, std::move(mem).value(), bytes, to, ChunkState::resident);
   return Status::Ok();
 }

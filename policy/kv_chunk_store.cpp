@@ -190,13 +190,23 @@ KvSequence::Counts KvSequence::counts() const {
 }
 
 Status KvSequence::read_chunk(int c, size_t offset, std::span<uint8_t> out) const {
-  if (chunks_[c].state != ChunkState::resident) return Status(Code::internal, "kv: reading a chunk that is not resident");
+  if (chunks_[c].state != ChunkState::resident)
+    return Status(Code::internal, "kv: reading a chunk that is not resident");
   return store_.memory().read(chunks_[c].mem, offset, out);
 }
 
 Status KvSequence::write_chunk(int c, size_t offset, std::span<const uint8_t> in) {
-  if (chunks_[c].state != ChunkState::resident) return Status(Code::internal, "kv: writing a chunk that is not resident");
+  if (chunks_[c].state != ChunkState::resident)
+    return Status(Code::internal, "kv: writing a chunk that is not resident");
   return store_.memory().write(chunks_[c].mem, offset, in);
+}
+
+Result<std::span<const uint8_t>> KvSequence::host_bytes(int c, std::vector<uint8_t>& staged) const {
+  const size_t bytes = geo_.chunk_bytes(chunks_[c].format);
+  if (const uint8_t* mem = chunk_data(c)) return std::span<const uint8_t>(mem, bytes);
+  staged.resize(bytes);
+  LLMSVC_RETURN_IF_ERROR(read_chunk(c, 0, staged));
+  return std::span<const uint8_t>(staged);
 }
 
 const void* KvSequence::block(int c, int layer, hal::KvPart part) const {

@@ -157,6 +157,9 @@ class KvSequence {
   // the chunk lives (hal::MemoryPool::read / write).
   Status read_chunk(int c, size_t offset, std::span<uint8_t> out) const;
   Status write_chunk(int c, size_t offset, std::span<const uint8_t> in);
+  // Resident chunk c's bytes (chunk_bytes(format(c))) where the host can read them: in place,
+  // or copied into `staged` when the chunk has no host pointer.
+  Result<std::span<const uint8_t>> host_bytes(int c, std::vector<uint8_t>& staged) const;
   // Resident chunk c's buffer (in the store's pool, which a GPU's attention reads directly);
   // null when not resident.
   const hal::Buffer* chunk_memory(int c) const {

@@ -94,17 +94,11 @@ struct ChunkPayload {
 Result<ChunkPayload> chunk_payload(const KvSequence& seq, uint64_t model_hash, std::span<const uint64_t> hashes, int c,
                                    int n_valid, std::vector<uint8_t>& staged, std::vector<uint8_t>& packed) {
   const KvGeometry& geo = seq.geometry();
-  const hal::KvFormat format = seq.format(c);
-  const size_t bytes = geo.chunk_bytes(format);
-  const uint8_t* mem = seq.chunk_data(c);
-  if (!mem) {
-    staged.resize(bytes);
-    LLMSVC_RETURN_IF_ERROR(seq.read_chunk(c, 0, staged));
-    mem = staged.data();
-  }
-  ChunkPayload p{chunk_file_meta(geo, model_hash, hashes, c, n_valid, format), std::span<const uint8_t>(mem, bytes)};
+  const auto mem = seq.host_bytes(c, staged);
+  if (!mem.ok()) return mem.status();
+  ChunkPayload p{chunk_file_meta(geo, model_hash, hashes, c, n_valid, seq.format(c)), *mem};
   if (p.meta.n_tokens < geo.chunk_tokens) {
-    packed = pack_partial(geo, mem, p.meta.n_tokens);
+    packed = pack_partial(geo, mem->data(), p.meta.n_tokens);
     p.bytes = packed;
   }
   return p;

@@ -632,20 +632,17 @@ TEST_F(ClAttention, PeakedScoresAsARealModelHasThem) {
 TEST_F(ClAttention, PrefillOnTensorCoresWhereTheGpuHasThem) {
   std::printf("%s\n", ops_->tensor_core_attention_note().empty() ? "tensor-core attention: on"
                                                                     : ops_->tensor_core_attention_note().c_str());
-  struct Shape {
-    int n_head, n_head_kv, head_dim, n_valid, n_tokens, window;
+  const auto shape = [](int n_head, int n_head_kv, int head_dim, int n_valid, int n_tokens, int window) {
+    AttnCase a;
+    a.n_head = n_head, a.n_head_kv = n_head_kv, a.head_dim = head_dim;
+    a.n_valid = n_valid, a.n_tokens = n_tokens, a.window = window;
+    return a;
   };
+  const std::vector<AttnCase> shapes = {shape(4, 2, 64, 75, 40, 0),    shape(4, 2, 64, 75, 40, 20),
+                                        shape(9, 3, 64, 300, 70, 0),   shape(8, 8, 128, 200, 130, 0),
+                                        shape(8, 1, 128, 1000, 100, 300), shape(4, 4, 128, 64, 64, 0)};
   for (const auto& formats : {kF16, kMixed}) {
-    for (const Shape& sh : {Shape{4, 2, 64, 75, 40, 0}, Shape{4, 2, 64, 75, 40, 20}, Shape{9, 3, 64, 300, 70, 0},
-                            Shape{8, 8, 128, 200, 130, 0}, Shape{8, 1, 128, 1000, 100, 300},
-                            Shape{4, 4, 128, 64, 64, 0}}) {
-      AttnCase a;
-      a.n_head = sh.n_head;
-      a.n_head_kv = sh.n_head_kv;
-      a.head_dim = sh.head_dim;
-      a.n_valid = sh.n_valid;
-      a.n_tokens = sh.n_tokens;
-      a.window = sh.window;
+    for (AttnCase a : shapes) {
       a.full = formats;
       a.spread = 1.5f;
       check(a);

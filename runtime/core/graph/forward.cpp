@@ -70,7 +70,7 @@ Forward::Forward(const Model& model, hal::Device& device, int max_batch)
 Forward::~Forward() = default;
 
 int Forward::batch_for(std::span<hal::Device* const> devices) {
-  int batch = 256;
+  int batch = kDefaultBatch;
   for (const hal::Device* d : devices) batch = std::max(batch, d->caps().batch_tokens);
   return batch;
 }

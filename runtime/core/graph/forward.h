@@ -49,17 +49,19 @@ struct GraphFigures {
 
 class Forward {
  public:
+  // Tokens per micro-batch unless a device asks for more (batch_for).
+  static constexpr int kDefaultBatch = 256;
   // One device: every op there. max_batch: tokens per micro-batch (activations are planned for it).
-  Forward(const Model& model, hal::Device& device, int max_batch = 256);
+  Forward(const Model& model, hal::Device& device, int max_batch = kDefaultBatch);
   // Several devices (the embedder's order, at most kMaxDevices), placed by `rule`; weights of
   // ops placed off the model's device are prepared on theirs here. Code::unsupported when an
   // op has no device. Each device then runs its steps on a thread of its own, concurrently
   // where the steps do not depend on each other (DeviceThreads); a recompute with a layer hook
   // runs them in order.
   static Result<std::unique_ptr<Forward>> create(const Model& model, std::span<hal::Device* const> devices,
-                                                 const hal::PlacementRule& rule, int max_batch = 256);
-  // The micro-batch for these devices: 256 tokens, or more where a device's matmuls need more
-  // to fill it (hal::Capabilities::batch_tokens).
+                                                 const hal::PlacementRule& rule, int max_batch = kDefaultBatch);
+  // The micro-batch for these devices: kDefaultBatch tokens, or more where a device's matmuls
+  // need more to fill it (hal::Capabilities::batch_tokens).
   static int batch_for(std::span<hal::Device* const> devices);
   ~Forward();
 

@@ -168,15 +168,13 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
       meta.n_layer = static_cast<uint16_t>(cfg.n_layer);
       meta.n_head_kv = static_cast<uint16_t>(cfg.n_head_kv);
       meta.head_dim = static_cast<uint16_t>(cfg.head_dim);
-      const size_t bytes = policy::chunk_payload_bytes(meta);
       std::vector<uint8_t> staged;  // a chunk in a GPU's memory, copied out
-      const uint8_t* src = keep->chunk_data(c);
-      if (!src) {
-        staged.resize(bytes);
-        if (status = keep->read_chunk(c, 0, staged); !status.ok()) break;
-        src = staged.data();
+      const auto src = keep->host_bytes(c, staged);
+      if (!src.ok()) {
+        status = src.status();
+        break;
       }
-      auto idx = (*st)->store(meta, std::span<const uint8_t>(src, bytes));
+      auto idx = (*st)->store(meta, *src);
       if (!idx.ok()) status = idx.status();
       else index.push_back(*idx);
     }
