@@ -447,12 +447,15 @@ static void unavailable(conf_t* t) {
 }
 
 /* STATUS-13: a prompt longer than the context allows is CONTEXT_OVERFLOW; the context is
- * unchanged and takes the next call. The prompt is ~6000 tokens: more than any n_ctx
- * (at most 4096) and less than any transport's prompt size limit. */
+ * unchanged and takes the next call. The prompt is ~500 tokens more than the service's n_ctx
+ * (llmsvc_model_info), and less than any transport's prompt size limit for the default model. */
 static void oversized_prompt(conf_t* t) {
   conf_fixture f;
   CONF_REQUIRE(t, conf_setup(t, &f, "overflow", 1));
-  size_t n = 6000;
+  llmsvc_model_info mi;
+  llmsvc_model_info_init(&mi);
+  CONF_STATUS(t, llmsvc_model_info_get(f.svc, &mi), LLMSVC_OK);
+  size_t n = (size_t)(mi.n_ctx > 0 ? mi.n_ctx : 8192) + 500;
   char* prompt = malloc(2 * n + 1);
   CONF_REQUIRE(t, prompt != NULL);
   for (size_t i = 0; i < n; i++) memcpy(prompt + 2 * i, " 7", 2);

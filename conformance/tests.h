@@ -14,5 +14,7 @@ extern const conf_test conf_stats_tests[];       /* STATS-*   test_stats.c */
 extern const conf_test conf_persist_tests[];     /* PERSIST-* test_persist.c */
 extern const conf_test conf_thread_tests[];      /* THREAD-*  test_threads.c */
 extern const conf_test conf_isolation_tests[];   /* ISO-*     test_isolation.c */
+extern const conf_test conf_model_info_tests[];  /* INFO-*, COUNT-* test_model_info.c */
+extern const conf_test conf_token_stream_tests[]; /* TOKS-*    test_token_stream.c */
 
 #endif /* LLMSVC_CONFORMANCE_TESTS_H */

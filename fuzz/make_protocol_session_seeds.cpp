@@ -116,6 +116,8 @@ class Seed {
     o_.u8(fuzz::index_in(fuzz::kServerTypes, p::MsgType::piece));
     o_.u32(1);  // token
     o_.repeat(byte, n);
+    o_.u8(0);  // no ids (version 4)
+    o_.u8(0);  // no log-probabilities
     return *this;
   }
   // A tracked request whose payload is n copies of `byte`.
@@ -225,9 +227,9 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .send(2, call(7, "Hello there"))
                      .c2s(5)
                      .c2s()
-                     .answer(2, p::Piece{101, "Hi"})
-                     .answer(2, p::Piece{102, ", "})
-                     .answer(2, p::Piece{103, "you"})
+                     .answer(2, p::Piece{101, "Hi", {}, {}})
+                     .answer(2, p::Piece{102, ", ", {}, {}})
+                     .answer(2, p::Piece{103, "you", {}, {}})
                      .answer(2, result())
                      .s2c(5).s2c(11).s2c(3).s2c()
                      .send(3, p::ContextClose{7})
@@ -247,7 +249,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .s2c()
                      .send(2, call(3, "Tell a long story"))
                      .c2s()
-                     .answer(2, p::Piece{5, "Once"})
+                     .answer(2, p::Piece{5, "Once", {}, {}})
                      .s2c()
                      .send(0, p::Cancel{2})
                      .send(0, p::Cancel{9})  // no such call: ignored
@@ -284,7 +286,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                    s.send(2, call(1, "first")).send(3, call(1, "second")).send(4, p::Stats{});
                    for (int i = 0; i < 24; ++i) s.c2s(1);
                    s.c2s();
-                   s.answer(3, p::Piece{1, "b"}).answer(2, p::Piece{2, "a"}).answer(4, stats());
+                   s.answer(3, p::Piece{1, "b", {}, {}}).answer(2, p::Piece{2, "a", {}, {}}).answer(4, stats());
                    s.s2c(7).answer(3, result()).s2c(7).answer(2, result(Code::ok, 1)).s2c();
                    s.send(0, p::Ping{1}).both();
                    return s;
@@ -330,6 +332,32 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .answer(2, info("old"))
                      .answer(3, stats())
                      .s2c());
+  v.emplace_back("version_4_info_count_ids",
+                 [] {
+                   p::ModelInfoReply mi;
+                   mi.info.ready = true;
+                   mi.info.architecture = "llama";
+                   mi.info.n_ctx = mi.info.n_ctx_train = 8192;
+                   mi.info.weight_types = {{"Q4_1", 210, 80u << 20}};
+                   mi.info.eos = {2, "<|im_end|>"};
+                   mi.info.devices = {"cpu"};
+                   p::Call c = call(1, "ids please");
+                   c.options.token_ids = c.options.logprobs = true;
+                   Seed s;
+                   s.handshake().send(1, p::ModelInfoRequest{}).send(2, p::CountTokens{"count me", {true, true, ""}, 0, 8});
+                   s.send(3, context_new("ids")).c2s().answer(1, mi).answer(2, p::CountTokensReply{4, {1, 2, 3, 4}});
+                   s.answer(3, p::ContextOpened{1, "ids"}).s2c().send(4, c).c2s();
+                   s.answer(4, p::Piece{116, "\xE6\x97\xA5", {23274, 115, 116}, {-1.5f, -0.25f, 0.0f}});
+                   s.answer(4, p::Piece{-1, "", {2}, {-0.125f}}).answer(4, result()).s2c();
+                   s.answer(5, p::CountTokensReply{});  // no request on stream 5: refused by the state
+                   return s;
+                 }());
+  v.emplace_back("version_3_server_new_types",
+                 Seed(1, 8, p::kDefaultMaxPayload, 3)
+                     .handshake()
+                     .send(1, p::ModelInfoRequest{})  // the client's state refuses it at version 3
+                     .rogue(2, p::CountTokens{"x", {}, 0, 1})  // sent anyway: a connection error
+                     .both());
   v.emplace_back("version_2_server",
                  Seed(1, 8, p::kDefaultMaxPayload, 2)
                      .handshake()
@@ -348,7 +376,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .answer(1, list_part(true, {}))
                      .answer(1, result())
                      .answer(1, result())           // a second final answer
-                     .answer(1, p::Piece{1, "late"})
+                     .answer(1, p::Piece{1, "late", {}, {}})
                      .answer(1, error(Code::internal, "late"))
                      .s2c());
   v.emplace_back("in_flight_bound",
@@ -387,7 +415,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .handshake()
                      .send(1, call(1, "x"))
                      .c2s()
-                     .answer(1, p::Piece{1, "y"})
+                     .answer(1, p::Piece{1, "y", {}, {}})
                      .answer(0, error(Code::unavailable, "llmsvcd is stopping"))
                      .answer(1, result())
                      .send(2, p::Stats{})
@@ -420,7 +448,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                  [] {
                    Seed s;
                    s.handshake().send(1, call(1, "x")).c2s();
-                   s.answer(1, p::Piece{1, "ok"});
+                   s.answer(1, p::Piece{1, "ok", {}, {}});
                    // A PIECE header claiming the client's whole limit, then a few bytes.
                    std::vector<uint8_t> h = {'L', 'L', 'M', 'S', 0xA0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0x10, 0, 1, 0};
                    s.server_raw(h).s2c(3).s2c();

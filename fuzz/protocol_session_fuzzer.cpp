@@ -111,6 +111,8 @@ bool answered_by(p::MsgType request, p::MsgType answer) {
     case T::context_info: return answer == T::context_info_reply;
     case T::call: return answer == T::piece || answer == T::call_result;
     case T::stats: return answer == T::stats_reply;
+    case T::model_info: return answer == T::model_info_reply;
+    case T::count_tokens: return answer == T::count_tokens_reply;
     default: return false;
   }
 }
@@ -157,8 +159,11 @@ struct Model {
     return it != streams.end() && it->second == p::MsgType::call;
   }
 
+  // A type its version lacks is refused like a broken rule (PROTOCOL.md section 8).
+  bool too_new(p::MsgType t) const { return p::type_info(t).since > version; }
+
   Verdict answer(uint32_t stream, const p::Message& m) {
-    if (phase != p::Phase::ready) return refused();
+    if (phase != p::Phase::ready || too_new(p::type_of(m))) return refused();
     auto it = streams.find(stream);
     if (it == streams.end() || !answered_by(it->second, p::type_of(m))) return refused();
     Verdict v;
@@ -168,7 +173,7 @@ struct Model {
     return v;
   }
   Verdict request(uint32_t stream, p::MsgType t) {
-    if (phase != p::Phase::ready || stream == 0 || streams.count(stream)) return refused();
+    if (phase != p::Phase::ready || too_new(t) || stream == 0 || streams.count(stream)) return refused();
     streams.emplace(stream, t);
     Verdict v;
     v.request = t;

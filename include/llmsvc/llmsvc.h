@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 1
+#define LLMSVC_ABI_VERSION_MINOR 2
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -101,7 +101,8 @@ typedef struct llmsvc_bind_options {
   const char* model_path;
   /** Embedded: worker threads; 0 = all online CPUs. */
   int32_t n_threads;
-  /** Embedded: maximum tokens per context (0 = the model's trained length, capped at 4096). */
+  /** Embedded: maximum tokens per context (0 = the model's trained length; llmsvc_model_info
+   *  reports both). Memory does not grow with it: the KV cache is paged under kv_budget_bytes. */
   int32_t n_ctx;
   /** Embedded: tokens per KV chunk (0 = 16). */
   int32_t chunk_tokens;
@@ -194,6 +195,31 @@ LLMSVC_API llmsvc_status llmsvc_context_cancel(llmsvc_context* context);
 
 /* ---------------------------------------------------------------- call */
 
+/**
+ * A streamed piece with its tokens (since ABI 1.2; llmsvc_call_options.on_tokens). Everything
+ * it points to is valid only during the callback. The library sets struct_size to the size of
+ * the struct it fills: a field a later version appends is read only when struct_size covers it.
+ */
+typedef struct llmsvc_piece {
+  size_t struct_size;
+  /** The text, as llmsvc_token_fn gets it (valid UTF-8, not NUL-terminated). Empty (len 0) only
+   *  in the last piece of a call, which then carries tokens whose text never streamed (the end
+   *  of turn, a stop string's). */
+  const char* text;
+  size_t len;
+  /** Every token sampled since the previous piece, in order (n_tokens may be 0: text held back
+   *  from an earlier token). Over a call, the pieces' tokens are its generated tokens. */
+  const int32_t* tokens;
+  size_t n_tokens;
+  /** NULL unless llmsvc_call_options.logprobs: then n_tokens values, each token's natural-log
+   *  probability under the model's distribution (the softmax of its logits, before repeat
+   *  penalty, temperature and filters), <= 0. */
+  const float* logprobs;
+} llmsvc_piece;
+
+/** Receives each llmsvc_piece; return 0 to continue, non-zero to cancel (as llmsvc_token_fn). */
+typedef int (*llmsvc_piece_fn)(const llmsvc_piece* piece, void* user);
+
 typedef struct llmsvc_call_options {
   size_t struct_size;
   uint64_t seed;            /* sampling seed; same seed + same state = same tokens */
@@ -209,6 +235,15 @@ typedef struct llmsvc_call_options {
   /* SLO: requested ratios of time-to-first-token and time-per-token to the full model (0 = none). */
   float slo_ttft_ratio;
   float slo_tpot_ratio;
+  /* Since ABI 1.2: streaming with token ids. `on_tokens` (NULL: none) is called for every piece
+   * with the ids of the tokens behind it (see llmsvc_piece), besides llmsvc_call's `on_piece`
+   * (either may be NULL; a non-zero return from either cancels). Its pieces' ids together are
+   * every token the call generated. Non-zero `logprobs`: each piece also carries the
+   * log-probability of each of its tokens. Through a daemon older than this (protocol < 4) a
+   * call with `on_tokens` is LLMSVC_ERR_UNSUPPORTED, before anything is sent. */
+  llmsvc_piece_fn on_tokens;
+  void* on_tokens_user;  /* passed to on_tokens */
+  int32_t logprobs;
 } llmsvc_call_options;
 
 LLMSVC_API void llmsvc_call_options_init(llmsvc_call_options* options);
@@ -284,6 +319,90 @@ typedef struct llmsvc_stats {
 
 LLMSVC_API void llmsvc_stats_init(llmsvc_stats* stats);
 LLMSVC_API llmsvc_status llmsvc_get_stats(llmsvc_service* service, llmsvc_stats* out);
+
+/* ------------------------------------------------------ model and service (since ABI 1.2) */
+
+#define LLMSVC_MAX_WEIGHT_TYPES 8
+
+/** The tensors of one weight type in the model file. */
+typedef struct llmsvc_weight_type {
+  char name[16];     /* GGUF type name, e.g. "Q4_1", "F32"; NUL-terminated */
+  int32_t tensors;   /* tensors of this type */
+  uint64_t bytes;    /* their bytes in the file */
+} llmsvc_weight_type;
+
+/** A special token: its id (-1: the model has none) and its text, e.g. "<|im_end|>". */
+typedef struct llmsvc_special_token {
+  int32_t id;
+  char text[257];    /* NUL-terminated; cut at 256 bytes on a code point boundary */
+} llmsvc_special_token;
+
+/** What llmsvc_model_info_get() reports: the service's model and whether it is ready. Strings
+ *  are NUL-terminated UTF-8, cut on a code point boundary where longer than their room. */
+typedef struct llmsvc_model_info {
+  size_t struct_size;
+  int32_t ready;              /* non-zero: a model is loaded and calls are served */
+  char architecture[65];      /* GGUF general.architecture, e.g. "llama" */
+  char name[257];             /* GGUF general.name ("" when the file has none) */
+  uint64_t n_params;          /* parameters: elements of every tensor in the file */
+  int32_t n_ctx_train;        /* the context length the model was trained with */
+  int32_t n_ctx;              /* tokens one context holds on this service (the n_ctx in effect) */
+  int32_t n_vocab;            /* vocabulary size */
+  int32_t n_layer;
+  int32_t n_embd;
+  int32_t n_head;
+  int32_t n_head_kv;
+  uint64_t weight_bytes;      /* bytes of every tensor in the file */
+  /* The weight types, by bytes, the dominant one first; n_weight_types of them are set. */
+  int32_t n_weight_types;
+  llmsvc_weight_type weight_types[LLMSVC_MAX_WEIGHT_TYPES];
+  int32_t has_chat_template;  /* non-zero: the file has tokenizer.chat_template */
+  llmsvc_special_token bos;   /* beginning of sequence */
+  llmsvc_special_token eos;   /* end of sequence */
+  llmsvc_special_token eot;   /* end of turn (<|im_end|>, <|eot_id|>, <end_of_turn>) */
+  /* The devices the model runs on, their names comma-separated in order of preference, e.g.
+   * "cpu" or "opencl:0,cpu" (the weights load on the first). */
+  char devices[256];
+} llmsvc_model_info;
+
+LLMSVC_API void llmsvc_model_info_init(llmsvc_model_info* info);
+/** Describe the service's model (embedded: the one bind loaded; through llmsvcd: the daemon's).
+ *  This is also the readiness query: OK with `ready` set means calls are served now; a daemon
+ *  that cannot be reached is LLMSVC_ERR_UNAVAILABLE, one older than this function (protocol
+ *  < 4) LLMSVC_ERR_UNSUPPORTED. Thread-safe. */
+LLMSVC_API llmsvc_status llmsvc_model_info_get(llmsvc_service* service, llmsvc_model_info* out);
+
+/** How llmsvc_count_tokens() counts. */
+typedef struct llmsvc_count_options {
+  size_t struct_size;
+  /** Non-zero: the text as a user turn of a chat context, the chat template's tokens included;
+   *  zero (default): as a prompt of a raw context (special-token text such as "<|im_end|>" is
+   *  parsed, as llmsvc_call does in a raw context). */
+  int32_t chat;
+  /** Non-zero: as the first prompt of a new context: BOS where the model adds one, and (chat)
+   *  the system turn before it. The count is then what llmsvc_call_result.prompt_tokens reports
+   *  for that context's first call. */
+  int32_t first_turn;
+  /** chat and first_turn: the context's system prompt (llmsvc_context_options.system_prompt);
+   *  NULL: the template's default. */
+  const char* system_prompt;
+  /** NULL, or room for ids_capacity token ids: the first min(count, ids_capacity) ids are
+   *  written there. */
+  int32_t* ids;
+  size_t ids_capacity;
+  /* A later version adds a message list here (text NULL, len 0 then). */
+} llmsvc_count_options;
+
+LLMSVC_API void llmsvc_count_options_init(llmsvc_count_options* options);
+/**
+ * Count the tokens `text` (UTF-8, `len` bytes; NULL when len is 0) adds as a prompt, as
+ * llmsvc_call tokenizes it, into *out_count. `options` may be NULL (raw text, not the first).
+ * Through llmsvcd a text longer than the daemon takes for a prompt (256 KiB by default) is
+ * LLMSVC_ERR_CONTEXT_OVERFLOW, and a daemon older than this function (protocol < 4)
+ * LLMSVC_ERR_UNSUPPORTED. Thread-safe.
+ */
+LLMSVC_API llmsvc_status llmsvc_count_tokens(llmsvc_service* service, const char* text, size_t len,
+                                             const llmsvc_count_options* options, int32_t* out_count);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,15 @@ class EmbeddedTransport final : public Transport {
   Result<EngineStats> stats() override { return engine_->stats(); }
   Result<std::vector<std::string>> list_contexts() override { return engine_->list_contexts(); }
   Result<ContextInfo> context_info(std::string_view id) override { return engine_->context_info(id); }
+  Result<ModelInfo> model_info() override { return engine_->model_info(); }
+  Result<TokenCount> count_tokens(std::string_view text, const CountParams& params, size_t max_ids) override {
+    std::vector<int32_t> ids = engine_->prompt_ids(text, params);
+    TokenCount c;
+    c.count = static_cast<int32_t>(ids.size());
+    if (ids.size() > max_ids) ids.resize(max_ids);
+    c.ids = std::move(ids);
+    return c;
+  }
 
  private:
   std::unique_ptr<Engine> engine_;

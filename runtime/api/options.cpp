@@ -11,28 +11,13 @@
 #include <type_traits>
 
 #include "runtime/core/model/default_model.h"
+#include "runtime/api/struct_copy.h"
 #include "runtime/api/validate.h"
 
 namespace llmsvc::api {
 namespace {
 
 Status bad(std::string message) { return {Code::invalid_argument, std::move(message)}; }
-
-// Copies the caller's struct over our defaults: a newer caller's unknown tail is cut off,
-// and an older caller (once v2 exists) keeps our defaults for the fields it lacks.
-template <class T>
-Result<T> copy_in(const T* in, size_t v1_size, const char* what) {
-  T local;
-  init(&local);
-  if (in == nullptr) return local;
-  if (in->struct_size < v1_size) {
-    return bad(std::string(what) + ".struct_size is " + std::to_string(in->struct_size) + ", at least " +
-               std::to_string(v1_size) + " expected (call " + what + "_init)");
-  }
-  std::memcpy(&local, in, std::min(in->struct_size, sizeof(T)));
-  return local;
-}
-
 
 static_assert(static_cast<int>(FinishReason::eos) == LLMSVC_FINISH_EOS);
 static_assert(static_cast<int>(FinishReason::length) == LLMSVC_FINISH_LENGTH);
@@ -177,6 +162,15 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
     LLMSVC_RETURN_IF_ERROR(check_cstr(o.stop[i], "stop[" + std::to_string(i) + "]"));
     p.stop.emplace_back(o.stop[i]);
   }
+  if (o.on_tokens != nullptr) {
+    // The C callback behind the engine's: a piece as llmsvc_piece, valid during the call only.
+    p.on_tokens = [fn = o.on_tokens, user = o.on_tokens_user](const TokenPiece& t) {
+      const llmsvc_piece piece{sizeof(llmsvc_piece), t.text.data(),    t.text.size(), t.ids.data(), t.ids.size(),
+                               t.logprobs.empty() ? nullptr : t.logprobs.data()};
+      return fn(&piece, user) == 0;
+    };
+  }
+  p.logprobs = o.logprobs != 0;
   LLMSVC_RETURN_IF_ERROR(check_call_params(p));
   return p;  // (the SLO ratios are carried; the engine has no elastic levels yet to honour them)
 }
@@ -185,15 +179,6 @@ Status check_result_size(size_t struct_size, size_t v1_size, const char* what) {
   if (struct_size >= v1_size) return Status::Ok();
   return bad(std::string(what) + ".struct_size is " + std::to_string(struct_size) + ", at least " +
              std::to_string(v1_size) + " expected (call " + what + "_init)");
-}
-
-// Results go out through a full local copy trimmed to the caller's size, so a newer
-// library never writes past an older caller's struct.
-template <class T>
-static void copy_out(const T& local, T* out) {
-  const size_t n = std::min(out->struct_size, sizeof(T));
-  const size_t skip = sizeof(out->struct_size);  // the caller's own size stays as it is
-  std::memcpy(reinterpret_cast<char*>(out) + skip, reinterpret_cast<const char*>(&local) + skip, n - skip);
 }
 
 namespace {

@@ -39,6 +39,8 @@ void init(llmsvc_call_options* o);
 void init(llmsvc_call_result* r);
 void init(llmsvc_stats* s);
 void init(llmsvc_context_info* i);
+void init(llmsvc_model_info* i);       // info_options.cpp
+void init(llmsvc_count_options* o);
 
 // NULL options mean defaults. The target falls back to $LLMSVC_TARGET, the model to
 // the default model (model_not_found with the fetch hint when it is missing).

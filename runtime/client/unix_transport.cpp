@@ -2,10 +2,12 @@
 // UnixTransport: the C API's operations as protocol requests, with reconnection.
 #include "runtime/client/unix_transport.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
 #include "runtime/client/client_connection.h"
+#include "runtime/client/piece_joiner.h"
 #include "runtime/protocol/engine_types.h"
 
 namespace llmsvc::client {
@@ -14,6 +16,14 @@ namespace {
 namespace p = protocol;
 
 constexpr int kCancelPollMs = 50;  // a call checks its cancel flag this often while waiting
+
+// What a daemon older than protocol version 4 cannot do: refused here, before anything is
+// sent (it would take a newer message as a protocol violation and close the connection).
+Status need_version_4(const ClientConnection& conn, const char* what) {
+  if (conn.welcome().version >= p::kVersionModelInfo) return Status::Ok();
+  return Status(Code::unsupported, std::string(what) + " needs protocol version 4; llmsvcd speaks " +
+                                       std::to_string(conn.welcome().version) + " (update llmsvcd)");
+}
 
 template <class M>
 Result<M> single(Result<std::vector<p::Message>> answers) {
@@ -96,6 +106,7 @@ class UnixTransport final : public Transport {
       return Status(Code::context_overflow, "prompt of " + std::to_string(prompt.size()) +
                                                 " bytes is longer than any context holds (the daemon takes at most " +
                                                 std::to_string(conn->welcome().max_prompt_bytes) + " bytes)");
+    if (params.on_tokens) LLMSVC_RETURN_IF_ERROR(need_version_4(*conn, "streaming token ids"));
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);
@@ -116,6 +127,7 @@ class UnixTransport final : public Transport {
       }
     } unregister{this, std::string(id)};
     bool cancel_sent = false;
+    PieceJoiner joiner(params.on_tokens);
     auto cancel = [&] {
       if (!cancel_sent) conn->cancel(r.stream);
       cancel_sent = true;
@@ -130,12 +142,20 @@ class UnixTransport final : public Transport {
         // Once the call is cancelled (the callback said stop, or the handle's flag) the
         // callback hears nothing more, as embedded; pieces the daemon made before the CANCEL
         // reached it are dropped (their tokens stay in the context; the result counts them).
-        if (on_piece && !cancel_sent && !on_piece(piece->text, piece->token)) cancel();
+        if (cancel_sent) continue;
+        bool go = piece->text.empty() || !on_piece || on_piece(piece->text, piece->token);
+        if (go && params.on_tokens) go = joiner.add(*piece);
+        if (!go) cancel();
         continue;
       }
       if (auto* e = std::get_if<p::Error>(&msg)) return e->to_status();
       if (auto* res = std::get_if<p::CallResult>(&msg)) {
         if (stats) p::from_wire(*res, stats);
+        // The ids whose text never streamed: the call's last piece, as embedded.
+        if (params.on_tokens && !cancel_sent && !joiner.finish() && res->to_status().ok()) {
+          if (stats) stats->finish = FinishReason::cancelled;
+          return Status(Code::cancelled, "call cancelled");
+        }
         return res->to_status();
       }
       return Status(Code::unavailable, "llmsvcd answered a call with an unexpected message");
@@ -183,6 +203,44 @@ class UnixTransport final : public Transport {
     auto r = single<p::ContextInfoReply>((*conn)->round_trip(p::ContextInfo{std::string(id)}));
     if (!r.ok()) return r.status();
     return p::from_wire(*r);
+  }
+
+  Result<ModelInfo> model_info() override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    LLMSVC_RETURN_IF_ERROR(need_version_4(**conn, "model information"));
+    auto r = single<p::ModelInfoReply>((*conn)->round_trip(p::ModelInfoRequest{}));
+    if (!r.ok()) return r.status();
+    return std::move(r->info);
+  }
+
+  // One request per window of kMaxCountIds ids (the count comes with the first).
+  Result<TokenCount> count_tokens(std::string_view text, const CountParams& params, size_t max_ids) override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    LLMSVC_RETURN_IF_ERROR(need_version_4(**conn, "token counting"));
+    const uint32_t limit = (*conn)->welcome().max_prompt_bytes;
+    if (text.size() > limit || params.system_prompt.size() > limit - text.size())
+      return Status(Code::context_overflow, "text of " + std::to_string(text.size()) +
+                                                " bytes is longer than llmsvcd counts (at most " + std::to_string(limit) +
+                                                " bytes, as a prompt)");
+    p::CountTokens req;
+    req.text = std::string(text);
+    req.params = params;
+    TokenCount out;
+    for (bool first = true;; first = false) {
+      req.ids_offset = static_cast<uint32_t>(out.ids.size());
+      req.max_ids = static_cast<uint32_t>(std::min(max_ids - out.ids.size(), p::kMaxCountIds));
+      auto r = single<p::CountTokensReply>((*conn)->round_trip(req));
+      if (!r.ok()) return r.status();
+      if (first) out.count = r->count;
+      if (r->count != out.count || r->ids.size() > req.max_ids)
+        return Status(Code::unavailable, "llmsvcd answered a token count inconsistently");
+      out.ids.insert(out.ids.end(), r->ids.begin(), r->ids.end());
+      const size_t wanted = std::min(max_ids, static_cast<size_t>(out.count));
+      if (out.ids.size() >= wanted || r->ids.empty()) break;
+    }
+    return out;
   }
 
  private:

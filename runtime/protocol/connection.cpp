@@ -23,6 +23,8 @@ bool is_request(MsgType t) {
     case MsgType::context_info:
     case MsgType::call:
     case MsgType::stats:
+    case MsgType::model_info:
+    case MsgType::count_tokens:
       return true;
     default:
       return false;
@@ -53,6 +55,10 @@ bool answers(MsgType request, MsgType answer) {
       return answer == MsgType::piece || answer == MsgType::call_result;
     case MsgType::stats:
       return answer == MsgType::stats_reply;
+    case MsgType::model_info:
+      return answer == MsgType::model_info_reply;
+    case MsgType::count_tokens:
+      return answer == MsgType::count_tokens_reply;
     default:
       return false;
   }
@@ -65,6 +71,7 @@ bool ConnectionState::call_in_flight(uint32_t stream) const {
 
 Status ConnectionState::track_request(uint32_t stream, MsgType type, const char* who) {
   if (phase_ != Phase::ready) return violation(who, name_of(type) + " before the handshake is complete");
+  LLMSVC_RETURN_IF_ERROR(check_version(type, who));
   if (stream == 0) return violation(who, name_of(type) + " on stream 0");
   if (streams_.count(stream)) return violation(who, name_of(type) + " on stream " + std::to_string(stream) +
                                                         ", which has a request in flight");
@@ -73,9 +80,16 @@ Status ConnectionState::track_request(uint32_t stream, MsgType type, const char*
   return Status::Ok();
 }
 
+Status ConnectionState::check_version(MsgType type, const char* who) const {
+  if (type_info(type).since <= version_) return Status::Ok();
+  return violation(who, name_of(type) + " is a message of protocol version " + std::to_string(type_info(type).since) +
+                            ", this connection speaks " + std::to_string(version_));
+}
+
 Result<bool> ConnectionState::track_answer(uint32_t stream, const Message& m, const char* who) {
   const MsgType type = type_of(m);
   if (phase_ != Phase::ready) return violation(who, name_of(type) + " before the handshake is complete");
+  LLMSVC_RETURN_IF_ERROR(check_version(type, who));
   auto it = streams_.find(stream);
   if (it == streams_.end()) return violation(who, name_of(type) + " on stream " + std::to_string(stream) +
                                                       ", which has no request in flight");

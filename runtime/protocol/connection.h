@@ -70,6 +70,8 @@ class ConnectionState {
 
  private:
   Status track_request(uint32_t stream, MsgType type, const char* who);
+  // A type the agreed version lacks (a newer one's) is a violation, as an unknown type.
+  Status check_version(MsgType type, const char* who) const;
   Result<bool> track_answer(uint32_t stream, const Message& m, const char* who);
 
   Role self_;

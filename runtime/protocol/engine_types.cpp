@@ -50,12 +50,15 @@ void call_stats_fields(W& w, C& c, Op op) {
 CallOptions to_wire(const CallParams& params) {
   CallOptions o;
   sampling_fields(o, params, kToWire);
+  o.token_ids = static_cast<bool>(params.on_tokens);
+  o.logprobs = o.token_ids && params.logprobs;
   return o;
 }
 
 CallParams from_wire(const CallOptions& options) {
   CallParams p;
   sampling_fields(options, p, kFromWire);
+  p.logprobs = options.logprobs;  // (token_ids: the daemon's on_tokens sends the ids)
   return p;
 }
 

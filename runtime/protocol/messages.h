@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/core/engine/info_types.h"
 #include "runtime/core/engine/stats_fields.h"
 #include "runtime/protocol/types.h"
 #include "runtime/protocol/wire.h"
@@ -153,6 +154,7 @@ struct Empty {
 using Ack = Empty<MsgType::ack>;
 using ContextList = Empty<MsgType::context_list>;
 using Stats = Empty<MsgType::stats>;
+using ModelInfoRequest = Empty<MsgType::model_info>;  // MODEL_INFO, since version 4
 
 // llmsvc_context_options.
 struct ContextNew {
@@ -265,6 +267,8 @@ struct CallOptions {
   std::vector<std::string> stop;
   float slo_ttft_ratio = 0.0f;
   float slo_tpot_ratio = 0.0f;
+  bool token_ids = false;  // version 4: PIECEs carry their token ids (llmsvc_call_options.on_tokens)
+  bool logprobs = false;   // version 4: ... and their log-probabilities
   bool operator==(const CallOptions&) const = default;
 };
 
@@ -291,7 +295,10 @@ struct Call {
     LLMSVC_RETURN_IF_ERROR(io.i32("options.max_tokens", o.max_tokens));
     LLMSVC_RETURN_IF_ERROR(io.text_list("options.stop", o.stop, kMaxStopStrings, Bounds{1, kMaxStopBytes}));
     LLMSVC_RETURN_IF_ERROR(io.f32("options.slo_ttft_ratio", o.slo_ttft_ratio));
-    return io.f32("options.slo_tpot_ratio", o.slo_tpot_ratio);
+    LLMSVC_RETURN_IF_ERROR(io.f32("options.slo_tpot_ratio", o.slo_tpot_ratio));
+    if (io.version() < kVersionModelInfo) return Status::Ok();
+    LLMSVC_RETURN_IF_ERROR(io.boolean("options.token_ids", o.token_ids));
+    return io.boolean("options.logprobs", o.logprobs);
   }
   bool operator==(const Call&) const = default;
 };
@@ -310,16 +317,29 @@ struct Cancel {
 };
 
 // One streamed piece of a call's output (llmsvc_token_fn): valid UTF-8, never a split code point.
+// Version 4: the ids of the tokens behind it (when the CALL asked for them), and their
+// log-probabilities (when it asked for those too: as many as ids, each finite and <= 0).
 struct Piece {
   static constexpr MsgType kType = MsgType::piece;
   static constexpr bool kExtensible = false;
   int32_t token = 0;
   std::string text;
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
     LLMSVC_RETURN_IF_ERROR(io.i32("token", m.token));
-    return io.text("text", m.text, Bounds{0, kMaxPieceBytes});
+    LLMSVC_RETURN_IF_ERROR(io.text("text", m.text, Bounds{0, kMaxPieceBytes}));
+    if (io.version() < kVersionModelInfo) return Status::Ok();
+    LLMSVC_RETURN_IF_ERROR(io.records("ids", m.ids, kMaxPieceIds, 4, [&](auto& id) { return io.i32("ids", id); }));
+    LLMSVC_RETURN_IF_ERROR(io.records("logprobs", m.logprobs, kMaxPieceIds, 4, [&](auto& lp) {
+      LLMSVC_RETURN_IF_ERROR(io.f32("logprobs", lp));
+      return lp <= 0.0f ? Status::Ok() : io.fail("logprobs", "a log-probability above 0");
+    }));
+    if (!m.logprobs.empty() && m.logprobs.size() != m.ids.size())
+      return io.fail("logprobs", "not one per id");
+    return Status::Ok();
   }
   bool operator==(const Piece&) const = default;
 };
@@ -373,10 +393,93 @@ struct StatsReply {
   bool operator==(const StatsReply&) const = default;
 };
 
-// Every message type (those of version 1; version 2 added none), in the order of the type table.
+// A special token in MODEL_INFO_REPLY: its id (-1: none) and text.
+template <class IO, class T>
+Status special_token(IO& io, const char* id_field, const char* text_field, T& t) {
+  LLMSVC_RETURN_IF_ERROR(io.i32(id_field, t.id));
+  if (t.id < -1) return io.fail(id_field, "is below -1");
+  return io.text(text_field, t.text, Bounds{0, kMaxInfoNameBytes});
+}
+
+// The service's model and readiness (llmsvc_model_info), the answer to MODEL_INFO.
+struct ModelInfoReply {
+  static constexpr MsgType kType = MsgType::model_info_reply;
+  static constexpr bool kExtensible = false;
+  llmsvc::ModelInfo info;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    auto& i = m.info;
+    const Bounds name{0, kMaxInfoNameBytes};
+    LLMSVC_RETURN_IF_ERROR(io.boolean("ready", i.ready));
+    LLMSVC_RETURN_IF_ERROR(io.text("architecture", i.architecture, name));
+    LLMSVC_RETURN_IF_ERROR(io.text("name", i.name, name));
+    LLMSVC_RETURN_IF_ERROR(io.u64("n_params", i.n_params));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_ctx_train", i.n_ctx_train));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_ctx", i.n_ctx));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_vocab", i.n_vocab));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_layer", i.n_layer));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_embd", i.n_embd));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_head", i.n_head));
+    LLMSVC_RETURN_IF_ERROR(io.count("n_head_kv", i.n_head_kv));
+    LLMSVC_RETURN_IF_ERROR(io.u64("weight_bytes", i.weight_bytes));
+    LLMSVC_RETURN_IF_ERROR(io.records("weight_types", i.weight_types, kMaxWeightTypes, 4 + 1 + 4 + 8, [&](auto& w) {
+      LLMSVC_RETURN_IF_ERROR(io.text("weight_types.type", w.type, Bounds{1, 32}));
+      LLMSVC_RETURN_IF_ERROR(io.count("weight_types.tensors", w.tensors));
+      return io.u64("weight_types.bytes", w.bytes);
+    }));
+    LLMSVC_RETURN_IF_ERROR(io.boolean("has_chat_template", i.has_chat_template));
+    LLMSVC_RETURN_IF_ERROR(special_token(io, "bos.id", "bos.text", i.bos));
+    LLMSVC_RETURN_IF_ERROR(special_token(io, "eos.id", "eos.text", i.eos));
+    LLMSVC_RETURN_IF_ERROR(special_token(io, "eot.id", "eot.text", i.eot));
+    return io.text_list("devices", i.devices, kMaxInfoDevices, Bounds{1, 64});
+  }
+  bool operator==(const ModelInfoReply&) const = default;
+};
+
+// llmsvc_count_tokens: count `text`'s tokens as a prompt (CountParams), and send back the ids
+// [ids_offset, ids_offset + max_ids) of them (max_ids 0: the count alone).
+struct CountTokens {
+  static constexpr MsgType kType = MsgType::count_tokens;
+  static constexpr bool kExtensible = false;
+  std::string text;
+  llmsvc::CountParams params;
+  uint32_t ids_offset = 0;
+  uint32_t max_ids = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.text("text", m.text, kAnyText));
+    LLMSVC_RETURN_IF_ERROR(io.boolean("chat", m.params.chat));
+    LLMSVC_RETURN_IF_ERROR(io.boolean("first_turn", m.params.first_turn));
+    LLMSVC_RETURN_IF_ERROR(io.text("system_prompt", m.params.system_prompt, kAnyText));
+    LLMSVC_RETURN_IF_ERROR(io.u32("ids_offset", m.ids_offset));
+    return io.u32_in("max_ids", m.max_ids, 0, static_cast<uint32_t>(kMaxCountIds));
+  }
+  bool operator==(const CountTokens&) const = default;
+};
+
+// The answer to COUNT_TOKENS: the whole count, and the ids asked for (fewer past the end).
+struct CountTokensReply {
+  static constexpr MsgType kType = MsgType::count_tokens_reply;
+  static constexpr bool kExtensible = false;
+  int32_t count = 0;
+  std::vector<int32_t> ids;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.count("count", m.count));
+    return io.records("ids", m.ids, kMaxCountIds, 4, [&](auto& id) { return io.i32("ids", id); });
+  }
+  bool operator==(const CountTokensReply&) const = default;
+};
+
+// Every message type, in the order of the type table (version 2 and 3 added none; version 4
+// MODEL_INFO, COUNT_TOKENS and their replies).
 using Message = std::variant<Hello, Welcome, Ping, Pong, Error, Ack, ContextNew, ContextOpen, ContextClose,
-                             ContextDelete, ContextList, ContextInfo, Call, Cancel, Stats, ContextOpened,
-                             ContextListReply, ContextInfoReply, Piece, CallResult, StatsReply>;
+                             ContextDelete, ContextList, ContextInfo, Call, Cancel, Stats, ModelInfoRequest, CountTokens,
+                             ContextOpened, ContextListReply, ContextInfoReply, Piece, CallResult, StatsReply,
+                             ModelInfoReply, CountTokensReply>;
 
 // Appends m's payload (no frame header), as protocol `version` lays it out, to `out`; on
 // failure `out` may hold a partial payload.

@@ -7,7 +7,7 @@
 namespace llmsvc::protocol {
 namespace {
 
-constexpr std::array<TypeInfo, 21> kTypes = {{
+constexpr std::array<TypeInfo, 25> kTypes = {{
     {MsgType::hello, "HELLO", Sender::client, StreamRule::zero},
     {MsgType::welcome, "WELCOME", Sender::server, StreamRule::zero},
     {MsgType::ping, "PING", Sender::both, StreamRule::zero},
@@ -23,12 +23,16 @@ constexpr std::array<TypeInfo, 21> kTypes = {{
     {MsgType::call, "CALL", Sender::client, StreamRule::request},
     {MsgType::cancel, "CANCEL", Sender::client, StreamRule::zero},
     {MsgType::stats, "STATS", Sender::client, StreamRule::request},
+    {MsgType::model_info, "MODEL_INFO", Sender::client, StreamRule::request, kVersionModelInfo},
+    {MsgType::count_tokens, "COUNT_TOKENS", Sender::client, StreamRule::request, kVersionModelInfo},
     {MsgType::context_opened, "CONTEXT_OPENED", Sender::server, StreamRule::request},
     {MsgType::context_list_reply, "CONTEXT_LIST_REPLY", Sender::server, StreamRule::request},
     {MsgType::context_info_reply, "CONTEXT_INFO_REPLY", Sender::server, StreamRule::request},
     {MsgType::piece, "PIECE", Sender::server, StreamRule::request},
     {MsgType::call_result, "RESULT", Sender::server, StreamRule::request},
     {MsgType::stats_reply, "STATS_REPLY", Sender::server, StreamRule::request},
+    {MsgType::model_info_reply, "MODEL_INFO_REPLY", Sender::server, StreamRule::request, kVersionModelInfo},
+    {MsgType::count_tokens_reply, "COUNT_TOKENS_REPLY", Sender::server, StreamRule::request, kVersionModelInfo},
 }};
 
 }  // namespace

@@ -14,10 +14,13 @@ namespace llmsvc::protocol {
 // the count of 3-bit chunks to CONTEXT_INFO_REPLY (docs/PROTOCOL.md section 8.1); a connection
 // carries the layouts of the version it agreed on. The statistics tables of
 // runtime/core/engine/stats_fields.h name these versions by number (their `since` column).
+// Version 4 adds the model information and token counting messages, and token ids (and their
+// log-probabilities) in PIECE.
 inline constexpr uint16_t kMinVersion = 1;
-inline constexpr uint16_t kMaxVersion = 3;
+inline constexpr uint16_t kMaxVersion = 4;
 inline constexpr uint16_t kVersionPolicyFigures = 2;
 inline constexpr uint16_t kVersionQ3Chunks = 3;
+inline constexpr uint16_t kVersionModelInfo = 4;
 
 // Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
 inline constexpr size_t kHeaderBytes = 16;
@@ -38,6 +41,8 @@ inline constexpr size_t kMaxStopStrings = 16;      // llmsvc_call_options.n_stop
 inline constexpr size_t kMaxStopBytes = 256;       // each stop string: 1..256
 inline constexpr size_t kMaxPieceBytes = 65536;    // one streamed piece
 inline constexpr int32_t kMaxFinishReason = 5;     // LLMSVC_FINISH_CONTEXT_FULL
+inline constexpr size_t kMaxPieceIds = 1024;       // token ids (and log-probabilities) in one PIECE
+inline constexpr size_t kMaxCountIds = 16384;      // token ids in one COUNT_TOKENS_REPLY
 
 // Message types (u16 on the wire). 0x00xx from the client, 0x008x-0x00Fx replies from the
 // server; Ping / Pong go both ways.
@@ -57,12 +62,16 @@ enum class MsgType : uint16_t {
   call = 0x0020,
   cancel = 0x0021,
   stats = 0x0030,
+  model_info = 0x0031,
+  count_tokens = 0x0032,
   context_opened = 0x0090,
   context_list_reply = 0x0094,
   context_info_reply = 0x0095,
   piece = 0x00A0,
   call_result = 0x00A1,
   stats_reply = 0x00B0,
+  model_info_reply = 0x00B1,
+  count_tokens_reply = 0x00B2,
 };
 
 enum class Sender : uint8_t { client, server, both };
@@ -75,6 +84,7 @@ struct TypeInfo {
   std::string_view name;  // as in docs/PROTOCOL.md, e.g. "CONTEXT_NEW"
   Sender sender;
   StreamRule stream;
+  uint16_t since = 1;  // the protocol version that added it: a connection of an older one refuses it
 };
 
 // Every type of this version; nullptr for a value that names none.

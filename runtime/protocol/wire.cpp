@@ -206,13 +206,18 @@ Status Encoder::opt_text(const char* field, const std::optional<std::string>& v,
 }
 
 Status Encoder::text_list(const char* field, const std::vector<std::string>& v, size_t max_count, Bounds b) {
-  LLMSVC_RETURN_IF_ERROR(check_list({msg_, field}, v.size(), max_count));
-  put(static_cast<uint32_t>(v.size()));
+  LLMSVC_RETURN_IF_ERROR(list_count(field, v.size(), max_count));
   for (size_t i = 0; i < v.size(); ++i) {
     LLMSVC_RETURN_IF_ERROR(check_text({msg_, field, static_cast<int>(i)}, v[i], b));
     put(static_cast<uint32_t>(v[i].size()));
     out_.insert(out_.end(), v[i].begin(), v[i].end());
   }
+  return Status::Ok();
+}
+
+Status Encoder::list_count(const char* field, size_t n, size_t max_count) {
+  LLMSVC_RETURN_IF_ERROR(check_list({msg_, field}, n, max_count));
+  put(static_cast<uint32_t>(n));
   return Status::Ok();
 }
 
@@ -327,21 +332,25 @@ Status Decoder::opt_text(const char* field, std::optional<std::string>& v, Bound
 
 Status Decoder::text_list(const char* field, std::vector<std::string>& v, size_t max_count, Bounds b) {
   uint32_t n = 0;
-  LLMSVC_RETURN_IF_ERROR(fixed(field, n));
-  LLMSVC_RETURN_IF_ERROR(check_list({msg_, field}, n, max_count));
   // Each entry takes at least its 4-byte length (plus b.min bytes): a count the rest of the
   // payload cannot hold is refused before anything is reserved.
-  const uint64_t least = uint64_t{n} * (4 + uint64_t{b.min});
-  if (least > remaining()) {
-    return bad({msg_, field}, std::to_string(n) + " entries cannot fit in the " + std::to_string(remaining()) +
-                                  " bytes left");
-  }
+  LLMSVC_RETURN_IF_ERROR(list_count(field, n, max_count, 4 + b.min));
   v.clear();
   v.resize(n);  // n <= max_count
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t len = 0;
     LLMSVC_RETURN_IF_ERROR(fixed(field, len));
     LLMSVC_RETURN_IF_ERROR(text_at(field, static_cast<int>(i), v[i], b, len));
+  }
+  return Status::Ok();
+}
+
+Status Decoder::list_count(const char* field, uint32_t& n, size_t max_count, size_t min_bytes) {
+  LLMSVC_RETURN_IF_ERROR(fixed(field, n));
+  LLMSVC_RETURN_IF_ERROR(check_list({msg_, field}, n, max_count));
+  if (uint64_t{n} * min_bytes > remaining()) {
+    return bad({msg_, field}, std::to_string(n) + " entries cannot fit in the " + std::to_string(remaining()) +
+                                  " bytes left");
   }
   return Status::Ok();
 }

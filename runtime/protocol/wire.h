@@ -69,6 +69,14 @@ class Encoder {
   Status text(const char* field, const std::string& v, Bounds b);
   Status opt_text(const char* field, const std::optional<std::string>& v, Bounds b);
   Status text_list(const char* field, const std::vector<std::string>& v, size_t max_count, Bounds b);
+  // list(k, record): a u32 count <= max_count, then each entry as each(entry) writes it with
+  // the methods above. min_bytes: the fewest bytes an entry takes (the decoder's check).
+  template <class T, class F>
+  Status records(const char* field, const std::vector<T>& v, size_t max_count, size_t /*min_bytes*/, F&& each) {
+    LLMSVC_RETURN_IF_ERROR(list_count(field, v.size(), max_count));
+    for (const T& entry : v) LLMSVC_RETURN_IF_ERROR(each(entry));
+    return Status::Ok();
+  }
   // A rule between fields (e.g. min_version <= max_version) that does not hold.
   Status fail(const char* field, std::string_view what) const;
   Status finish(bool /*extensible*/) { return Status::Ok(); }
@@ -76,6 +84,7 @@ class Encoder {
  private:
   template <class T>
   void put(T v);  // little-endian, sizeof(T) bytes
+  Status list_count(const char* field, size_t n, size_t max_count);
   std::vector<uint8_t>& out_;
   std::string_view msg_;
   uint16_t version_;
@@ -105,6 +114,17 @@ class Decoder {
   Status text(const char* field, std::string& v, Bounds b);
   Status opt_text(const char* field, std::optional<std::string>& v, Bounds b);
   Status text_list(const char* field, std::vector<std::string>& v, size_t max_count, Bounds b);
+  // As the Encoder's: the count is checked against max_count and against what the rest of the
+  // payload can hold (count x min_bytes) before the entries are made.
+  template <class T, class F>
+  Status records(const char* field, std::vector<T>& v, size_t max_count, size_t min_bytes, F&& each) {
+    uint32_t n = 0;
+    LLMSVC_RETURN_IF_ERROR(list_count(field, n, max_count, min_bytes));
+    v.clear();
+    v.resize(n);  // n <= max_count
+    for (T& entry : v) LLMSVC_RETURN_IF_ERROR(each(entry));
+    return Status::Ok();
+  }
   Status fail(const char* field, std::string_view what) const;
   // After the last field: trailing bytes are refused unless the message is extensible.
   Status finish(bool extensible);
@@ -116,6 +136,7 @@ class Decoder {
   template <class T>
   Status fixed(const char* field, T& v);  // little-endian, sizeof(T) bytes
   Status text_at(const char* field, int index, std::string& v, Bounds b, uint32_t len);
+  Status list_count(const char* field, uint32_t& n, size_t max_count, size_t min_bytes);
   std::span<const uint8_t> in_;
   size_t pos_ = 0;
   std::string_view msg_;

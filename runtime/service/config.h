@@ -14,7 +14,7 @@
 //   allow_root = false                # started as root without `user`: run on as uid 0 (still
 //                                     #   without capabilities) instead of refusing
 //   threads = 0                       # engine threads; 0: all CPUs
-//   n_ctx = 0                         # tokens per context; 0: the model's (<= 4096)
+//   n_ctx = 0                         # tokens per context; 0: the model's trained length
 //   kv_budget_bytes = 0               # all contexts' resident KV; 0: no limit
 //   kv_ratio = 0.5                    # KV compression (average bits / 8); < 0: none
 //   idle_timeout_ms = 120000          # close connections idle this long (no request, nothing

@@ -21,7 +21,8 @@ constexpr uint64_t kPerCall = 256;                        // k: cancel flag, cal
 constexpr uint64_t kPerListedId = 4 + p::kMaxIdBytes + 32;  // an id kept for a list, with its string
 constexpr uint64_t kOpAnswer = p::kMaxMessageBytes + 256;    // A_op: the largest operation answer (an ERROR)
 constexpr uint64_t kLargestFrame = p::kHeaderBytes + 5 + p::kMaxListIds * (4 + p::kMaxIdBytes);  // A_max
-constexpr uint64_t kPieceFrame = p::kHeaderBytes + 8 + kPieceSplitBytes;                        // S
+// S: a piece's text, and (version 4) its token ids and log-probabilities.
+constexpr uint64_t kPieceFrame = p::kHeaderBytes + 8 + kPieceSplitBytes + 8 + 8 * p::kMaxPieceIds;
 // c: a loaded context's own state beside its system prompt and tokens (history log, swap
 // store, chunk tables of up to n_ctx / 16 chunks).
 constexpr uint64_t kContextState = 64u << 10;
@@ -39,7 +40,8 @@ MemoryBound memory_bound(const ServerOptions& o, uint32_t n_ctx) {
 
   const uint64_t reader = P + R + (R / 16) * kQueuedFrame;
   const uint64_t writer = 2 * (U + kLargestFrame);
-  const uint64_t answers = O * kOpAnswer + K * kPieceFrame;
+  // A queued operation holds its request's text (a system prompt, a text to count: at most M).
+  const uint64_t answers = O * (kOpAnswer + o.max_prompt_bytes) + K * kPieceFrame;
   const uint64_t lists = U + O * C * kPerListedId;
   const uint64_t bookkeeping = kSession + Q * kPerRequest + H * kPerHandle + K * kPerCall;
   MemoryBound b;

@@ -9,7 +9,7 @@
 //                                             bytes of complete frames, each F of overhead
 //     writer      = 2 * (U + A_max)           unsent answers stop new requests at U; one frame
 //                                             (at most A_max) may cross it; the buffer doubles
-//     worker answ = O * A_op + K * S          answers of running operations and calls' pieces
+//     worker answ = O * (A_op + M) + K * S    operations' answers and request texts, calls' pieces
 //     lists       = U + O * L_app             CONTEXT_LIST ids waiting to be encoded
 //     bookkeeping = B + Q * q + H * h + K * k  session, requests in flight, handles, calls
 //   per app        = C * (M + 4 * T + c)      contexts it holds open (system prompt, tokens, state)

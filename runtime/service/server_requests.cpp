@@ -25,6 +25,28 @@ std::vector<std::string_view> split_piece(std::string_view text) {
   return parts;
 }
 
+// A token piece as PIECE frames: its text in parts of at most kPieceSplitBytes, its ids in
+// parts of at most kMaxPieceIds, the extra id parts first without text (the client joins them
+// to the next piece), the last part of both in the last frame.
+std::vector<p::Piece> piece_frames(const TokenPiece& piece) {
+  std::vector<p::Piece> frames;
+  const std::vector<std::string_view> parts = split_piece(piece.text);
+  for (size_t k = 0; k + 1 < parts.size(); ++k) frames.push_back(p::Piece{piece.token, std::string(parts[k]), {}, {}});
+  size_t from = 0;
+  do {
+    const size_t n = std::min(piece.ids.size() - from, p::kMaxPieceIds);
+    const bool last = from + n == piece.ids.size();
+    p::Piece f{piece.token, last ? std::string(parts.back()) : std::string(), {}, {}};
+    f.ids.assign(piece.ids.begin() + static_cast<std::ptrdiff_t>(from), piece.ids.begin() + static_cast<std::ptrdiff_t>(from + n));
+    if (!piece.logprobs.empty())
+      f.logprobs.assign(piece.logprobs.begin() + static_cast<std::ptrdiff_t>(from),
+                        piece.logprobs.begin() + static_cast<std::ptrdiff_t>(from + n));
+    frames.push_back(std::move(f));
+    from += n;
+  } while (from < piece.ids.size());
+  return frames;
+}
+
 }  // namespace
 
 void Server::handle_frame(const SessionPtr& s, const p::Frame& frame) {
@@ -144,6 +166,30 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
     }, app.scope());
     return;
   }
+  if (std::holds_alternative<p::ModelInfoRequest>(m)) {
+    // Immutable once the engine exists, and cheap: answered by the loop.
+    return send(s, stream, p::ModelInfoReply{apps_.engine().model_info()});
+  }
+  if (const auto* req = std::get_if<p::CountTokens>(&m)) {
+    // A text longer than a prompt may be is not counted: the work and the ids it makes stay
+    // within what a CALL may cost (docs/memory-bound.md).
+    if (req->text.size() > opt_.max_prompt_bytes ||
+        req->params.system_prompt.size() > opt_.max_prompt_bytes - req->text.size())
+      return send_error(s, stream, Status(Code::context_overflow, "text of " + std::to_string(req->text.size()) +
+                                                                      " bytes is longer than a prompt may be (at most " +
+                                                                      std::to_string(opt_.max_prompt_bytes) + " bytes)"));
+    ++s->ops_in_flight;
+    ops_->post([this, req = *req, answer] {
+      std::vector<int32_t> ids = apps_.engine().prompt_ids(req.text, req.params);
+      p::CountTokensReply r;
+      r.count = static_cast<int32_t>(ids.size());
+      const size_t from = std::min<size_t>(req.ids_offset, ids.size());
+      const size_t n = std::min<size_t>(req.max_ids, ids.size() - from);
+      r.ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(from), ids.begin() + static_cast<std::ptrdiff_t>(from + n));
+      answer(std::move(r));
+    }, app.scope());
+    return;
+  }
   if (std::holds_alternative<p::Stats>(m)) {
     const int32_t open = static_cast<int32_t>(s->handles.size());
     ++s->ops_in_flight;
@@ -204,15 +250,25 @@ void Server::start_call(const SessionPtr& s, uint32_t stream, const p::Call& cal
   s->call_handle[stream] = call.handle;
   s->cancel_flags[stream] = flag;
   ++calls_running_;
-  auto task = [this, s, stream, flag, app = s->app, id = it->second.id, prompt = call.prompt,
+  const bool token_ids = call.options.token_ids;
+  auto task = [this, s, stream, flag, token_ids, app = s->app, id = it->second.id, prompt = call.prompt,
                params = std::move(params)]() mutable {
     params.cancel = flag.get();
     PieceFn on_piece = [&](std::string_view text, int32_t token) {
       for (std::string_view part : split_piece(text)) {
-        if (!send_piece(s, stream, p::Piece{token, std::string(part)})) return false;
+        if (!send_piece(s, stream, p::Piece{token, std::string(part), {}, {}})) return false;
       }
       return wait_for_room(s);
     };
+    // Asked for token ids (version 4): every piece goes this way, ids and all, instead.
+    if (token_ids) {
+      params.on_tokens = [&](const TokenPiece& piece) {
+        for (p::Piece& frame : piece_frames(piece))
+          if (!send_piece(s, stream, std::move(frame))) return false;
+        return wait_for_room(s);
+      };
+      on_piece = nullptr;
+    }
     CallStats stats;
     Status st = apps_.call(app, id, prompt, params, on_piece, &stats);
     {

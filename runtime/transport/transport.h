@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "runtime/core/engine/call_types.h"
+#include "runtime/core/engine/info_types.h"
 
 namespace llmsvc {
 
@@ -37,6 +38,12 @@ class Transport {
   virtual Result<EngineStats> stats() = 0;
   virtual Result<std::vector<std::string>> list_contexts() = 0;
   virtual Result<ContextInfo> context_info(std::string_view id) = 0;
+  // The model and where it runs (a daemon too old to say: Code::unsupported).
+  virtual Result<ModelInfo> model_info() { return Status(Code::unsupported, "this transport has no model information"); }
+  // The tokens `text` adds as a prompt (CountParams), with the first `max_ids` of their ids.
+  virtual Result<TokenCount> count_tokens(std::string_view /*text*/, const CountParams& /*params*/, size_t /*max_ids*/) {
+    return Status(Code::unsupported, "this transport does not count tokens");
+  }
 };
 
 }  // namespace llmsvc

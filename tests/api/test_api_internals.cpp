@@ -10,9 +10,11 @@
 #include <string>
 #include <type_traits>
 
+#include "runtime/api/info_options.h"
 #include "runtime/api/options.h"
 #include "runtime/api/service.h"
 #include "runtime/api/validate.h"
+#include "runtime/core/engine/token_trail.h"
 
 namespace llmsvc::api {
 namespace {
@@ -296,6 +298,123 @@ class SetTransport final : public Transport {
   std::set<std::string> ids_;
   int next_ = 0;
 };
+
+// ABI 1.2: on_tokens reaches the engine as CallParams::on_tokens, each piece as an llmsvc_piece
+// of this library's size; an ABI 1.0 caller's struct (without the fields) streams no ids.
+TEST(Options, CallTokenStreamCrosses) {
+  struct Seen {
+    size_t size = 0;
+    std::string text;
+    std::vector<int32_t> ids;
+    bool logprobs = false;
+  } seen;
+  llmsvc_call_options o;
+  init(&o);
+  o.on_tokens = [](const llmsvc_piece* p, void* user) {
+    auto* s = static_cast<Seen*>(user);
+    s->size = p->struct_size;
+    s->text.assign(p->text, p->len);
+    s->ids.assign(p->tokens, p->tokens + p->n_tokens);
+    s->logprobs = p->logprobs != nullptr;
+    return s->ids.size() > 2 ? 1 : 0;  // three ids: cancel
+  };
+  o.on_tokens_user = &seen;
+  o.logprobs = 1;
+  auto p = read_call_options(&o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(static_cast<bool>(p->on_tokens));
+  EXPECT_TRUE(p->logprobs);
+  const int32_t ids[] = {5, 6};
+  const float lps[] = {-0.5f, -1.0f};
+  EXPECT_TRUE(p->on_tokens(TokenPiece{"ab", 6, ids, lps}));
+  EXPECT_EQ(seen.size, sizeof(llmsvc_piece));
+  EXPECT_EQ(seen.text, "ab");
+  EXPECT_EQ(seen.ids, (std::vector<int32_t>{5, 6}));
+  EXPECT_TRUE(seen.logprobs);
+  const int32_t three[] = {1, 2, 3};
+  EXPECT_FALSE(p->on_tokens(TokenPiece{"", -1, three, {}}));
+  EXPECT_FALSE(seen.logprobs);
+  o.struct_size = kCallOptionsV1;  // an ABI 1.0 caller: the fields past it are not read
+  auto old = read_call_options(&o);
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(static_cast<bool>(old->on_tokens));
+  EXPECT_FALSE(old->logprobs);
+}
+
+TEST(Options, CountOptions) {
+  auto d = read_count_options(nullptr);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->params, CountParams{});
+  EXPECT_EQ(d->ids, nullptr);
+  llmsvc_count_options o;
+  init(&o);
+  o.chat = 7;
+  o.first_turn = 1;
+  o.system_prompt = "sys";
+  int32_t ids[4];
+  o.ids = ids;
+  o.ids_capacity = 4;
+  auto r = read_count_options(&o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->params, (CountParams{true, true, "sys"}));
+  EXPECT_EQ(r->ids, ids);
+  EXPECT_EQ(r->ids_capacity, 4u);
+  o.ids = nullptr;
+  EXPECT_EQ(read_count_options(&o).status().code(), Code::invalid_argument);
+  o.ids_capacity = 0;
+  o.system_prompt = "\xc3";
+  EXPECT_EQ(read_count_options(&o).status().code(), Code::invalid_utf8);
+  o.system_prompt = nullptr;
+  o.struct_size = kCountOptionsV1 - 1;
+  EXPECT_EQ(read_count_options(&o).status().code(), Code::invalid_argument);
+}
+
+// Strings are cut to their field at a code point, the weight types to the C struct's eight, the
+// devices joined; a caller's struct of the first size gets nothing past it.
+TEST(Options, ModelInfoIsWrittenWithinItsFields) {
+  ModelInfo in;
+  in.ready = true;
+  in.architecture = "llama";
+  for (int i = 0; i < 100; ++i) in.name += "\xe6\x97\xa5";  // 300 bytes of 3-byte code points
+  in.n_ctx = 8192;
+  for (int i = 0; i < 10; ++i) in.weight_types.push_back({"T" + std::to_string(i), i + 1, uint64_t(100 - i)});
+  in.eos = {2, "<|im_end|>"};
+  in.devices = {"opencl:0", "cpu"};
+  llmsvc_model_info out;
+  init(&out);
+  write_model_info(in, &out);
+  EXPECT_EQ(out.ready, 1);
+  EXPECT_STREQ(out.architecture, "llama");
+  EXPECT_EQ(std::strlen(out.name), 255u) << "85 whole code points of 3 bytes";
+  EXPECT_EQ(out.n_weight_types, LLMSVC_MAX_WEIGHT_TYPES);
+  EXPECT_STREQ(out.weight_types[7].name, "T7");
+  EXPECT_EQ(out.eos.id, 2);
+  EXPECT_STREQ(out.eos.text, "<|im_end|>");
+  EXPECT_EQ(out.bos.id, -1);
+  EXPECT_STREQ(out.devices, "opencl:0,cpu");
+  EXPECT_EQ(out.n_ctx, 8192);
+}
+
+TEST(TokenTrail, LogProbabilities) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> logits = {0.0f, std::log(3.0f), nan, -inf};
+  EXPECT_NEAR(log_sum_exp(logits), std::log(4.0f), 1e-6);
+  EXPECT_NEAR(token_logprob(logits, 1), std::log(0.75f), 1e-6);
+  EXPECT_EQ(token_logprob(logits, 2), std::numeric_limits<float>::lowest()) << "NaN: no chance, but finite";
+  EXPECT_EQ(token_logprob(logits, 3), std::numeric_limits<float>::lowest());
+  EXPECT_EQ(token_logprob(logits, 9), std::numeric_limits<float>::lowest());
+  EXPECT_LE(token_logprob(std::vector<float>{5.0f}, 0), 0.0f);
+  TokenTrail trail(true);
+  trail.add(7, -0.5f);
+  trail.add(8, -1.5f);
+  TokenPiece p = trail.take("xy", 8);
+  EXPECT_EQ(std::vector<int32_t>(p.ids.begin(), p.ids.end()), (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(p.logprobs.size(), 2u);
+  EXPECT_TRUE(trail.empty());
+  TokenTrail plain(false);
+  plain.add(1, 0.0f);
+  EXPECT_TRUE(plain.take("", -1).logprobs.empty());
+}
 
 TEST(Service, DeleteWithOpenHandleIsBusy) {
   Service svc(std::make_unique<SetTransport>());

@@ -10,8 +10,12 @@
 
 namespace {
 
-// Dynamic symbols defined by the library, versions stripped ("llmsvc_bind@@LLMSVC_1").
-std::set<std::string> exported_symbols(const std::string& lib) {
+// A version node the version script defines: LLMSVC_1, LLMSVC_1.2, ...
+bool is_version_node(const std::string& n) { return n == "LLMSVC_1" || n.rfind("LLMSVC_1.", 0) == 0; }
+
+// Dynamic symbols defined by the library, versions stripped ("llmsvc_bind@@LLMSVC_1") unless
+// `keep_versions`.
+std::set<std::string> exported_symbols(const std::string& lib, bool keep_versions = false) {
   std::set<std::string> names;
   std::string cmd = "nm -D --defined-only '" + lib + "' 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
@@ -23,7 +27,7 @@ std::set<std::string> exported_symbols(const std::string& lib) {
     // "ADDRESS TYPE NAME"; the name is the last field.
     auto space = s.rfind(' ');
     std::string name = space == std::string::npos ? s : s.substr(space + 1);
-    if (auto at = name.find('@'); at != std::string::npos) name.resize(at);
+    if (auto at = name.find('@'); at != std::string::npos && !keep_versions) name.resize(at);
     names.insert(name);
   }
   return names;
@@ -33,7 +37,7 @@ TEST(Exports, OnlyLlmsvcSymbols) {
   auto names = exported_symbols(LLMSVC_SHARED_LIB);
   ASSERT_FALSE(names.empty()) << "nm found nothing in " << LLMSVC_SHARED_LIB;
   for (const auto& n : names) {
-    if (n == "LLMSVC_1") continue;  // the version node the version script defines
+    if (is_version_node(n)) continue;  // the version nodes the version script defines
     EXPECT_EQ(n.rfind("llmsvc_", 0), 0u) << "exported non-API symbol: " << n;
   }
 }
@@ -61,14 +65,29 @@ TEST(Exports, EveryHeaderFunctionIsExported) {
       "llmsvc_call",
       "llmsvc_stats_init",
       "llmsvc_get_stats",
+      // ABI 1.2
+      "llmsvc_model_info_init",
+      "llmsvc_model_info_get",
+      "llmsvc_count_options_init",
+      "llmsvc_count_tokens",
   };
   auto names = exported_symbols(LLMSVC_SHARED_LIB);
   for (const auto& f : api) EXPECT_TRUE(names.count(f)) << f << " is not exported";
   for (const auto& n : names) {
-    if (n != "LLMSVC_1") {
+    if (!is_version_node(n)) {
       EXPECT_TRUE(api.count(n)) << n << " is exported but not in llmsvc.h";
     }
   }
+}
+
+// Functions added after 1.0 carry the version of the ABI that added them (runtime/api/llmsvc.map),
+// the first ones LLMSVC_1.
+TEST(Exports, LaterFunctionsCarryTheirVersion) {
+  auto names = exported_symbols(LLMSVC_SHARED_LIB, true);
+  for (const char* f : {"llmsvc_model_info_init", "llmsvc_model_info_get", "llmsvc_count_options_init",
+                        "llmsvc_count_tokens"})
+    EXPECT_TRUE(names.count(std::string(f) + "@@LLMSVC_1.2")) << f;
+  EXPECT_TRUE(names.count("llmsvc_call@@LLMSVC_1"));
 }
 
 }  // namespace

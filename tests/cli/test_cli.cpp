@@ -161,10 +161,11 @@ TEST_F(CliModel, RunJsonHasTheFields) {
   EXPECT_GT(j["n_prompt_tokens"].get<int>(), 0);
   EXPECT_GT(j["n_tokens"].get<int>(), 0);
   EXPECT_LE(j["n_tokens"].get<int>(), 8);
-  // The pieces' tokens: at most one per generated token.
+  // Every generated id, and the prompt's ids.
   ASSERT_TRUE(j["tokens"].is_array());
-  EXPECT_GT(j["tokens"].size(), 0u);
-  EXPECT_LE(j["tokens"].size(), j["n_tokens"].get<size_t>());
+  EXPECT_EQ(j["tokens"].size(), j["n_tokens"].get<size_t>());
+  ASSERT_TRUE(j["prompt_tokens"].is_array());
+  EXPECT_EQ(j["prompt_tokens"].size(), j["n_prompt_tokens"].get<size_t>());
   EXPECT_TRUE(j["text"].is_string());
   EXPECT_TRUE(j["finish_reason"] == "eos" || j["finish_reason"] == "length") << j["finish_reason"];
   EXPECT_GE(j["prefill_ms"].get<double>(), 0.0);
@@ -174,6 +175,29 @@ TEST_F(CliModel, RunJsonHasTheFields) {
   ASSERT_EQ(s.exit_code, 0) << s.err;
   std::string text = j["text"];
   EXPECT_EQ(s.out.substr(0, text.size()), text);
+}
+
+// Issue 22: --json listed one id per streamed piece (the last token of each), so a reply whose
+// code points take several tokens lost most of them (6 of 12 on this prompt). Now "tokens" is
+// every generated id and "prompt_tokens" the prompt's ids; --logprobs gives one per token.
+TEST_F(CliModel, RunJsonReportsEveryTokenId) {
+  const std::string prompt = "\xE6\x97\xA5\xE6\x9C\xAC\xE3\x81\xAE\xE9\xA6\x96\xE9\x83\xBD\xE3\x81\xAF"
+                             "\xE3\x81\xA9\xE3\x81\x93\xE3\x81\xA7\xE3\x81\x99\xE3\x81\x8B\xEF\xBC\x9F";  // 日本の首都はどこですか？
+  Outcome r = cli({"run", "--json", "--logprobs", "--max-tokens", "12", "--threads", "2", prompt});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["n_tokens"].get<int>(), 12);
+  ASSERT_TRUE(j["tokens"].is_array());
+  EXPECT_EQ(j["tokens"].size(), 12u) << j["tokens"].dump();
+  EXPECT_EQ(j["logprobs"].size(), 12u);
+  for (const auto& lp : j["logprobs"]) EXPECT_LE(lp.get<double>(), 0.0);
+  ASSERT_TRUE(j["prompt_tokens"].is_array());
+  EXPECT_EQ(j["prompt_tokens"].size(), j["n_prompt_tokens"].get<size_t>());
+  // The same ids as the tokenizer gives for the templated turn would be a second
+  // implementation; the chat template's first token (<|im_start|>, special) is enough here.
+  Outcome t = cli({"tokenize", "--json", "<|im_start|>"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(j["prompt_tokens"][0], nlohmann::json::parse(t.out)["ids"][0]);
 }
 
 TEST_F(CliModel, ProfileWritesAValidSwitchCostProfile) {

@@ -148,6 +148,8 @@ TEST_F(CliDaemon, RunThroughTheDaemonMatchesEmbedded) {
   EXPECT_FALSE(r["text"].get<std::string>().empty());
   EXPECT_EQ(r["text"], l["text"]);
   EXPECT_EQ(r["tokens"], l["tokens"]);
+  EXPECT_EQ(r["tokens"].size(), r["n_tokens"].get<size_t>());
+  EXPECT_EQ(r["prompt_tokens"], l["prompt_tokens"]);
   EXPECT_EQ(r["n_prompt_tokens"], l["n_prompt_tokens"]);
   EXPECT_EQ(r["finish_reason"], l["finish_reason"]);
   EXPECT_EQ(key_paths(r), key_paths(l));

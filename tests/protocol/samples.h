@@ -62,9 +62,9 @@ inline std::vector<Sample> protocol_samples() {
   const std::string prompt = std::string("Résumé: 日本語 🙂 ") + '\0' + " (a NUL byte)" + std::string(1000, '.');
   v.push_back({C, 11, Call{3, prompt, o}});
   v.push_back({C, 0, Cancel{11}});
-  v.push_back({S, 11, Piece{9906, "Hello"}});
-  v.push_back({S, 11, Piece{-1, ""}});
-  v.push_back({S, 11, Piece{123, "\xE6\x97\xA5"}});
+  v.push_back({S, 11, Piece{9906, "Hello", {}, {}}});
+  v.push_back({S, 11, Piece{-1, "", {}, {}}});
+  v.push_back({S, 11, Piece{123, "\xE6\x97\xA5", {}, {}}});
   v.push_back({S, 11, CallResult{0, "", 1, CallStats{12, 34, 46, 0.5, 12.25, 10.0, 80.75, 2.375}}});
   v.push_back({S, 12, CallResult{10, "cancelled", 4, CallStats{3, 1, 4, 0, 1, 1, 0, 0}}});
   v.push_back({C, 13, Stats{}});
@@ -98,6 +98,38 @@ inline std::vector<Sample> protocol_samples() {
   st.swap_out_failures = 1;
   st.swap_out_deferred = 6;
   v.push_back({S, 16, st});
+  // Version 4: model information, token counting, token ids in pieces.
+  v.push_back({C, 17, ModelInfoRequest{}});
+  llmsvc::ModelInfo mi;
+  mi.ready = true;
+  mi.architecture = "llama";
+  mi.name = "SmolLM2 135M Instruct";
+  mi.n_params = 134515008;
+  mi.n_ctx_train = 8192;
+  mi.n_ctx = 8192;
+  mi.n_vocab = 49152;
+  mi.n_layer = 30;
+  mi.n_embd = 576;
+  mi.n_head = 9;
+  mi.n_head_kv = 3;
+  mi.weight_bytes = 92u << 20;
+  mi.weight_types = {{"Q4_1", 210, 80u << 20}, {"Q8_0", 1, 12u << 20}, {"F32", 61, 140000}};
+  mi.has_chat_template = true;
+  mi.bos = {1, "<|im_start|>"};
+  mi.eos = {2, "<|im_end|>"};
+  mi.devices = {"cpu", "opencl:0"};
+  v.push_back({S, 17, ModelInfoReply{mi}});
+  v.push_back({S, 18, ModelInfoReply{}});
+  v.push_back({C, 19, CountTokens{"Count me: 日本 🙂", {true, true, "You are terse."}, 0, 64}});
+  v.push_back({C, 20, CountTokens{"", {}, 16384, 0}});
+  v.push_back({S, 19, CountTokensReply{12, {1, 9690, 198, 2683, 359, 253, 4, 7, 8, 9, 10, 2}}});
+  v.push_back({S, 20, CountTokensReply{0, {}}});
+  CallOptions ids = o;
+  ids.token_ids = true;
+  ids.logprobs = true;
+  v.push_back({C, 21, Call{4, "Hi", ids}});
+  v.push_back({S, 21, Piece{116, "\xE6\x97\xA5", {23274, 115, 116}, {-1.5f, -3.0517578125e-05f, -0.0f}}});
+  v.push_back({S, 21, Piece{-1, "", {2}, {}}});
   return v;
 }
 

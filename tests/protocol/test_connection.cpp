@@ -66,6 +66,35 @@ TEST(Connection, BothEndsKnowTheAgreedVersion) {
   }
 }
 
+// A type a later version added is refused on a connection that agreed on an older one, both
+// ways (the client library checks the version before it would send one: UNSUPPORTED).
+TEST(Connection, NewerTypesNeedTheirVersion) {
+  ConnectionState client(Role::client), server(Role::server);
+  Welcome w = welcome(1);
+  w.version = kVersionModelInfo - 1;
+  ASSERT_TRUE(client.on_send(0, Hello{}).ok());
+  ASSERT_TRUE(server.on_receive(0, Hello{}).ok());
+  ASSERT_TRUE(server.on_send(0, w).ok());
+  ASSERT_TRUE(client.on_receive(0, w).ok());
+  EXPECT_FALSE(client.on_send(1, ModelInfoRequest{}).ok());
+  auto r = server.on_receive(1, CountTokens{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("COUNT_TOKENS is a message of protocol version 4"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(server.on_bad_request(2, MsgType::model_info).ok());
+  // At version 4 they are requests like the others, each answered by its reply.
+  Pair p;
+  ASSERT_TRUE(p.request(1, ModelInfoRequest{}).ok());
+  ASSERT_TRUE(p.request(2, CountTokens{}).ok());
+  EXPECT_FALSE(p.answer(1, CountTokensReply{}).ok());
+  auto a = p.answer(1, ModelInfoReply{});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->ends_request);
+  a = p.answer(2, CountTokensReply{});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->ends_request);
+}
+
 TEST(Connection, HelloMustComeFirst) {
   ConnectionState server(Role::server);
   auto r = server.on_receive(1, ContextList{});

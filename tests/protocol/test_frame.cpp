@@ -61,13 +61,13 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
                   "01000000 05000000 6e6f746573"));
   CallOptions o;
   o.stop = {"\n"};
-  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "Hi", o}),
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "Hi", o}, 3),
             unhex("4c4c4d53 2000 0000 02000000 3f000000"
                   "01000000 02000000 4869"
                   "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
                   "01000000 01000000 0a"
                   "00000000 00000000"));
-  EXPECT_EQ(frame_of(Role::server, 2, Piece{9906, "Hello"}),
+  EXPECT_EQ(frame_of(Role::server, 2, Piece{9906, "Hello", {}, {}}, 1),
             unhex("4c4c4d53 a000 0000 02000000 0d000000"
                   "b2260000 05000000 48656c6c6f"));
   EXPECT_EQ(frame_of(Role::client, 0, Cancel{2}), unhex("4c4c4d53 2100 0000 00000000 04000000 02000000"));
@@ -91,6 +91,24 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   EXPECT_EQ(frame_of(Role::server, 3, Error{8, "no context 'x'"}),
             unhex("4c4c4d53 0500 0000 03000000 16000000 08000000 0e000000 6e6f20636f6e7465787420277827"));
   EXPECT_EQ(frame_of(Role::server, 4, Ack{}), unhex("4c4c4d53 0600 0000 04000000 00000000"));
+  // Version 4: the CALL asks for token ids and log-probabilities, a PIECE carries them, and a
+  // token count with its ids.
+  o.token_ids = o.logprobs = true;
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "Hi", o}),
+            unhex("4c4c4d53 2000 0000 02000000 41000000"
+                  "01000000 02000000 4869"
+                  "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
+                  "01000000 01000000 0a"
+                  "00000000 00000000 01 01"));
+  EXPECT_EQ(frame_of(Role::server, 2, Piece{116, "\xE6\x97\xA5", {23274, 115, 116}, {-1.5f, -0.25f, 0.0f}}),
+            unhex("4c4c4d53 a000 0000 02000000 2b000000"
+                  "74000000 03000000 e697a5"
+                  "03000000 ea5a0000 73000000 74000000"
+                  "03000000 0000c0bf 000080be 00000000"));
+  EXPECT_EQ(frame_of(Role::client, 3, CountTokens{"Hi", {true, true, ""}, 0, 16}),
+            unhex("4c4c4d53 3200 0000 03000000 14000000 02000000 4869 01 01 00000000 00000000 10000000"));
+  EXPECT_EQ(frame_of(Role::server, 3, CountTokensReply{3, {1, 9690, 198}}),
+            unhex("4c4c4d53 b200 0000 03000000 14000000 03000000 03000000 01000000 da250000 c6000000"));
 }
 
 // Every sample frame one side sends, back to back.
@@ -337,9 +355,9 @@ TEST(ProtocolFrame, WriterCompactsLongQueues) {
   FrameWriter w(Role::server, kDefaultMaxPayload);
   std::vector<uint8_t> all;
   for (int i = 0; i < 4000; ++i) {
-    Piece p{i, "piece " + std::to_string(i)};
+    Piece p{i, "piece " + std::to_string(i), {}, {}};
     ASSERT_TRUE(w.write(1, p).ok());
-    auto f = frame_of(Role::server, 1, p);
+    auto f = frame_of(Role::server, 1, p, w.version());
     all.insert(all.end(), f.begin(), f.end());
   }
   std::vector<uint8_t> got;

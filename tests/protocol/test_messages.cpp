@@ -25,6 +25,10 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionModelInfo) {
+    if (auto* call = std::get_if<Call>(&m)) call->options.token_ids = call->options.logprobs = false;
+    if (auto* piece = std::get_if<Piece>(&m)) piece->ids.clear(), piece->logprobs.clear();
+  }
   if (version < kVersionQ3Chunks) {
     if (auto* info = std::get_if<ContextInfoReply>(&m)) info->chunks_q3 = 0;
   }
@@ -95,7 +99,8 @@ TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
       if (older.size() < newer.size()) grew.insert(type_of(s.message));
     }
   }
-  EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply}));
+  EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply,
+                                     MsgType::call, MsgType::piece}));
 }
 
 TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {
@@ -216,7 +221,7 @@ TEST(ProtocolMessages, InvalidUtf8InEveryTextField) {
         {ContextInfoReply{marker, false, 0, 0, 0, 0, 0, 0, 0}, "CONTEXT_INFO_REPLY.id"},
         {Call{1, marker, {}}, "CALL.prompt"},
         {Call{1, "", o}, "CALL.options.stop[1]"},
-        {Piece{1, marker}, "PIECE.text"},
+        {Piece{1, marker, {}, {}}, "PIECE.text"},
         {CallResult{1, marker, 0, {}}, "RESULT.message"},
     };
     for (const auto& [m, field] : cases) {
@@ -279,7 +284,29 @@ TEST(ProtocolMessages, ValuesOutOfRange) {
   refuses(ContextNew{"", std::nullopt, false}, "CONTEXT_NEW.id: is empty");
   refuses(ContextInfoReply{"a", false, -5, 0, 0, 0, 0, 0, 0}, "CONTEXT_INFO_REPLY.tokens: -5 is negative");
   refuses(Hello{3, 2, kDefaultMaxPayload, ""}, "HELLO.max_version: is below min_version");
-  refuses(Piece{0, std::string(kMaxPieceBytes + 1, 'x')}, "PIECE.text: 65537 bytes");
+  refuses(Piece{0, std::string(kMaxPieceBytes + 1, 'x'), {}, {}}, "PIECE.text: 65537 bytes");
+  // Version 4's fields.
+  refuses(Piece{1, "a", {1, 2}, {-0.5f}}, "PIECE.logprobs: not one per id");
+  refuses(Piece{1, "a", {1}, {0.25f}}, "PIECE.logprobs: a log-probability above 0");
+  refuses(Piece{1, "a", {1}, {-std::numeric_limits<float>::infinity()}}, "PIECE.logprobs: is not a finite number");
+  refuses(Piece{1, "a", std::vector<int32_t>(kMaxPieceIds + 1, 7), {}}, "PIECE.ids: 1025 entries, at most 1024");
+  refuses(CountTokens{"", {}, 0, static_cast<uint32_t>(kMaxCountIds) + 1}, "COUNT_TOKENS.max_ids: 16385 is outside");
+  refuses(CountTokensReply{-1, {}}, "COUNT_TOKENS_REPLY.count: -1 is negative");
+  llmsvc::ModelInfo mi;
+  mi.weight_types.assign(kMaxWeightTypes + 1, {"F32", 1, 4});
+  refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.weight_types: 17 entries, at most 16");
+  mi = {};
+  mi.eot.id = -2;
+  refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.eot.id: is below -1");
+  mi = {};
+  mi.devices = {""};
+  refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.devices[0]: is empty");
+  mi = {};
+  mi.weight_types = {{"", 1, 4}};
+  refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.weight_types.type: is empty");
+  // A count the rest of the payload cannot hold is refused before anything is made.
+  expect_refused(MsgType::count_tokens_reply, Raw().u32(3).u32(10000).u32(1).b,
+                 "COUNT_TOKENS_REPLY.ids: 10000 entries cannot fit");
 }
 
 TEST(ProtocolMessages, UnknownStatusFromANewerPeer) {

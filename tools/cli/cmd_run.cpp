@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `llmsvc run`: one prompt, the reply streamed to stdout (or one JSON report with --json), on
 // a one-shot context of the service --target names.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@ struct RunArgs {
   SamplingArgs sampling;
   bool raw = false;
   bool json = false;
+  bool logprobs = false;
   std::string system;
   std::string prompt;
 };
@@ -27,28 +29,52 @@ struct RunArgs {
 // What the streamed pieces brought.
 struct Reply {
   std::string text;
-  std::vector<int32_t> tokens;  // each piece's last token
+  std::vector<int32_t> tokens;  // every generated token, from the pieces' ids
+  std::vector<float> logprobs;  // --logprobs: one per token
   bool json = false;
 };
 
-int on_piece(const char* piece, size_t len, int32_t token, void* user) {
+// llmsvc_piece_fn: each piece with the ids of its tokens (the text may be empty: the last
+// piece holds the tokens whose text never streamed, such as the end of turn).
+int on_piece(const llmsvc_piece* piece, void* user) {
   auto* r = static_cast<Reply*>(user);
-  r->text.append(piece, len);
-  if (token >= 0) r->tokens.push_back(token);
-  if (!r->json) {
-    std::fwrite(piece, 1, len, stdout);
+  r->text.append(piece->text, piece->len);
+  r->tokens.insert(r->tokens.end(), piece->tokens, piece->tokens + piece->n_tokens);
+  if (piece->logprobs) r->logprobs.insert(r->logprobs.end(), piece->logprobs, piece->logprobs + piece->n_tokens);
+  if (!r->json && piece->len > 0) {
+    std::fwrite(piece->text, 1, piece->len, stdout);
     std::fflush(stdout);  // stream as generated, even into a pipe
   }
   return 0;
 }
 
-nlohmann::json report_json(const RunArgs& args, const Reply& reply, const llmsvc_call_result& r) {
+// The ids the prompt adds to the one-shot context (its first turn), as the call counts them.
+Result<std::vector<int32_t>> prompt_ids(llmsvc_service* svc, const RunArgs& args) {
+  llmsvc_count_options o;
+  llmsvc_count_options_init(&o);
+  o.chat = args.raw ? 0 : 1;
+  o.first_turn = 1;
+  o.system_prompt = args.system.empty() ? nullptr : args.system.c_str();
+  int32_t n = 0;
+  if (llmsvc_status st = llmsvc_count_tokens(svc, args.prompt.data(), args.prompt.size(), &o, &n); st != LLMSVC_OK)
+    return api_status(st);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  o.ids = ids.data();
+  o.ids_capacity = ids.size();
+  if (llmsvc_status st = llmsvc_count_tokens(svc, args.prompt.data(), args.prompt.size(), &o, &n); st != LLMSVC_OK)
+    return api_status(st);
+  ids.resize(std::min(ids.size(), static_cast<size_t>(n)));
+  return ids;
+}
+
+nlohmann::json report_json(const RunArgs& args, const Reply& reply, const std::vector<int32_t>& prompt,
+                           const llmsvc_call_result& r) {
   nlohmann::json j;
   j["prompt"] = args.prompt;
   j["text"] = reply.text;
-  // The C API streams pieces, each naming the last token it completes: a token whose text
-  // ends no piece (the end of turn, half a code point, a stop string's) is not listed.
-  j["tokens"] = reply.tokens;
+  j["prompt_tokens"] = prompt;  // the prompt's ids, chat template included
+  j["tokens"] = reply.tokens;   // every generated id, the end of turn included
+  if (args.logprobs) j["logprobs"] = reply.logprobs;
   j["n_prompt_tokens"] = r.prompt_tokens;
   j["n_tokens"] = r.generated_tokens;
   j["context_tokens"] = r.context_tokens;
@@ -83,6 +109,14 @@ int run(const RunArgs& args) {
     return report(api_status(st));
   ContextPtr ctx(raw_ctx);
   const std::string id = llmsvc_context_id(ctx.get());
+  std::vector<int32_t> prompt;
+  if (args.json) {
+    auto ids = prompt_ids(svc->get(), args);
+    if (!ids.ok()) return report(ids.status());
+    prompt = std::move(ids).value();
+  }
+  options.on_tokens = on_piece;
+  options.logprobs = args.logprobs ? 1 : 0;
 
   install_interrupt_handler();
   Reply reply;
@@ -92,7 +126,8 @@ int run(const RunArgs& args) {
   llmsvc_status st;
   {
     CancelOnInterrupt cancel(ctx.get());
-    st = llmsvc_call(ctx.get(), args.prompt.data(), args.prompt.size(), &options, on_piece, &reply, &result);
+    options.on_tokens_user = &reply;
+    st = llmsvc_call(ctx.get(), args.prompt.data(), args.prompt.size(), &options, nullptr, nullptr, &result);
   }
   const Status call_status = api_status(st);  // before other calls clear the detail
   // A one-shot context: nothing to keep once the reply is out.
@@ -101,7 +136,9 @@ int run(const RunArgs& args) {
 
   if (args.json && (st == LLMSVC_OK || st == LLMSVC_ERR_CANCELLED)) {
     std::printf("%s\n",
-                report_json(args, reply, result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+                report_json(args, reply, prompt, result)
+                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                    .c_str());
   } else if (!args.json && (!reply.text.empty() && reply.text.back() != '\n')) {
     std::fputc('\n', stdout);
   }
@@ -120,7 +157,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_sampling_options(*cmd, args->sampling);
   cmd->add_flag("--raw", args->raw, "feed the prompt as it is, without the chat template");
   cmd->add_option("--system", args->system, "system prompt (chat mode)");
-  cmd->add_flag("--json", args->json, "print one JSON object: text, the pieces' tokens, timings, finish reason");
+  cmd->add_flag("--json", args->json, "print one JSON object: text, the prompt's and the reply's token ids, timings, finish reason");
+  cmd->add_flag("--logprobs", args->logprobs, "with --json: each generated token's log-probability (\"logprobs\")");
   cmd->add_option("prompt", args->prompt, "the prompt")->required();
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }

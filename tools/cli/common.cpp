@@ -17,7 +17,7 @@ std::atomic<bool> g_interrupted{false};
 void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("-m,--model", args.model, "GGUF model file (default: the default model in the cache)");
   cmd.add_option("-t,--threads", args.threads, "worker threads (0: all CPUs)")->check(CLI::NonNegativeNumber);
-  cmd.add_option("--ctx", args.n_ctx, "tokens per context (0: the model's length, at most 4096)")
+  cmd.add_option("--ctx", args.n_ctx, "tokens per context (0: the model's trained length)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--device", args.device, "the devices that run the model, comma-separated in order of preference (cpu, cpu:1, opencl, opencl:N or opencl:NAME; default: cpu)");
   cmd.add_option("--state-dir", args.state_dir, "where persistent contexts live (default: $LLMSVC_STATE_DIR, "

@@ -68,7 +68,7 @@ for s in $symbols; do
   elif ! grep -qE "elf-symbol-id='$s[@']" "$work/new.abi"; then
     # Without DWARF abidw knows the symbol but not its signature, which then goes unchecked.
     echo "abi_check: '$s' is exported but has no debug info: define it in runtime/api/c_api.cpp" \
-      "(the one file built with -g) or give its file -g in runtime/api/CMakeLists.txt" >&2
+      "or c_api_info.cpp (built with -g), or give its file -g in runtime/api/CMakeLists.txt" >&2
     bad=1
   fi
 done

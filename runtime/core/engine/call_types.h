@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -36,6 +37,19 @@ struct ContextOptions {
   bool raw = false;           // prompts go in as they are
 };
 
+// One streamed piece with the tokens behind it (TokenPieceFn): `text` as PieceFn gets it (may
+// be empty: the last piece of a call carries the ids whose text never streamed, the end of turn
+// or a stop string's), `token` as PieceFn's, `ids` every token sampled since the previous
+// piece, in order, and `logprobs` their log-probabilities when CallParams::logprobs asks.
+struct TokenPiece {
+  std::string_view text;
+  int32_t token = -1;
+  std::span<const int32_t> ids;
+  std::span<const float> logprobs;  // empty, or one per id
+};
+// Receives every piece with its token ids; return false to cancel.
+using TokenPieceFn = std::function<bool(const TokenPiece& piece)>;
+
 struct CallParams {
   SamplerParams sampling;
   int32_t max_tokens = 256;
@@ -46,6 +60,11 @@ struct CallParams {
   int32_t max_context_tokens = 0;
   // The call's service-level objective as ratios of the full model's TTFT and TPOT (0: none).
   float slo_ttft_ratio = 0.0f, slo_tpot_ratio = 0.0f;
+  // Besides the call's PieceFn: every piece with its token ids (null: none). With `logprobs`,
+  // each id's log-probability under the model's distribution (the softmax of its logits,
+  // before penalty, temperature and filters).
+  TokenPieceFn on_tokens;
+  bool logprobs = false;
 };
 
 // The rules every CallParams meets, wherever it comes from (the C API's struct, the daemon's

@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "runtime/core/engine/call_types.h"
+#include "runtime/core/engine/info_types.h"
 
 namespace llmsvc {
 
@@ -32,7 +33,10 @@ struct EngineOptions {
   // "layers:N", "ops:KIND[+KIND...]".
   std::string placement;
   int n_threads = 0;        // 0: all online CPUs
-  int n_ctx = 0;            // tokens per context; 0: min(trained length, 4096)
+  // Tokens per context; 0: the model's trained length. Memory does not grow with it: the KV
+  // cache is paged in chunks under kv_budget_bytes, and attention's scratch follows the
+  // length a context has reached. Past the trained length the model was never trained.
+  int n_ctx = 0;
   int chunk_tokens = 16;    // KV chunk size
   uint64_t kv_budget_bytes = 0;  // all contexts' resident KV; 0: no limit
   // Tolerance-aware compression after each call: the context's full chunks get 8/4/2 bits
@@ -111,6 +115,12 @@ class Engine {
   // (Code::io: disk full, ...) the call's tokens are taken back and the context is as it was.
   virtual Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                       CallStats* stats) = 0;
+
+  // The model, where it runs and this engine's n_ctx (ready: always, once created).
+  virtual ModelInfo model_info() const = 0;
+  // The tokens `text` adds as a prompt of a context of the kind `params` describes, template
+  // included, as call() tokenizes it (the user's text never parsed for special tokens).
+  virtual std::vector<int32_t> prompt_ids(std::string_view text, const CountParams& params) const = 0;
 
   virtual EngineStats stats() const = 0;
   // Waits until every swap write queued so far is durable or has failed (tests, benchmarks).

@@ -15,6 +15,8 @@
 #include "hal/devices/device_registry.h"
 #include "runtime/core/persist/chunk_table.h"
 #include "runtime/core/engine/stop_matcher.h"
+#include "runtime/core/engine/model_info.h"
+#include "runtime/core/engine/token_trail.h"
 #include "runtime/core/persist/context_meta.h"
 #include "runtime/core/persist/state_cleanup.h"
 #include "runtime/core/persist/state_root.h"
@@ -26,8 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-constexpr int kDefaultMaxCtx = 4096;
 
 // Clears a context's busy flag and unpins its KV when a call ends, however it ends.
 struct BusyGuard {
@@ -90,8 +90,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     std::fprintf(stderr, "llmsvc: KV cache in %s (%llu MiB); swap %s, compression off there\n", kv->space().c_str(),
                  static_cast<unsigned long long>(eo.kv_budget_bytes >> 20), eo.kv_swap ? "on" : "off");
   }
-  const int trained = (*model)->config().n_ctx_train;
-  int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(trained, kDefaultMaxCtx);
+  // The whole trained length by default: the chunk store pages the KV under the budget, and
+  // nothing else sized by n_ctx is allocated before a context reaches that length.
+  const int n_ctx = o.n_ctx > 0 ? o.n_ctx : (*model)->config().n_ctx_train;
   if (n_ctx < 16) return Status(Code::invalid_argument, "engine: n_ctx must be at least 16");
   // The swap writer also writes each context's chunk table, which a restart needs to recompute
   // the KV (and not prefill the history as a new prompt) where swap is off.
@@ -334,13 +335,28 @@ EngineStats EngineImpl::stats() const {
   return s;
 }
 
+ModelInfo EngineImpl::model_info() const {
+  ModelInfo info = describe_model(*model_);
+  info.ready = true;
+  info.n_ctx = n_ctx_;
+  info.devices = device_names();
+  if (info.devices.size() > kMaxInfoDevices) info.devices.resize(kMaxInfoDevices);
+  return info;
+}
+
+std::vector<int32_t> EngineImpl::prompt_ids(std::string_view text, const CountParams& p) const {
+  return turn_tokens(!p.chat, p.first_turn, p.first_turn, p.system_prompt, text);
+}
+
 std::vector<int32_t> EngineImpl::prompt_tokens(const ContextState& ctx, std::string_view prompt) const {
+  return turn_tokens(ctx.raw, ctx.tokens.empty(), ctx.turns == 0, ctx.system_prompt, prompt);
+}
+
+std::vector<int32_t> EngineImpl::turn_tokens(bool raw, bool at_start, bool first, const std::string& sys,
+                                             std::string_view prompt) const {
   const Tokenizer& tok = model_->tokenizer();
-  const bool at_start = ctx.tokens.empty();
-  if (ctx.raw) return tok.encode(prompt, at_start, /*parse_special=*/true);
+  if (raw) return tok.encode(prompt, at_start, /*parse_special=*/true);
   const ChatTemplate& chat = model_->chat_template();
-  const std::string& sys = ctx.system_prompt;
-  const bool first = ctx.turns == 0;
   auto [before, after] = chat.user_turn_parts(sys, first);
   if (first) before = chat.system_prefix(sys) + before;
   const std::string user = chat.user_content(prompt);
@@ -474,16 +490,21 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   Utf8Streamer utf8;
   StopMatcher stops(params.stop);
   bool cancelled = false;
+  TokenTrail trail(params.on_tokens && params.logprobs);  // the ids behind the next piece
+  std::vector<float> model_logits;  // before the sampler's penalty, for log-probabilities
   auto emit = [&](const std::string& text, int32_t token) {
     if (text.empty() || cancelled) return;
     if (on_piece && !on_piece(text, token)) cancelled = true;
+    if (!cancelled && params.on_tokens && !params.on_tokens(trail.take(text, token))) cancelled = true;
   };
   Clock::time_point t_first{};
   FinishReason finish = FinishReason::none;
   while (st.generated_tokens < params.max_tokens) {
     if (params.cancel && params.cancel->load(std::memory_order_relaxed)) cancelled = true;
     if (cancelled) break;
+    if (trail.wants_logprobs()) model_logits.assign(logits.begin(), logits.end());
     const int32_t t = sampler.sample(logits, ctx.tokens);  // it looks back repeat_last_n itself
+    trail.add(t, trail.wants_logprobs() ? token_logprob(model_logits, t) : 0.0f);
     if (st.generated_tokens == 0) {
       t_first = Clock::now();
       st.ttft_ms = std::chrono::duration<double, std::milli>(t_first - t0).count();
@@ -515,6 +536,9 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   }
   if (!stops.matched()) emit(stops.push(utf8.flush()), -1);
   emit(stops.flush(), -1);
+  // The tokens whose text never streamed (the end of turn, a stop string's) end the stream of
+  // ids, so that its pieces hold every generated token.
+  if (!cancelled && params.on_tokens && !trail.empty() && !params.on_tokens(trail.take("", -1))) cancelled = true;
   if (cancelled) finish = FinishReason::cancelled;
   if (params.max_tokens == 0) finish = FinishReason::length;
 

@@ -39,6 +39,8 @@ class EngineImpl final : public Engine {
   Result<ContextInfo> context_info(std::string_view id) const override;
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override;
+  ModelInfo model_info() const override;
+  std::vector<int32_t> prompt_ids(std::string_view text, const CountParams& params) const override;
   EngineStats stats() const override;
   void flush_swap() override;
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
@@ -58,6 +60,10 @@ class EngineImpl final : public Engine {
  private:
   // Tokens that the prompt adds to `ctx` (template included; user text never parsed for specials).
   std::vector<int32_t> prompt_tokens(const ContextState& ctx, std::string_view prompt) const;
+  // The same for a context of the kind given: raw or chat, at its start (BOS), its first turn
+  // (chat: the system turn opens it), with system prompt `sys`.
+  std::vector<int32_t> turn_tokens(bool raw, bool at_start, bool first_turn, const std::string& sys,
+                                   std::string_view prompt) const;
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
                   const PieceFn& on_piece, CallStats& st);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);

@@ -51,6 +51,7 @@ class GgufTokenizer final : public Tokenizer {
   int32_t n_vocab() const override { return vocab_.size(); }
   TokenId bos() const override { return vocab_.bos; }
   TokenId eos() const override { return vocab_.eos; }
+  TokenId eot() const override { return vocab_.eot; }
   bool is_end_of_generation(TokenId id) const override { return vocab_.valid(id) && vocab_.eog[id] != 0; }
   bool is_control(TokenId id) const override { return vocab_.valid(id) && (vocab_.attr[id] & kAttrControl); }
   TokenId find_token(std::string_view text) const override { return vocab_.find(text); }

@@ -39,6 +39,7 @@ class Tokenizer {
   virtual int32_t n_vocab() const = 0;
   virtual TokenId bos() const = 0;              // -1 if none
   virtual TokenId eos() const = 0;              // -1 if none
+  virtual TokenId eot() const = 0;              // end of turn (<|im_end|>, <|eot_id|>); -1 if none
   virtual bool is_end_of_generation(TokenId id) const = 0;  // EOS, EOT, <|im_end|>, <end_of_turn> ...
   virtual bool is_control(TokenId id) const = 0;
   virtual TokenId find_token(std::string_view text) const = 0;  // exact vocabulary lookup, -1 if absent

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * jni_call.c — org.llmsvc.Native.call: one llmsvc_call, its pieces streamed to a Java PieceSink.
+ * jni_call.c — org.llmsvc.Native.call: one llmsvc_call, its pieces streamed to a Java PieceSink
+ * (with their token ids, through llmsvc_call_options.on_tokens, when the sink wants them).
  *
  * The piece callback runs inside llmsvc_call, on the calling thread, within this native frame.
  * It never leaves a Java exception pending while the library runs: a throwing sink is caught
@@ -45,6 +46,46 @@ static int on_piece(const char* piece, size_t len, int32_t token, void* user) {
     (*env)->ExceptionClear(env);
   }
   if (bytes != NULL) (*env)->DeleteLocalRef(env, bytes);
+  st->stopped = st->thrown != NULL || !go_on;
+  return st->stopped;
+}
+
+/* `n` values of `data` in a new int[] / float[]; NULL with an exception pending on failure. */
+static jintArray int_array(JNIEnv* env, const int32_t* data, size_t n) {
+  jintArray a = (*env)->NewIntArray(env, (jsize)n);
+  if (a != NULL && n > 0) (*env)->SetIntArrayRegion(env, a, 0, (jsize)n, (const jint*)data);
+  return a;
+}
+
+static jfloatArray float_array(JNIEnv* env, const float* data, size_t n) {
+  jfloatArray a = (*env)->NewFloatArray(env, (jsize)n);
+  if (a != NULL && n > 0) (*env)->SetFloatArrayRegion(env, a, 0, (jsize)n, data);
+  return a;
+}
+
+/* llmsvc_piece_fn: as on_piece, to sink.tokens(byte[], int[], float[] or null). */
+static int on_tokens(const llmsvc_piece* piece, void* user) {
+  call_state* st = user;
+  if (st->stopped) return 1;
+  JNIEnv* env = NULL;
+  if ((*llmsvc_jni.vm)->GetEnv(llmsvc_jni.vm, (void**)&env, LLMSVC_JNI_VERSION) != JNI_OK || env != st->env) {
+    st->foreign_thread = st->stopped = 1;
+    return 1;
+  }
+  jbyteArray bytes = jni_bytes(env, piece->text, piece->len);
+  jintArray ids = bytes != NULL ? int_array(env, piece->tokens, piece->n_tokens) : NULL;
+  jfloatArray lps = ids != NULL && piece->logprobs != NULL ? float_array(env, piece->logprobs, piece->n_tokens) : NULL;
+  jboolean go_on = JNI_FALSE;
+  if (ids != NULL && (piece->logprobs == NULL || lps != NULL)) {
+    go_on = (*env)->CallBooleanMethod(env, st->sink, llmsvc_jni.sink_tokens, bytes, ids, lps);
+  }
+  if ((*env)->ExceptionCheck(env)) {
+    st->thrown = (*env)->ExceptionOccurred(env);
+    (*env)->ExceptionClear(env);
+  }
+  if (bytes != NULL) (*env)->DeleteLocalRef(env, bytes);
+  if (ids != NULL) (*env)->DeleteLocalRef(env, ids);
+  if (lps != NULL) (*env)->DeleteLocalRef(env, lps);
   st->stopped = st->thrown != NULL || !go_on;
   return st->stopped;
 }
@@ -100,8 +141,8 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
                                                    jlong seed, jfloat temperature, jint top_k, jfloat top_p,
                                                    jfloat min_p, jfloat repeat_penalty, jint repeat_last_n,
                                                    jint max_tokens, jfloat slo_ttft_ratio, jfloat slo_tpot_ratio,
-                                                   jobjectArray stop, jobject sink, jintArray ints,
-                                                   jdoubleArray doubles) {
+                                                   jobjectArray stop, jboolean token_ids, jboolean logprobs,
+                                                   jobject sink, jintArray ints, jdoubleArray doubles) {
   (void)cls;
   char* prompt_c = NULL;
   size_t prompt_len = 0;
@@ -124,12 +165,18 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   if (set & org_llmsvc_Native_CALL_SLO_TPOT) o.slo_tpot_ratio = slo_tpot_ratio;
   o.stop = (const char* const*)stops;
   o.n_stop = n_stop;
+  call_state st = {env, sink, NULL, 0, 0};
+  if (token_ids) { /* the pieces with their ids, to sink.tokens instead of sink.piece */
+    o.on_tokens = on_tokens;
+    o.on_tokens_user = &st;
+    o.logprobs = logprobs ? 1 : 0;
+  }
 
   llmsvc_call_result r;
   memset(&r, 0, sizeof r);
   llmsvc_call_result_init(&r);
-  call_state st = {env, sink, NULL, 0, 0};
-  llmsvc_status status = llmsvc_call(jni_context(context), prompt_c, prompt_len, &o, on_piece, &st, &r);
+  llmsvc_status status =
+      llmsvc_call(jni_context(context), prompt_c, prompt_len, &o, token_ids ? NULL : on_piece, &st, &r);
 
   if (st.thrown != NULL) { /* the sink threw: the call was cancelled for it; its exception wins */
     (*env)->Throw(env, st.thrown);

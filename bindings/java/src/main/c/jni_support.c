@@ -42,6 +42,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   if ((llmsvc_jni.sink_class = global_class(env, "org/llmsvc/PieceSink")) == NULL) return JNI_ERR;
   llmsvc_jni.sink_piece = (*env)->GetMethodID(env, llmsvc_jni.sink_class, "piece", "([BI)Z");
   if (llmsvc_jni.sink_piece == NULL) return JNI_ERR;
+  llmsvc_jni.sink_tokens = (*env)->GetMethodID(env, llmsvc_jni.sink_class, "tokens", "([B[I[F)Z");
+  if (llmsvc_jni.sink_tokens == NULL) return JNI_ERR;
   if ((llmsvc_jni.byte_array_class = global_class(env, "[B")) == NULL) return JNI_ERR;
   return LLMSVC_JNI_VERSION;
 }

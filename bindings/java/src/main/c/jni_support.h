@@ -23,6 +23,7 @@ typedef struct llmsvc_jni_globals {
   jmethodID exception_of;   /* static LLMException of(int, byte[]) */
   jclass sink_class;        /* org.llmsvc.PieceSink */
   jmethodID sink_piece;     /* boolean piece(byte[], int) */
+  jmethodID sink_tokens;    /* boolean tokens(byte[], int[], float[]) */
   jclass byte_array_class;  /* byte[] */
 } llmsvc_jni_globals;
 

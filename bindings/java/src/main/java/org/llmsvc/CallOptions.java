@@ -23,6 +23,7 @@ public final class CallOptions {
   int maxTokens;
   float sloTtftRatio;
   float sloTpotRatio;
+  boolean logprobs;
   final List<String> stop = new ArrayList<>();
 
   /** Sampling seed: same seed and same state, same tokens. */
@@ -98,6 +99,12 @@ public final class CallOptions {
   public CallOptions sloTpotRatio(float ratio) {
     this.sloTpotRatio = ratio;
     set |= Native.CALL_SLO_TPOT;
+    return this;
+  }
+
+  /** With a {@link TokenListener}: each token's log-probability too. */
+  public CallOptions logprobs(boolean logprobs) {
+    this.logprobs = logprobs;
     return this;
   }
 

@@ -85,6 +85,21 @@ public final class LLMContext implements AutoCloseable {
    * @throws LLMException any other failure; an exception thrown by the listener is rethrown as is
    */
   public CallResult call(String prompt, CallOptions options, PieceListener listener) {
+    return run(prompt, options, new PieceSink(listener));
+  }
+
+  /**
+   * As {@link #call(String, CallOptions, PieceListener)}, streaming each piece with the ids of its
+   * tokens (and with {@link CallOptions#logprobs(boolean)} their log-probabilities) to {@code
+   * listener}: over the call its pieces hold every generated token.
+   *
+   * @throws LLMException {@link Status#UNSUPPORTED} through a daemon older than this (protocol version 4)
+   */
+  public CallResult callWithTokens(String prompt, CallOptions options, TokenListener listener) {
+    return run(prompt, options, new PieceSink(Objects.requireNonNull(listener, "listener")));
+  }
+
+  private CallResult run(String prompt, CallOptions options, PieceSink sink) {
     byte[] utf8 = Utf8.encode(Objects.requireNonNull(prompt, "prompt"), "prompt");
     CallOptions o = options != null ? options : new CallOptions();
     byte[][] stop = o.stopBytes();
@@ -96,12 +111,11 @@ public final class LLMContext implements AutoCloseable {
       try {
         service.unbindLock.readLock().lock();
         try {
-          PieceSink sink = new PieceSink(listener);
           int[] ints = new int[Native.RESULT_INTS];
           double[] doubles = new double[Native.RESULT_DOUBLES];
           try {
             Native.call(h, utf8, o.set, o.seed, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN,
-                o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, stop, sink, ints, doubles);
+                o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, stop, sink.wantsTokens(), o.logprobs, sink, ints, doubles);
           } catch (CancelledException e) {
             e.setPartialResult(new CallResult(sink.text(), ints, doubles));
             throw e;

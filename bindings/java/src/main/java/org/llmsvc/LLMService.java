@@ -214,6 +214,55 @@ public final class LLMService implements AutoCloseable {
     return new ServiceStats(longs);
   }
 
+  /**
+   * The service's model and whether it is ready (the readiness query): architecture, name, sizes,
+   * trained and effective context length, weight types, special tokens, devices.
+   *
+   * @throws LLMException {@link Status#UNAVAILABLE} when the daemon cannot be reached, {@link
+   *     Status#UNSUPPORTED} through a daemon older than this (protocol version 4)
+   */
+  public ModelInfo modelInfo() {
+    int[] ints = new int[Native.MODEL_INTS];
+    long[] longs = new long[Native.MODEL_LONGS];
+    int[] typeTensors = new int[Native.MODEL_MAX_WEIGHT_TYPES];
+    long[] typeBytes = new long[Native.MODEL_MAX_WEIGHT_TYPES];
+    byte[][] raw;
+    long s = guard.acquire();
+    try {
+      raw = Native.modelInfo(s, ints, longs, typeTensors, typeBytes);
+    } finally {
+      guard.release();
+    }
+    String[] strings = new String[Native.MODEL_STRINGS];
+    for (int i = 0; i < strings.length; i++) strings[i] = Utf8.decode(raw[i]);
+    List<ModelInfo.WeightType> types = new ArrayList<>();
+    for (int i = 0; i < ints[Native.MODEL_N_WEIGHT_TYPES]; i++) {
+      types.add(new ModelInfo.WeightType(Utf8.decode(raw[Native.MODEL_STRINGS + i]), typeTensors[i], typeBytes[i]));
+    }
+    return new ModelInfo(ints, longs, strings, types);
+  }
+
+  /** The tokens {@code text} adds to a raw context (not its first prompt). */
+  public int countTokens(String text) {
+    return tokenIds(text, false, false, null).length;
+  }
+
+  /**
+   * The ids of the tokens {@code text} adds as a prompt, as a call counts them: {@code chat}, as
+   * a user turn with the chat template's tokens; {@code firstTurn}, as a new context's first
+   * prompt (BOS, and for chat the system turn of {@code systemPrompt}, null: the template's).
+   */
+  public int[] tokenIds(String text, boolean chat, boolean firstTurn, String systemPrompt) {
+    byte[] utf8 = Utf8.encode(Objects.requireNonNull(text, "text"), "text");
+    byte[] system = systemPrompt == null ? null : Utf8.cString(systemPrompt, "system prompt");
+    long s = guard.acquire();
+    try {
+      return Native.countTokens(s, utf8, chat, firstTurn, system);
+    } finally {
+      guard.release();
+    }
+  }
+
   public boolean isOpen() {
     return guard.isOpen();
   }

@@ -88,6 +88,30 @@ final class Native {
   static final int STATS_SWAP_OUT_FAILURES = 11;
   static final int STATS_LONGS = 12;
 
+  // llmsvc_model_info, as an int[], a long[] and strings (weight types in arrays of their own).
+  static final int MODEL_READY = 0;
+  static final int MODEL_N_CTX_TRAIN = 1;
+  static final int MODEL_N_CTX = 2;
+  static final int MODEL_N_VOCAB = 3;
+  static final int MODEL_N_LAYER = 4;
+  static final int MODEL_HAS_CHAT_TEMPLATE = 5;
+  static final int MODEL_BOS = 6;
+  static final int MODEL_EOS = 7;
+  static final int MODEL_EOT = 8;
+  static final int MODEL_N_WEIGHT_TYPES = 9;
+  static final int MODEL_INTS = 10;
+  static final int MODEL_N_PARAMS = 0;
+  static final int MODEL_WEIGHT_BYTES = 1;
+  static final int MODEL_LONGS = 2;
+  static final int MODEL_ARCHITECTURE = 0;
+  static final int MODEL_NAME = 1;
+  static final int MODEL_BOS_TEXT = 2;
+  static final int MODEL_EOS_TEXT = 3;
+  static final int MODEL_EOT_TEXT = 4;
+  static final int MODEL_DEVICES = 5;
+  static final int MODEL_STRINGS = 6;
+  static final int MODEL_MAX_WEIGHT_TYPES = 8;  // LLMSVC_MAX_WEIGHT_TYPES
+
   static native int abiVersion();
 
   static native String statusName(int status);
@@ -114,13 +138,23 @@ final class Native {
   static native void contextCancel(long context);
 
   /**
-   * Runs one call, streaming each piece to {@code sink.piece(byte[], int)}. Fills {@code ints} and
+   * Runs one call, streaming each piece to {@code sink.piece(byte[], int)}, or with {@code tokenIds}
+   * to {@code sink.tokens(byte[], int[], float[])}. Fills {@code ints} and
    * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
    * sink throws, the call is cancelled and that same throwable is rethrown.
    */
   static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
       float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
-      byte[][] stop, PieceSink sink, int[] ints, double[] doubles);
+      byte[][] stop, boolean tokenIds, boolean logprobs, PieceSink sink, int[] ints, double[] doubles);
 
   static native void stats(long service, long[] longs);
+
+  /**
+   * Fills {@code ints} and {@code longs} (MODEL_*), and per weight type its tensors and bytes; returns
+   * the UTF-8 strings (MODEL_STRINGS of them, then the weight types' names).
+   */
+  static native byte[][] modelInfo(long service, int[] ints, long[] longs, int[] typeTensors, long[] typeBytes);
+
+  /** Every id {@code text} adds as a prompt (llmsvc_count_tokens with room for all). */
+  static native int[] countTokens(long service, byte[] text, boolean chat, boolean firstTurn, byte[] systemPrompt);
 }

@@ -7,10 +7,28 @@ package org.llmsvc;
  */
 final class PieceSink {
   private final PieceListener listener;
+  private final TokenListener tokenListener;
   private final StringBuilder text = new StringBuilder();
 
   PieceSink(PieceListener listener) {
     this.listener = listener;
+    this.tokenListener = null;
+  }
+
+  PieceSink(TokenListener tokenListener) {
+    this.listener = null;
+    this.tokenListener = tokenListener;
+  }
+
+  boolean wantsTokens() {
+    return tokenListener != null;
+  }
+
+  /** Called from native code once per piece with its token ids; {@code false} cancels the call. */
+  boolean tokens(byte[] utf8, int[] ids, float[] logprobs) {
+    String piece = Utf8.decode(utf8);
+    text.append(piece);
+    return tokenListener.onTokens(piece, ids, logprobs);
   }
 
   /** Called from native code once per piece; {@code false} cancels the call. */

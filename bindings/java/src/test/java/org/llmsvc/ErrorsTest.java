@@ -91,12 +91,12 @@ class ErrorsTest extends BoundService {
     }
   }
 
-  /** Longer than any context holds (the default model's contexts take at most 4096 tokens). */
+  /** Longer than any context holds (the service's n_ctx, from its model information, and more). */
   @Test
   void overlongPromptOverflows() {
     LLMContext ctx = TestSupport.newContext(svc, "overflow");
     try {
-      String prompt = "word ".repeat(6000);
+      String prompt = "word ".repeat(svc.modelInfo().contextLength() + 500);
       assertDetail(assertThrows(ContextOverflowException.class, () -> ctx.call(prompt, TestSupport.greedy(1))),
           Status.CONTEXT_OVERFLOW);
       assertEquals(0, ctx.info().tokens());
