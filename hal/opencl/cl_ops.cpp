@@ -29,6 +29,8 @@ constexpr size_t kMaxScoreFloats = size_t(16) << 20;
 constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
 // attention_mma.cl's AM_WG and AM_ROWS: items and query rows of a work-group.
 constexpr size_t kMmaAttnItems = 128, kMmaAttnRows = 64;
+// attention.cl's MR: query rows whose key mass attn_mass_parts sums in one item.
+constexpr size_t kMassRows = 64;
 
 
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
@@ -57,15 +59,15 @@ struct ClOps::Impl {
   ClDeviceContext& ctx;
   ClProgram program;
   ClKernel rms_norm, add_rms_norm, rms_norm_q, add_rms_norm_q, swiglu_q, geglu_q, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
-  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode, attn_units_mass, attn_dec_scores,
+  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass_parts, attn_parts_mass, attn_decode, attn_units_mass, attn_dec_scores,
       attn_dec_pv;
   // Prefill attention on tensor cores (kernels/attention_mma.cl) for head_dim 64 and 128, where
   // it builds (NVIDIA's platform); otherwise the note says why. LLMSVC_CL_ATTN_MMA=0 turns it
   // off for an A/B.
   ClProgram mma_program;
-  ClKernel attn_mma64, attn_mma128, attn_mma_mass;
+  ClKernel attn_mma64, attn_mma128;
   std::string mma_note;
-  Buffer mma_mass;  // the tensor-core kernel's key mass, a row of keys per work-group
+  Buffer mass_parts;  // key mass shares, a row of keys per part (attn_parts_mass adds them)
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
   // row, partial outputs per row and split.
@@ -132,9 +134,6 @@ Status ClOps::Impl::build_mma() {
                              exact_float_options(ctx.info()) + " -DLLMSVC_PTX_HALF");
   if (!built.ok()) return built.status();
   mma_program = std::move(built).value();
-  auto sum = make_kernel(mma_program.get(), "attn_mma_mass");
-  if (!sum.ok()) return sum.status();
-  attn_mma_mass = std::move(sum).value();
   for (auto [k, name] : {std::pair{&attn_mma64, "attn_mma_64"}, std::pair{&attn_mma128, "attn_mma_128"}}) {
     auto made = make_kernel(mma_program.get(), name);
     if (!made.ok()) return made.status();
@@ -175,7 +174,8 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
                  {&impl->attn_scores, "attn_scores"},
                  {&impl->attn_pv, "attn_pv"},
                  {&impl->attn_reduce, "attn_reduce"},
-                 {&impl->attn_mass, "attn_mass"},
+                 {&impl->attn_mass_parts, "attn_mass_parts"},
+                 {&impl->attn_parts_mass, "attn_parts_mass"},
                  {&impl->attn_decode, "attn_decode"},
                  {&impl->attn_units_mass, "attn_units_mass"},
                  {&impl->attn_dec_scores, "attn_dec_scores"},
@@ -376,7 +376,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   }
 
   // Prefill on tensor cores (attention_mma.cl): the scores stay in registers; with key mass,
-  // each work-group writes its share per key and attn_mma_mass adds them. Only over f16 chunks:
+  // each work-group writes its share per key and attn_parts_mass adds them. Only over f16 chunks:
   // compressed ones dequantized to f16 moved outputs ~1.2e-3 from the CPU's (H100), past the
   // split path's 1e-3. A tile of 64 rows a kv head leaves few work-groups for a handful of
   // tokens: those take the split path too.
@@ -387,8 +387,8 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     ClView part{out.mem, 0};  // not read without mass
     if (mass.mem) {
       const size_t bytes = parts * static_cast<size_t>(n_valid) * sizeof(uint32_t);
-      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mma_mass, bytes));
-      part = ClView{ClPool::mem(m.mma_mass), 0};
+      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mass_parts, bytes));
+      part = ClView{ClPool::mem(m.mass_parts), 0};
       const uint32_t zero = 0;
       const cl_int err = clEnqueueFillBuffer(m.queue(), part.mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
       if (err != CL_SUCCESS) return cl_status(err, "attention: clearing the key mass shares");
@@ -399,7 +399,7 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                                   part, int32_t{mass.mem != nullptr}));
     if (!mass.mem) return Status::Ok();
     LLMSVC_RETURN_IF_ERROR(m.flush_units());  // what waits is added first (the CPU's order)
-    return launch(m.queue(), m.attn_mma_mass.get(), range1(n_valid, kKeyBlock), part.mem, static_cast<int32_t>(parts),
+    return launch(m.queue(), m.attn_parts_mass.get(), range1(n_valid, kKeyBlock), part.mem, static_cast<int32_t>(parts),
                   n_valid, mass);
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
@@ -480,8 +480,14 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
       if (!defer_mass) LLMSVC_RETURN_IF_ERROR(m.flush_units());
     } else if (mass.mem) {
       LLMSVC_RETURN_IF_ERROR(m.flush_units());  // what waits is added first (the CPU's order)
-      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_mass.get(), range1(n_valid, kKeyBlock), scores, uint64_t{0},
-                                    s_stride, row_stats, uint64_t{0}, nt * p.n_head, n_valid, mass));
+      const int rows = nt * p.n_head;
+      const size_t parts = ceil_div(static_cast<size_t>(rows), kMassRows);
+      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mass_parts, parts * static_cast<size_t>(n_valid) * sizeof(uint32_t)));
+      const ClRange rm{2, {round_up(static_cast<size_t>(n_valid), kKeyBlock), parts, 1}, {kKeyBlock, 1, 1}};
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_mass_parts.get(), rm, scores, uint64_t{0}, s_stride, row_stats,
+                                    uint64_t{0}, rows, n_valid, ClPool::mem(m.mass_parts)));
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_parts_mass.get(), range1(n_valid, kKeyBlock),
+                                    ClPool::mem(m.mass_parts), static_cast<int32_t>(parts), n_valid, mass));
     }
   }
   return Status::Ok();

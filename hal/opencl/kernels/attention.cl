@@ -14,8 +14,8 @@
 //                the split's keys; one split writes out, several write partial sums;
 //   attn_reduce  the splits' partial sums into out (decode has few rows: its keys are split
 //                across work-groups so that every compute unit has loads in flight);
-//   attn_mass    per key, its weights summed over the rows (exact integer sums of f16 values,
-//                as the CPU's), added to mass[key].
+//   attn_mass_parts / attn_parts_mass  per key, its weights summed over the rows (exact integer
+//                sums of f16 values, as the CPU's), added to mass[key].
 // A tile is RT consecutive rows of one kv head (its query heads, token by token), so a K or V
 // value loaded serves all of them (grouped-query attention).
 
@@ -350,21 +350,35 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_reduce(__glob
   vstore4(sum, 0, VIEW(float, ob, oo) + row * head_dim + 4 * cq);
 }
 
-// mass[j] += sum over rows of key j's f16 weight: exact in integer units of 2^-24 (f16 values
-// in [0, 1] are multiples of it), so the sum does not depend on the order. One item per key.
-__kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto,
-                        int n_rows, int n_valid, __global float* wb, ulong wo) {
-  const int j = get_global_id(0);
+// Key mass in two launches: attn_mass_parts sums key j's f16 weights over a part of MR rows
+// (items (key, part): a prompt's thousands of rows spread over the device, not looped by one
+// item per key), exact in integer units of 2^-24 (f16 values in [0, 1] are multiples of it;
+// MR rows fit a uint), into part[p][j]; attn_parts_mass adds a key's parts and the total to
+// mass[j] once, so the sum does not depend on the order.
+#define MR 64
+__kernel void attn_mass_parts(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto,
+                              int n_rows, int n_valid, __global uint* part) {
+  const int j = get_global_id(0), p = get_global_id(1);
   if (j >= n_valid) return;
   __global const float* S = CVIEW(float, sb, so);
   __global const float2* stats = CVIEW(float2, stb, sto);
-  ulong units = 0;
-  for (int row = 0; row < n_rows; ++row) {
+  uint units = 0;
+  for (int row = p * MR; row < min(n_rows, (p + 1) * MR); ++row) {
     const float s = S[(size_t)row * s_stride + j];
     if (s == -INFINITY) continue;
     const float2 st = stats[row];
-    units += (ulong)(round_f16(exp_ggml(s - st.x) * st.y) * 16777216.0f);
+    units += (uint)(round_f16(exp_ggml(s - st.x) * st.y) * 16777216.0f);
   }
+  part[(size_t)p * n_valid + j] = units;
+}
+
+// mass[j] += the parts' shares of key j (n_parts rows of n_valid: attn_mass_parts', or the
+// tensor-core kernel's work-groups'), exact in units of 2^-24.
+__kernel void attn_parts_mass(__global const uint* part, int n_parts, int n_valid, __global float* wb, ulong wo) {
+  const int j = get_global_id(0);
+  if (j >= n_valid) return;
+  ulong units = 0;
+  for (int p = 0; p < n_parts; ++p) units += part[(size_t)p * n_valid + j];
   if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
 }
 
