@@ -2,6 +2,7 @@
 /* test_stats.c — STATS-*: the figures add up: a context's chunks by state and by format,
  * a call's token counts, and the service's counters against the calls that made them. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support.h"
@@ -65,6 +66,7 @@ static void compressed_chunk_sums(conf_t* t) {
   llmsvc_bind_options b;
   llmsvc_bind_options_init(&b);
   b.target = t->env->target;
+  b.device = getenv("LLMSVC_CONF_DEVICES"); /* a GPU's chunks are compressed as the CPU's */
   b.kv_ratio = 0.4f;
   llmsvc_service* svc = NULL;
   CONF_STATUS_REQ(t, llmsvc_bind(&b, &svc), LLMSVC_OK);

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   std::vector<int> prefill = {64, 256, 1024}, decode_ctx = {128, 1024};
   int decode_tokens = 32;
   bool membw = true;
-  bool mass = false;  // track key mass even where the KV is a GPU's (as compression needs)
+  bool mass = true;  // track key mass (as the engine does for compression); --no-mass for an A/B
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::stoi(next());
     else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
     else if (a == "--no-membw") membw = false;
-    else if (a == "--mass") mass = true;
+    else if (a == "--no-mass") mass = false;
     else if (a == "--prefill") prefill = int_list(next());
     else if (a == "--decode-ctx") decode_ctx = int_list(next());
     else {
@@ -144,9 +144,7 @@ int main(int argc, char** argv) {
   Forward& fwd = **made;
   policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, 16}, 0, policy::EvictionOrder::lctru,
                              &fwd.kv_memory());
-  // As the engine runs it: attention mass only where the policy can compress (host-visible KV),
-  // or with --mass.
-  fwd.set_mass_tracking(mass || fwd.kv_memory().host_visible());
+  fwd.set_mass_tracking(mass);
   std::vector<float> logits;
 
   for (int n : prefill) {

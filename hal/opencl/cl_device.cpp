@@ -130,9 +130,10 @@ Status ClDevice::write(ClView dst, const void* src, size_t bytes, bool blocking)
   return err == CL_SUCCESS ? Status::Ok() : cl_status(err, "writing " + std::to_string(bytes) + " bytes to the device");
 }
 
-Status ClDevice::read(ClView src, void* dst, size_t bytes) {
+Status ClDevice::read(ClView src, void* dst, size_t bytes, bool blocking) {
   if (bytes == 0) return Status::Ok();
-  const cl_int err = clEnqueueReadBuffer(q(), src.mem, CL_TRUE, src.offset, bytes, dst, 0, nullptr, nullptr);
+  const cl_int err =
+      clEnqueueReadBuffer(q(), src.mem, blocking ? CL_TRUE : CL_FALSE, src.offset, bytes, dst, 0, nullptr, nullptr);
   return err == CL_SUCCESS ? Status::Ok() : cl_status(err, "reading " + std::to_string(bytes) + " bytes from the device");
 }
 
@@ -327,7 +328,7 @@ Status ClDevice::run(const OpCall& op) {
       ap.scale = op.f[0];
       ap.sliding_window = op.i[3];
       const ClView mass = b.chunk_mass.empty() ? ClView{} : ClView{ClPool::mem(mass_), mass_.offset()};
-      return ops_->attention(in0, rows, pos, kv_bind_, op.layer, b.n_valid, ap, out0, mass);
+      return ops_->attention(in0, rows, pos, kv_bind_, op.layer, b.n_valid, ap, out0, mass, /*defer_mass=*/true);
     }
     case OpKind::last_rows: {
       // Rows [from, from + rows) to the front; through a scratch buffer when they overlap
@@ -403,17 +404,22 @@ Status ClDevice::end() {
   if (!batch_) return Status::Ok();
   const BatchBinding& b = *batch_;
   Status s = flush_held();
+  // Key mass that waits on the device goes into the batch's mass even after a failure, so
+  // that none is left for the next batch. The logits and the mass come back in one wait.
+  const Status flushed = ops_->flush_mass();
+  if (s.ok()) s = flushed;
   if (s.ok() && logits_rows_ > 0 && b.logits)
-    s = read({ClPool::mem(logits_), logits_.offset()}, b.logits, static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float));
+    s = read({ClPool::mem(logits_), logits_.offset()}, b.logits,
+             static_cast<size_t>(logits_rows_ * logits_cols_) * sizeof(float), false);
+  const size_t C = static_cast<size_t>(b.chunk_tokens);
   if (s.ok() && !b.chunk_mass.empty()) {
-    const size_t C = static_cast<size_t>(b.chunk_tokens);
     mass_host_.resize(b.chunk_mass.size() * C);
-    s = read({ClPool::mem(mass_), mass_.offset()}, mass_host_.data(), mass_host_.size() * sizeof(float));
-    for (size_t c = 0; s.ok() && c < b.chunk_mass.size(); ++c)
-      for (size_t j = 0; j < C; ++j) b.chunk_mass[c][j] += mass_host_[c * C + j];
+    s = read({ClPool::mem(mass_), mass_.offset()}, mass_host_.data(), mass_host_.size() * sizeof(float), false);
   }
   const cl_int err = clFinish(q());  // nothing of the batch outlives it (the KV memory may be freed next)
   if (s.ok() && err != CL_SUCCESS) s = cl_status(err, "finishing a step");
+  for (size_t c = 0; s.ok() && c < b.chunk_mass.size(); ++c)
+    for (size_t j = 0; j < C; ++j) b.chunk_mass[c][j] += mass_host_[c * C + j];
   if (ClProfiler* p = ctx_->profiler()) p->collect();
   batch_ = nullptr;
   return s;

@@ -74,7 +74,8 @@ class ClDevice final : public Device {
   // A device buffer of at least `bytes` in `slot` (grown, never shrunk).
   Result<ClView> scratch(Buffer& slot, size_t bytes);
   Status write(ClView dst, const void* src, size_t bytes, bool blocking);
-  Status read(ClView src, void* dst, size_t bytes);
+  // Not blocking: dst is written once the queue has run (the caller waits, e.g. clFinish).
+  Status read(ClView src, void* dst, size_t bytes, bool blocking = true);
   const ClWeight& weight(const PreparedWeight& w) const;
   ClView vector(const PreparedWeight* w) const;  // a prepared 1 x n F32 vector; {} for null
   static ClView view(const BufferView& v);

@@ -29,6 +29,8 @@ constexpr size_t kMaxScoreFloats = size_t(16) << 20;
 constexpr size_t kDecodeItems = 256, kDecodeGroup = 8, kDecodeQuery = 2048, kDecodeScores = 8192;
 // attention_mma.cl's AM_WG and AM_ROWS: items and query rows of a work-group.
 constexpr size_t kMmaAttnItems = 128, kMmaAttnRows = 64;
+// attention.cl's MR: query rows whose key mass attn_mass_parts sums in one item.
+constexpr size_t kMassRows = 64;
 
 
 size_t ceil_div(size_t n, size_t m) { return (n + m - 1) / m; }
@@ -57,18 +59,26 @@ struct ClOps::Impl {
   ClDeviceContext& ctx;
   ClProgram program;
   ClKernel rms_norm, add_rms_norm, rms_norm_q, add_rms_norm_q, swiglu_q, geglu_q, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
-  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass, attn_decode;
+  ClKernel attn_scores, attn_pv, attn_reduce, attn_mass_parts, attn_parts_mass, attn_decode, attn_units_mass, attn_dec_scores,
+      attn_dec_pv;
   // Prefill attention on tensor cores (kernels/attention_mma.cl) for head_dim 64 and 128, where
   // it builds (NVIDIA's platform); otherwise the note says why. LLMSVC_CL_ATTN_MMA=0 turns it
   // off for an A/B.
   ClProgram mma_program;
-  ClKernel attn_mma64, attn_mma128, attn_mma_mass;
+  ClKernel attn_mma64, attn_mma128;
   std::string mma_note;
-  Buffer mma_mass;  // the tensor-core kernel's key mass, a row of keys per work-group
+  Buffer mass_parts;  // key mass shares, a row of keys per part (attn_parts_mass adds them)
   Buffer gelu;  // 65536 halves
   // Attention scratch: scores [row][key], (max, sum) per row and key block, (max, 1 / sum) per
   // row, partial outputs per row and split.
   Buffer scores, block_stats, row_stats, partial;
+  // Decode steps' key mass as integer shares (attn_decode, attn_dec_pv): a row of n_valid uints
+  // per attention call, kept until flush_units, whose one launch (attn_units_mass) adds the
+  // rows to the mass in order and zeroes them again.
+  Buffer mass_units;
+  ClView pending_mass;
+  int pending_n = 0, pending_rows = 0;
+  static constexpr int kUnitRows = 64;  // rows a buffer holds: a step's layers, mostly
   // The one-launch decode kernel: the longest context it takes (its scores in local memory
   // bound it too), and its channel split where forced (0: from the compute units).
   // LLMSVC_CL_DECODE_KEYS / LLMSVC_CL_DECODE_CSPLIT set them for a measurement or a test.
@@ -76,10 +86,42 @@ struct ClOps::Impl {
   // against 132 with the one-launch kernel, whose item per key reads K rows 256 bytes apart).
   int decode_keys = env_int("LLMSVC_CL_DECODE_KEYS", 256);
   int decode_csplit = env_int("LLMSVC_CL_DECODE_CSPLIT", 0);
+  // A long context's decode scores by teams of items per key row (attn_dec_scores) rather
+  // than attn_scores' row tiles; LLMSVC_CL_DEC_SCORES=0 turns it off for an A/B.
+  bool dec_scores = env_switch("LLMSVC_CL_DEC_SCORES").value_or(true);
+  // Its P.V in work-groups of 256 items (attn_dec_pv), this many per compute unit;
+  // LLMSVC_CL_DEC_PV=0 keeps attn_pv for an A/B.
+  bool dec_pv = env_switch("LLMSVC_CL_DEC_PV").value_or(true);
+  int dec_pv_per_cu = std::max(1, env_int("LLMSVC_CL_DEC_PV_PER_CU", 2));
   bool kv_fast = env_switch("LLMSVC_CL_KV_FAST").value_or(true);
 
   cl_command_queue queue() const { return ctx.queue().handle(); }
   Status reserve(Buffer& b, size_t bytes) { return reserve_scratch(ctx.pool(), b, bytes); }
+  // The next row of mass_units for `mass` over n keys (zeros); what waits for another mass or
+  // another n is added first.
+  Result<ClView> units_row(ClView mass, int n) {
+    if (pending_rows > 0 && (mass.mem != pending_mass.mem || mass.offset != pending_mass.offset || n != pending_n ||
+                             pending_rows == kUnitRows))
+      LLMSVC_RETURN_IF_ERROR(flush_units());
+    const size_t before = mass_units ? mass_units.size() : 0;  // a new buffer is larger
+    LLMSVC_RETURN_IF_ERROR(reserve(mass_units, size_t{kUnitRows} * n * sizeof(uint32_t)));
+    if (mass_units.size() != before) {  // (nothing waits: a row count below kUnitRows fits)
+      const uint32_t zero = 0;
+      const cl_int err = clEnqueueFillBuffer(queue(), ClPool::mem(mass_units), &zero, sizeof zero, 0,
+                                             mass_units.size() / 4 * 4, 0, nullptr, nullptr);
+      if (err != CL_SUCCESS) return cl_status(err, "attention: clearing the key mass units");
+    }
+    pending_mass = mass;
+    pending_n = n;
+    return ClView{ClPool::mem(mass_units), size_t(pending_rows++) * n * sizeof(uint32_t)};
+  }
+  Status flush_units() {
+    if (pending_rows == 0) return Status::Ok();
+    const int rows = pending_rows;
+    pending_rows = 0;
+    return launch(queue(), attn_units_mass.get(), range1(pending_n, kKeyBlock), ClPool::mem(mass_units), pending_n,
+                  int32_t{rows}, pending_mass);
+  }
   Status build_mma();
 };
 
@@ -92,9 +134,6 @@ Status ClOps::Impl::build_mma() {
                              exact_float_options(ctx.info()) + " -DLLMSVC_PTX_HALF");
   if (!built.ok()) return built.status();
   mma_program = std::move(built).value();
-  auto sum = make_kernel(mma_program.get(), "attn_mma_mass");
-  if (!sum.ok()) return sum.status();
-  attn_mma_mass = std::move(sum).value();
   for (auto [k, name] : {std::pair{&attn_mma64, "attn_mma_64"}, std::pair{&attn_mma128, "attn_mma_128"}}) {
     auto made = make_kernel(mma_program.get(), name);
     if (!made.ok()) return made.status();
@@ -135,8 +174,12 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
                  {&impl->attn_scores, "attn_scores"},
                  {&impl->attn_pv, "attn_pv"},
                  {&impl->attn_reduce, "attn_reduce"},
-                 {&impl->attn_mass, "attn_mass"},
-                 {&impl->attn_decode, "attn_decode"}};
+                 {&impl->attn_mass_parts, "attn_mass_parts"},
+                 {&impl->attn_parts_mass, "attn_parts_mass"},
+                 {&impl->attn_decode, "attn_decode"},
+                 {&impl->attn_units_mass, "attn_units_mass"},
+                 {&impl->attn_dec_scores, "attn_dec_scores"},
+                 {&impl->attn_dec_pv, "attn_dec_pv"}};
   for (const auto& k : kernels) {
     auto r = make_kernel(impl->program.get(), k.name);
     if (!r.ok()) return r.status();
@@ -273,7 +316,7 @@ Status ClOps::store_kv(ClView k, ClView v, int n_tokens, ClView positions, const
 }
 
 Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
-                        const AttentionParams& p, ClView out, ClView mass) {
+                        const AttentionParams& p, ClView out, ClView mass, bool defer_mass) {
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim ||
       p.head_dim % 4 != 0) {
     return Status(Code::unsupported, "attention: heads must group evenly and head_dim be a multiple of 4 up to " +
@@ -299,9 +342,11 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
   // c_shift); LLMSVC_CL_KV_FAST=0 turns it off for an A/B.
   const int C = kv.chunk_tokens;
   const int32_t c_shift = kv.all_f16 && m.kv_fast && (C & (C - 1)) == 0 ? std::countr_zero(static_cast<unsigned>(C)) : -1;
-  // Decode without key mass over a short context: one launch (attention.cl, attn_decode).
-  if (n_tokens == 1 && !mass.mem && n_valid <= m.decode_keys && static_cast<size_t>(G) <= kDecodeGroup &&
-      static_cast<size_t>(G) * D <= kDecodeQuery && static_cast<size_t>(G) * n_valid <= kDecodeScores) {
+  // Decode over a short context: one launch (attention.cl, attn_decode), and with key mass a
+  // second that adds its integer shares to mass (their sum fits a uint for up to 256 heads).
+  if (n_tokens == 1 && n_valid <= m.decode_keys && static_cast<size_t>(G) <= kDecodeGroup &&
+      static_cast<size_t>(G) * D <= kDecodeQuery && static_cast<size_t>(G) * n_valid <= kDecodeScores &&
+      p.n_head <= 256) {
     // Fewer kv heads than compute units: a work-group per query head instead (each re-reads its
     // kv head's keys); Gemma-3-270M's one kv head took 70 us an H100 layer in one work-group.
     // Then P.V's channels split while that leaves a wave of work-groups (every one computes
@@ -318,12 +363,20 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     }
     const size_t groups = static_cast<size_t>(p.n_head_kv) * split * csplit;
     const ClRange r{1, {groups * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
-    return launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head, p.n_head_kv,
-                  p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out, int32_t{split},
-                  int32_t{csplit});
+    ClView units{out.mem, 0};  // not written without mass
+    if (mass.mem) {
+      auto row = m.units_row(mass, n_valid);
+      if (!row.ok()) return row.status();
+      units = *row;
+    }
+    LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head,
+                                  p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window,
+                                  p.scale, out, int32_t{split}, int32_t{csplit}, units, int32_t{mass.mem != nullptr}));
+    return defer_mass ? Status::Ok() : m.flush_units();
   }
+
   // Prefill on tensor cores (attention_mma.cl): the scores stay in registers; with key mass,
-  // each work-group writes its share per key and attn_mma_mass adds them. Only over f16 chunks:
+  // each work-group writes its share per key and attn_parts_mass adds them. Only over f16 chunks:
   // compressed ones dequantized to f16 moved outputs ~1.2e-3 from the CPU's (H100), past the
   // split path's 1e-3. A tile of 64 rows a kv head leaves few work-groups for a handful of
   // tokens: those take the split path too.
@@ -334,8 +387,8 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     ClView part{out.mem, 0};  // not read without mass
     if (mass.mem) {
       const size_t bytes = parts * static_cast<size_t>(n_valid) * sizeof(uint32_t);
-      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mma_mass, bytes));
-      part = ClView{ClPool::mem(m.mma_mass), 0};
+      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mass_parts, bytes));
+      part = ClView{ClPool::mem(m.mass_parts), 0};
       const uint32_t zero = 0;
       const cl_int err = clEnqueueFillBuffer(m.queue(), part.mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
       if (err != CL_SUCCESS) return cl_status(err, "attention: clearing the key mass shares");
@@ -345,7 +398,8 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
                                   p.n_head_kv, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out,
                                   part, int32_t{mass.mem != nullptr}));
     if (!mass.mem) return Status::Ok();
-    return launch(m.queue(), m.attn_mma_mass.get(), range1(n_valid, kKeyBlock), part.mem, static_cast<int32_t>(parts),
+    LLMSVC_RETURN_IF_ERROR(m.flush_units());  // what waits is added first (the CPU's order)
+    return launch(m.queue(), m.attn_parts_mass.get(), range1(n_valid, kKeyBlock), part.mem, static_cast<int32_t>(parts),
                   n_valid, mass);
   }
   const int n_blocks = static_cast<int>(ceil_div(static_cast<size_t>(n_valid), kKeyBlock));
@@ -364,9 +418,12 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     const ClView qv = q.at(t0 * row_bytes), pv = positions.at(t0 * sizeof(int32_t)), ov = out.at(t0 * row_bytes);
     const size_t tiles = ceil_div(static_cast<size_t>(nt) * G, kRowTile);
     // Decode has few tiles: split the keys so that every compute unit holds enough work-groups
-    // (16 of 64 items) to keep its loads of V in flight.
+    // (16 of 64 items, or dec_pv_per_cu of 256) to keep its loads of V in flight.
+    const bool dec_pv = nt == 1 && m.dec_pv && kDecodeItems % (D / 4) == 0 && static_cast<size_t>(G) <= kDecodeGroup &&
+                        p.n_head <= 256;
     const size_t groups = tiles * p.n_head_kv;
-    const size_t target = 16 * static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
+    const size_t cu = static_cast<size_t>(std::max(1, m.ctx.info().compute_units));
+    const size_t target = dec_pv ? m.dec_pv_per_cu * cu : 16 * cu;
     const size_t want = std::clamp<size_t>(ceil_div(target, groups), 1, n_blocks);
     const size_t split_blocks = ceil_div(n_blocks, want);
     const int n_splits = static_cast<int>(ceil_div(n_blocks, split_blocks));
@@ -376,27 +433,67 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
       partial = ClPool::mem(m.partial);
     }
     const size_t nkv = static_cast<size_t>(p.n_head_kv);
-    const ClRange rs{3, {static_cast<size_t>(s_stride), nkv, tiles}, {kKeyBlock, 1, 1}};
-    LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_scores.get(), rs, qv, pv, kv.arena, kv.table, nt, p.n_head,
-                                  p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window,
-                                  p.scale, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0}));
-    const ClRange rp{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
-    LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_pv.get(), rp, pv, kv.arena, kv.table, nt, p.n_head, p.n_head_kv,
-                                  p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, scores, uint64_t{0},
-                                  s_stride, block_stats, uint64_t{0}, static_cast<int32_t>(split_blocks * kKeyBlock),
-                                  n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
+    // One token's scores: teams of items per key row (attn_dec_scores), where a team of
+    // head_dim / 8 items divides a work-group and the partial dots fit its local memory.
+    const size_t team = D / 8;
+    if (nt == 1 && m.dec_scores && D % 8 == 0 && kDecodeItems % team == 0 && team <= 32 &&
+        static_cast<size_t>(kKeyBlock) * team * G <= kDecodeScores && static_cast<size_t>(G) <= kDecodeGroup) {
+      const ClRange rs{2, {static_cast<size_t>(n_blocks) * kDecodeItems, nkv, 1}, {kDecodeItems, 1, 1}};
+      const detail::Local part{static_cast<size_t>(kKeyBlock) * team * G * sizeof(float)};
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_dec_scores.get(), rs, qv, pv, kv.arena, kv.table, p.n_head,
+                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.sliding_window, p.scale, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0},
+                                    part));
+    } else {
+      const ClRange rs{3, {static_cast<size_t>(s_stride), nkv, tiles}, {kKeyBlock, 1, 1}};
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_scores.get(), rs, qv, pv, kv.arena, kv.table, nt, p.n_head,
+                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.sliding_window, p.scale, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0}));
+    }
+    const int32_t split_keys = static_cast<int32_t>(split_blocks * kKeyBlock);
+    if (dec_pv) {  // key mass in the same pass, as integer shares (attn_decode's)
+      ClView units{ov.mem, 0};  // not written without mass
+      if (mass.mem) {
+        auto row = m.units_row(mass, n_valid);
+        if (!row.ok()) return row.status();
+        units = *row;
+      }
+      const ClRange rp{2, {static_cast<size_t>(n_splits) * kDecodeItems, nkv, 1}, {kDecodeItems, 1, 1}};
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_dec_pv.get(), rp, pv, kv.arena, kv.table, p.n_head,
+                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.sliding_window, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0},
+                                    split_keys, n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}, units,
+                                    int32_t{mass.mem != nullptr}));
+    } else {
+      const ClRange rp{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_pv.get(), rp, pv, kv.arena, kv.table, nt, p.n_head,
+                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.sliding_window, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0},
+                                    split_keys, n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
+    }
     if (n_splits > 1) {
       const ClRange rr{1, {static_cast<size_t>(nt) * p.n_head * kKeyBlock, 1, 1}, {kKeyBlock, 1, 1}};
       LLMSVC_RETURN_IF_ERROR(
           launch(m.queue(), m.attn_reduce.get(), rr, partial, uint64_t{0}, n_splits, p.head_dim, ov));
     }
-    if (mass.mem) {
-      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_mass.get(), range1(n_valid, kKeyBlock), scores, uint64_t{0},
-                                    s_stride, row_stats, uint64_t{0}, nt * p.n_head, n_valid, mass));
+    if (mass.mem && dec_pv) {
+      if (!defer_mass) LLMSVC_RETURN_IF_ERROR(m.flush_units());
+    } else if (mass.mem) {
+      LLMSVC_RETURN_IF_ERROR(m.flush_units());  // what waits is added first (the CPU's order)
+      const int rows = nt * p.n_head;
+      const size_t parts = ceil_div(static_cast<size_t>(rows), kMassRows);
+      LLMSVC_RETURN_IF_ERROR(m.reserve(m.mass_parts, parts * static_cast<size_t>(n_valid) * sizeof(uint32_t)));
+      const ClRange rm{2, {round_up(static_cast<size_t>(n_valid), kKeyBlock), parts, 1}, {kKeyBlock, 1, 1}};
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_mass_parts.get(), rm, scores, uint64_t{0}, s_stride, row_stats,
+                                    uint64_t{0}, rows, n_valid, ClPool::mem(m.mass_parts)));
+      LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_parts_mass.get(), range1(n_valid, kKeyBlock),
+                                    ClPool::mem(m.mass_parts), static_cast<int32_t>(parts), n_valid, mass));
     }
   }
   return Status::Ok();
 }
+
+Status ClOps::flush_mass() { return impl_->flush_units(); }
 
 const std::string& ClOps::tensor_core_attention_note() const { return impl_->mma_note; }
 

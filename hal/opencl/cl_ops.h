@@ -74,9 +74,13 @@ class ClOps {
   // positions <= its own, and > its own - p.sliding_window when that is > 0), every KV format.
   // out: n_tokens x n_head x head_dim. mass, when its mem is not null: float per position;
   // adds, for each key, the softmax weight it received summed over query rows and heads (as
-  // hal::KvChunkView::mass).
+  // hal::KvChunkView::mass). With defer_mass, a decode step's mass may wait on the device
+  // until flush_mass() (one launch a forward step for every layer's, in layer order, the same
+  // sums); a call that adds to another mass or another n_valid flushes what waits first.
   Status attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
-                   const AttentionParams& p, ClView out, ClView mass);
+                   const AttentionParams& p, ClView out, ClView mass, bool defer_mass = false);
+  // Adds the key mass that waits (attention with defer_mass) to its mass.
+  Status flush_mass();
   // Whether prefill attention runs on tensor cores here (kernels/attention_mma.cl: NVIDIA,
   // head_dim 64 or 128, 64 rows a kv head or more); if not, why ("" where it does).
   const std::string& tensor_core_attention_note() const;

@@ -191,7 +191,6 @@ TEST_P(ClPerplexity, FollowsTheCpuOverWindowsOf1024Positions) {
   const int V = c.n_vocab;
   Forward cpu_fwd(**cpu_model, **cpu_dev, 256);
   Forward gpu_fwd(**gpu_model, **dev, 256);
-  gpu_fwd.set_mass_tracking(gpu_fwd.kv_memory().host_visible());  // as the engine runs it
   double d_nll = 0;  // summed over windows: log(perplexity ratio) per window
   for (int w = 0; w < windows; ++w) {
     // Window w: BOS, then the text's positions 1024 w + 1 ..; the last one only as a target.

@@ -497,6 +497,23 @@ class ClAttention : public ClOpsTest {
     const Status s2 = ops_->attention(view(bq), T, view(bp), ckv, layer, a.n_valid, p, view(bo2), ClView{});
     ASSERT_TRUE(s2.ok()) << s2.message();
     expect_near_all(download<float>(bo2, qn), want, 0.0f, 1e-3f, T == 1 ? "attention (decode kernel)" : "attention (no mass)");
+    // Key mass changes nothing else: the same kernels with and without it, the same bits.
+    EXPECT_EQ(download<uint32_t>(bo2, qn), download<uint32_t>(bo, qn)) << "with and without key mass";
+    // A forward step lets a decode step's key mass wait for one launch after its last layer:
+    // the same float sums as adding each layer's as it ran.
+    if (T == 1) {
+      Buffer now = upload(mass0), later = upload(mass0), scratch = upload(std::vector<float>(qn, NAN));
+      for (bool defer : {false, true}) {
+        for (int l = 0; l < kv.n_layer; ++l) {
+          const Status sl = ops_->attention(view(bq), T, view(bp), ckv, l, a.n_valid, p, view(scratch),
+                                            view(defer ? later : now), defer);
+          ASSERT_TRUE(sl.ok()) << sl.message();
+        }
+      }
+      ASSERT_TRUE(ops_->flush_mass().ok());
+      EXPECT_EQ(download<uint32_t>(later, mass0.size()), download<uint32_t>(now, mass0.size())) << "deferred key mass";
+      EXPECT_NE(download<uint32_t>(now, mass0.size()), download<uint32_t>(upload(mass0), mass0.size()));
+    }
     // Where every chunk is f16 (and C a power of two) the kernels take their faster path: the
     // same bits, with and without key mass. A prefill of 64 rows or more (tokens x query heads
     // a kv head) there runs on tensor cores where the kernel is built (NVIDIA), in its own
@@ -554,6 +571,21 @@ TEST_F(ClAttention, LongContextsSplitTheKeysAcrossWorkGroups) {
       a.n_valid = 1000;
       a.n_tokens = tokens;
       a.window = window;
+      check(a);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // A decode step's scores past the one-launch kernel's keys come from teams of items per key
+  // row (attn_dec_scores): every head width it takes, with many query heads per kv head, f16
+  // chunks and compressed ones.
+  for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{8, 1, 128}, std::tuple{4, 1, 256}, std::tuple{9, 3, 64}}) {
+    for (const auto& formats : {kF16, kMixed}) {
+      AttnCase a;
+      a.n_head = n_head;
+      a.n_head_kv = n_head_kv;
+      a.head_dim = head_dim;
+      a.full = formats;
+      a.n_valid = 700;
       check(a);
       if (HasFatalFailure()) return;
     }

@@ -14,8 +14,8 @@
 //                the split's keys; one split writes out, several write partial sums;
 //   attn_reduce  the splits' partial sums into out (decode has few rows: its keys are split
 //                across work-groups so that every compute unit has loads in flight);
-//   attn_mass    per key, its weights summed over the rows (exact integer sums of f16 values,
-//                as the CPU's), added to mass[key].
+//   attn_mass_parts / attn_parts_mass  per key, its weights summed over the rows (exact integer
+//                sums of f16 values, as the CPU's), added to mass[key].
 // A tile is RT consecutive rows of one kv head (its query heads, token by token), so a K or V
 // value loaded serves all of them (grouped-query attention).
 
@@ -231,6 +231,37 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
   }
 }
 
+// Each of the RT rows' max and 1 / sum from its blocks' (max, sum) in part (attn_scores'
+// block stats) into rmax / rinv, written to `stats` too where given (rows below nr). Items from
+// KB on (a larger work-group) only meet the barriers.
+inline void row_stats(__global const float2* part, const size_t* row, int n_blocks, int nr, __global float2* stats,
+                      int lid, __local float (*red)[KB], __local float* rmax, __local float* rinv) {
+  for (int r = 0; r < RT && lid < KB; ++r) {
+    float m = -INFINITY;
+    for (int b = lid; b < n_blocks; b += KB) m = fmax(m, part[row[r] * n_blocks + b].x);
+    red[r][lid] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 0);
+  if (lid < RT) rmax[lid] = red[lid][0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = 0; r < RT && lid < KB; ++r) {
+    float l = 0.0f;
+    for (int b = lid; b < n_blocks; b += KB) {
+      const float2 ml = part[row[r] * n_blocks + b];
+      if (ml.x != -INFINITY) l += ml.y * exp_ggml(ml.x - rmax[r]);
+    }
+    red[r][lid] = l;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 1);
+  if (lid < RT) {
+    rinv[lid] = red[lid][0] > 0.0f ? 1.0f / red[lid][0] : 0.0f;
+    if (stats && lid < nr) stats[row[lid]] = (float2)(rmax[lid], rinv[lid]);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     __global const int* pb, ulong po, __global const uchar* arena, __global const ulong* tb, ulong to, int n_tokens,
     int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid, int window, __global const float* sb,
@@ -254,31 +285,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     row[r] = (size_t)(i / G) * n_head + hk * G + i % G;
   }
 
-  // Each row's max and 1 / sum from its blocks' (max, sum).
-  for (int r = 0; r < RT; ++r) {
-    float m = -INFINITY;
-    for (int b = lid; b < n_blocks; b += KB) m = fmax(m, part[row[r] * n_blocks + b].x);
-    red[r][lid] = m;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  tree_reduce(red, lid, 0);
-  if (lid < RT) rmax[lid] = red[lid][0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int r = 0; r < RT; ++r) {
-    float l = 0.0f;
-    for (int b = lid; b < n_blocks; b += KB) {
-      const float2 ml = part[row[r] * n_blocks + b];
-      if (ml.x != -INFINITY) l += ml.y * exp_ggml(ml.x - rmax[r]);
-    }
-    red[r][lid] = l;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  tree_reduce(red, lid, 1);
-  if (lid < RT) {
-    rinv[lid] = red[lid][0] > 0.0f ? 1.0f / red[lid][0] : 0.0f;
-    if (split == 0 && lid < nr) VIEW(float2, stb, sto)[row[lid]] = (float2)(rmax[lid], rinv[lid]);
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  row_stats(part, row, n_blocks, nr, split == 0 ? VIEW(float2, stb, sto) : 0, lid, red, rmax, rinv);
 
   // V: each item takes 4 channels (a quad) of every KL-th key of a block, so that KL keys' rows
   // are read at once, in wide loads, PU keys per step in flight; the KL lanes are summed at the end.
@@ -343,29 +350,45 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_reduce(__glob
   vstore4(sum, 0, VIEW(float, ob, oo) + row * head_dim + 4 * cq);
 }
 
-// mass[j] += sum over rows of key j's f16 weight: exact in integer units of 2^-24 (f16 values
-// in [0, 1] are multiples of it), so the sum does not depend on the order. One item per key.
-__kernel void attn_mass(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto,
-                        int n_rows, int n_valid, __global float* wb, ulong wo) {
-  const int j = get_global_id(0);
+// Key mass in two launches: attn_mass_parts sums key j's f16 weights over a part of MR rows
+// (items (key, part): a prompt's thousands of rows spread over the device, not looped by one
+// item per key), exact in integer units of 2^-24 (f16 values in [0, 1] are multiples of it;
+// MR rows fit a uint), into part[p][j]; attn_parts_mass adds a key's parts and the total to
+// mass[j] once, so the sum does not depend on the order.
+#define MR 64
+__kernel void attn_mass_parts(__global const float* sb, ulong so, int s_stride, __global const float2* stb, ulong sto,
+                              int n_rows, int n_valid, __global uint* part) {
+  const int j = get_global_id(0), p = get_global_id(1);
   if (j >= n_valid) return;
   __global const float* S = CVIEW(float, sb, so);
   __global const float2* stats = CVIEW(float2, stb, sto);
-  ulong units = 0;
-  for (int row = 0; row < n_rows; ++row) {
+  uint units = 0;
+  for (int row = p * MR; row < min(n_rows, (p + 1) * MR); ++row) {
     const float s = S[(size_t)row * s_stride + j];
     if (s == -INFINITY) continue;
     const float2 st = stats[row];
-    units += (ulong)(round_f16(exp_ggml(s - st.x) * st.y) * 16777216.0f);
+    units += (uint)(round_f16(exp_ggml(s - st.x) * st.y) * 16777216.0f);
   }
+  part[(size_t)p * n_valid + j] = units;
+}
+
+// mass[j] += the parts' shares of key j (n_parts rows of n_valid: attn_mass_parts', or the
+// tensor-core kernel's work-groups'), exact in units of 2^-24.
+__kernel void attn_parts_mass(__global const uint* part, int n_parts, int n_valid, __global float* wb, ulong wo) {
+  const int j = get_global_id(0);
+  if (j >= n_valid) return;
+  ulong units = 0;
+  for (int p = 0; p < n_parts; ++p) units += part[(size_t)p * n_valid + j];
   if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
 }
 
-// Decode in one launch: one query token, no key mass, the visible keys few enough that every
-// query head of a kv head keeps its scores in local memory (G x keys <= DK floats). A
-// work-group computes the scores of its query heads (the order of attn_scores' sums), each
-// head's max and sum, the f16 weights and their product with V; the split path above takes
-// three launches and a scratch matrix for the same result.
+// Decode in one launch: one query token, the visible keys few enough that every query head of
+// a kv head keeps its scores in local memory (G x keys <= DK floats). A work-group computes the
+// scores of its query heads (the order of attn_scores' sums), each head's max and sum, the f16
+// weights and their product with V; the split path above takes three launches and a scratch
+// matrix for the same result. Key mass, where asked for, goes to `units` as each work-group's
+// integer share (2^-24 units, added atomically: the total does not depend on the order) and
+// attn_units_mass moves it into mass.
 #define DW 256     // work-group size
 #define DG 8       // query heads per kv head at most
 #define DQ 2048    // query floats of a kv head's group at most (DG x head_dim)
@@ -392,7 +415,8 @@ inline float group_reduce(__local float* red, int lid, float v, int op) {
 __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
     __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid,
-    int window, float scale, __global float* ob, ulong oo, int split, int csplit) {
+    int window, float scale, __global float* ob, ulong oo, int split, int csplit, __global uint* ub, ulong uo,
+    int mass) {
   __local float qs[DQ];
   __local float S[DK];
   __local float red[DW];
@@ -438,6 +462,14 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     for (int i = lid; i < nk; i += DW) s[i] = round_f16(exp_ggml(s[i] - m) * inv);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+  if (mass && cs == 0) {  // one channel split of each head group gives its share
+    __global uint* units = VIEW(uint, ub, uo);
+    for (int i = lid; i < nk; i += DW) {
+      uint u = 0;
+      for (int g = 0; g < G; ++g) u += (uint)(S[g * nk + i] * 16777216.0f);
+      if (u) atomic_add(units + lo + i, u);
+    }
+  }
 
   // P.V over the work-group's channels c0 .. c0 + Dc: item (lane, quad) sums every KL-th key's
   // 4 channels for every head (pv_lane); lanes summed last.
@@ -459,6 +491,182 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
       float4 sum = acc[g];
       for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
       vstore4(sum, 0, out + g * head_dim + 4 * cq);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// mass[j] += units[r][j] * 2^-24 for the rows r < rows in order (a row per layer: the float
+// sums of adding each layer's as it ran), and the units back to 0 for the next step. One item
+// per key.
+__kernel void attn_units_mass(__global uint* units, int n_valid, int rows, __global float* wb, ulong wo) {
+  const int j = get_global_id(0);
+  if (j >= n_valid) return;
+  __global float* mass = VIEW(float, wb, wo);
+  float m = mass[j];
+  bool any = false;
+  for (int r = 0; r < rows; ++r) {
+    const uint u = units[(size_t)r * n_valid + j];
+    if (!u) continue;
+    m += (float)u * 0x1p-24f;
+    units[(size_t)r * n_valid + j] = 0;
+    any = true;
+  }
+  if (any) mass[j] = m;
+}
+
+// A decode step's scores over a long context (past attn_decode's keys), in attn_scores' output
+// (S and each 64-key block's (max, sum) per row) for attn_pv. attn_scores stages K through
+// local memory for a tile of 8 rows, which one token of one kv head's few query heads leaves
+// mostly empty; here a key row is read by a team of head_dim / DT items side by side (a warp
+// reads whole rows: coalesced), each keeping its DT channels of every query head's q in
+// registers, every pass's loads issued before any is used. The team's partial dots meet in
+// local memory (`part`, KB * (head_dim / DT) * G floats: sized by the host, so that a 7B's
+// 4 KB leaves room for many work-groups a compute unit) and are summed in order. head_dim / DT
+// must divide DW, and the partials fit DK floats (the host checks).
+#define DT 8
+__kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_scores(
+    __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
+    __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer,
+    int n_valid, int window, float scale, __global float* sb, ulong so, int s_stride, __global float2* mb, ulong mo,
+    __local float* part) {
+  __local float red[RT][KB];
+  __local float bmax[RT];
+  const int lid = get_local_id(0), blk = get_group_id(0), hk = get_group_id(1);
+  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
+  const int TL = head_dim / DT, KP = DW / TL, passes = KB / KP;
+  const int t = lid % TL, kk = lid / TL;
+  const int j0 = blk * KB;
+  const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
+  __global const ulong* table = CVIEW(ulong, tb, to);
+  __global const float* q = CVIEW(float, qb, qo) + (size_t)hk * G * head_dim + t * DT;
+  float8 qf[DG];
+  for (int g = 0; g < G; ++g) {
+    const float8 v = vload8(0, q + (size_t)g * head_dim);
+    qf[g] = (float8)(round_f16(v.s0), round_f16(v.s1), round_f16(v.s2), round_f16(v.s3), round_f16(v.s4),
+                     round_f16(v.s5), round_f16(v.s6), round_f16(v.s7));
+  }
+  if (j0 < vis.y && j0 + KB > vis.x) {  // uniform: a block nobody sees is only masked
+    float8 k[KB / 8];  // passes <= KB / 8: TL <= 32
+    for (int p = 0; p < passes; ++p) {
+      const int j = j0 + p * KP + kk;
+      k[p] = 0.0f;
+      if (j >= vis.x && j < vis.y) {
+        const int ch = hk * head_dim + t * DT;
+        const ulong e = table[KV_CHUNK(j)];
+        const float4 a = load_key4(arena, e, layer, C, c_shift, kv_dim, n_head_kv, KV_ROW(j), ch);
+        const float4 b = load_key4(arena, e, layer, C, c_shift, kv_dim, n_head_kv, KV_ROW(j), ch + 4);
+        k[p] = (float8)(a, b);
+      }
+    }
+    for (int p = 0; p < passes; ++p) {
+      for (int g = 0; g < G; ++g) {
+        const float8 x = qf[g], y = k[p];
+        float acc = x.s0 * y.s0;
+        acc = fma(x.s1, y.s1, acc);
+        acc = fma(x.s2, y.s2, acc);
+        acc = fma(x.s3, y.s3, acc);
+        acc = fma(x.s4, y.s4, acc);
+        acc = fma(x.s5, y.s5, acc);
+        acc = fma(x.s6, y.s6, acc);
+        acc = fma(x.s7, y.s7, acc);
+        part[((p * KP + kk) * G + g) * TL + t] = acc;
+      }
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  // An item per key of the block: its scores, masked; then the block's max and sum per head.
+  const int j = j0 + lid;
+  __global float* S = VIEW(float, sb, so);
+  float s[RT];
+  for (int g = 0; g < RT; ++g) {
+    s[g] = -INFINITY;
+    if (lid < KB && g < G) {
+      if (j >= vis.x && j < vis.y) {
+        __local const float* pp = part + (lid * G + g) * TL;
+        float acc = pp[0];
+        for (int i = 1; i < TL; ++i) acc += pp[i];
+        s[g] = acc * scale;
+      }
+      S[(size_t)(hk * G + g) * s_stride + j] = s[g];
+    }
+    if (lid < KB) red[g][lid] = s[g];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 0);
+  if (lid < RT) bmax[lid] = red[lid][0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < KB)
+    for (int g = 0; g < RT; ++g) red[g][lid] = s[g] == -INFINITY ? 0.0f : exp_ggml(s[g] - bmax[g]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tree_reduce(red, lid, 1);
+  if (lid < G) {
+    const int n_blocks = s_stride / KB;
+    VIEW(float2, mb, mo)[(size_t)(hk * G + lid) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
+  }
+}
+
+// A decode step's P.V over a long context: attn_pv's work (each row's max and 1 / sum from the
+// blocks' stats, f16 weights, weights times V over a split of the keys, partial sums to
+// attn_reduce) for one token, in work-groups of DW items: DW / (head_dim / 4) key lanes read
+// that many value rows at once where attn_pv's 64 items read 2 (7B: 8), up to DW keys' weights
+// at a time. Rows are the kv head's G query heads. Key mass, where asked for, goes to `units`
+// (attn_decode's integer shares) in the same pass.
+__kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_pv(
+    __global const int* pb, ulong po, __global const uchar* arena, __global const ulong* tb, ulong to, int n_head,
+    int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid, int window, __global const float* sb,
+    ulong so, int s_stride, __global const float2* mb, ulong mo, int split_keys, int n_splits, __global float2* stb,
+    ulong sto, __global float* ob, ulong oo, __global float* xb, ulong xo, __global uint* ub, ulong uo, int mass) {
+  __local float red[RT][KB];
+  __local float rmax[RT], rinv[RT];
+  __local float w[DG * DW];
+  __local float4 lanes[DW];
+  const int lid = get_local_id(0), split = get_group_id(0), hk = get_group_id(1);
+  const int G = n_head / n_head_kv, kv_dim = n_head_kv * head_dim;
+  const int n_blocks = s_stride / KB;
+  __global const float* S = CVIEW(float, sb, so);
+  size_t row[RT];
+  for (int r = 0; r < RT; ++r) row[r] = (size_t)hk * G + min(r, G - 1);
+  row_stats(CVIEW(float2, mb, mo), row, n_blocks, G, split == 0 ? VIEW(float2, stb, sto) : 0, lid, red, rmax, rinv);
+
+  const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
+  const int CQ = head_dim / 4, KL = DW / CQ;
+  const int cq = lid % CQ, kl = lid / CQ;
+  const bool active = kl < KL;
+  const int ch = hk * head_dim + 4 * cq;
+  __global const ulong* table = CVIEW(ulong, tb, to);
+  float4 acc[DG];
+  for (int g = 0; g < DG; ++g) acc[g] = 0.0f;
+  const int k_begin = max(split * split_keys, vis.x);
+  const int k_end = min(vis.y, split * split_keys + split_keys);
+  for (int jb = k_begin; jb < k_end; jb += DW) {
+    const int j = jb + lid;
+    for (int g = 0; g < G; ++g) {
+      const float sc = j < k_end ? S[row[g] * s_stride + j] : -INFINITY;
+      w[g * DW + lid] = sc == -INFINITY ? 0.0f : round_f16(exp_ggml(sc - rmax[g]) * rinv[g]);
+    }
+    if (mass && j < k_end) {  // this work-group's share of key j's mass, as attn_decode gives it
+      uint u = 0;
+      for (int g = 0; g < G; ++g) u += (uint)(w[g * DW + lid] * 16777216.0f);
+      if (u) atomic_add(VIEW(uint, ub, uo) + j, u);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (active)
+      pv_lane(acc, G, w, DW, kl, min(DW, k_end - jb), KL, jb, arena, table, layer, C, c_shift, kv_dim, n_head_kv, hk,
+              ch);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  // Lanes summed in order for each head; lane 0 writes the head's quad.
+  for (int g = 0; g < G; ++g) {
+    if (active) lanes[lid] = acc[g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (active && kl == 0) {
+      float4 sum = acc[g];
+      for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
+      if (n_splits == 1) vstore4(sum, 0, VIEW(float, ob, oo) + row[g] * head_dim + 4 * cq);
+      else vstore4(sum, 0, VIEW(float, xb, xo) + (row[g] * n_splits + split) * head_dim + 4 * cq);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

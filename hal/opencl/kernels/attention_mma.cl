@@ -2,7 +2,7 @@
 // Prefill attention on tensor cores (NVIDIA, inline PTX mma.sync m16n8k16: ptx.cl), with the
 // numerics of attention.cl's split path: q rounded to f16, s = scale * (q . k) summed in f32,
 // each row's max and sum of exp_ggml(s - max), weights rounded to f16 after normalization,
-// out = sum_j p_j v_j in f32, and the exact key mass (attention.cl's attn_mass: per key, the
+// out = sum_j p_j v_j in f32, and the exact key mass (attention.cl's attn_mass_parts: per key, the
 // rows' f16 weights summed in units of 2^-24). Built after attention.cl (its KV loaders) and
 // ptx.cl.
 //
@@ -276,7 +276,7 @@ __attribute__((always_inline)) inline void attn_mma(
 
 // attn_mma_AD: head_dim AD; work-groups (row tiles of AM_ROWS, kv heads) of AM_WG items. With
 // with_mass, each work-group writes its rows' key mass in units of 2^-24 to its row of mass_part
-// (zeroed before the launch) for attn_mma_mass to add up.
+// (zeroed before the launch) for attn_parts_mass (attention.cl) to add up.
 #define ATTN_MMA(AD)                                                                                            \
   __kernel __attribute__((reqd_work_group_size(AM_WG, 1, 1))) void attn_mma_##AD(                              \
       __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,       \
@@ -294,12 +294,3 @@ __attribute__((always_inline)) inline void attn_mma(
 ATTN_MMA(64)
 ATTN_MMA(128)
 
-// mass[j] += the work-groups' shares of key j (n_parts rows of n_valid), exact in units of
-// 2^-24: the same sum, and float, as attn_mass gives.
-__kernel void attn_mma_mass(__global const uint* part, int n_parts, int n_valid, __global float* wb, ulong wo) {
-  const int j = get_global_id(0);
-  if (j >= n_valid) return;
-  ulong units = 0;
-  for (int p = 0; p < n_parts; ++p) units += part[(size_t)p * n_valid + j];
-  if (units) VIEW(float, wb, wo)[j] += (float)units * 0x1p-24f;
-}

@@ -76,18 +76,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   auto forward = Forward::create(**model, order, *rule, Forward::batch_for(order));
   if (!forward.ok()) return forward.status();
   // KV chunks kept in a GPU's own memory: the budget is at most what its arena holds; swap
-  // copies chunks through the device's transfer queue as the CPU's are read in place. Their
-  // compression stays off: it needs key mass from every step, which prompts compute on the
-  // tensor cores at little cost (7B on an H100: -1.5 %) but which sends a decode step to the
-  // split attention path (165 against 222 tok/s at context 128), and compressed chunks take
-  // the attention kernels' slower general paths.
+  // and compression copy chunks through the device's transfer queue as the CPU's are read in
+  // place. Key mass comes from the prompt kernels and from the one-launch decode kernel as
+  // integer shares, so tracking it costs a decode step one small launch a layer.
   EngineOptions eo = o;
+  if (eo.kv_ratio <= 0) (*forward)->set_mass_tracking(false);  // only compression reads it
   if (hal::MemoryPool* kv = &(*forward)->kv_memory(); !kv->host_visible()) {
     const uint64_t room = kv->capacity() - kv->capacity() / 16;
     if (eo.kv_budget_bytes == 0 || eo.kv_budget_bytes > room) eo.kv_budget_bytes = room;
-    eo.kv_ratio = 0;
-    (*forward)->set_mass_tracking(false);  // nothing reads it without compression
-    std::fprintf(stderr, "llmsvc: KV cache in %s (%llu MiB); swap %s, compression off there\n", kv->space().c_str(),
+    std::fprintf(stderr, "llmsvc: KV cache in %s (%llu MiB); swap %s\n", kv->space().c_str(),
                  static_cast<unsigned long long>(eo.kv_budget_bytes >> 20), eo.kv_swap ? "on" : "off");
   }
   // The whole trained length by default: the chunk store pages the KV under the budget, and

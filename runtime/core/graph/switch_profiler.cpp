@@ -97,7 +97,6 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
   policy::KvChunkStore store({cfg.n_layer, cfg.n_head_kv, cfg.head_dim, kChunk}, 0, policy::EvictionOrder::lctru,
                              &fwd.kv_memory());
   const bool copy_in = !fwd.kv_memory().host_visible();
-  fwd.set_mass_tracking(!copy_in);  // as the engine runs it: no key mass without compression
   SwitchProfile out;
   std::vector<float> logits;
 
