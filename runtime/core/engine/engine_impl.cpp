@@ -78,7 +78,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   // KV chunks kept in a GPU's own memory: the budget is at most what its arena holds; swap
   // and compression copy chunks through the device's transfer queue as the CPU's are read in
   // place. Key mass comes from the prompt kernels and from the one-launch decode kernel as
-  // integer shares, so tracking it costs a decode step one small launch a layer.
+  // integer shares, so tracking it costs a decode step one small launch.
   EngineOptions eo = o;
   if (eo.kv_ratio <= 0) (*forward)->set_mass_tracking(false);  // only compression reads it
   if (hal::MemoryPool* kv = &(*forward)->kv_memory(); !kv->host_visible()) {
