@@ -360,8 +360,8 @@ typedef struct llmsvc_model_info {
   llmsvc_special_token bos;   /* beginning of sequence */
   llmsvc_special_token eos;   /* end of sequence */
   llmsvc_special_token eot;   /* end of turn (<|im_end|>, <|eot_id|>, <end_of_turn>) */
-  /* The devices the model runs on, their names comma-separated in order of preference, e.g.
-   * "cpu" or "opencl:0,cpu" (the weights load on the first). */
+  /* The devices the model runs on, their kinds comma-separated in order of preference, e.g.
+   * "cpu" or "opencl,cpu" (the weights load on the first). */
   char devices[256];
 } llmsvc_model_info;
 

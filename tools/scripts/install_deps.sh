@@ -7,6 +7,7 @@ pkgs=(build-essential cmake ninja-build pkg-config python3 python3-pip python3-v
       libzstd-dev liblz4-dev libxxhash-dev liburing-dev libsystemd-dev libtomlplusplus-dev libseccomp-dev
       clang-14 libclang-rt-14-dev bible-kjv-text default-jdk-headless junit5 abigail-tools
       python3-matplotlib   # the trace benchmark's plots (bench/policy/run_trace_bench.py)
+      python3-pytest python3-setuptools python3-wheel  # the Python binding's tests and wheel
       ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo)  # OpenCL: the loader, headers, PoCL (CPU) for CI
 missing=()
 for p in "${pkgs[@]}"; do

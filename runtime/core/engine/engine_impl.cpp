@@ -336,8 +336,12 @@ ModelInfo EngineImpl::model_info() const {
   ModelInfo info = describe_model(*model_);
   info.ready = true;
   info.n_ctx = n_ctx_;
-  info.devices = device_names();
-  if (info.devices.size() > kMaxInfoDevices) info.devices.resize(kMaxInfoDevices);
+  // A device's kind and index ("cpu", "cpu:1", "opencl"), not its description: the C API joins
+  // them with commas, which a description ("cpu (AVX3_DL, 2 threads)") may hold.
+  for (std::string name : device_names()) {
+    if (info.devices.size() == kMaxInfoDevices) break;
+    info.devices.push_back(name.substr(0, name.find(" (")));
+  }
   return info;
 }
 

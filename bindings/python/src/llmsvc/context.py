@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A persistent context: calls (a whole reply, or a stream of pieces) and what it holds."""
+from __future__ import annotations
+
+import ctypes
+import enum
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence
+
+from . import _lib
+from ._handle import Handle
+from .errors import CancelledError, Error, UnsupportedError, check
+
+if TYPE_CHECKING:
+    from .service import Service
+
+
+class FinishReason(enum.IntEnum):
+    """Why generation stopped (llmsvc_finish_reason)."""
+    NONE = 0
+    EOS = 1
+    LENGTH = 2
+    STOP = 3
+    CANCELLED = 4
+    CONTEXT_FULL = 5
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A streamed piece: valid UTF-8 text and the ids of the tokens behind it (with their
+    log-probabilities when asked for). The pieces of a call together hold every generated token;
+    a last piece with empty text may carry tokens whose text never streamed (the end of turn)."""
+    text: str
+    tokens: List[int]
+    logprobs: Optional[List[float]] = None
+
+
+@dataclass
+class Reply:
+    """What a call gave: the text, every generated token id (and log-probability when asked
+    for), why it stopped, and the counts and times of llmsvc_call_result."""
+    text: str = ""
+    tokens: List[int] = field(default_factory=list)
+    logprobs: Optional[List[float]] = None
+    finish_reason: FinishReason = FinishReason.NONE
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    context_tokens: int = 0
+    switch_in_ms: float = 0.0
+    ttft_ms: float = 0.0
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
+    tpot_ms: float = 0.0
+    chunks_loaded: int = 0
+    chunks_recomputed: int = 0
+
+    def _take(self, r: _lib.CallResult) -> None:
+        for name in ("prompt_tokens", "generated_tokens", "context_tokens", "switch_in_ms", "ttft_ms", "prefill_ms",
+                     "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed"):
+            setattr(self, name, getattr(r, name))
+        self.finish_reason = FinishReason(r.finish_reason)
+
+
+@dataclass(frozen=True)
+class ContextInfo:
+    """llmsvc_context_info: tokens, turns and the KV chunks by state and format."""
+    id: str
+    raw: bool
+    tokens: int
+    turns: int
+    chunks_total: int
+    chunks_resident: int
+    chunks_swapped: int
+    chunks_dropped: int
+    kv_resident_bytes: int
+    chunks_f16: int
+    chunks_q8: int
+    chunks_q4: int
+    chunks_q3: int
+    chunks_q2: int
+
+    @staticmethod
+    def _of(i: _lib.ContextInfo) -> "ContextInfo":
+        return ContextInfo(_lib.text(i.id), bool(i.raw), i.tokens, i.turns, i.chunks_total, i.chunks_resident,
+                           i.chunks_swapped, i.chunks_dropped, i.kv_resident_bytes, i.chunks_f16, i.chunks_q8,
+                           i.chunks_q4, i.chunks_q3, i.chunks_q2)
+
+
+_TOKEN_IDS_ABI = (1 << 16) | 2  # llmsvc_call_options.on_tokens
+
+
+class Context(Handle):
+    """An open handle to a persistent context (`with` closes it; the context itself stays until
+    Service.delete_context). One thread at a time may use it; cancel() works from any thread."""
+
+    def __init__(self, service: "Service", handle: int) -> None:
+        self._id = _lib.text(_lib.lib.llmsvc_context_id(handle))
+        super().__init__(handle, _lib.lib.llmsvc_context_close, f"context {self._id!r}")
+        self._service = service  # keeps the service, and its library state, alive
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def info(self) -> ContextInfo:
+        return self._service.context_info(self._id)
+
+    def cancel(self) -> None:
+        """Cancels the call running on this context (none: nothing happens). Thread-safe."""
+        if self._handle is not None:
+            check(_lib.lib.llmsvc_context_cancel(self._handle))
+
+    def call(self, prompt: str, *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0, top_k: int = 0,
+             top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
+             stop: Sequence[str] = (), logprobs: bool = False,
+             on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
+        """Appends `prompt` (a user turn, unless the context is raw) and generates the reply.
+        `on_piece` sees each piece as it streams; a true return value cancels the call.
+        Cancelled: CancelledError, its `result` the Reply so far (kept in the context)."""
+        handle = self._h()
+        reply = Reply(logprobs=[] if logprobs else None)
+        pieces: List[str] = []
+        failure: List[BaseException] = []
+        want_ids = _lib.lib.llmsvc_abi_version() >= _TOKEN_IDS_ABI
+
+        def deliver(piece: Piece) -> int:
+            pieces.append(piece.text)
+            reply.tokens.extend(piece.tokens)
+            if reply.logprobs is not None and piece.logprobs is not None:
+                reply.logprobs.extend(piece.logprobs)
+            if on_piece is None:
+                return 0
+            try:
+                return 1 if on_piece(piece) else 0
+            except BaseException as e:  # re-raised once the call is back
+                failure.append(e)
+                return 1
+
+        @_lib.PIECE_FN
+        def on_tokens(p: "ctypes._Pointer[_lib.Piece]", _user: object) -> int:
+            c = p.contents
+            text = ctypes.string_at(c.text, c.len).decode("utf-8") if c.len else ""
+            ids = [c.tokens[i] for i in range(c.n_tokens)]
+            lps = [c.logprobs[i] for i in range(c.n_tokens)] if c.logprobs else None
+            return deliver(Piece(text, ids, lps))
+
+        @_lib.TOKEN_FN
+        def on_text(ptr: int, n: int, token: int, _user: object) -> int:  # a library without token ids
+            return deliver(Piece(ctypes.string_at(ptr, n).decode("utf-8"), [token]))
+
+        o = _lib.new_struct(_lib.CallOptions, "llmsvc_call_options_init")
+        o.seed, o.temperature, o.top_k, o.top_p, o.min_p = seed, temperature, top_k, top_p, min_p
+        o.repeat_penalty, o.repeat_last_n, o.max_tokens = repeat_penalty, repeat_last_n, max_tokens
+        stops = [s.encode("utf-8") for s in stop]
+        stop_array = (ctypes.c_char_p * max(1, len(stops)))(*stops)
+        o.stop, o.n_stop = (stop_array if stops else None), len(stops)
+        if want_ids:
+            o.on_tokens, o.logprobs = on_tokens, int(logprobs)
+        elif logprobs:
+            raise UnsupportedError(5, "the loaded libllmsvc is older than log-probabilities (ABI 1.2)")
+        result = _lib.new_struct(_lib.CallResult, "llmsvc_call_result_init")
+        data = prompt.encode("utf-8")
+        status = _lib.lib.llmsvc_call(handle, data, len(data), ctypes.byref(o),
+                                      _lib.TOKEN_FN() if want_ids else on_text, None, ctypes.byref(result))
+        reply.text = "".join(pieces)
+        if failure:
+            raise failure[0]
+        if status == CancelledError.status:
+            reply._take(result)
+            try:
+                check(status)
+            except CancelledError as e:
+                e.result = reply
+                raise
+        check(status)
+        reply._take(result)
+        return reply
+
+    def stream(self, prompt: str, **options: object) -> "Stream":
+        """The reply as an iterator of Pieces (the call runs on a thread of its own); leaving the
+        loop early cancels the call. After the last piece, `Stream.reply` holds the Reply."""
+        return Stream(self, prompt, options)
+
+
+class Stream:
+    """Iterator over a call's pieces (see Context.stream); a context manager that cancels the
+    call on exit if it is still running."""
+
+    _END = object()
+
+    def __init__(self, context: Context, prompt: str, options: dict) -> None:
+        self._context = context
+        self._queue: "queue.Queue[object]" = queue.Queue()
+        self._stop = threading.Event()
+        self.reply: Optional[Reply] = None
+        self._error: Optional[BaseException] = None
+
+        def on_piece(piece: Piece) -> bool:
+            self._queue.put(piece)
+            return self._stop.is_set()
+
+        def run() -> None:
+            try:
+                self.reply = context.call(prompt, on_piece=on_piece, **options)  # type: ignore[arg-type]
+            except CancelledError as e:
+                self.reply = e.result
+                if not self._stop.is_set():
+                    self._error = e
+            except BaseException as e:
+                self._error = e
+            finally:
+                self._queue.put(Stream._END)
+
+        self._thread = threading.Thread(target=run, name="llmsvc-stream", daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[Piece]:
+        while True:
+            item = self._queue.get()
+            if item is Stream._END:
+                self._thread.join()
+                if self._error is not None:
+                    raise self._error
+                return
+            yield item  # type: ignore[misc]
+
+    def close(self) -> None:
+        """Cancels the call if it still runs and waits for it."""
+        if self._thread.is_alive():
+            self._stop.set()
+            try:
+                self._context.cancel()
+            except Error:
+                pass
+            self._thread.join()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Calls: a whole reply, its tokens and log-probabilities, options, determinism."""
+import math
+
+import pytest
+
+import llmsvc
+
+
+def test_greedy_reply_with_every_token(svc, fresh_id):
+    with svc.new_context(fresh_id, system_prompt="You answer in one short sentence.") as ctx:
+        r = ctx.call("What is the capital of France?", max_tokens=24)
+    assert "Paris" in r.text
+    assert len(r.tokens) == r.generated_tokens > 0
+    assert r.finish_reason in (llmsvc.FinishReason.EOS, llmsvc.FinishReason.LENGTH)
+    assert r.context_tokens >= r.prompt_tokens + r.generated_tokens
+    assert r.ttft_ms > 0 and r.prefill_ms >= 0
+    assert r.logprobs is None
+    svc.delete_context(fresh_id)
+
+
+def test_the_same_prompt_gives_the_same_tokens(svc, fresh_id):
+    replies = []
+    for k in range(2):
+        with svc.new_context(f"{fresh_id}-{k}") as ctx:
+            replies.append(ctx.call("Count to five.", max_tokens=16, temperature=0.8, seed=42))
+        svc.delete_context(f"{fresh_id}-{k}")
+    assert replies[0].tokens == replies[1].tokens and replies[0].text == replies[1].text
+
+
+def test_log_probabilities_come_with_each_token(svc, fresh_id):
+    with svc.new_context(fresh_id) as ctx:
+        r = ctx.call("Say hello.", max_tokens=8, logprobs=True)
+    assert r.logprobs is not None and len(r.logprobs) == len(r.tokens) > 0
+    assert all(lp <= 0 and math.isfinite(lp) for lp in r.logprobs)
+    svc.delete_context(fresh_id)
+
+
+def test_max_tokens_and_stop_strings(svc, fresh_id):
+    with svc.new_context(fresh_id, raw=True) as ctx:
+        r = ctx.call("1, 2, 3, 4,", max_tokens=3)
+        assert r.generated_tokens == 3 and r.finish_reason == llmsvc.FinishReason.LENGTH
+    with svc.new_context(fresh_id + "-stop", raw=True) as ctx:
+        r = ctx.call("1, 2, 3, 4, 5, 6, 7, 8, 9,", max_tokens=40, stop=[" 12"])
+        assert r.finish_reason == llmsvc.FinishReason.STOP and " 12" not in r.text and "11" in r.text
+        r = ctx.call(" 20,", max_tokens=0)  # prefill only
+        assert r.generated_tokens == 0 and r.text == ""
+    svc.delete_context(fresh_id)
+    svc.delete_context(fresh_id + "-stop")
+
+
+def test_a_callback_that_returns_true_cancels(svc, fresh_id):
+    seen = []
+    with svc.new_context(fresh_id) as ctx:
+        with pytest.raises(llmsvc.CancelledError) as e:
+            ctx.call("Write a long story about a dragon.", max_tokens=64, on_piece=lambda p: seen.append(p) or True)
+        assert e.value.result is not None and e.value.result.finish_reason == llmsvc.FinishReason.CANCELLED
+        assert len(seen) == 1 and e.value.result.text == seen[0].text
+    svc.delete_context(fresh_id)
+
+
+def test_an_exception_in_the_callback_reaches_the_caller(svc, fresh_id):
+    def boom(piece):
+        raise RuntimeError("from the callback")
+
+    with svc.new_context(fresh_id) as ctx:
+        with pytest.raises(RuntimeError, match="from the callback"):
+            ctx.call("Hello!", max_tokens=16, on_piece=boom)
+        assert ctx.call("Hello again!", max_tokens=2).generated_tokens > 0  # the context still works
+    svc.delete_context(fresh_id)
