@@ -36,7 +36,13 @@ TEST(ChatTemplate, DetectsFamilyAndDefaults) {
   EXPECT_EQ(llama.format, ChatFormat::chatml);
   EXPECT_EQ(llama.default_system, "");
 
-  EXPECT_EQ(template_of(tokenizer_data("bpe_gpt-2.gguf")).format, ChatFormat::raw);  // unknown template
+  // A template of no family written out here is executed: this one writes each message's
+  // content on a line of its own.
+  const ChatTemplate other = template_of(tokenizer_data("bpe_gpt-2.gguf"));
+  EXPECT_EQ(other.format, ChatFormat::jinja);
+  EXPECT_TRUE(other.error.ok()) << other.error.message();
+  EXPECT_EQ(other.user_turn("Hi", "", true), "Hi\n");
+  EXPECT_EQ(other.assistant_end(), "\n");
   EXPECT_EQ(template_of(tokenizer_data("spm_llama.gguf")).format, ChatFormat::raw);  // none at all
 }
 

@@ -133,6 +133,9 @@ void EngineImpl::warn(const std::string& msg) const { std::fprintf(stderr, "llms
 Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   // A system prompt the context cannot hold would fail every call later: refused now
   // (tokenized before the engine's lock: a long prompt takes a while).
+  // A chat context needs a template that renders its turns (a model file's template the
+  // interpreter cannot run, or one that refuses this system prompt, is refused here).
+  if (!o.raw) LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(o.system_prompt));
   if (!o.raw && !o.system_prompt.empty()) {
     const ChatTemplate& chat = model_->chat_template();
     auto [before, after] = chat.user_turn_parts(o.system_prompt, true);
@@ -410,6 +413,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   kv_.store().pin(ctx->kv);  // its chunks are the working set: never evicted during the call
   BusyGuard guard{mu_, *ctx, kv_.store()};
   CallStats st;
+  if (!ctx->raw) LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(ctx->system_prompt));
   std::vector<int32_t> ids = prompt_tokens(*ctx, prompt);
   if (ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(n_ctx_)) {
     return Status(Code::context_overflow, "prompt of " + std::to_string(ids.size()) + " tokens does not fit: the context holds " +

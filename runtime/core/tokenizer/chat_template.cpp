@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Chat formats (ChatML, Gemma turns, raw) and what is read from the GGUF's Jinja template:
-// the family, ChatML's default system prompt and Gemma's system separator. The template
-// is not executed; the known families' shapes are written out here and checked against
-// Jinja's rendering in the tests.
+// the family, ChatML's default system prompt and Gemma's system separator. For those two
+// families the template is not executed (their shapes are written out here and checked
+// against Jinja's rendering in the tests); any other family's template is (jinja_turns.h).
 #include "runtime/core/tokenizer/chat_template.h"
 
 #include <initializer_list>
 #include <optional>
 
 #include "runtime/core/gguf/gguf_file.h"
+#include "runtime/core/tokenizer/jinja_turns.h"
 #include "runtime/core/tokenizer/unicode_class.h"
 
 namespace llmsvc {
@@ -122,7 +123,7 @@ ChatFormat detect_chat_format(const gguf::GgufFile& file) {
   if (auto t = file.get_string("tokenizer.chat_template")) {
     if (contains(*t, kImStart)) return ChatFormat::chatml;
     if (contains(*t, kTurnStart)) return ChatFormat::gemma;
-    return ChatFormat::raw;
+    return ChatFormat::jinja;
   }
   const std::string_view arch = file.get_string("general.architecture").value_or("");
   if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") return ChatFormat::gemma;
@@ -139,13 +140,40 @@ ChatFormat detect_chat_format(const gguf::GgufFile& file) {
   return ChatFormat::raw;
 }
 
+namespace {
+
+// The text of the special token whose id the metadata `key` names ("" without one).
+std::string token_text(const gguf::GgufFile& file, const char* key) {
+  const auto id = file.get_uint(key);
+  const auto* tokens = file.get_string_array("tokenizer.ggml.tokens");
+  if (!id || !tokens || *id >= tokens->size()) return {};
+  return (*tokens)[static_cast<size_t>(*id)];
+}
+
+}  // namespace
+
 ChatTemplate make_chat_template(const gguf::GgufFile& file) {
   ChatTemplate t;
   t.format = detect_chat_format(file);
   const std::string_view text = file.get_string("tokenizer.chat_template").value_or("");
   if (t.format == ChatFormat::chatml) t.default_system = chatml_default_system(text);
   if (t.format == ChatFormat::gemma && !text.empty()) t.system_separator = gemma_separator(text);
+  if (t.format == ChatFormat::jinja) {
+    auto turns = JinjaTurns::make(text, token_text(file, "tokenizer.ggml.bos_token_id"),
+                                  token_text(file, "tokenizer.ggml.eos_token_id"));
+    if (turns.ok()) {
+      t.jinja = std::move(turns).value();
+    } else {
+      t.error = turns.status();
+    }
+  }
   return t;
+}
+
+Status ChatTemplate::usable(std::string_view system_prompt) const {
+  if (!error.ok()) return error;
+  if (format == ChatFormat::jinja && jinja && !system_prompt.empty()) return jinja->first_turn(system_prompt).status();
+  return Status::Ok();
 }
 
 std::string ChatTemplate::system_prefix(std::string_view system_prompt) const {
@@ -164,6 +192,13 @@ std::pair<std::string, std::string> ChatTemplate::user_turn_parts(std::string_vi
       return {cat({kTurnStart, "user\n", with_system ? system_prompt : "", with_system ? system_separator : ""}),
               cat({kTurnEnd, "\n", kTurnStart, "model\n"})};
     }
+    case ChatFormat::jinja: {
+      if (!jinja) break;
+      if (!first) return jinja->next_turn();
+      auto parts = jinja->first_turn(system_prompt);  // (usable() reported a failure here)
+      if (parts.ok()) return std::move(parts).value();
+      break;
+    }
     case ChatFormat::raw:
       break;
   }
@@ -171,7 +206,8 @@ std::pair<std::string, std::string> ChatTemplate::user_turn_parts(std::string_vi
 }
 
 std::string ChatTemplate::user_content(std::string_view user) const {
-  return std::string(format == ChatFormat::gemma ? py_strip(user) : user);
+  const bool trims = format == ChatFormat::gemma || (format == ChatFormat::jinja && jinja && jinja->trims_content());
+  return std::string(trims ? py_strip(user) : user);
 }
 
 std::string ChatTemplate::user_turn(std::string_view user, std::string_view system_prompt, bool first) const {
@@ -183,6 +219,7 @@ std::string ChatTemplate::assistant_end() const {
   switch (format) {
     case ChatFormat::chatml: return cat({kImEnd, "\n"});
     case ChatFormat::gemma: return cat({kTurnEnd, "\n"});
+    case ChatFormat::jinja: return jinja ? jinja->assistant_end() : std::string();
     case ChatFormat::raw: break;
   }
   return {};

@@ -11,13 +11,20 @@
 #include <string_view>
 #include <utility>
 
+#include "base/status.h"
+
 namespace llmsvc::gguf { class GgufFile; }
 
 namespace llmsvc {
 
-enum class ChatFormat { raw, chatml, gemma };
+class JinjaTurns;
 
-// Picks the family from tokenizer.chat_template (and the architecture when absent).
+// chatml and gemma: written out here (checked against Jinja's renders in the tests); jinja:
+// any other family's template, executed (runtime/core/tokenizer/jinja_turns.h).
+enum class ChatFormat { raw, chatml, gemma, jinja };
+
+// Picks the family from tokenizer.chat_template (and the architecture when absent); a
+// template of no family known here is jinja.
 ChatFormat detect_chat_format(const gguf::GgufFile& file);
 
 struct ChatTemplate {
@@ -40,6 +47,14 @@ struct ChatTemplate {
   std::string default_system;
   // gemma: what joins the system prompt to the first user message (the template's own).
   std::string system_separator = "\n\n";
+  // jinja: the executed template's turns.
+  std::shared_ptr<const JinjaTurns> jinja;
+  // Why a template of the file cannot serve chat contexts (a construct the interpreter lacks,
+  // the template's own error...): chat contexts then fail with it, never fall back to raw.
+  Status error;
+  // Whether a chat context with this system prompt can be served (error, or a template that
+  // refuses the system message).
+  Status usable(std::string_view system_prompt) const;
 };
 
 ChatTemplate make_chat_template(const gguf::GgufFile& file);

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// JinjaTurns: a chat template's turn texts cut from renders of probe conversations.
+#include "runtime/core/tokenizer/jinja_turns.h"
+
+#include <initializer_list>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/chat/jinja/chat.h"
+#include "runtime/core/chat/jinja/template.h"
+
+namespace llmsvc {
+namespace {
+
+// Message contents no template changes (no spaces to trim, nothing to escape) and no text
+// contains by chance.
+constexpr std::string_view kUser = "LLMSVCxUSERx7f3a";
+constexpr std::string_view kEarlierUser = "LLMSVCxASKEDx7f3a";
+constexpr std::string_view kReply = "LLMSVCxREPLYx7f3a";
+
+std::string messages(std::initializer_list<std::pair<std::string_view, std::string_view>> turns,
+                     std::string_view system = {}) {
+  nlohmann::json list = nlohmann::json::array();
+  if (!system.empty()) list.push_back({{"role", "system"}, {"content", std::string(system)}});
+  for (const auto& [role, content] : turns) list.push_back({{"role", std::string(role)}, {"content", std::string(content)}});
+  return list.dump();
+}
+
+// `text` split at the one place `mark` is; an error where it is not there exactly once.
+Result<std::pair<std::string, std::string>> split_at(const std::string& text, std::string_view mark,
+                                                     std::string_view what) {
+  const size_t at = text.find(mark);
+  if (at == std::string::npos || text.find(mark, at + 1) != std::string::npos)
+    return Status(Code::unsupported, "chat template: " + std::string(what) + " does not hold the message text once");
+  return std::pair{text.substr(0, at), text.substr(at + mark.size())};
+}
+
+// What `longer` adds to `shorter`, which must be its prefix.
+Result<std::string> increment(const std::string& shorter, const std::string& longer, std::string_view what) {
+  if (longer.compare(0, shorter.size(), shorter) != 0)
+    return Status(Code::unsupported, "chat template: " + std::string(what) +
+                                         " changes the text of the earlier turns (the conversation cannot grow a turn "
+                                         "at a time)");
+  return longer.substr(shorter.size());
+}
+
+}  // namespace
+
+Result<std::string> JinjaTurns::render(std::string_view messages_json, bool add_generation_prompt) const {
+  jinja::ChatInput in;
+  in.messages_json = messages_json;
+  in.add_generation_prompt = add_generation_prompt;
+  in.bos_token = bos_;
+  in.eos_token = eos_;
+  auto context = jinja::chat_context(in);
+  if (!context.ok()) return context.status();
+  auto text = template_->render(*context);
+  if (!text.ok()) return Status(text.status().code(), "chat template: " + text.status().message());
+  std::string out = std::move(text).value();
+  if (!bos_.empty() && out.compare(0, bos_.size(), bos_) == 0) out.erase(0, bos_.size());
+  return out;
+}
+
+Result<std::shared_ptr<const JinjaTurns>> JinjaTurns::make(std::string_view source, std::string bos,
+                                                            std::string eos) {
+  auto compiled = jinja::Template::compile(source);
+  if (!compiled.ok()) return Status(compiled.status().code(), "chat template: " + compiled.status().message());
+  std::shared_ptr<JinjaTurns> t(new JinjaTurns());  // NOLINT: the constructor is private
+  t->template_ = std::make_shared<const jinja::Template>(std::move(compiled).value());
+  t->bos_ = std::move(bos);
+  t->eos_ = std::move(eos);
+
+  auto first = t->first_turn({});
+  if (!first.ok()) return first.status();
+  t->first_ = std::move(first).value();
+  t->has_first_ = true;
+
+  // A reply and a second user turn: what the conversation with both adds to the one that
+  // asked, [whitespace] reply [closing and next header] user text [rest up to the reply].
+  auto asked = t->render(messages({{"user", kEarlierUser}}), true);
+  if (!asked.ok()) return asked.status();
+  auto full = t->render(messages({{"user", kEarlierUser}, {"assistant", kReply}, {"user", kUser}}), true);
+  if (!full.ok()) return full.status();
+  auto grown = increment(*asked, *full, "a second user turn");
+  if (!grown.ok()) return grown.status();
+  auto reply = split_at(*grown, kReply, "an assistant reply");
+  if (!reply.ok()) return reply.status();
+  // Text between the generation prompt and the reply may only be whitespace the model writes
+  // itself (Mistral's " " after [/INST]); anything else is not the model's to generate.
+  if (reply->first.find_first_not_of(" \n") != std::string::npos)
+    return Status(Code::unsupported, "chat template: an assistant reply in the history is not what follows the "
+                                     "generation prompt");
+  t->reply_prefix_ = reply->first;
+  auto user = split_at(reply->second, kUser, "a second user turn");
+  if (!user.ok()) return user.status();
+  t->next_.second = user->second;
+  // Where the conversation that ends with the reply renders as a prefix of it, the closing
+  // is what that render adds after the reply and the rest opens the next user turn;
+  // otherwise (a template that ends a finished conversation with eos_token) both go with the
+  // closing.
+  t->assistant_end_ = user->first;
+  auto answered = t->render(messages({{"user", kEarlierUser}, {"assistant", kReply}}), false);
+  const std::string replied = *asked + reply->first + std::string(kReply);
+  if (answered.ok() && answered->compare(0, replied.size(), replied) == 0 &&
+      full->compare(0, answered->size(), *answered) == 0) {
+    t->assistant_end_ = answered->substr(replied.size());
+    t->next_.first = user->first.substr(t->assistant_end_.size());
+  }
+
+  // Whitespace around a message's content: kept, or stripped (Gemma's templates trim).
+  std::string padded(1, ' ');  // (" " + ... trips GCC 12's -Wrestrict false positive)
+  padded.append(kUser).push_back('\n');
+  auto spaced = t->render(messages({{"user", padded}}), true);
+  if (!spaced.ok()) return spaced.status();
+  t->trims_ = spaced->find(padded) == std::string::npos;
+  return std::shared_ptr<const JinjaTurns>(std::move(t));
+}
+
+Result<std::pair<std::string, std::string>> JinjaTurns::first_turn(std::string_view system) const {
+  if (system.empty() && has_first_) return first_;
+  auto text = render(messages({{"user", kUser}}, system), true);
+  if (!text.ok()) return text.status();
+  return split_at(*text, kUser, system.empty() ? "the first user turn" : "the first user turn after a system prompt");
+}
+
+}  // namespace llmsvc
