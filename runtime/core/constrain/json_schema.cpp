@@ -336,8 +336,12 @@ class Compiler {
     if (lo > kMaxBoundedRepeat)
       return fail(ptr, std::string("min") + what + " above " + std::to_string(kMaxBoundedRepeat) + " is not supported",
                   Code::unsupported);
-    if (!mx) return "{" + std::to_string(lo) + ",}";
-    return "{" + std::to_string(lo) + "," + std::to_string(std::min<int64_t>(*mx, kMaxBoundedRepeat)) + "}";
+    std::string out(1, '{');  // ("{" + ... trips GCC 12's -Wrestrict false positive)
+    out += std::to_string(lo);
+    out += ',';
+    if (mx) out += std::to_string(std::min<int64_t>(*mx, kMaxBoundedRepeat));
+    out += '}';
+    return out;
   }
 
   Result<std::string> visit_string(const Json& s, const std::string& ptr) {
