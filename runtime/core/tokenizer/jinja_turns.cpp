@@ -70,10 +70,9 @@ Result<std::shared_ptr<const JinjaTurns>> JinjaTurns::make(std::string_view sour
   t->bos_ = std::move(bos);
   t->eos_ = std::move(eos);
 
-  auto first = t->first_turn({});
-  if (!first.ok()) return first.status();
-  t->first_ = std::move(first).value();
-  t->has_first_ = true;
+  // The first turn renders at each use (a template may print today's date in it); here it is
+  // only checked.
+  if (auto first = t->first_turn({}); !first.ok()) return first.status();
 
   // A reply and a second user turn: what the conversation with both adds to the one that
   // asked, [whitespace] reply [closing and next header] user text [rest up to the reply].
@@ -117,7 +116,6 @@ Result<std::shared_ptr<const JinjaTurns>> JinjaTurns::make(std::string_view sour
 }
 
 Result<std::pair<std::string, std::string>> JinjaTurns::first_turn(std::string_view system) const {
-  if (system.empty() && has_first_) return first_;
   auto text = render(messages({{"user", kUser}}, system), true);
   if (!text.ok()) return text.status();
   return split_at(*text, kUser, system.empty() ? "the first user turn" : "the first user turn after a system prompt");

@@ -50,10 +50,9 @@ class JinjaTurns {
 
   std::shared_ptr<const jinja::Template> template_;
   std::string bos_, eos_;
-  std::pair<std::string, std::string> first_, next_;
+  std::pair<std::string, std::string> next_;
   std::string assistant_end_, reply_prefix_;
   bool trims_ = false;
-  bool has_first_ = false;  // first_ holds the turn without a system prompt
 };
 
 }  // namespace llmsvc
