@@ -136,7 +136,8 @@ Reply generate(Harness& h, Constraint& c, const std::string& user, const Sampler
 }
 
 TEST(ConstrainedModel, EveryReplyParsesAndValidates) {
-  if (!std::filesystem::exists(llmsvc::test::default_model_path())) GTEST_SKIP() << "model absent (tools/scripts/fetch_model.sh)";
+  ASSERT_TRUE(std::filesystem::exists(llmsvc::test::default_model_path()))
+      << "the default model is absent: tools/scripts/fetch_model.sh (tools/scripts/test.sh fetches it)";
   Harness& h = harness();
   ASSERT_NE(h.model, nullptr);
   const char* styles[] = {"", " Be brief.", " Answer in JSON."};

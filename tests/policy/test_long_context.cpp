@@ -45,7 +45,8 @@ int32_t count_raw(llmsvc_service* svc, const std::string& text) {
 
 TEST(LongContext, EightThousandTokensUnderAQuarterBudget) {
   const std::string model = llmsvc::test::default_model_path();
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << "the default model is not in the cache: " << model;
+  ASSERT_TRUE(std::filesystem::exists(model)) << "the default model is not in the cache: " << model
+                                              << " (tools/scripts/fetch_model.sh; tools/scripts/test.sh fetches it)";
   // The model's f16 KV bytes per token, from a first binding without a budget.
   llmsvc_bind_options o;
   llmsvc_bind_options_init(&o);

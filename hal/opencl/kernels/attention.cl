@@ -406,6 +406,22 @@ inline float group_reduce(__local float* red, int lid, float v, int op) {
   return r;
 }
 
+// Each head g < G: its quad's key-lane sums added in lane order, written by lane 0 to
+// dst + g * stride (acc: this item's sums; lanes: DW float4s of local memory).
+inline void store_lane_sums(const float4* acc, int G, __local float4* lanes, int lid, bool active, int kl, int KL,
+                            int CQ, int cq, __global float* dst, size_t stride) {
+  for (int g = 0; g < G; ++g) {
+    if (active) lanes[lid] = acc[g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (active && kl == 0) {
+      float4 sum = acc[g];
+      for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
+      vstore4(sum, 0, dst + g * stride + 4 * cq);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
 // A work-group per kv head would leave most of a GPU idle, so the work is spread two ways:
 // `split` work-groups share a kv head's G query heads (G / split each, where kv heads are few:
 // Gemma-3-270M has one), and `csplit` work-groups share the channels of P.V (head_dim /
@@ -483,17 +499,8 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   if (active) {
     pv_lane(acc, G, S, nk, kl, nk, KL, lo, arena, table, layer, C, c_shift, kv_dim, n_head_kv, hk, ch);
   }
-  __global float* out = VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0;
-  for (int g = 0; g < G; ++g) {
-    if (active) lanes[lid] = acc[g];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (active && kl == 0) {
-      float4 sum = acc[g];
-      for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
-      vstore4(sum, 0, out + g * head_dim + 4 * cq);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq, VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0,
+                  head_dim);
 }
 
 // mass[j] += units[r][j] * 2^-24 for the rows r < rows in order (a row per layer: the float
@@ -658,16 +665,10 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_pv(
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
-  // Lanes summed in order for each head; lane 0 writes the head's quad.
-  for (int g = 0; g < G; ++g) {
-    if (active) lanes[lid] = acc[g];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (active && kl == 0) {
-      float4 sum = acc[g];
-      for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
-      if (n_splits == 1) vstore4(sum, 0, VIEW(float, ob, oo) + row[g] * head_dim + 4 * cq);
-      else vstore4(sum, 0, VIEW(float, xb, xo) + (row[g] * n_splits + split) * head_dim + 4 * cq);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  // Rows hk * G + g: the output, or this split's partial sums for attn_reduce.
+  if (n_splits == 1)
+    store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq, VIEW(float, ob, oo) + row[0] * head_dim, head_dim);
+  else
+    store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq,
+                    VIEW(float, xb, xo) + (row[0] * n_splits + split) * head_dim, (size_t)n_splits * head_dim);
 }
