@@ -80,13 +80,23 @@ Status KvSequence::reserve(int n_tokens) {
   return Status::Ok();
 }
 
-void KvSequence::truncate(int n_tokens) {
-  const int keep = (std::max(0, n_tokens) + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
+int KvSequence::truncate(int n_tokens) {
+  n_tokens = std::max(0, n_tokens);
+  int keep = (n_tokens + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
+  // Rows are written only into resident f16 chunks: a partly kept chunk of another kind would
+  // take the next rows wrongly, so it is recomputed whole instead.
+  const int whole = n_tokens / geo_.chunk_tokens;
+  if (keep > whole && keep <= n_chunks() &&
+      (chunks_[whole].state != ChunkState::resident || chunks_[whole].format != hal::KvFormat::f16)) {
+    keep = whole;
+    n_tokens = whole * geo_.chunk_tokens;
+  }
   while (n_chunks() > keep) {
     install(n_chunks() - 1, Mem(), 0, chunks_.back().format, ChunkState::dropped);
     std::lock_guard<std::mutex> lock(store_.mu_);
     chunks_.pop_back();
   }
+  return n_tokens;
 }
 
 Status KvSequence::make_resident(int c, hal::KvFormat format) {

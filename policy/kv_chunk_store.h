@@ -100,8 +100,11 @@ class KvSequence {
   // from the budget, evicting other sequences' chunks). Code::out_of_memory when the budget
   // cannot hold them even after eviction.
   Status reserve(int n_tokens);
-  // Forgets positions >= n_tokens: chunks wholly past it are freed.
-  void truncate(int n_tokens);
+  // Forgets positions >= n_tokens: chunks wholly past it are freed. A chunk the cut falls
+  // inside keeps its rows before the cut only where its later rows can be written over (it is
+  // resident f16); otherwise (compressed, swapped or dropped) it goes too. Returns the
+  // positions still held: n_tokens, or the start of that chunk.
+  int truncate(int n_tokens);
 
   ChunkState state(int c) const { return chunks_[c].state; }
   hal::KvFormat format(int c) const { return chunks_[c].format; }

@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 2
+#define LLMSVC_ABI_VERSION_MINOR 3
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -403,6 +403,74 @@ LLMSVC_API void llmsvc_count_options_init(llmsvc_count_options* options);
  */
 LLMSVC_API llmsvc_status llmsvc_count_tokens(llmsvc_service* service, const char* text, size_t len,
                                              const llmsvc_count_options* options, int32_t* out_count);
+
+/* ------------------------------------------------------------- messages (since ABI 1.3) */
+
+/*
+ * A chat context holds a conversation: user and assistant messages in turn, from a user
+ * message. llmsvc_call adds its prompt as a user message and its reply as an assistant message;
+ * llmsvc_context_append seeds the conversation from the app's own data without generating,
+ * llmsvc_context_generate replies to it, llmsvc_context_truncate rewinds it. The system prompt
+ * is the context's own (llmsvc_context_options.system_prompt). The model's chat template
+ * renders the messages; each message is the tokens its turn adds, so rewinding keeps the KV
+ * cache of every message before the cut and appending computes only what is new.
+ *
+ * Raw contexts hold no messages (LLMSVC_ERR_INVALID_ARGUMENT); contexts made before ABI 1.3
+ * kept none (LLMSVC_ERR_UNSUPPORTED); through a daemon older than these functions (protocol
+ * < 5) they are LLMSVC_ERR_UNSUPPORTED, before anything is sent.
+ */
+
+/** A message's role. Values are part of the ABI. */
+typedef enum llmsvc_role {
+  LLMSVC_ROLE_SYSTEM = 0,    /* not appended: the system prompt is the context's option */
+  LLMSVC_ROLE_USER = 1,
+  LLMSVC_ROLE_ASSISTANT = 2,
+  LLMSVC_ROLE_TOOL = 3       /* reserved for tool results (LLMSVC_ERR_UNSUPPORTED for now) */
+} llmsvc_role;
+
+typedef struct llmsvc_message {
+  size_t struct_size;
+  int32_t role;             /* llmsvc_role */
+  const char* content;      /* UTF-8, content_len bytes, not NUL-terminated; NULL when len 0 */
+  size_t content_len;
+} llmsvc_message;
+
+LLMSVC_API void llmsvc_message_init(llmsvc_message* message);
+
+/**
+ * Append `n` messages to the context's conversation without generating. They must continue
+ * its turn order (after a user message comes an assistant one, and so on): otherwise, or for
+ * a system message, LLMSVC_ERR_INVALID_ARGUMENT naming the message; nothing is appended then.
+ * The array is stepped through by messages[0].struct_size (all elements the same size).
+ * LLMSVC_ERR_CONTEXT_OVERFLOW (or QUOTA_EXCEEDED through llmsvcd) when they do not fit, BUSY
+ * inside a call. Their tokens are stored when it returns; their KV is computed by the next
+ * llmsvc_context_generate or llmsvc_call.
+ */
+LLMSVC_API llmsvc_status llmsvc_context_append(llmsvc_context* context, const llmsvc_message* messages, size_t n);
+
+/**
+ * Generate the assistant's reply to the conversation, which must end with a user message
+ * (LLMSVC_ERR_INVALID_ARGUMENT otherwise). As llmsvc_call without a prompt: the same options,
+ * streaming, cancellation and result (prompt_tokens 0); the reply becomes the conversation's
+ * next message, its text what was streamed.
+ */
+LLMSVC_API llmsvc_status llmsvc_context_generate(llmsvc_context* context, const llmsvc_call_options* options,
+                                                 llmsvc_token_fn on_piece, void* user, llmsvc_call_result* out);
+
+/**
+ * Rewind the conversation to its first `n_messages` messages: the later ones and their tokens
+ * are dropped, the KV of the earlier ones kept. LLMSVC_ERR_INVALID_ARGUMENT when it holds
+ * fewer. Stored when it returns.
+ */
+LLMSVC_API llmsvc_status llmsvc_context_truncate(llmsvc_context* context, size_t n_messages);
+
+/** Called for each message, in order; the message is valid only during the call. Return
+ *  non-zero to stop early. */
+typedef int (*llmsvc_message_fn)(const llmsvc_message* message, void* user);
+
+/** The conversation's messages from index `first` (0: all of them), one call of `fn` each. */
+LLMSVC_API llmsvc_status llmsvc_context_messages(llmsvc_context* context, size_t first, llmsvc_message_fn fn,
+                                                 void* user);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,35 @@ namespace {
 
 llmsvc_status null_arg(const char* name) { return fail(LLMSVC_ERR_INVALID_ARGUMENT, name, " is NULL"); }
 
+// llmsvc_call, or (reply_only) llmsvc_context_generate: the same call without a prompt.
+llmsvc_status run_call(llmsvc_context* context, const char* prompt, size_t len, const llmsvc_call_options* options,
+                       llmsvc_token_fn on_piece, void* user, llmsvc_call_result* out, bool reply_only) {
+  return guarded([&] {
+    if (!context) return null_arg("context");
+    if (auto st = llmsvc::api::check_utf8(prompt, len, "prompt"); !st.ok()) return fail(st);
+    auto params = llmsvc::api::read_call_options(options);
+    if (!params.ok()) return fail(params.status());
+    params->reply_only = reply_only;
+    if (out) {
+      auto st = llmsvc::api::check_result_size(out->struct_size, llmsvc::api::kCallResultV1, "llmsvc_call_result");
+      if (!st.ok()) return fail(st);
+    }
+    // A cancel that came while idle is a no-op (header): only one during this call counts.
+    context->cancel.store(false, std::memory_order_relaxed);
+    params->cancel = &context->cancel;
+    llmsvc::PieceFn piece_fn = [&](std::string_view piece, int32_t token) {
+      return on_piece == nullptr || on_piece(piece.data(), piece.size(), token, user) == 0;
+    };
+    llmsvc::CallStats stats;
+    auto st = context->service->transport().call(context->id, std::string_view(prompt ? prompt : "", len), *params,
+                                                 piece_fn, &stats);
+    // A cancelled call still reports what it did (see llmsvc_call in the header).
+    if (out && (st.ok() || st.code() == llmsvc::Code::cancelled)) llmsvc::api::write_call_result(stats, out);
+    if (!st.ok()) return fail(st);
+    return LLMSVC_OK;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -125,29 +154,12 @@ llmsvc_status llmsvc_context_cancel(llmsvc_context* context) {
 
 llmsvc_status llmsvc_call(llmsvc_context* context, const char* prompt, size_t len, const llmsvc_call_options* options,
                           llmsvc_token_fn on_piece, void* user, llmsvc_call_result* out) {
-  return guarded([&] {
-    if (!context) return null_arg("context");
-    if (auto st = llmsvc::api::check_utf8(prompt, len, "prompt"); !st.ok()) return fail(st);
-    auto params = llmsvc::api::read_call_options(options);
-    if (!params.ok()) return fail(params.status());
-    if (out) {
-      auto st = llmsvc::api::check_result_size(out->struct_size, llmsvc::api::kCallResultV1, "llmsvc_call_result");
-      if (!st.ok()) return fail(st);
-    }
-    // A cancel that came while idle is a no-op (header): only one during this call counts.
-    context->cancel.store(false, std::memory_order_relaxed);
-    params->cancel = &context->cancel;
-    llmsvc::PieceFn piece_fn = [&](std::string_view piece, int32_t token) {
-      return on_piece == nullptr || on_piece(piece.data(), piece.size(), token, user) == 0;
-    };
-    llmsvc::CallStats stats;
-    auto st = context->service->transport().call(context->id, std::string_view(prompt ? prompt : "", len), *params,
-                                                 piece_fn, &stats);
-    // A cancelled call still reports what it did (see llmsvc_call in the header).
-    if (out && (st.ok() || st.code() == llmsvc::Code::cancelled)) llmsvc::api::write_call_result(stats, out);
-    if (!st.ok()) return fail(st);
-    return LLMSVC_OK;
-  });
+  return run_call(context, prompt, len, options, on_piece, user, out, false);
+}
+
+llmsvc_status llmsvc_context_generate(llmsvc_context* context, const llmsvc_call_options* options,
+                                      llmsvc_token_fn on_piece, void* user, llmsvc_call_result* out) {
+  return run_call(context, nullptr, 0, options, on_piece, user, out, true);
 }
 
 llmsvc_status llmsvc_get_stats(llmsvc_service* service, llmsvc_stats* out) {

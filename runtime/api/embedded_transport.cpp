@@ -29,6 +29,13 @@ class EmbeddedTransport final : public Transport {
   Result<std::vector<std::string>> list_contexts() override { return engine_->list_contexts(); }
   Result<ContextInfo> context_info(std::string_view id) override { return engine_->context_info(id); }
   Result<ModelInfo> model_info() override { return engine_->model_info(); }
+  Status append_messages(std::string_view id, std::span<const ChatMessage> messages) override {
+    return engine_->append_messages(id, messages, 0);
+  }
+  Status truncate_messages(std::string_view id, size_t n) override { return engine_->truncate_messages(id, n); }
+  Result<std::vector<ChatMessage>> messages(std::string_view id, size_t first, size_t max) override {
+    return engine_->messages(id, first, max);
+  }
   Result<TokenCount> count_tokens(std::string_view text, const CountParams& params, size_t max_ids) override {
     std::vector<int32_t> ids = engine_->prompt_ids(text, params);
     TokenCount c;

@@ -17,12 +17,15 @@ namespace p = protocol;
 
 constexpr int kCancelPollMs = 50;  // a call checks its cancel flag this often while waiting
 
-// What a daemon older than protocol version 4 cannot do: refused here, before anything is
+// What a daemon older than protocol version `v` cannot do: refused here, before anything is
 // sent (it would take a newer message as a protocol violation and close the connection).
+Status need_version(const ClientConnection& conn, uint16_t v, const char* what) {
+  if (conn.welcome().version >= v) return Status::Ok();
+  return Status(Code::unsupported, std::string(what) + " needs protocol version " + std::to_string(v) +
+                                       "; llmsvcd speaks " + std::to_string(conn.welcome().version) + " (update llmsvcd)");
+}
 Status need_version_4(const ClientConnection& conn, const char* what) {
-  if (conn.welcome().version >= p::kVersionModelInfo) return Status::Ok();
-  return Status(Code::unsupported, std::string(what) + " needs protocol version 4; llmsvcd speaks " +
-                                       std::to_string(conn.welcome().version) + " (update llmsvcd)");
+  return need_version(conn, p::kVersionModelInfo, what);
 }
 
 template <class M>
@@ -107,6 +110,7 @@ class UnixTransport final : public Transport {
                                                 " bytes is longer than any context holds (the daemon takes at most " +
                                                 std::to_string(conn->welcome().max_prompt_bytes) + " bytes)");
     if (params.on_tokens) LLMSVC_RETURN_IF_ERROR(need_version_4(*conn, "streaming token ids"));
+    if (params.reply_only) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionMessages, "generating a reply"));
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);
@@ -212,6 +216,51 @@ class UnixTransport final : public Transport {
     auto r = single<p::ModelInfoReply>((*conn)->round_trip(p::ModelInfoRequest{}));
     if (!r.ok()) return r.status();
     return std::move(r->info);
+  }
+
+  Status append_messages(std::string_view id, std::span<const ChatMessage> messages) override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionMessages, "appending messages"));
+    // As a prompt: the daemon takes at most max_prompt_bytes of text in one request.
+    const uint32_t limit = (*conn)->welcome().max_prompt_bytes;
+    size_t bytes = 0;
+    for (const ChatMessage& m : messages) bytes += m.content.size();
+    if (bytes > limit || messages.size() > p::kMaxAppendMessages)
+      return Status(Code::context_overflow, "messages of " + std::to_string(bytes) + " bytes (" +
+                                                std::to_string(messages.size()) + " of them) are more than llmsvcd takes at once (" +
+                                                std::to_string(limit) + " bytes, " + std::to_string(p::kMaxAppendMessages) +
+                                                " messages)");
+    p::ContextAppend req;
+    req.id = std::string(id);
+    req.messages.assign(messages.begin(), messages.end());
+    return single<p::Ack>((*conn)->round_trip(req)).status();
+  }
+
+  Status truncate_messages(std::string_view id, size_t n) override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionMessages, "truncating a conversation"));
+    if (n > p::kMaxU32) return Status(Code::invalid_argument, "no conversation holds " + std::to_string(n) + " messages");
+    return single<p::Ack>((*conn)->round_trip(p::ContextTruncate{std::string(id), static_cast<uint32_t>(n)})).status();
+  }
+
+  // Page by page, as many as fit a reply each.
+  Result<std::vector<ChatMessage>> messages(std::string_view id, size_t first, size_t max) override {
+    auto conn = connection();
+    if (!conn.ok()) return conn.status();
+    LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionMessages, "reading a conversation"));
+    std::vector<ChatMessage> out;
+    while (out.size() < max && first + out.size() <= p::kMaxU32) {
+      p::ContextMessages req{std::string(id), static_cast<uint32_t>(first + out.size()),
+                             static_cast<uint32_t>(std::min(max - out.size(), p::kMaxMessagesPage))};
+      auto r = single<p::ContextMessagesReply>((*conn)->round_trip(req));
+      if (!r.ok()) return r.status();
+      if (r->messages.size() > req.max) return Status(Code::unavailable, "llmsvcd answered with more messages than asked");
+      for (ChatMessage& m : r->messages) out.push_back(std::move(m));
+      if (!r->more || r->messages.empty()) break;
+    }
+    return out;
   }
 
   // One request per window of kMaxCountIds ids (the count comes with the first).

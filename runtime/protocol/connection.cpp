@@ -21,6 +21,9 @@ bool is_request(MsgType t) {
     case MsgType::context_delete:
     case MsgType::context_list:
     case MsgType::context_info:
+    case MsgType::context_append:
+    case MsgType::context_truncate:
+    case MsgType::context_messages:
     case MsgType::call:
     case MsgType::stats:
     case MsgType::model_info:
@@ -46,7 +49,11 @@ bool answers(MsgType request, MsgType answer) {
       return answer == MsgType::context_opened;
     case MsgType::context_close:
     case MsgType::context_delete:
+    case MsgType::context_append:
+    case MsgType::context_truncate:
       return answer == MsgType::ack;
+    case MsgType::context_messages:
+      return answer == MsgType::context_messages_reply;
     case MsgType::context_list:
       return answer == MsgType::context_list_reply;
     case MsgType::context_info:

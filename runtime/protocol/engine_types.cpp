@@ -52,6 +52,7 @@ CallOptions to_wire(const CallParams& params) {
   sampling_fields(o, params, kToWire);
   o.token_ids = static_cast<bool>(params.on_tokens);
   o.logprobs = o.token_ids && params.logprobs;
+  o.reply_only = params.reply_only;
   return o;
 }
 
@@ -59,6 +60,7 @@ CallParams from_wire(const CallOptions& options) {
   CallParams p;
   sampling_fields(options, p, kFromWire);
   p.logprobs = options.logprobs;  // (token_ids: the daemon's on_tokens sends the ids)
+  p.reply_only = options.reply_only;
   return p;
 }
 

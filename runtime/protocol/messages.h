@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/core/engine/message_types.h"
 #include "runtime/core/engine/info_types.h"
 #include "runtime/core/engine/stats_fields.h"
 #include "runtime/protocol/types.h"
@@ -269,6 +270,7 @@ struct CallOptions {
   float slo_tpot_ratio = 0.0f;
   bool token_ids = false;  // version 4: PIECEs carry their token ids (llmsvc_call_options.on_tokens)
   bool logprobs = false;   // version 4: ... and their log-probabilities
+  bool reply_only = false; // version 5: no prompt, the reply to the conversation (llmsvc_context_generate)
   bool operator==(const CallOptions&) const = default;
 };
 
@@ -298,7 +300,9 @@ struct Call {
     LLMSVC_RETURN_IF_ERROR(io.f32("options.slo_tpot_ratio", o.slo_tpot_ratio));
     if (io.version() < kVersionModelInfo) return Status::Ok();
     LLMSVC_RETURN_IF_ERROR(io.boolean("options.token_ids", o.token_ids));
-    return io.boolean("options.logprobs", o.logprobs);
+    LLMSVC_RETURN_IF_ERROR(io.boolean("options.logprobs", o.logprobs));
+    if (io.version() < kVersionMessages) return Status::Ok();
+    return io.boolean("options.reply_only", o.reply_only);
   }
   bool operator==(const Call&) const = default;
 };
@@ -474,12 +478,89 @@ struct CountTokensReply {
   bool operator==(const CountTokensReply&) const = default;
 };
 
+// A conversation's messages as records: role (an llmsvc_role) and content.
+template <class IO, class V>
+Status chat_messages(IO& io, const char* field, V& list, size_t max) {
+  return io.records(field, list, max, 1 + 4, [&](auto& m) {
+    int32_t role = static_cast<int32_t>(m.role);
+    LLMSVC_RETURN_IF_ERROR(io.enum8("messages.role", role, static_cast<int32_t>(llmsvc::kMaxMessageRole)));
+    if constexpr (!std::is_const_v<std::remove_reference_t<decltype(m)>>) m.role = static_cast<llmsvc::MessageRole>(role);
+    return io.text("messages.content", m.content, kAnyText);
+  });
+}
+
+// CONTEXT_APPEND (version 5): messages appended to the conversation of the context `id`
+// (Engine::append_messages); ACK.
+struct ContextAppend {
+  static constexpr MsgType kType = MsgType::context_append;
+  static constexpr bool kExtensible = false;
+  std::string id;
+  std::vector<llmsvc::ChatMessage> messages;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.text("id", m.id, kIdBounds));
+    return chat_messages(io, "messages", m.messages, kMaxAppendMessages);
+  }
+  bool operator==(const ContextAppend&) const = default;
+};
+
+// CONTEXT_TRUNCATE (version 5): the conversation rewound to its first n_messages; ACK.
+struct ContextTruncate {
+  static constexpr MsgType kType = MsgType::context_truncate;
+  static constexpr bool kExtensible = false;
+  std::string id;
+  uint32_t n_messages = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.text("id", m.id, kIdBounds));
+    return io.u32("n_messages", m.n_messages);
+  }
+  bool operator==(const ContextTruncate&) const = default;
+};
+
+// CONTEXT_MESSAGES (version 5): the conversation's messages from index `first`, at most
+// `max` of them; answered by CONTEXT_MESSAGES_REPLY.
+struct ContextMessages {
+  static constexpr MsgType kType = MsgType::context_messages;
+  static constexpr bool kExtensible = false;
+  std::string id;
+  uint32_t first = 0;
+  uint32_t max = 0;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.text("id", m.id, kIdBounds));
+    LLMSVC_RETURN_IF_ERROR(io.u32("first", m.first));
+    return io.u32_in("max", m.max, 1, static_cast<uint32_t>(kMaxMessagesPage));
+  }
+  bool operator==(const ContextMessages&) const = default;
+};
+
+// The messages asked for, as many as fit the client's frame limit (at least one); `more`: the
+// conversation goes on past them.
+struct ContextMessagesReply {
+  static constexpr MsgType kType = MsgType::context_messages_reply;
+  static constexpr bool kExtensible = false;
+  bool more = false;
+  std::vector<llmsvc::ChatMessage> messages;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.boolean("more", m.more));
+    return chat_messages(io, "messages", m.messages, kMaxMessagesPage);
+  }
+  bool operator==(const ContextMessagesReply&) const = default;
+};
+
 // Every message type, in the order of the type table (version 2 and 3 added none; version 4
-// MODEL_INFO, COUNT_TOKENS and their replies).
+// MODEL_INFO, COUNT_TOKENS and their replies; version 5 the conversation's messages).
 using Message = std::variant<Hello, Welcome, Ping, Pong, Error, Ack, ContextNew, ContextOpen, ContextClose,
-                             ContextDelete, ContextList, ContextInfo, Call, Cancel, Stats, ModelInfoRequest, CountTokens,
-                             ContextOpened, ContextListReply, ContextInfoReply, Piece, CallResult, StatsReply,
-                             ModelInfoReply, CountTokensReply>;
+                             ContextDelete, ContextList, ContextInfo, ContextAppend, ContextTruncate, ContextMessages,
+                             Call, Cancel, Stats, ModelInfoRequest, CountTokens, ContextOpened, ContextListReply,
+                             ContextInfoReply, ContextMessagesReply, Piece, CallResult, StatsReply, ModelInfoReply,
+                             CountTokensReply>;
 
 // Appends m's payload (no frame header), as protocol `version` lays it out, to `out`; on
 // failure `out` may hold a partial payload.

@@ -7,7 +7,7 @@
 namespace llmsvc::protocol {
 namespace {
 
-constexpr std::array<TypeInfo, 25> kTypes = {{
+constexpr std::array<TypeInfo, 29> kTypes = {{
     {MsgType::hello, "HELLO", Sender::client, StreamRule::zero},
     {MsgType::welcome, "WELCOME", Sender::server, StreamRule::zero},
     {MsgType::ping, "PING", Sender::both, StreamRule::zero},
@@ -20,6 +20,9 @@ constexpr std::array<TypeInfo, 25> kTypes = {{
     {MsgType::context_delete, "CONTEXT_DELETE", Sender::client, StreamRule::request},
     {MsgType::context_list, "CONTEXT_LIST", Sender::client, StreamRule::request},
     {MsgType::context_info, "CONTEXT_INFO", Sender::client, StreamRule::request},
+    {MsgType::context_append, "CONTEXT_APPEND", Sender::client, StreamRule::request, kVersionMessages},
+    {MsgType::context_truncate, "CONTEXT_TRUNCATE", Sender::client, StreamRule::request, kVersionMessages},
+    {MsgType::context_messages, "CONTEXT_MESSAGES", Sender::client, StreamRule::request, kVersionMessages},
     {MsgType::call, "CALL", Sender::client, StreamRule::request},
     {MsgType::cancel, "CANCEL", Sender::client, StreamRule::zero},
     {MsgType::stats, "STATS", Sender::client, StreamRule::request},
@@ -28,6 +31,7 @@ constexpr std::array<TypeInfo, 25> kTypes = {{
     {MsgType::context_opened, "CONTEXT_OPENED", Sender::server, StreamRule::request},
     {MsgType::context_list_reply, "CONTEXT_LIST_REPLY", Sender::server, StreamRule::request},
     {MsgType::context_info_reply, "CONTEXT_INFO_REPLY", Sender::server, StreamRule::request},
+    {MsgType::context_messages_reply, "CONTEXT_MESSAGES_REPLY", Sender::server, StreamRule::request, kVersionMessages},
     {MsgType::piece, "PIECE", Sender::server, StreamRule::request},
     {MsgType::call_result, "RESULT", Sender::server, StreamRule::request},
     {MsgType::stats_reply, "STATS_REPLY", Sender::server, StreamRule::request},

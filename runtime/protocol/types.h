@@ -15,12 +15,14 @@ namespace llmsvc::protocol {
 // carries the layouts of the version it agreed on. The statistics tables of
 // runtime/core/engine/stats_fields.h name these versions by number (their `since` column).
 // Version 4 adds the model information and token counting messages, and token ids (and their
-// log-probabilities) in PIECE.
+// log-probabilities) in PIECE. Version 5 adds a context's conversation: CONTEXT_APPEND,
+// CONTEXT_TRUNCATE, CONTEXT_MESSAGES and its reply, and CALL's reply_only.
 inline constexpr uint16_t kMinVersion = 1;
-inline constexpr uint16_t kMaxVersion = 4;
+inline constexpr uint16_t kMaxVersion = 5;
 inline constexpr uint16_t kVersionPolicyFigures = 2;
 inline constexpr uint16_t kVersionQ3Chunks = 3;
 inline constexpr uint16_t kVersionModelInfo = 4;
+inline constexpr uint16_t kVersionMessages = 5;
 
 // Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
 inline constexpr size_t kHeaderBytes = 16;
@@ -43,6 +45,8 @@ inline constexpr size_t kMaxPieceBytes = 65536;    // one streamed piece
 inline constexpr int32_t kMaxFinishReason = 5;     // LLMSVC_FINISH_CONTEXT_FULL
 inline constexpr size_t kMaxPieceIds = 1024;       // token ids (and log-probabilities) in one PIECE
 inline constexpr size_t kMaxCountIds = 16384;      // token ids in one COUNT_TOKENS_REPLY
+inline constexpr size_t kMaxAppendMessages = 1024; // messages in one CONTEXT_APPEND
+inline constexpr size_t kMaxMessagesPage = 64;     // messages in one CONTEXT_MESSAGES_REPLY
 
 // Message types (u16 on the wire). 0x00xx from the client, 0x008x-0x00Fx replies from the
 // server; Ping / Pong go both ways.
@@ -59,6 +63,9 @@ enum class MsgType : uint16_t {
   context_delete = 0x0013,
   context_list = 0x0014,
   context_info = 0x0015,
+  context_append = 0x0016,
+  context_truncate = 0x0017,
+  context_messages = 0x0018,
   call = 0x0020,
   cancel = 0x0021,
   stats = 0x0030,
@@ -67,6 +74,7 @@ enum class MsgType : uint16_t {
   context_opened = 0x0090,
   context_list_reply = 0x0094,
   context_info_reply = 0x0095,
+  context_messages_reply = 0x0096,
   piece = 0x00A0,
   call_result = 0x00A1,
   stats_reply = 0x00B0,

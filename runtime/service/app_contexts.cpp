@@ -2,6 +2,9 @@
 // AppContexts: per-app scopes over the shared engine.
 #include "runtime/service/app_contexts.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "runtime/core/persist/state_dir.h"
 
 namespace llmsvc::service {
@@ -114,6 +117,28 @@ Status AppContexts::call(const AppIdentity& app, std::string_view id, std::strin
   f.calls++;
   add_call_figures(f, *stats);
   return s;
+}
+
+Status AppContexts::append_messages(const AppIdentity& app, std::string_view id, std::span<const ChatMessage> messages) {
+  auto k = key(app, id);
+  if (!k.ok()) return k.status();
+  const uint32_t quota = quotas_.of(app.uid).context_tokens;
+  return unscoped(app, engine_.append_messages(*k, messages, static_cast<int32_t>(std::min<uint32_t>(quota, INT32_MAX))));
+}
+
+Status AppContexts::truncate_messages(const AppIdentity& app, std::string_view id, size_t n) {
+  auto k = key(app, id);
+  if (!k.ok()) return k.status();
+  return unscoped(app, engine_.truncate_messages(*k, n));
+}
+
+Result<std::vector<ChatMessage>> AppContexts::messages(const AppIdentity& app, std::string_view id, size_t first,
+                                                       size_t max) const {
+  auto k = key(app, id);
+  if (!k.ok()) return k.status();
+  auto m = engine_.messages(*k, first, max);
+  if (!m.ok()) return unscoped(app, m.status());
+  return m;
 }
 
 Result<EngineStats> AppContexts::stats(const AppIdentity& app) const {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,11 @@ class AppContexts {
   Result<ContextInfo> info(const AppIdentity& app, std::string_view id) const;
   Status call(const AppIdentity& app, std::string_view id, std::string_view prompt, const CallParams& params,
               const PieceFn& on_piece, CallStats* stats);
+  // A context's conversation (Engine::append_messages...), the app's context_tokens quota
+  // applied to what an append adds.
+  Status append_messages(const AppIdentity& app, std::string_view id, std::span<const ChatMessage> messages);
+  Status truncate_messages(const AppIdentity& app, std::string_view id, size_t n);
+  Result<std::vector<ChatMessage>> messages(const AppIdentity& app, std::string_view id, size_t first, size_t max) const;
   // The app's figures: its contexts, calls, tokens and switch-ins, its resident KV. The
   // device's: the model's weights, and the KV memory every app shares (peak, evictions,
   // swap-out): one budget and one swap writer serve all apps, and the engine counts them

@@ -190,6 +190,56 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
     }, app.scope());
     return;
   }
+  if (const auto* req = std::get_if<p::ContextAppend>(&m)) {
+    // No more text at once than a prompt may bring (docs/memory-bound.md).
+    size_t bytes = 0;
+    for (const ChatMessage& msg : req->messages) bytes += msg.content.size();
+    if (bytes > opt_.max_prompt_bytes)
+      return send_error(s, stream, Status(Code::context_overflow, "messages of " + std::to_string(bytes) +
+                                                                      " bytes are more than the daemon takes at once (" +
+                                                                      std::to_string(opt_.max_prompt_bytes) + " bytes)"));
+    ++s->ops_in_flight;
+    ops_->post([this, app, req = *req, answer, fail] {
+      if (Status st = apps_.append_messages(app, req.id, req.messages); !st.ok()) return fail(st);
+      answer(p::Ack{});
+    }, app.scope());
+    return;
+  }
+  if (const auto* req = std::get_if<p::ContextTruncate>(&m)) {
+    ++s->ops_in_flight;
+    ops_->post([this, app, req = *req, answer, fail] {
+      if (Status st = apps_.truncate_messages(app, req.id, req.n_messages); !st.ok()) return fail(st);
+      answer(p::Ack{});
+    }, app.scope());
+    return;
+  }
+  if (const auto* req = std::get_if<p::ContextMessages>(&m)) {
+    const uint32_t room = s->peer_max_payload;
+    ++s->ops_in_flight;
+    ops_->post([this, app, req = *req, room, answer, fail] {
+      // One more than asked tells whether the conversation goes on.
+      auto got = apps_.messages(app, req.id, req.first, size_t{req.max} + 1);
+      if (!got.ok()) return fail(got.status());
+      p::ContextMessagesReply r;
+      r.more = got->size() > req.max;
+      // As many as fit the client's frame limit: each takes its text and a few bytes of framing.
+      size_t bytes = 64;
+      for (size_t i = 0; i < std::min<size_t>(got->size(), req.max); ++i) {
+        bytes += (*got)[i].content.size() + 16;
+        if (bytes > room) {
+          if (i == 0)
+            return fail(Status(Code::unsupported, "message " + std::to_string(req.first) + " (" +
+                                                      std::to_string((*got)[i].content.size()) +
+                                                      " bytes) is larger than this connection's frames"));
+          r.more = true;
+          break;
+        }
+        r.messages.push_back(std::move((*got)[i]));
+      }
+      answer(std::move(r));
+    }, app.scope());
+    return;
+  }
   if (std::holds_alternative<p::Stats>(m)) {
     const int32_t open = static_cast<int32_t>(s->handles.size());
     ++s->ops_in_flight;

@@ -7,6 +7,7 @@
 // Implementations are thread-safe: a service handle is shared by the app's threads.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,17 @@ class Transport {
   virtual Result<ContextInfo> context_info(std::string_view id) = 0;
   // The model and where it runs (a daemon too old to say: Code::unsupported).
   virtual Result<ModelInfo> model_info() { return Status(Code::unsupported, "this transport has no model information"); }
+  // A context's conversation (Engine::append_messages, truncate_messages, messages); a daemon
+  // too old for them: Code::unsupported. A call with CallParams::reply_only generates a reply.
+  virtual Status append_messages(std::string_view /*id*/, std::span<const ChatMessage> /*messages*/) {
+    return Status(Code::unsupported, "this transport does not carry messages");
+  }
+  virtual Status truncate_messages(std::string_view /*id*/, size_t /*n*/) {
+    return Status(Code::unsupported, "this transport does not carry messages");
+  }
+  virtual Result<std::vector<ChatMessage>> messages(std::string_view /*id*/, size_t /*first*/, size_t /*max*/) {
+    return Status(Code::unsupported, "this transport does not carry messages");
+  }
   // The tokens `text` adds as a prompt (CountParams), with the first `max_ids` of their ids.
   virtual Result<TokenCount> count_tokens(std::string_view /*text*/, const CountParams& /*params*/, size_t /*max_ids*/) {
     return Status(Code::unsupported, "this transport does not count tokens");

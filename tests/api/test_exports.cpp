@@ -70,6 +70,12 @@ TEST(Exports, EveryHeaderFunctionIsExported) {
       "llmsvc_model_info_get",
       "llmsvc_count_options_init",
       "llmsvc_count_tokens",
+      // ABI 1.3
+      "llmsvc_message_init",
+      "llmsvc_context_append",
+      "llmsvc_context_generate",
+      "llmsvc_context_truncate",
+      "llmsvc_context_messages",
   };
   auto names = exported_symbols(LLMSVC_SHARED_LIB);
   for (const auto& f : api) EXPECT_TRUE(names.count(f)) << f << " is not exported";
@@ -87,6 +93,9 @@ TEST(Exports, LaterFunctionsCarryTheirVersion) {
   for (const char* f : {"llmsvc_model_info_init", "llmsvc_model_info_get", "llmsvc_count_options_init",
                         "llmsvc_count_tokens"})
     EXPECT_TRUE(names.count(std::string(f) + "@@LLMSVC_1.2")) << f;
+  for (const char* f : {"llmsvc_message_init", "llmsvc_context_append", "llmsvc_context_generate",
+                        "llmsvc_context_truncate", "llmsvc_context_messages"})
+    EXPECT_TRUE(names.count(std::string(f) + "@@LLMSVC_1.3")) << f;
   EXPECT_TRUE(names.count("llmsvc_call@@LLMSVC_1"));
 }
 

@@ -130,6 +130,20 @@ inline std::vector<Sample> protocol_samples() {
   v.push_back({C, 21, Call{4, "Hi", ids}});
   v.push_back({S, 21, Piece{116, "\xE6\x97\xA5", {23274, 115, 116}, {-1.5f, -3.0517578125e-05f, -0.0f}}});
   v.push_back({S, 21, Piece{-1, "", {2}, {}}});
+  // Version 5: a context's conversation.
+  using llmsvc::ChatMessage;
+  using llmsvc::MessageRole;
+  v.push_back({C, 22, ContextAppend{"notes", {ChatMessage{MessageRole::user, "Caf\xC3\xA9? 🙂"},
+                                              ChatMessage{MessageRole::assistant, ""},
+                                              ChatMessage{MessageRole::user, std::string("a NUL ") + '\0'}}}});
+  v.push_back({C, 23, ContextAppend{"notes", {}}});
+  v.push_back({C, 24, ContextTruncate{"notes", 2}});
+  v.push_back({C, 25, ContextMessages{"notes", 3, 64}});
+  v.push_back({S, 25, ContextMessagesReply{true, {ChatMessage{MessageRole::assistant, "Oui."}}}});
+  v.push_back({S, 26, ContextMessagesReply{false, {}}});
+  CallOptions reply = ids;
+  reply.reply_only = true;
+  v.push_back({C, 27, Call{4, "", reply}});
   return v;
 }
 

@@ -94,7 +94,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   // Version 4: the CALL asks for token ids and log-probabilities, a PIECE carries them, and a
   // token count with its ids.
   o.token_ids = o.logprobs = true;
-  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "Hi", o}),
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "Hi", o}, 4),
             unhex("4c4c4d53 2000 0000 02000000 41000000"
                   "01000000 02000000 4869"
                   "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
@@ -109,6 +109,22 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 3200 0000 03000000 14000000 02000000 4869 01 01 00000000 00000000 10000000"));
   EXPECT_EQ(frame_of(Role::server, 3, CountTokensReply{3, {1, 9690, 198}}),
             unhex("4c4c4d53 b200 0000 03000000 14000000 03000000 03000000 01000000 da250000 c6000000"));
+  // Version 5: a CALL that only replies, and a context's conversation.
+  o.reply_only = true;
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}),
+            unhex("4c4c4d53 2000 0000 02000000 40000000"
+                  "01000000 00000000"
+                  "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
+                  "01000000 01000000 0a"
+                  "00000000 00000000 01 01 01"));
+  EXPECT_EQ(frame_of(Role::client, 4, ContextAppend{"notes", {{MessageRole::user, "Hi"}, {MessageRole::assistant, ""}}}),
+            unhex("4c4c4d53 1600 0000 04000000 19000000 05000000 6e6f746573 02000000 01 02000000 4869 02 00000000"));
+  EXPECT_EQ(frame_of(Role::client, 5, ContextTruncate{"notes", 2}),
+            unhex("4c4c4d53 1700 0000 05000000 0d000000 05000000 6e6f746573 02000000"));
+  EXPECT_EQ(frame_of(Role::client, 6, ContextMessages{"notes", 1, 64}),
+            unhex("4c4c4d53 1800 0000 06000000 11000000 05000000 6e6f746573 01000000 40000000"));
+  EXPECT_EQ(frame_of(Role::server, 6, ContextMessagesReply{true, {{MessageRole::assistant, "Oui."}}}),
+            unhex("4c4c4d53 9600 0000 06000000 0e000000 01 01000000 02 04000000 4f75692e"));
 }
 
 // Every sample frame one side sends, back to back.

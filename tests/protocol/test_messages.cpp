@@ -25,6 +25,9 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionMessages) {
+    if (auto* call = std::get_if<Call>(&m)) call->options.reply_only = false;
+  }
   if (version < kVersionModelInfo) {
     if (auto* call = std::get_if<Call>(&m)) call->options.token_ids = call->options.logprobs = false;
     if (auto* piece = std::get_if<Piece>(&m)) piece->ids.clear(), piece->logprobs.clear();

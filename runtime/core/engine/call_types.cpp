@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The rules of CallParams, in one place.
+// The rules of CallParams, in one place; the roles' names.
 #include "runtime/core/engine/call_types.h"
 
 #include <cmath>
@@ -10,6 +10,16 @@ namespace {
 Status bad(const std::string& what) { return Status(Code::invalid_argument, what); }
 
 }  // namespace
+
+const char* role_name(MessageRole role) {
+  switch (role) {
+    case MessageRole::system: return "system";
+    case MessageRole::user: return "user";
+    case MessageRole::assistant: return "assistant";
+    case MessageRole::tool: return "tool";
+  }
+  return "unknown";
+}
 
 Status check_call_params(const CallParams& p) {
   const SamplerParams& s = p.sampling;

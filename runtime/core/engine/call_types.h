@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/core/engine/message_types.h"
 #include "runtime/core/engine/stats_fields.h"
 #include "runtime/core/sampler/sampler.h"
 
@@ -65,6 +66,9 @@ struct CallParams {
   // before penalty, temperature and filters).
   TokenPieceFn on_tokens;
   bool logprobs = false;
+  // No prompt: the assistant's reply to the conversation so far, which ends with a user
+  // message (Engine::append_messages). Chat contexts only; the prompt must be empty.
+  bool reply_only = false;
 };
 
 // The rules every CallParams meets, wherever it comes from (the C API's struct, the daemon's

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct ContextState {
   std::vector<int32_t> tokens;      // every token of the context, in order
   int n_evaluated = 0;              // tokens[0, n_evaluated) have K/V in `kv`
   int turns = 0;                    // completed user turns
+  // The conversation (chat contexts whose log keeps messages), each with the history's length
+  // after it. messages_mu guards it against readers outside the context's call.
+  bool keeps_messages = false;
+  std::vector<persist::LoggedMessage> messages;
+  size_t n_persisted_messages = 0;
+  mutable std::mutex messages_mu;
   std::unique_ptr<persist::HistoryLog> log;  // holds tokens[0, n_persisted) durably
   // Atomic: a context's description reads them while a call on it runs.
   std::atomic<size_t> n_persisted{0};
@@ -36,6 +43,19 @@ struct ContextState {
   policy::KvSequence kv;
   // Its chunk files (contexts/<id>/chunks/); null when swap is off or the directory is unusable.
   std::unique_ptr<policy::SwapStore> swap;
+};
+
+// Clears a context's busy flag and unpins its KV when a call (or another operation that
+// entered the context) ends, however it ends.
+struct BusyGuard {
+  std::mutex& mu;
+  ContextState& ctx;
+  policy::KvChunkStore& store;
+  ~BusyGuard() {
+    store.unpin(ctx.kv);
+    std::lock_guard<std::mutex> lock(mu);
+    ctx.busy = false;
+  }
 };
 
 }  // namespace llmsvc

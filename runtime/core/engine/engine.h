@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -108,13 +109,31 @@ class Engine {
   // The ids of the contexts in `scope`, without the prefix.
   virtual Result<std::vector<std::string>> list_scope(std::string_view scope) const = 0;
   virtual Result<ContextInfo> context_info(std::string_view id) const = 0;
-  // Appends `prompt` (as a user turn unless raw) and generates. Code::busy if the context
+  // Appends `prompt` (as a user turn unless raw; nothing with params.reply_only) and generates. Code::busy if the context
   // is in another call; cancelled when the callback or the cancel flag stops it (what was
   // generated stays in the context); context_overflow when the prompt cannot fit. Whatever
   // the context holds when call() returns is on storage already; if it cannot be written
   // (Code::io: disk full, ...) the call's tokens are taken back and the context is as it was.
   virtual Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                       CallStats* stats) = 0;
+
+  // Messages (chat contexts). A context's conversation is its user and assistant messages in
+  // turn, from a user message; the system prompt is the context's own (ContextOptions). Every
+  // llmsvc call adds its user message and the reply. Contexts made before messages were kept
+  // (history format 1) have none: these fail with Code::unsupported, as raw contexts do.
+  //
+  // Appends messages to the conversation without generating (an app seeds it from its own
+  // data); the next call evaluates them. They continue the turn order (invalid_argument
+  // otherwise; a system message: invalid_argument, the system prompt is set at creation; a
+  // tool message: unsupported). context_overflow / quota_exceeded (max_context_tokens > 0)
+  // when they do not fit; busy inside a call. Durable when it returns, or not appended (io).
+  virtual Status append_messages(std::string_view id, std::span<const ChatMessage> messages,
+                                 int32_t max_context_tokens) = 0;
+  // Rewinds the conversation to its first n messages: the tokens after them are dropped, the
+  // KV before them kept. invalid_argument when it has fewer.
+  virtual Status truncate_messages(std::string_view id, size_t n) = 0;
+  // The conversation's messages [first, first + max) (open or only on storage).
+  virtual Result<std::vector<ChatMessage>> messages(std::string_view id, size_t first, size_t max) const = 0;
 
   // The model, where it runs and this engine's n_ctx (ready: always, once created).
   virtual ModelInfo model_info() const = 0;

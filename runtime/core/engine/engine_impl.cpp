@@ -29,18 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// Clears a context's busy flag and unpins its KV when a call ends, however it ends.
-struct BusyGuard {
-  std::mutex& mu;
-  ContextState& ctx;
-  policy::KvChunkStore& store;
-  ~BusyGuard() {
-    store.unpin(ctx.kv);
-    std::lock_guard<std::mutex> lock(mu);
-    ctx.busy = false;
-  }
-};
-
 }  // namespace
 
 
@@ -187,6 +175,7 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
   ctx->log = std::move(log).value();
+  ctx->keeps_messages = !o.raw && ctx->log->keeps_messages();
   kv_.attach(*ctx, /*from_storage=*/false);
   contexts_.emplace(id, std::move(ctx));
   stats_.known_contexts++;
@@ -217,6 +206,9 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   ctx->tokens = std::move(hist.tokens);
   ctx->turns = ctx->persisted_turns = hist.turns;
   ctx->n_persisted = ctx->tokens.size();
+  ctx->keeps_messages = !meta->raw && hist.keeps_messages;
+  ctx->messages = std::move(hist.messages);
+  ctx->n_persisted_messages = ctx->messages.size();
   ctx->log = std::move(log).value();
   kv_.attach(*ctx, /*from_storage=*/true);
   ContextState* raw = ctx.get();
@@ -398,23 +390,40 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   return Status::Ok();
 }
 
+Result<ContextState*> EngineImpl::enter(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto loaded = load_locked(id);
+  if (!loaded.ok()) return loaded.status();
+  ContextState* ctx = *loaded;
+  if (ctx->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside another call");
+  ctx->busy = true;
+  return ctx;
+}
+
 Status EngineImpl::call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                         CallStats* out) {
   const auto t0 = Clock::now();
-  ContextState* ctx = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto loaded = load_locked(id);
-    if (!loaded.ok()) return loaded.status();
-    ctx = *loaded;
-    if (ctx->busy) return Status(Code::busy, "context '" + std::string(id) + "' is inside another call");
-    ctx->busy = true;
-  }
+  auto entered = enter(id);
+  if (!entered.ok()) return entered.status();
+  ContextState* ctx = *entered;
   kv_.store().pin(ctx->kv);  // its chunks are the working set: never evicted during the call
   BusyGuard guard{mu_, *ctx, kv_.store()};
   CallStats st;
   if (!ctx->raw) LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(ctx->system_prompt));
-  std::vector<int32_t> ids = prompt_tokens(*ctx, prompt);
+  // A conversation takes user and assistant messages in turn: a prompt after a user message
+  // whose reply was never generated would open a second user turn inside the first.
+  const MessageRole next = ctx->messages.empty() ? MessageRole::user : MessageRole(ctx->messages.back().role) ==
+                                                   MessageRole::user ? MessageRole::assistant : MessageRole::user;
+  if (params.reply_only) {
+    if (!prompt.empty()) return Status(Code::invalid_argument, "a reply to the conversation takes no prompt");
+    LLMSVC_RETURN_IF_ERROR(check_keeps_messages(*ctx));
+    if (next != MessageRole::assistant)
+      return Status(Code::invalid_argument, "the conversation does not end with a user message: there is nothing to reply to");
+  } else if (ctx->keeps_messages && next != MessageRole::user) {
+    return Status(Code::invalid_argument, "the conversation ends with a user message without its reply: generate the "
+                                          "reply first, or truncate the conversation");
+  }
+  std::vector<int32_t> ids = params.reply_only ? std::vector<int32_t>{} : prompt_tokens(*ctx, prompt);
   if (ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(n_ctx_)) {
     return Status(Code::context_overflow, "prompt of " + std::to_string(ids.size()) + " tokens does not fit: the context holds " +
                                               std::to_string(ctx->tokens.size()) + " of at most " + std::to_string(n_ctx_) + " tokens");
@@ -426,7 +435,17 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   }
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
-  Status s = generate(*ctx, ids, params, on_piece, st);
+  const size_t old_size = ctx->tokens.size();
+  std::string reply;
+  Status s = generate(*ctx, ids, params, on_piece, st, &reply);
+  if (ctx->keeps_messages && ctx->tokens.size() > old_size) {  // the prompt went in: its turn and the reply
+    std::lock_guard<std::mutex> lock(ctx->messages_mu);
+    if (!params.reply_only)
+      ctx->messages.push_back({static_cast<uint32_t>(MessageRole::user), static_cast<uint32_t>(old_size + ids.size()),
+                               std::string(prompt)});
+    ctx->messages.push_back({static_cast<uint32_t>(MessageRole::assistant), static_cast<uint32_t>(ctx->tokens.size()),
+                             std::move(reply)});
+  }
   // Compression failing (out of budget for the new form) leaves chunks as they were: the
   // call's answer stands.
   (void)kv_.compress(*ctx);
@@ -450,24 +469,32 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
 
 Status EngineImpl::persist(ContextState& ctx) {
   if (ctx.tokens.size() < ctx.n_persisted) return Status(Code::internal, "engine: history shrank below what is persisted");
-  if (ctx.tokens.size() == ctx.n_persisted && ctx.turns == ctx.persisted_turns) return Status::Ok();
+  if (ctx.tokens.size() == ctx.n_persisted && ctx.turns == ctx.persisted_turns &&
+      ctx.messages.size() == ctx.n_persisted_messages)
+    return Status::Ok();
   const std::span<const int32_t> fresh = std::span<const int32_t>(ctx.tokens).subspan(ctx.n_persisted);
-  Status s = ctx.log->append(fresh, ctx.turns);
+  Status s = ctx.log->append(fresh, ctx.turns,
+                             std::span<const persist::LoggedMessage>(ctx.messages).subspan(ctx.n_persisted_messages));
   if (!s.ok()) {
     // Not durable, so not acknowledged: the context goes back to what storage holds.
+    {
+      std::lock_guard<std::mutex> lock(ctx.messages_mu);
+      ctx.messages.resize(ctx.n_persisted_messages);
+    }
     ctx.tokens.resize(ctx.n_persisted);
     ctx.turns = ctx.persisted_turns;
     ctx.n_evaluated = std::min(ctx.n_evaluated, static_cast<int>(ctx.n_persisted));
-    ctx.kv.truncate(ctx.n_evaluated);
+    ctx.n_evaluated = ctx.kv.truncate(ctx.n_evaluated);
     return Status(s.code(), "the turn could not be saved, so it was not kept: " + s.message());
   }
   ctx.n_persisted = ctx.tokens.size();
   ctx.persisted_turns = ctx.turns;
+  ctx.n_persisted_messages = ctx.messages.size();
   return Status::Ok();
 }
 
 Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
-                            const PieceFn& on_piece, CallStats& st) {
+                            const PieceFn& on_piece, CallStats& st, std::string* reply) {
   const auto t0 = Clock::now();
   const Tokenizer& tok = model_->tokenizer();
   const size_t old_size = ctx.tokens.size();
@@ -486,10 +513,10 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
     // A failed prompt leaves the context exactly as it was.
     ctx.tokens.resize(old_size);
     ctx.n_evaluated = std::min(old_evaluated, static_cast<int>(old_size));
-    ctx.kv.truncate(ctx.n_evaluated);
+    ctx.n_evaluated = ctx.kv.truncate(ctx.n_evaluated);
     return s;
   }
-  if (!ctx.raw) ctx.turns++;
+  if (!ctx.raw && !params.reply_only) ctx.turns++;
 
   Sampler sampler(params.sampling);
   Utf8Streamer utf8;
@@ -499,6 +526,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   std::vector<float> model_logits;  // before the sampler's penalty, for log-probabilities
   auto emit = [&](const std::string& text, int32_t token) {
     if (text.empty() || cancelled) return;
+    reply->append(text);  // what the app received is the reply the conversation keeps
     if (on_piece && !on_piece(text, token)) cancelled = true;
     if (!cancelled && params.on_tokens && !params.on_tokens(trail.take(text, token))) cancelled = true;
   };

@@ -39,6 +39,9 @@ class EngineImpl final : public Engine {
   Result<ContextInfo> context_info(std::string_view id) const override;
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override;
+  Status append_messages(std::string_view id, std::span<const ChatMessage> messages, int32_t max_context_tokens) override;
+  Status truncate_messages(std::string_view id, size_t n) override;
+  Result<std::vector<ChatMessage>> messages(std::string_view id, size_t first, size_t max) const override;
   ModelInfo model_info() const override;
   std::vector<int32_t> prompt_ids(std::string_view text, const CountParams& params) const override;
   EngineStats stats() const override;
@@ -64,8 +67,14 @@ class EngineImpl final : public Engine {
   // (chat: the system turn opens it), with system prompt `sys`.
   std::vector<int32_t> turn_tokens(bool raw, bool at_start, bool first_turn, const std::string& sys,
                                    std::string_view prompt) const;
+  // The tokens an assistant message adds to the history (its text, then the turn's end).
+  std::vector<int32_t> reply_tokens(std::string_view content) const;
+  // Marks `id` busy (loading it if needed); the caller's BusyGuard clears it.
+  Result<ContextState*> enter(std::string_view id);
+  // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.
+  Status check_keeps_messages(const ContextState& ctx) const;
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
-                  const PieceFn& on_piece, CallStats& st);
+                  const PieceFn& on_piece, CallStats& st, std::string* reply);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's

@@ -215,6 +215,12 @@ std::string ChatTemplate::user_turn(std::string_view user, std::string_view syst
   return before + user_content(user) + after;
 }
 
+std::string ChatTemplate::reply_text(std::string_view reply) const {
+  std::string out = format == ChatFormat::jinja && jinja ? jinja->reply_prefix() : std::string();
+  out.append(user_content(reply));
+  return out;
+}
+
 std::string ChatTemplate::assistant_end() const {
   switch (format) {
     case ChatFormat::chatml: return cat({kImEnd, "\n"});

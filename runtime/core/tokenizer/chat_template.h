@@ -41,6 +41,9 @@ struct ChatTemplate {
   std::pair<std::string, std::string> user_turn_parts(std::string_view system_prompt, bool first) const;
   // The user's text as the template places it (gemma trims it).
   std::string user_content(std::string_view user) const;
+  // An assistant reply's text as the history holds it after the generation prompt: trimmed
+  // where the template trims content, after the whitespace a template puts before a reply.
+  std::string reply_text(std::string_view reply) const;
   // What closes the assistant's reply in the history (e.g. "<|im_end|>\n").
   std::string assistant_end() const;
   // The template's default system prompt (SmolLM2's ChatML default), may be empty.
