@@ -7,10 +7,13 @@
 // next of enough weight copies to exceed the GPU's L2, as a decode step walking the layers does,
 // so GB/s is the rate weights stream from device memory. One JSON line per measurement:
 //   {"bench":"cl_matmul","device":...,"type":"q4_0","rows":4096,"cols":4096,"tokens":1,
-//    "mma":false,"int8":false,"us":...,"gbps":...,"gflops":...}   (mma: the tensor-core GEMM ran,
-//    int8: its int8 form; LLMSVC_CL_MMQ=0 / 1 turns that off / on)
-//   bench_cl_matmul [--device=SPEC] [--types=LIST] [--tokens=1,2,4,8,16,512] [--quick]
-// (--quick: small shapes and at most 64 tokens, a smoke run)
+//    "mma":false,"int8":false,"dp4a":true,"us":...,"gbps":...,"gflops":...}   (mma: the tensor-core
+//    GEMM ran, int8: its int8 form, LLMSVC_CL_MMQ=0 / 1 turns that off / on; dp4a: the int8-
+//    activation GEMV of decode ran, LLMSVC_CL_GEMV_DP4A=0 turns it off)
+//   bench_cl_matmul [--device=SPEC] [--types=LIST] [--tokens=1,2,4,8,16,512] [--ab] [--quick]
+// (--ab: every GEMV measurement of 1-4 tokens twice, the int8 GEMV's then the float GEMV's, on
+// the same weights; --quick: small shapes and at most 64 tokens, a smoke run). A call's time
+// includes its input's quantization (one launch either way), as a decode step's matmul pays it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +23,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hal/host/fp16.h"
@@ -71,7 +75,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run(std::string_view device, std::string_view types, std::string_view tokens, bool quick) {
+int run(std::string_view device, std::string_view types, std::string_view tokens, bool ab, bool quick) {
   auto info = select_cl_device(device);
   if (!info.ok()) {
     std::fprintf(stderr, "bench_cl_matmul: %s\n", info.status().message().c_str());
@@ -84,10 +88,17 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
   }
   auto plain = ClMatmul::create(**ctx, false);
   auto repacked = ClMatmul::create(**ctx, true);
-  if (!plain.ok() || !repacked.ok()) {
-    std::fprintf(stderr, "bench_cl_matmul: %s\n", (plain.ok() ? repacked : plain).status().message().c_str());
-    return 1;
+  // --ab's float GEMV (the rest of its matmul as plain's).
+  auto float_gemv = ClMatmul::create(**ctx, false, std::nullopt, false);
+  auto float_e0m4 = ClMatmul::create(**ctx, true, std::nullopt, false);
+  for (auto* made : {&plain, &repacked, &float_gemv, &float_e0m4}) {
+    if (!made->ok()) {
+      std::fprintf(stderr, "bench_cl_matmul: %s\n", made->status().message().c_str());
+      return 1;
+    }
   }
+  std::fprintf(stderr, "bench_cl_matmul: int8 GEMV: %s\n",
+               (*plain)->dp4a_gemv_note().empty() ? "dp4a through PTX" : (*plain)->dp4a_gemv_note().c_str());
   cl_ulong local = 0;
   clGetDeviceInfo(info->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr);
   std::fprintf(stderr, "bench_cl_matmul: %s, %llu bytes of local memory; int8 GEMM: %s\n", info->device_name.c_str(),
@@ -124,7 +135,9 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
 
   for (const TypeName& t : kTypeNames) {
     if (!listed(types, t.name)) continue;
-    ClMatmul* mm = std::string_view(t.name) == "e0m4" ? repacked->get() : plain->get();
+    const bool e0m4 = std::string_view(t.name) == "e0m4";
+    ClMatmul* mm = e0m4 ? repacked->get() : plain->get();
+    ClMatmul* mm_float = e0m4 ? float_e0m4->get() : float_gemv->get();
     for (const Shape& s : shapes) {
       const auto bytes = random_weight(t.type, s.rows, s.cols);
       const WeightRef ref{t.type, bytes.data(), s.rows, s.cols, row_bytes(t.type, s.cols)};
@@ -137,17 +150,23 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
         }
         ws.push_back(std::move(w).value());
       } while (ws.size() * ws[0]->device_bytes() < stream_bytes);
+      // A weight is buffers of the shared context: either ClMatmul multiplies it.
+      std::vector<std::pair<int, ClMatmul*>> runs;
       for (int n : counts) {
+        runs.emplace_back(n, mm);
+        if (ab && mm->uses_dp4a_gemv(*ws[0], n)) runs.emplace_back(n, mm_float);
+      }
+      for (const auto& [n, m] : runs) {
         // Warm-up (first launches compile or upload code), then enough calls for ~0.3 s.
         for (size_t i = 0; i < ws.size(); ++i)
-          if (!mm->matmul(*ws[i], x, n, y).ok()) return 1;
+          if (!m->matmul(*ws[i], x, n, y).ok()) return 1;
         clFinish(queue);
         size_t calls = 0;
         const auto t0 = std::chrono::steady_clock::now();
         double elapsed = 0;
         while (elapsed < 0.3) {
           for (size_t i = 0; i < ws.size(); ++i)
-            if (!mm->matmul(*ws[i], x, n, y).ok()) return 1;
+            if (!m->matmul(*ws[i], x, n, y).ok()) return 1;
           clFinish(queue);
           calls += ws.size();
           elapsed = seconds_since(t0);
@@ -157,10 +176,10 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
         const double gflops = 2.0 * static_cast<double>(s.rows) * static_cast<double>(s.cols) * n / per_call / 1e9;
         std::printf(
             "{\"bench\":\"cl_matmul\",\"device\":\"%s\",\"type\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,"
-            "\"copies\":%zu,\"mma\":%s,\"int8\":%s,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
+            "\"copies\":%zu,\"mma\":%s,\"int8\":%s,\"dp4a\":%s,\"us\":%.2f,\"gbps\":%.1f,\"gflops\":%.1f}\n",
             info->device_name.c_str(), t.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
-            ws.size(), mm->uses_tensor_cores(n) ? "true" : "false", mm->uses_int8_gemm(*ws[0], n) ? "true" : "false",
-            per_call * 1e6, gbps, gflops);
+            ws.size(), m->uses_tensor_cores(n) ? "true" : "false", m->uses_int8_gemm(*ws[0], n) ? "true" : "false",
+            m->uses_dp4a_gemv(*ws[0], n) ? "true" : "false", per_call * 1e6, gbps, gflops);
         std::fflush(stdout);
       }
     }
@@ -173,7 +192,7 @@ int run(std::string_view device, std::string_view types, std::string_view tokens
 
 int main(int argc, char** argv) {
   std::string_view device, types = "q4_0,q4_1", tokens = "1,2,4,8,16,512";
-  bool quick = false;
+  bool quick = false, ab = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a.starts_with("--device=")) {
@@ -184,10 +203,12 @@ int main(int argc, char** argv) {
       tokens = a.substr(9);
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--ab") {
+      ab = true;
     } else {
-      std::fprintf(stderr, "usage: bench_cl_matmul [--device=SPEC] [--types=q4_0,q4_1,...] [--tokens=1,2,4,8,16,512] [--quick]\n");
+      std::fprintf(stderr, "usage: bench_cl_matmul [--device=SPEC] [--types=q4_0,q4_1,...] [--tokens=1,2,4,8,16,512] [--ab] [--quick]\n");
       return 2;
     }
   }
-  return llmsvc::hal::opencl::run(device, types, tokens, quick);
+  return llmsvc::hal::opencl::run(device, types, tokens, ab, quick);
 }

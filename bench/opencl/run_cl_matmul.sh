@@ -5,7 +5,9 @@
 #                                                    needs beyond the system's into build/h100
 #   bench/opencl/run_cl_matmul.sh run                 there (build/h100 carried): an ICD file for
 #                                                    libnvidia-opencl, the GEMV geometries swept
-#                                                    for Q4_0 decode, then every type and token count
+#                                                    for Q4_0 decode, the int8 GEMV against the
+#                                                    float one and its geometries, then every type
+#                                                    and token count
 set -euo pipefail
 stage=build/h100
 case "${1:-}" in
@@ -33,6 +35,15 @@ case "${1:-}" in
              128,1,2,1,16,2 32,4,2,1,32,1 32,4,4,1,8,2; do
       echo "gemv $g"
       LLMSVC_CL_GEMV=$g timeout 120 "$stage/bench_cl_matmul" --types=q4_0 --tokens=1
+    done
+    # The int8-activation GEMV (dp4a) against the float GEMV on the same weights, then its
+    # geometry (LLMSVC_CL_GEMV_DP4A_SHAPE=lx,ly,nr: items per row line, lines per work-group,
+    # rows per item).
+    echo "int8 GEMV vs float GEMV"
+    timeout 120 "$stage/bench_cl_matmul" --types=q4_0,q4_k,q8_0 --tokens=1,2,4 --ab
+    for g in 64,2,2 32,4,2 64,2,4 128,1,2 32,2,4 64,4,1 128,2,1; do
+      echo "dp4a $g"
+      LLMSVC_CL_GEMV_DP4A_SHAPE=$g timeout 120 "$stage/bench_cl_matmul" --types=q4_0 --tokens=1
     done
     echo "all (default geometry)"
     timeout 300 "$stage/bench_cl_matmul" --types=q4_0,q4_1,q4_k,q8_0,q6_k --tokens=1,2,4,8,16,512

@@ -202,7 +202,7 @@ Status ClDevice::run_rope(const OpCall& q, const OpCall* k) {
   return ops_->rope_qk(view(q.out[0]), q.i[0], view(k->out[0]), k->i[0], rows, q.i[1], q.i[2], *a, style);
 }
 
-Status ClDevice::run_producer(ClView q, int qblock) {
+Status ClDevice::run_producer(ClView q, int qblock, ClView q8params) {
   const OpCall& p = held_[n_held_ - 1];
   const ClView out0 = view(p.out[0]);
   switch (p.kind) {
@@ -211,11 +211,13 @@ Status ClDevice::run_producer(ClView q, int qblock) {
       const int rows = static_cast<int>(p.rows * p.cols_in / dim);
       if (n_held_ == 2)
         return ops_->add_rms_norm(view(held_[0].out[0]), view(held_[0].in[1]), vector(p.param), rows, dim, p.f[0],
-                                  out0, q, qblock);
-      return ops_->rms_norm(view(p.in[0]), vector(p.param), rows, dim, p.f[0], out0, q, qblock);
+                                  out0, q, qblock, q8params);
+      return ops_->rms_norm(view(p.in[0]), vector(p.param), rows, dim, p.f[0], out0, q, qblock, q8params);
     }
-    case OpKind::swiglu: return ops_->swiglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock);
-    case OpKind::geglu: return ops_->geglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock);
+    case OpKind::swiglu:
+      return ops_->swiglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock, q8params);
+    case OpKind::geglu:
+      return ops_->geglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock, q8params);
     default: return Status(Code::internal, "opencl: a held op that produces nothing");
   }
 }
@@ -227,8 +229,11 @@ int ClDevice::producer_block(const OpCall& op) const {
   if (!norm && p.kind != OpKind::swiglu && p.kind != OpKind::geglu) return 0;
   if (!same_view(op.in[0], p.out[0]) || op.rows != p.rows || op.cols_in != p.cols_out) return 0;
   const auto mode = ClMatmul::act_quant(op.w[0]->ref().type);
+  const int rows = static_cast<int>(op.rows);
+  const bool q8 = matmul_->uses_dp4a_gemv(weight(*op.w[0]), rows);  // the input's form: all weights alike
   for (int k = 1; k < op.n_weights; ++k)
-    if (ClMatmul::act_quant(op.w[k]->ref().type) != mode) return 0;
+    if (ClMatmul::act_quant(op.w[k]->ref().type) != mode || matmul_->uses_dp4a_gemv(weight(*op.w[k]), rows) != q8)
+      return 0;
   const int block = ClMatmul::act_quant_block(mode);
   return block != 0 && op.cols_in % block == 0 ? block : 0;
 }
@@ -264,10 +269,14 @@ Status ClDevice::run(const OpCall& op) {
         return Status::Ok();
       }
     } else if (const int block = producer_block(op); block != 0) {
-      // The norm or gated activation writes the matmul's input quantized as well.
-      auto xq = matmul_->input_scratch(static_cast<int>(op.rows), op.cols_in);
+      // The norm or gated activation writes the matmul's input quantized as well (in the int8
+      // form where the int8 GEMV reads it).
+      const int rows = static_cast<int>(op.rows);
+      auto xq = matmul_->input_scratch(rows, op.cols_in);
       if (!xq.ok()) return xq.status();
-      LLMSVC_RETURN_IF_ERROR(run_producer(*xq, block));
+      const bool q8 = matmul_->uses_dp4a_gemv(weight(*op.w[0]), rows);
+      LLMSVC_RETURN_IF_ERROR(
+          run_producer(*xq, block, q8 ? xq->at(ClMatmul::q8_params_offset(rows, op.cols_in)) : ClView{}));
       n_held_ = 0;
       return run_matmul(op, *xq, true);
     } else if (h.kind == OpKind::rope && n_held_ == 1 && rope_pair(h, op)) {

@@ -114,8 +114,8 @@ class ClDevice final : public Device {
   // RoPE of q alone (k null) or of q and k in one launch.
   Status run_rope(const OpCall& q, const OpCall* k);
   // The held norm / gated activation, writing a quantized copy of its output into q (qblock
-  // 32 or 256) or none (qblock 0).
-  Status run_producer(ClView q, int qblock);
+  // 32 or 256) or none (qblock 0); with q8params, in the int8 form (ClOps::rms_norm's).
+  Status run_producer(ClView q, int qblock, ClView q8params = {});
   // Whether the held op is a norm or gated activation whose output `op` (a matmul) reads whole,
   // and the block its weights quantize that input in (0: not fusable).
   int producer_block(const OpCall& op) const;

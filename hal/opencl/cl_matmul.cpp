@@ -20,6 +20,12 @@
 // gate/up) share its quantization.
 //
 // The 4-bit GEMV reads x as float4: its input (the quantized copy) starts 16-byte aligned.
+//
+// Decode of the quantized types (1-4 tokens) runs the int8 GEMV by default
+// (kernels/matmul_dp4a.cl): the input quantized into its int8 form (codes, and per 32 the scale
+// and half-block code sums) by the same one launch (or the producer's fused output), each
+// half-block's products summed exactly with dp4a (inline PTX, built on NVIDIA's platform only;
+// char products elsewhere and where that build fails). LLMSVC_CL_GEMV_DP4A=0 keeps the float GEMV.
 #include "hal/opencl/cl_matmul.h"
 
 #include <algorithm>
@@ -78,9 +84,27 @@ constexpr size_t kGemmWg = 256;          // 16 x 16
 struct Kernels {
   ClKernel gemv1, gemv4, gemm, rows;
   ClKernel gemvm1, gemvm4;  // up to three weights sharing x (matmul_multi)
+  ClKernel gemvq1, gemvq4, gemvqm1, gemvqm4;  // kernels/matmul_dp4a.cl, for the layouts it reads
   ClKernel mma;  // kernels/matmul_mma.cl, where it is built
   ClKernel mmq;  // kernels/matmul_mmq.cl, for the layouts it reads, where it is built
 };
+
+// The layouts the int8 GEMV reads (kernels/matmul_dp4a.cl; the int8 ones with a scale per 16 or
+// 32: gs 4 or 5), and its geometry: items per row line, lines per work-group, rows per item.
+// LLMSVC_CL_GEMV_DP4A_SHAPE="lx,ly,nr" overrides it for a measurement (llama.cpp's mmvq also
+// gives an item 16 elements of a block). The default is the best of a sweep on an H100
+// (2026-11-28, bench_e2e, 7B Q4_0 decode): four 64-item lines of one row each, +4 % over two
+// lines of two rows (docs/measurements/2026-11-28-opencl-dp4a-gemv.md).
+constexpr bool dp4a_layout(Layout l) { return l != kF32 && l != kF16 && l != kBF16; }
+
+GemvShape dp4a_shape() {
+  GemvShape g{64, 4, 1, 0, 16, 1};
+  const char* env = std::getenv("LLMSVC_CL_GEMV_DP4A_SHAPE");
+  GemvShape e = g;
+  if (!env || std::sscanf(env, "%zu,%zu,%zu", &e.lx, &e.ly, &e.nr) != 3) return g;
+  const bool pow2 = e.lx >= 2 && (e.lx & (e.lx - 1)) == 0;
+  return pow2 && e.ly >= 1 && e.nr >= 1 && e.nr <= 8 && e.wg() <= 1024 ? e : g;
+}
 
 // The layouts the int8 GEMM reads (the int8 ones only with a scale per 32: gs 5).
 constexpr bool int8_gemm_layout(Layout l) { return l == kQ4_0 || l == kQ4_1 || l == kQ4_K || l == kI8 || l == kI8M; }
@@ -131,6 +155,15 @@ struct ClMatmul::Impl {
   Buffer mmq_partial;
   int mmq_split = env_int("LLMSVC_CL_MMQ_SPLIT", 0);
   int mmq_nb = 4;  // the kernel's MQ_NB
+  ClProgram dp4a_program;  // kernels/matmul_dp4a.cl
+  ClKernel act_q8p;        // kernels/act_quant.cl: the int8 GEMV's input
+  bool dp4a = false;       // the int8 GEMV runs here
+  std::string dp4a_note;   // how it sums where not with PTX dp4a, or why it is off
+  GemvShape dp4a_geom;
+
+  // Builds the int8 GEMV: with dp4a through inline PTX on NVIDIA's platform; elsewhere, or
+  // where that build fails, the same kernels summing char products.
+  Status build_dp4a(std::optional<bool> want);
 
   // Builds the int8 GEMM: with mma.sync through inline PTX on NVIDIA's platform, elsewhere
   // each item's integer sums in plain OpenCL C (on PoCL 3.8x the f32 GEMM's prefill).
@@ -161,7 +194,7 @@ ClMatmul::ClMatmul(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClMatmul::~ClMatmul() = default;
 
 Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::optional<bool> e0m4,
-                                                   std::optional<bool> int8_gemm) {
+                                                   std::optional<bool> int8_gemm, std::optional<bool> dp4a) {
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
   impl->e0m4 = e0m4.value_or(env_switch("LLMSVC_CL_E0M4").value_or(false));
@@ -170,7 +203,7 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
   const std::string options = "-cl-mad-enable -DGEMV_LX=" + std::to_string(g.lx) + " -DGEMV_LY=" + std::to_string(g.ly) +
                               " -DGEMV_NR=" + std::to_string(g.nr) + " -DGEMV_MAGIC=" + std::to_string(g.magic) +
                               " -DGEMV_S=" + std::to_string(g.s) + " -DGEMV_U=" + std::to_string(g.u);
-  auto program = build_kernels(ctx, {"matmul", "matmul_gemv", "matmul_gemm"}, options);
+  auto program = build_kernels(ctx, {"matmul", "gemv_lines", "matmul_gemv", "matmul_gemm"}, options);
   if (!program.ok()) return program.status();
   impl->program = std::move(program).value();
   for (int l = 0; l < kLayouts; ++l) {
@@ -210,6 +243,12 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
   auto act_q8i = make_kernel(impl->act_program.get(), "act_q8i");
   if (!act_q8i.ok()) return act_q8i.status();
   impl->act_q8i = std::move(act_q8i).value();
+  auto act_q8p = make_kernel(impl->act_program.get(), "act_q8p");
+  if (!act_q8p.ok()) return act_q8p.status();
+  impl->act_q8p = std::move(act_q8p).value();
+  const Status dp = impl->build_dp4a(dp4a);
+  impl->dp4a = dp.ok();
+  if (!dp.ok()) impl->dp4a_note = dp.message();
   const Status mma = impl->build_mma();
   if (!mma.ok()) {
     impl->mma_min_tokens = 0;
@@ -262,6 +301,43 @@ Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
   return Status::Ok();
 }
 
+Status ClMatmul::Impl::build_dp4a(std::optional<bool> want) {
+  if (!want) want = env_switch("LLMSVC_CL_GEMV_DP4A");
+  if (want == false) return Status(Code::unsupported, "turned off (LLMSVC_CL_GEMV_DP4A=0)");
+  dp4a_geom = dp4a_shape();
+  const GemvShape& g = dp4a_geom;
+  const std::string options = "-cl-mad-enable -DDP_LX=" + std::to_string(g.lx) + " -DDP_LY=" + std::to_string(g.ly) +
+                              " -DDP_NR=" + std::to_string(g.nr);
+  // Inline PTX is NVIDIA's extension (another platform would fail the build, PoCL slowly); its
+  // build is the probe for dp4a (sm_61 on).
+  Result<ClProgram> program = Status(Code::unsupported, "not an NVIDIA platform");
+  if (ctx->info().platform_name.find("NVIDIA") != std::string::npos)
+    program = build_kernels(*ctx, {"matmul", "gemv_lines", "matmul_dp4a"}, options + " -DLLMSVC_PTX_HALF -DDP4A_PTX");
+  dp4a_note.clear();
+  if (!program.ok()) {
+    dp4a_note = "char products (no PTX dp4a: " + program.status().message().substr(0, 200) + ")";
+    program = build_kernels(*ctx, {"matmul", "gemv_lines", "matmul_dp4a"}, options);
+    if (!program.ok()) return program.status();
+  }
+  dp4a_program = std::move(program).value();
+  for (int l = 0; l < kLayouts; ++l) {
+    if (!dp4a_layout(static_cast<Layout>(l))) continue;
+    Kernels& k = kernels[l];
+    for (auto [slot, prefix, t] : {std::tuple{&k.gemvq1, "gemvq_", "_1"}, std::tuple{&k.gemvq4, "gemvq_", "_4"},
+                                   std::tuple{&k.gemvqm1, "gemvqm_", "_1"}, std::tuple{&k.gemvqm4, "gemvqm_", "_4"}}) {
+      const std::string kname = prefix + std::string(kLayoutNames[l]) + t;
+      auto made = make_kernel(dp4a_program.get(), kname.c_str());
+      if (!made.ok()) return made.status();
+      auto wg = max_work_group(made->get(), ctx->info().device);
+      if (!wg.ok()) return wg.status();
+      if (*wg < g.wg())
+        return Status(Code::unsupported, kname + " runs " + std::to_string(*wg) + " items a group");
+      *slot = std::move(made).value();
+    }
+  }
+  return Status::Ok();
+}
+
 Status ClMatmul::Impl::build_mma() {
   mma_min_tokens = mma_threshold();
   if (mma_min_tokens == 0) return Status(Code::unsupported, "tensor-core GEMM turned off (LLMSVC_CL_MMA=0)");
@@ -301,6 +377,15 @@ bool ClMatmul::uses_int8_gemm(const ClWeight& w, int n_tokens) const {
 }
 
 const std::string& ClMatmul::int8_gemm_note() const { return impl_->mmq_note; }
+
+bool ClMatmul::uses_dp4a_gemv(const ClWeight& w, int n_tokens) const {
+  const auto l = static_cast<Layout>(w.layout);
+  return impl_->dp4a && n_tokens >= 1 && n_tokens <= kGemvMaxTokens && !uses_tensor_cores(n_tokens) &&
+         act_quant(w.ref().type) != ActQuant::none && dp4a_layout(l) && ((l != kI8 && l != kI8M) || w.gs == 4 || w.gs == 5) &&
+         w.ref().cols % 32 == 0;
+}
+
+const std::string& ClMatmul::dp4a_gemv_note() const { return impl_->dp4a_note; }
 
 bool ClMatmul::supports(WeightType type) const { return is_supported_weight_type(static_cast<uint32_t>(type)); }
 
@@ -364,9 +449,28 @@ Status ClMatmul::quantize_input(const ClWeight& w, ClView x, int n_tokens, ClVie
                 int32_t{act_quant_block(mode)});
 }
 
+Status ClMatmul::quantize_input_q8(const ClWeight& w, ClView x, int n_tokens, ClView out) {
+  const ActQuant mode = act_quant(w.ref().type);
+  if (n_tokens < 0 || !x.mem || !out.mem || mode == ActQuant::none || w.ref().cols % 32 != 0)
+    return Status(Code::invalid_argument, "opencl quantize_input_q8: bad arguments");
+  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(w.ref().cols);
+  if (n == 0) return Status::Ok();
+  constexpr size_t kWg = 256;  // kernels/act_quant.cl's AQ_WG
+  const ClRange r{1, {round_up(n, kWg), 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->ctx->queue().handle(), impl_->act_q8p.get(), r, x, out,
+                out.at(q8_params_offset(n_tokens, w.ref().cols)), uint64_t{n}, int32_t{act_quant_block(mode)});
+}
+
+Status ClMatmul::quantize_for(const ClWeight& w, ClView x, int n_tokens, ClView out) {
+  return uses_dp4a_gemv(w, n_tokens) ? quantize_input_q8(w, x, n_tokens, out) : quantize_input(w, x, n_tokens, out);
+}
+
 Result<ClView> ClMatmul::input_scratch(int n_tokens, int64_t cols) {
   if (n_tokens < 0 || cols < 0) return Status(Code::invalid_argument, "opencl input_scratch: bad shape");
-  const size_t bytes = static_cast<size_t>(n_tokens) * static_cast<size_t>(cols) * sizeof(float);
+  // Either form: floats, or codes then the blocks' params (8 bytes per 32).
+  const size_t floats = static_cast<size_t>(n_tokens) * static_cast<size_t>(cols) * sizeof(float);
+  const size_t bytes = std::max(floats, q8_params_offset(n_tokens, cols) + static_cast<size_t>(n_tokens) *
+                                                                               static_cast<size_t>(cols / 32) * 8);
   LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->act_scratch, std::max<size_t>(bytes, 64)));
   return ClView{ClPool::mem(impl_->act_scratch), 0};
 }
@@ -377,7 +481,7 @@ Status ClMatmul::matmul(const ClWeight& w, ClView x, int n_tokens, ClView y) {
   if (act_quant(w.ref().type) == ActQuant::none) return multiply(w, x, n_tokens, y);
   auto xq = input_scratch(n_tokens, w.ref().cols);
   if (!xq.ok()) return xq.status();
-  LLMSVC_RETURN_IF_ERROR(quantize_input(w, x, n_tokens, *xq));
+  LLMSVC_RETURN_IF_ERROR(quantize_for(w, x, n_tokens, *xq));
   return multiply(w, *xq, n_tokens, y);
 }
 
@@ -420,11 +524,18 @@ Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView
 
 Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y, bool int8_ready) {
   if (uses_int8_gemm(w, n_tokens)) return multiply_int8(w, x, n_tokens, y, int8_ready);
+  const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
+  const size_t rows = static_cast<size_t>(w.ref().rows), cols = static_cast<size_t>(w.ref().cols);
+  if (uses_dp4a_gemv(w, n_tokens)) {  // x: the int8 form
+    if (x.offset % 16 != 0) return Status(Code::invalid_argument, "opencl matmul: int8 x must be 16-byte aligned");
+    const GemvShape& g = impl_->dp4a_geom;
+    const ClRange r{1, {(rows + g.rows_per_wg() - 1) / g.rows_per_wg() * g.wg(), 1, 1}, {g.wg(), 1, 1}};
+    return impl_->run(w, (n_tokens == 1 ? k.gemvq1 : k.gemvq4).get(), r, x, x.at(q8_params_offset(n_tokens, w.ref().cols)),
+                      static_cast<uint32_t>(n_tokens), y);
+  }
   const bool q4 = is_q4(static_cast<Layout>(w.layout));
   if (q4 && x.offset % 16 != 0)
     return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
-  const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
-  const size_t rows = static_cast<size_t>(w.ref().rows), cols = static_cast<size_t>(w.ref().cols);
   if (uses_tensor_cores(n_tokens)) {
     ClRange r;
     r.dims = 2;
@@ -467,17 +578,21 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
       return Status(Code::invalid_argument, "opencl matmul_multi: weights sharing an input differ in width");
   if (x_quantized) {
     for (int i = 0; i < n; ++i)
-      if (act_quant(ws[i]->ref().type) == ActQuant::none || act_quant(ws[i]->ref().type) != act_quant(w0.ref().type))
+      if (act_quant(ws[i]->ref().type) == ActQuant::none || act_quant(ws[i]->ref().type) != act_quant(w0.ref().type) ||
+          uses_dp4a_gemv(*ws[i], n_tokens) != uses_dp4a_gemv(w0, n_tokens))
         return Status(Code::invalid_argument, "opencl matmul_multi: a quantized input for weights that quantize differently");
   }
   if (n_tokens == 0) return Status::Ok();
-  // The input quantized once for each run of weights that quantize it alike (Q/K/V of a type).
+  // The input quantized once for each run of weights that quantize it alike (Q/K/V of a type),
+  // in the form each reads (floats, or the int8 form of the int8 GEMV).
   auto quantized = [&](int i) -> Result<ClView> {
     const ActQuant mode = act_quant(ws[i]->ref().type);
     if (mode == ActQuant::none || x_quantized) return x;
     auto out = input_scratch(n_tokens, w0.ref().cols);
     if (!out.ok()) return out.status();
-    if (i == 0 || mode != act_quant(ws[i - 1]->ref().type)) LLMSVC_RETURN_IF_ERROR(quantize_input(*ws[i], x, n_tokens, *out));
+    const bool q8 = uses_dp4a_gemv(*ws[i], n_tokens);
+    if (i == 0 || mode != act_quant(ws[i - 1]->ref().type) || q8 != uses_dp4a_gemv(*ws[i - 1], n_tokens))
+      LLMSVC_RETURN_IF_ERROR(quantize_for(*ws[i], x, n_tokens, *out));
     return *out;
   };
   if (!fuse) {
@@ -495,10 +610,10 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
   auto xq = quantized(0);
   if (!xq.ok()) return xq.status();
   x = *xq;
-  const bool q4 = is_q4(static_cast<Layout>(w0.layout));
-  if (q4 && x.offset % 16 != 0)
-    return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights");
-  const GemvShape& g = q4 ? impl_->gemv : kGemvAny;
+  const bool q4 = is_q4(static_cast<Layout>(w0.layout)), q8 = uses_dp4a_gemv(w0, n_tokens);  // q8: every weight
+  if ((q4 || q8) && x.offset % 16 != 0)
+    return Status(Code::invalid_argument, "opencl matmul: x must be 16-byte aligned for 4-bit weights or int8 x");
+  const GemvShape& g = q8 ? impl_->dp4a_geom : q4 ? impl_->gemv : kGemvAny;
   // Each weight's rows in whole work-groups of its own, as its single launch would have them.
   uint32_t first[3] = {0, 0, 0};
   size_t groups = 0;
@@ -518,10 +633,14 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
   r.global = {groups * g.wg(), 1, 1};
   r.local = {g.wg(), 1, 1};
   const Kernels& k = impl_->kernels[static_cast<size_t>(w0.layout)];
+  const auto cols = static_cast<uint32_t>(w0.ref().cols), tokens = static_cast<uint32_t>(n_tokens);
   return std::apply(
       [&](const auto&... a) {
-        return launch(impl_->ctx->queue().handle(), (n_tokens == 1 ? k.gemvm1 : k.gemvm4).get(), r, a...,
-                      static_cast<uint32_t>(w0.ref().cols), w0.kp, w0.gs, x, static_cast<uint32_t>(n_tokens), first[1],
+        const cl_command_queue q = impl_->ctx->queue().handle();
+        if (q8)  // x: codes, then the blocks' params
+          return launch(q, (n_tokens == 1 ? k.gemvqm1 : k.gemvqm4).get(), r, a..., cols, w0.kp, w0.gs, x,
+                        x.at(q8_params_offset(n_tokens, cols)), tokens, first[1], first[2]);
+        return launch(q, (n_tokens == 1 ? k.gemvm1 : k.gemvm4).get(), r, a..., cols, w0.kp, w0.gs, x, tokens, first[1],
                       first[2]);
       },
       std::tuple_cat(set(0), set(1), set(2)));

@@ -42,9 +42,13 @@ class ClMatmul {
   // (cl_weight_pack.cpp; lossy); unset, LLMSVC_CL_E0M4=1 turns it on. int8_gemm: prefill of the
   // types whose blocks are 32 integer codes with a scale (and min) multiplies the quantized
   // input's int8 codes (kernels/matmul_mmq.cl: tensor cores on NVIDIA, each item's integer sums
-  // elsewhere); unset, it is on and LLMSVC_CL_MMQ=0 turns it off.
+  // elsewhere); unset, it is on and LLMSVC_CL_MMQ=0 turns it off. dp4a: decode (1-4 tokens) of
+  // the quantized types runs the int8-activation GEMV (kernels/matmul_dp4a.cl: dp4a through
+  // inline PTX on NVIDIA, char products elsewhere) on the input's int8 form; unset, it is on and
+  // LLMSVC_CL_GEMV_DP4A=0 turns it off (the float GEMV, for an A/B).
   static Result<std::unique_ptr<ClMatmul>> create(ClDeviceContext& ctx, std::optional<bool> e0m4 = std::nullopt,
-                                                  std::optional<bool> int8_gemm = std::nullopt);
+                                                  std::optional<bool> int8_gemm = std::nullopt,
+                                                  std::optional<bool> dp4a = std::nullopt);
   ~ClMatmul();
 
   // The weight types upload() takes.
@@ -62,6 +66,8 @@ class ClMatmul {
   // x_quantized: x is already what quantize_input() would make of it for every weight (they
   // must share a quantizing ActQuant): a producer wrote it so (ClOps' norms and gated
   // activations take a quantized second output), and the matmul's own quantization is skipped.
+  // Where the weights run the int8 GEMV (uses_dp4a_gemv: all of them or none), x is the input's
+  // int8 form instead (quantize_input_q8's).
   Status matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens,
                       bool x_quantized = false);
   // How a weight's matmul quantizes its input first, as the CPU does before its integer dot
@@ -74,10 +80,24 @@ class ClMatmul {
   // The scratch the matmuls quantize their input into, made to hold n_tokens rows of cols: where a
   // producer may write a quantized input for matmul_multi(..., x_quantized). Valid until the
   // next call into this ClMatmul that quantizes (queue order keeps earlier uses safe).
+  // It holds either form (floats, or quantize_input_q8's int8 form).
   Result<ClView> input_scratch(int n_tokens, int64_t cols);
   // out = x (n_tokens rows of w's cols) quantized as w's matmul quantizes it, written back as
   // floats q * d: the input matmul() multiplies. A copy for ActQuant::none.
   Status quantize_input(const ClWeight& w, ClView x, int n_tokens, ClView out);
+  // The same quantization in the int8 form the int8 GEMV reads: at out, n_tokens rows of cols
+  // codes (int8, element order); from out + q8_params_offset on, per 32 elements of a row a
+  // uint2 of the block's d (f32 bits: q * d is quantize_input's float) and the code sums of its
+  // two 16-element halves (int16 each, the first in the low bits). A quantized w only.
+  Status quantize_input_q8(const ClWeight& w, ClView x, int n_tokens, ClView out);
+  static size_t q8_params_offset(int n_tokens, int64_t cols) {
+    return (static_cast<size_t>(n_tokens) * static_cast<size_t>(cols) + 255) / 256 * 256;
+  }
+  // Whether matmul() of w over n_tokens runs the int8-activation GEMV (dp4a): exact integer
+  // sums per half block, scaled and summed in f32.
+  bool uses_dp4a_gemv(const ClWeight& w, int n_tokens) const;
+  // How the int8 GEMV runs here: "" with dp4a through PTX, else how it sums or why it is off.
+  const std::string& dp4a_gemv_note() const;
 
   // out[i] = w[ids[i]] dequantized (f32, exactly as the CPU's dequantization gives it); ids:
   // n int32 in device memory, each in [0, rows).
@@ -101,6 +121,9 @@ class ClMatmul {
   Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready = false);
   // The int8 GEMM of an input already quantized for w.
   Status multiply_int8(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready);
+  // x (n_tokens rows of w's cols) quantized for w in the form its matmul reads (floats, or the
+  // int8 form where uses_dp4a_gemv).
+  Status quantize_for(const ClWeight& w, ClView x, int n_tokens, ClView out);
   std::unique_ptr<Impl> impl_;
 };
 

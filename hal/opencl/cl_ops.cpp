@@ -209,25 +209,32 @@ Status check_qblock(ClView q, int qblock, size_t n, size_t max_n = SIZE_MAX) {
   return Status::Ok();
 }
 
+// The params argument of a quantizing kernel: q8params, or q where the output is floats (a
+// valid buffer the kernel does not touch).
+ClView q8_params_or(ClView q, ClView q8params) { return q8params.mem ? q8params : q; }
+
 }  // namespace
 
-Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q, int qblock) {
+Status ClOps::rms_norm(ClView x, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q, int qblock,
+                       ClView q8params) {
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim), kMaxQuantRow));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
   const int32_t has_w = weight.mem != nullptr;
   if (qblock == 0) return launch(impl_->queue(), impl_->rms_norm.get(), r, x, weight, has_w, dim, eps, out);
-  return launch(impl_->queue(), impl_->rms_norm_q.get(), r, x, weight, has_w, dim, eps, out, q, int32_t{qblock});
+  return launch(impl_->queue(), impl_->rms_norm_q.get(), r, x, weight, has_w, dim, eps, out, q, int32_t{qblock},
+                q8_params_or(q, q8params), int32_t{q8params.mem != nullptr});
 }
 
 Status ClOps::add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q,
-                           int qblock) {
+                           int qblock, ClView q8params) {
   if (n_rows <= 0 || dim <= 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, static_cast<size_t>(dim), kMaxQuantRow));
   const ClRange r{1, {static_cast<size_t>(n_rows) * kWg, 1, 1}, {kWg, 1, 1}};
   const int32_t has_w = weight.mem != nullptr;
   if (qblock == 0) return launch(impl_->queue(), impl_->add_rms_norm.get(), r, y, a, weight, has_w, dim, eps, out);
-  return launch(impl_->queue(), impl_->add_rms_norm_q.get(), r, y, a, weight, has_w, dim, eps, out, q, int32_t{qblock});
+  return launch(impl_->queue(), impl_->add_rms_norm_q.get(), r, y, a, weight, has_w, dim, eps, out, q, int32_t{qblock},
+                q8_params_or(q, q8params), int32_t{q8params.mem != nullptr});
 }
 
 Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style) {
@@ -273,19 +280,21 @@ Status ClOps::launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, i
                 kv ? positions : stand_in, kv ? c.arena : k.mem, kv ? c.table : stand_in, c.chunk_tokens, layer);
 }
 
-Status ClOps::swiglu(ClView gate, ClView up, size_t n, ClView q, int qblock) {
+Status ClOps::swiglu(ClView gate, ClView up, size_t n, ClView q, int qblock, ClView q8params) {
   if (n == 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, n));
   if (qblock == 0) return launch(impl_->queue(), impl_->swiglu.get(), range1(n, kWg), gate, up, uint64_t{n});
-  return launch(impl_->queue(), impl_->swiglu_q.get(), range1(n, kWg), gate, up, uint64_t{n}, q, int32_t{qblock});
+  return launch(impl_->queue(), impl_->swiglu_q.get(), range1(n, kWg), gate, up, uint64_t{n}, q, int32_t{qblock},
+                q8_params_or(q, q8params), int32_t{q8params.mem != nullptr});
 }
 
-Status ClOps::geglu(ClView gate, ClView up, size_t n, ClView q, int qblock) {
+Status ClOps::geglu(ClView gate, ClView up, size_t n, ClView q, int qblock, ClView q8params) {
   if (n == 0) return Status::Ok();
   LLMSVC_RETURN_IF_ERROR(check_qblock(q, qblock, n));
   const cl_mem table = ClPool::mem(impl_->gelu);
   if (qblock == 0) return launch(impl_->queue(), impl_->geglu.get(), range1(n, kWg), gate, up, uint64_t{n}, table);
-  return launch(impl_->queue(), impl_->geglu_q.get(), range1(n, kWg), gate, up, uint64_t{n}, q, int32_t{qblock}, table);
+  return launch(impl_->queue(), impl_->geglu_q.get(), range1(n, kWg), gate, up, uint64_t{n}, q, int32_t{qblock},
+                q8_params_or(q, q8params), int32_t{q8params.mem != nullptr}, table);
 }
 
 Status ClOps::add(ClView y, ClView x, size_t n) {

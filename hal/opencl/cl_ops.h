@@ -44,13 +44,15 @@ class ClOps {
   // their result quantized as the matmul after them quantizes its input (ClMatmul::ActQuant,
   // the same bits as ClMatmul::quantize_input), so that matmul needs no launch of its own for it.
   // The norms quantize a row of at most kMaxQuantRow (kernels/act_quant.cl's AQ_ROW_MAX).
+  // With q8params (its mem not null), q is written in the int8 form instead of floats: codes at
+  // q, the blocks' params at q8params (ClMatmul::quantize_input_q8's form, for the int8 GEMV).
   static constexpr int kMaxQuantRow = 8192;
   Status rms_norm(ClView x, ClView weight /* mem null: no scale */, int n_rows, int dim, float eps, ClView out,
-                  ClView q = {}, int qblock = 0);
+                  ClView q = {}, int qblock = 0, ClView q8params = {});
   // y += a (n_rows x dim), then out = rms_norm(y) * weight: a residual add and the norm after
   // it in one launch, with the two ops' bits.
   Status add_rms_norm(ClView y, ClView a, ClView weight, int n_rows, int dim, float eps, ClView out, ClView q = {},
-                      int qblock = 0);
+                      int qblock = 0, ClView q8params = {});
   // angles: the tokens' hal::RopeTable (cos of every token's rot_dims / 2 angles, then sin).
   Status rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_dims, ClView angles, RopeStyle style);
   // rope() of q (n_heads_q heads) and of k (n_heads_k heads) by the same angles in one launch,
@@ -60,8 +62,8 @@ class ClOps {
   // rope_qk() then store_kv(k, v, ...) in one launch, the three calls' bits; kv's heads are k's.
   Status rope_qk_store_kv(ClView q, int n_heads_q, ClView k, ClView v, int n_tokens, int rot_dims, ClView angles,
                           RopeStyle style, ClView positions, const ClKv& kv, int layer);
-  Status swiglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0);
-  Status geglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0);
+  Status swiglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0, ClView q8params = {});
+  Status geglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0, ClView q8params = {});
   Status add(ClView y, ClView x, size_t n);
   Status add_bias(ClView y, ClView bias, int n_rows, int dim);
   Status scale(ClView x, size_t n, float s);

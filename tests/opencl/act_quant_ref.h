@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "hal/cpu/quant/act_quant.h"
@@ -44,6 +45,28 @@ inline std::vector<float> cpu_quantized(ClMatmul::ActQuant mode, const std::vect
 
 inline std::vector<float> cpu_quantized(WeightType type, const std::vector<float>& x, int n, int64_t cols) {
   return cpu_quantized(ClMatmul::act_quant(type), x, n, cols);
+}
+
+// The int8 form of a quantized input (ClMatmul::quantize_input_q8; bytes: all of it, n rows of
+// cols) read back as the floats q * d the float form holds, into *out. False where a block's
+// two half sums are not the sums of its codes.
+inline bool q8_form_floats(const std::vector<uint8_t>& bytes, int n, int64_t cols, std::vector<float>* out) {
+  const size_t at = ClMatmul::q8_params_offset(n, cols), nb = static_cast<size_t>(cols / 32);
+  out->assign(static_cast<size_t>(n * cols), 0.0f);
+  for (size_t b = 0; b < static_cast<size_t>(n) * nb; ++b) {
+    float d;
+    uint32_t sums;
+    std::memcpy(&d, &bytes[at + 8 * b], 4);
+    std::memcpy(&sums, &bytes[at + 8 * b + 4], 4);
+    int half[2] = {0, 0};
+    for (size_t e = 0; e < 32; ++e) {
+      const auto q = static_cast<int8_t>(bytes[32 * b + e]);
+      half[e / 16] += q;
+      (*out)[32 * b + e] = static_cast<float>(q) * d;
+    }
+    if (static_cast<int16_t>(sums & 0xFFFF) != half[0] || static_cast<int16_t>(sums >> 16) != half[1]) return false;
+  }
+  return true;
 }
 
 }  // namespace llmsvc::hal::opencl

@@ -219,10 +219,70 @@ TEST_F(ClMatmulTest, MatmulMatchesTheCpuDequantizedProductForEveryType) {
   double worst_mma = 0;
   const std::vector<WeightType> types(std::begin(kTypes), std::end(kTypes));
   check_products(*mm_, types, {1, 2, 3, 5, 17, 64, 100}, shapes_for, &worst_mma);
-  auto no_int8 = ClMatmul::create(*ctx_, false, false);
+  auto no_int8 = ClMatmul::create(*ctx_, false, false, false);
   ASSERT_TRUE(no_int8.ok()) << no_int8.status().message();
-  check_products(**no_int8, types, {5, 17, 100}, shapes_for, &worst_mma);
+  // ... and its float GEMV for decode (the int8 GEMV turned off: LLMSVC_CL_GEMV_DP4A=0).
+  check_products(**no_int8, types, {1, 2, 4, 5, 17, 100}, shapes_for, &worst_mma);
   if (mm_->uses_tensor_cores(1 << 20)) std::printf("tensor-core GEMM: worst |error| / sum |w x| = %.3g\n", worst_mma);
+}
+
+// The int8 GEMV of decode (1-4 tokens; dp4a through PTX on NVIDIA, char products here) for
+// every quantized type, over row counts no work-group tiling divides, rows of 3 blocks and wide
+// rows: within the f32 paths' 2e-5 sum |w x| of the double-precision product over the CPU's
+// dequantized rows and quantized input, the product the CPU's integer dot products compute
+// (exact integer sums per block, then f32 sums in another order: so not bit for bit); and at
+// least as close to the CPU backend's own matmul as the float GEMV is.
+TEST_F(ClMatmulTest, Dp4aGemvIsTheCpuIntegerProductForEveryQuantizedType) {
+  auto on = ClMatmul::create(*ctx_, false, std::nullopt, true);
+  auto off = ClMatmul::create(*ctx_, false, std::nullopt, false);
+  ASSERT_TRUE(on.ok() && off.ok()) << (on.ok() ? off : on).status().message();
+  std::printf("int8 GEMV: %s\n", (*on)->dp4a_gemv_note().empty() ? "dp4a through PTX" : (*on)->dp4a_gemv_note().c_str());
+  const std::vector<WeightType> types = {WeightType::Q4_0, WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1,
+                                         WeightType::Q8_0, WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
+  const auto shapes = [](WeightType t) {
+    std::vector<Shape> s = {{67, 256}, {129, 512}, {3, 4096}};
+    if (ClMatmul::act_quant(t) == ClMatmul::ActQuant::q8_32) s.push_back({33, 96});  // 3 blocks a row
+    return s;
+  };
+  check_products(**on, types, {1, 2, 3, 4}, shapes);
+  cpu::CpuDevice cpu(1);
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (WeightType type : types) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)));
+    constexpr int64_t kRows = 131, kCols = 1024;
+    const auto bytes = random_weight(type, kRows, kCols, 21);
+    const WeightRef ref = ref_of(type, bytes, kRows, kCols);
+    auto w_on = (*on)->upload(ref), w_off = (*off)->upload(ref);
+    auto w_cpu = cpu.prepare_weight(ref);
+    ASSERT_TRUE(w_on.ok() && w_off.ok() && w_cpu.ok());
+    for (int n = 1; n <= 4; ++n) ASSERT_TRUE((*on)->uses_dp4a_gemv(**w_on, n)) << n << " tokens";
+    EXPECT_FALSE((*on)->uses_dp4a_gemv(**w_on, 5)) << "5 tokens take a GEMM";
+    EXPECT_FALSE((*off)->uses_dp4a_gemv(**w_off, 1));
+    for (int n : {1, 4}) {
+      std::vector<float> x(static_cast<size_t>(n * kCols)), want(static_cast<size_t>(n * kRows));
+      for (float& v : x) v = unit(rng);
+      cpu.matmul(**w_cpu, x.data(), n, want.data());
+      const Buffer xd = to_device(x.data(), x.size() * 4, 0);
+      double err[2] = {0, 0};  // the largest |y - y_cpu| / max |y_cpu| of the int8 and float GEMVs
+      for (int k = 0; k < 2; ++k) {
+        std::vector<float> y(want.size(), std::nanf(""));
+        const Buffer yd = to_device(y.data(), y.size() * 4, 0);
+        ClMatmul& mm = k == 0 ? **on : **off;
+        ASSERT_TRUE(mm.matmul(k == 0 ? **w_on : **w_off, ClView{ClPool::mem(xd), 0}, n, ClView{ClPool::mem(yd), 0}).ok());
+        y = from_device<float>(yd, 0, y.size());
+        double top = 0;
+        for (size_t i = 0; i < y.size(); ++i) {
+          err[k] = std::max(err[k], std::fabs(static_cast<double>(y[i]) - want[i]));
+          top = std::max(top, std::fabs(static_cast<double>(want[i])));
+        }
+        err[k] /= top;
+      }
+      std::printf("type %d, %d token(s): int8 GEMV %.3g, float GEMV %.3g from the CPU's (of its largest output)\n",
+                  static_cast<int>(type), n, err[0], err[1]);
+      EXPECT_LE(err[0], std::max(err[1] * 1.5, 1e-6)) << n << " tokens: farther from the CPU than the float GEMV";
+    }
+  }
 }
 
 // The int8 GEMM (made here wherever OpenCL runs: on PoCL each item sums its own products, on
@@ -355,11 +415,22 @@ TEST_F(ClMatmulTest, QuantizeInputIsTheCpuQuantizationBitForBit) {
     ASSERT_TRUE(st.ok()) << st.message();
     const auto got = from_device<float>(yd, 128, x.size());
     const auto want = cpu_quantized(type, x, kTokens, kCols);
+    // The int8 form (the int8 GEMV's input): the same codes and scales, and its half sums.
+    const size_t q8_bytes = ClMatmul::q8_params_offset(kTokens, kCols) + x.size() / 32 * 8;
+    std::vector<uint8_t> junk(q8_bytes + 64, 0xA5);
+    const Buffer qd = to_device(junk.data(), junk.size(), 64);
+    ASSERT_TRUE(mm_->quantize_input_q8(**w, ClView{ClPool::mem(xd), 64}, kTokens, ClView{ClPool::mem(qd), 64}).ok());
+    const auto form = from_device<uint8_t>(qd, 64, junk.size());
+    for (size_t i = q8_bytes; i < junk.size(); ++i) ASSERT_EQ(form[i], 0xA5) << "written past the int8 form at " << i;
+    std::vector<float> got_q8;
+    ASSERT_TRUE(q8_form_floats(form, kTokens, kCols, &got_q8)) << "a block's half sums are not its codes'";
     for (size_t i = 0; i < x.size(); ++i) {
-      uint32_t a, b;
+      uint32_t a, b, c;
       std::memcpy(&a, &got[i], 4);
       std::memcpy(&b, &want[i], 4);
+      std::memcpy(&c, &got_q8[i], 4);
       ASSERT_EQ(a, b) << "element " << i << ": " << got[i] << " vs " << want[i] << " (x " << x[i] << ")";
+      ASSERT_EQ(c, b) << "int8 form, element " << i << ": " << got_q8[i] << " vs " << want[i] << " (x " << x[i] << ")";
     }
   }
 }

@@ -149,8 +149,8 @@ TEST_F(ClOpsTest, AddRmsNormIsTheAddThenTheNorm) {
 }
 
 // The norms' and gated activations' quantized second output is their first output quantized
-// as the matmul after them would quantize it (ClMatmul::quantize_input's bits, the CPU's), and
-// nothing past it is written.
+// as the matmul after them would quantize it (ClMatmul::quantize_input's bits, the CPU's), in
+// floats or in the int8 form (quantize_input_q8's), and nothing past it is written.
 TEST_F(ClOpsTest, QuantizedOutputsAreTheMatmulsQuantizationOfTheOutput) {
   constexpr int rows = 3;
   // Rows of 576 (SmolLM2's width: 2.25 work-group chunks of 256) and of the longest a norm
@@ -185,6 +185,28 @@ TEST_F(ClOpsTest, QuantizedOutputsAreTheMatmulsQuantizationOfTheOutput) {
         ASSERT_EQ(g, e) << "element " << i << ": " << got[i] << " vs " << want[i];
       }
       for (size_t i = n; i < n + 64; ++i) ASSERT_TRUE(std::isnan(got[i])) << "written past the output at " << i;
+      // The int8 form (the int8 GEMV's input): the same codes and scales, and its half sums.
+      {
+        const size_t at = ClMatmul::q8_params_offset(rows, dim), bytes = at + n / 32 * 8;
+        const Buffer bx8 = upload(x), bo8 = upload(x), b8 = upload(std::vector<uint8_t>(bytes + 64, 0xA5));
+        const ClView q8 = view(b8), p8 = q8.at(at);
+        if (op == 0) st = ops_->rms_norm(view(bx8), view(bw), rows, dim, 1e-6f, view(bo8), q8, qblock, p8);
+        if (op == 1) st = ops_->add_rms_norm(view(bx8), view(ba), view(bw), rows, dim, 1e-6f, view(bo8), q8, qblock, p8);
+        if (op == 2) st = ops_->swiglu(view(bo8), view(bu), n, q8, qblock, p8);
+        if (op == 3) st = ops_->geglu(view(bo8), view(bu), n, q8, qblock, p8);
+        ASSERT_TRUE(st.ok()) << st.message();
+        EXPECT_EQ(download<float>(bo8, n), out);
+        const auto form = download<uint8_t>(b8, bytes + 64);
+        for (size_t i = bytes; i < form.size(); ++i) ASSERT_EQ(form[i], 0xA5) << "written past the int8 form at " << i;
+        std::vector<float> got8;
+        ASSERT_TRUE(q8_form_floats(form, rows, dim, &got8)) << "a block's half sums are not its codes'";
+        for (size_t i = 0; i < n; ++i) {
+          uint32_t g, e;
+          std::memcpy(&g, &got8[i], 4);
+          std::memcpy(&e, &want[i], 4);
+          ASSERT_EQ(g, e) << "int8 form, element " << i << ": " << got8[i] << " vs " << want[i];
+        }
+      }
       // And the first output is the one without the second.
       const Buffer bx2 = upload(x), bo2 = upload(x);
       if (op == 0) st = ops_->rms_norm(view(bx2), view(bw), rows, dim, 1e-6f, view(bo2));

@@ -49,10 +49,13 @@ inline void block_params(float mx, float mn, __local const float* v, int qblock,
   st[1] = amax == 0.0f ? 0.0f : 1.0f / iscale;
 }
 
-inline float quant_one(float v, int qblock, __local const float* st) {
-  if (qblock == 32) return (float)convert_int_rte(v * st[0]) * st[1];
-  return (float)min(convert_int_rte(v * st[0]), 127) * st[1];
+// An element's code q (quant_one returns q * d).
+inline int quant_code(float v, int qblock, __local const float* st) {
+  const int q = convert_int_rte(v * st[0]);
+  return qblock == 32 ? q : min(q, 127);
 }
+
+inline float quant_one(float v, int qblock, __local const float* st) { return (float)quant_code(v, qblock, st) * st[1]; }
 
 inline float8 quant8(float8 v, int qblock, __local const float* st) {
   return (float8)(quant_one(v.s0, qblock, st), quant_one(v.s1, qblock, st), quant_one(v.s2, qblock, st),
@@ -117,6 +120,60 @@ inline void wg_quant_row(__local const float* loc, __local const float2* ext, in
   for (int g = lid; g < dim / 8; g += AQ_WG) vstore8(quant8(vload8(g, loc), qblock, stat + 2 * (g * 8 / qblock)), g, y);
 }
 
+// The int8 form of a quantized input (the dp4a GEMV's, kernels/matmul_dp4a.cl): the codes q as
+// chars in element order, and per 32 elements a uint2 of the block's d (f32 bits; a block of 256
+// repeats its d in each of its 32s) and the sums of the codes of its two 16-element halves
+// (int16 each, low half first: |sum| <= 16 * 127). The codes and d are the ones whose products
+// q * d the float form holds. Each half's sum is written by the item that made its codes, so no
+// item waits on another: half h's 16-bit field, and d with the first half.
+inline void q8_half_params(__global uint2* params, size_t h, float d, int sum) {
+  __global ushort* s = (__global ushort*)(params + h / 2) + 2 + (h & 1);
+  *s = (ushort)sum;
+  if ((h & 1) == 0) ((__global float*)(params + h / 2))[0] = d;
+}
+
+// wg_quant_row's row in the int8 form: codes into codes, 16 elements at a time per item.
+inline void wg_quant_row_q8(__local const float* loc, __local const float2* ext, int dim, int qblock,
+                            __local float* stat, __global char* codes, __global uint2* params) {
+  const int lid = get_local_id(0);
+  blocks_params(loc, ext, dim / qblock, qblock, lid, AQ_WG, stat);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = lid; h < dim / 16; h += AQ_WG) {
+    __local const float* st = stat + 2 * (h * 16 / qblock);
+    const float16 v = vload16(h, loc);
+    const int8 a = (int8)(quant_code(v.s0, qblock, st), quant_code(v.s1, qblock, st), quant_code(v.s2, qblock, st),
+                          quant_code(v.s3, qblock, st), quant_code(v.s4, qblock, st), quant_code(v.s5, qblock, st),
+                          quant_code(v.s6, qblock, st), quant_code(v.s7, qblock, st));
+    const int8 b = (int8)(quant_code(v.s8, qblock, st), quant_code(v.s9, qblock, st), quant_code(v.sa, qblock, st),
+                          quant_code(v.sb, qblock, st), quant_code(v.sc, qblock, st), quant_code(v.sd, qblock, st),
+                          quant_code(v.se, qblock, st), quant_code(v.sf, qblock, st));
+    vstore16((char16)(convert_char8(a), convert_char8(b)), h, codes);
+    const int8 s8 = a + b;
+    const int4 s4 = s8.lo + s8.hi;
+    q8_half_params(params, h, st[1], (s4.x + s4.y) + (s4.z + s4.w));
+  }
+}
+
+// wg_quant in the int8 form (wg_quant_row_q8's), element i of the input being item lid's: its
+// code into codes[i], and for each 16 elements the half's sum and d by one item of them.
+inline void wg_quant_q8(float v, bool active, int qblock, size_t i, __local float* loc, __local float2* ext,
+                        __local float* stat, __global char* codes, __global uint2* params) {
+  WG_CHUNK_STATS(v, active, qblock, loc, ext, stat, blocks_params);
+  const int lid = get_local_id(0);
+  __local const float* st = stat + 2 * (lid / qblock);
+  const int q = quant_code(v, qblock, st);
+  if (active) codes[i] = (char)q;
+  loc[lid] = (float)q;  // exact: |q| <= 127, and the sums below stay exact in f32
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid % 16 == 0 && active) {
+    const float16 c = vload16(0, loc + lid);
+    const float8 s8 = c.lo + c.hi;
+    const float4 s4 = s8.lo + s8.hi;
+    q8_half_params(params, i / 16, st[1], (int)((s4.x + s4.y) + (s4.z + s4.w)));
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);  // loc, ext and stat are the next chunk's
+}
+
 // x quantized into y (n elements, a multiple of block), a chunk of AQ_WG per work-group.
 __kernel __attribute__((reqd_work_group_size(AQ_WG, 1, 1))) void act_q8(__global const float* xb, ulong ox,
                                                                        __global float* yb, ulong oy, ulong n,
@@ -127,6 +184,19 @@ __kernel __attribute__((reqd_work_group_size(AQ_WG, 1, 1))) void act_q8(__global
   const bool active = i < n;
   const float r = wg_quant(active ? CVIEW(float, xb, ox)[i] : 0.0f, active, block, loc, ext, stat);
   if (active) VIEW(float, yb, oy)[i] = r;
+}
+
+// act_q8 into the int8 form: codes at cb, the blocks' uint2 (d, half sums) at pb.
+__kernel __attribute__((reqd_work_group_size(AQ_WG, 1, 1))) void act_q8p(__global const float* xb, ulong ox,
+                                                                        __global char* cb, ulong oc,
+                                                                        __global uint2* pb, ulong op, ulong n,
+                                                                        int block) {
+  __local float loc[AQ_WG], stat[16];
+  __local float2 ext[AQ_WG / 8];
+  const size_t i = get_global_id(0);
+  const bool active = i < n;
+  wg_quant_q8(active ? CVIEW(float, xb, ox)[i] : 0.0f, active, block, i, loc, ext, stat, VIEW(char, cb, oc),
+              VIEW(uint2, pb, op));
 }
 
 // The int8 GEMM's input (matmul_mmq.cl) from an input already quantized (q * d, as act_q8 or a

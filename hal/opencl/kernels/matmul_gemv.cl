@@ -13,6 +13,7 @@
 // Q4_0 GEMV ran 1.3-1.5x faster for that alone. Items load the codes of GEMV_U steps before
 // using any (a knob: U = 2 measured no better than 1 there).
 // Every other layout keeps one 8-element group per item and the fixed GEMVA_* geometry.
+// Lines and their reduction: gemv_lines.cl (built before this file).
 
 #ifndef GEMV_LX
 #define GEMV_LX 64
@@ -35,55 +36,9 @@
 #define GEMVA_LX 32
 #define GEMVA_LY 4
 #define GEMVA_NR 2
-#define GEMV_MAXT 4
 // Words of codes an item reads per block and row: S nibbles, from S / 4 words (S = 32: all 8
 // nibbles of 4 words).
 #define GEMV_WORDS (GEMV_S == 32 ? 4 : GEMV_S / 4)
-
-// The item's rows (past the last: read, never written), its partial sums zeroed; returns its
-// place in its line. `grp` is the work-group's index within w's groups (a multi-weight launch
-// numbers each weight's groups from 0).
-inline uint gemv_start(const int LX, const int NR, const Weight w, uint grp, uint* rr, float* acc) {
-  const uint ly = get_local_id(0) / LX;
-  const uint row0 = (grp * (get_local_size(0) / LX) + ly) * NR;
-  for (int i = 0; i < NR; ++i) rr[i] = min(row0 + i, w.rows - 1);
-  for (int o = 0; o < NR * GEMV_MAXT; ++o) acc[o] = 0.0f;
-  return get_local_id(0) % LX;
-}
-
-// Sums each (row, token) partial over the line's items; item 0 of the line writes y. Eight
-// partials at a time per level, so a 32-item line takes two barriers past the first, not five.
-inline void gemv_finish(const int LX, const int NR, const int T, const float* acc, const Weight w, uint grp,
-                        uint n, __global float* y, __local float* red) {
-  const uint lx = get_local_id(0) % LX, ly = get_local_id(0) / LX;
-  const uint row0 = (grp * (get_local_size(0) / LX) + ly) * NR;
-  __local float* mine = red + ly * NR * T * LX;
-  for (int o = 0; o < NR * T; ++o) mine[o * LX + lx] = acc[o];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  // Each level sums f partials into the first s / f places; an item reads only places >= s / f
-  // besides its own, so no place is read after another item wrote it in the same level.
-  for (uint s = LX; s > 1;) {
-    const uint f = s >= 8 ? 8 : s, m = s / f;
-    if (lx < m) {
-      for (int o = 0; o < NR * T; ++o) {
-        float v = mine[o * LX + lx];
-        for (uint j = 1; j < f; ++j) v += mine[o * LX + lx + j * m];
-        mine[o * LX + lx] = v;
-      }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s = m;
-  }
-  if (lx == 0) {
-    for (int i = 0; i < NR; ++i) {
-      const uint r = row0 + i;
-      if (r >= w.rows) break;
-      for (int t = 0; t < T; ++t) {
-        if (t < (int)n) y[(size_t)t * w.rows + r] = mine[(i * T + t) * LX];
-      }
-    }
-  }
-}
 
 // The 4-bit layouts: per 32-element block, sum(w * x) = a * sum(q * x) + b * sum(x) with (a, b)
 // the block's (d, -8d) for Q4_0, (d, m) for Q4_1, its 128-group's (d, m) for E0M4 and
@@ -242,16 +197,8 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
 // up) in one launch, so a decode step pays one launch's fixed cost for them, not three. Groups
 // [0, g1) run weight 0's rows, [g1, g2) weight 1's, [g2, ..) weight 2's; a group's weight is
 // uniform across its items, and it runs the single-weight body on it, so each row's sums are
-// the single GEMV's bit for bit. A two-weight launch passes g2 past its last group.
-#define WARGS_M(i)                                                                                    \
-  __global const uchar *p0_##i, ulong o0_##i, __global const uchar *p1_##i, ulong o1_##i,             \
-      __global const uchar *p2_##i, ulong o2_##i, uint rows_##i, __global float *y_##i, ulong yo_##i
-#define WPICK_M(i)              \
-  w.p0 = p0_##i + o0_##i;       \
-  w.p1 = p1_##i + o1_##i;       \
-  w.p2 = p2_##i + o2_##i;       \
-  w.rows = rows_##i;            \
-  y = VIEW(float, y_##i, yo_##i)
+// the single GEMV's bit for bit. A two-weight launch passes g2 past its last group (WARGS_M,
+// WPICK_M: gemv_lines.cl).
 #define GEMV_MULTI(name, L, T, body, LX, LY, NR)                                                     \
   __kernel __attribute__((reqd_work_group_size(LX * LY, 1, 1))) void gemvm_##name##_##T(             \
       WARGS_M(0), WARGS_M(1), WARGS_M(2), uint cols, uint kp, uint gs, __global const float* x,      \
@@ -260,18 +207,7 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
     Weight w;                                                                                        \
     __global float* y;                                                                               \
     uint grp = get_group_id(0);                                                                      \
-    if (grp >= g2) {                                                                                 \
-      WPICK_M(2);                                                                                    \
-      grp -= g2;                                                                                     \
-    } else if (grp >= g1) {                                                                          \
-      WPICK_M(1);                                                                                    \
-      grp -= g1;                                                                                     \
-    } else {                                                                                         \
-      WPICK_M(0);                                                                                    \
-    }                                                                                                \
-    w.cols = cols;                                                                                   \
-    w.kp = kp;                                                                                       \
-    w.gs = gs;                                                                                       \
+    WPICK_GROUP(grp, g1, g2, cols, kp, gs);                                                          \
     body(L, T, w, grp, CVIEW(float, x, x_off), n, y, red);                                           \
   }
 

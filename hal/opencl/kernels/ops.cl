@@ -127,9 +127,11 @@ inline void norm_row(__global float* x, __global const float* add, __global cons
 // to memory in one work-group: 14 us a norm on an H100.) The sums keep norm_row's order; the
 // output is made 8 consecutive elements per item, whose extremes feed the block scales.
 #define NORM_Q_GROUPS (AQ_ROW_MAX / 8 / ROW_WG)  // 8-element groups per item at most
+// With params (q8), q takes the int8 form instead (act_quant.cl's wg_quant_row_q8: codes at q,
+// the blocks' d and half sums at params).
 inline void norm_row_q(__global float* x, __global const float* add, __global const float* w, int dim, float eps,
-                       __global float* out, __global float* q, int qblock, __local float* loc, __local float2* ext,
-                       __local float* stat, __local norm_acc* part) {
+                       __global float* out, __global float* q, int qblock, __global uint2* params, int q8,
+                       __local float* loc, __local float2* ext, __local float* stat, __local norm_acc* part) {
   const int lid = get_local_id(0);
   const norm_acc s = norm_sum(x, add, dim, loc);
   float8 ws[NORM_Q_GROUPS];
@@ -151,7 +153,10 @@ inline void norm_row_q(__global float* x, __global const float* add, __global co
     ext[g] = extremes8(o);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  wg_quant_row(loc, ext, dim, qblock, stat, q);
+  if (q8)
+    wg_quant_row_q8(loc, ext, dim, qblock, stat, (__global char*)q, params);
+  else
+    wg_quant_row(loc, ext, dim, qblock, stat, q);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm(
@@ -175,27 +180,32 @@ __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm(
 
 // The norms with a quantized second output q (qblock 32 or 256, dim <= AQ_ROW_MAX): the matmul
 // after the norm reads it instead of quantizing the norm's output itself (ClMatmul::
-// matmul_multi's x_quantized).
+// matmul_multi's x_quantized); q8: in the int8 form, params at pb (one row: dim / 32 uint2s).
 #define NORM_Q_LOCALS                                                 \
   __local norm_acc part[ROW_WG];                                      \
   __local float loc[AQ_ROW_MAX], stat[AQ_ROW_MAX / 16];               \
   __local float2 ext[AQ_ROW_MAX / 8];                                 \
   const size_t row = get_group_id(0)
+// Row `row`'s quantized output: floats (dim a row) or the int8 form (dim codes, dim / 32 params).
+#define NORM_Q_OUT                                                                                        \
+  q8 ? (__global float*)(VIEW(char, qb, qo) + row * dim) : VIEW(float, qb, qo) + row * dim, qblock,         \
+      VIEW(uint2, pb, po) + (q8 ? row * (dim / 32) : 0), q8
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void rms_norm_q(
     __global const float* xb, ulong xo, __global const float* wb, ulong wo, int has_weight, int dim, float eps,
-    __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
+    __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock, __global uint2* pb, ulong po, int q8) {
   NORM_Q_LOCALS;
   norm_row_q((__global float*)CVIEW(float, xb, xo) + row * dim, 0, has_weight ? CVIEW(float, wb, wo) : 0, dim, eps,
-             VIEW(float, ob, oo) + row * dim, VIEW(float, qb, qo) + row * dim, qblock, loc, ext, stat, part);
+             VIEW(float, ob, oo) + row * dim, NORM_Q_OUT, loc, ext, stat, part);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void add_rms_norm_q(
     __global float* yb, ulong yo, __global const float* ab, ulong ao, __global const float* wb, ulong wo,
-    int has_weight, int dim, float eps, __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock) {
+    int has_weight, int dim, float eps, __global float* ob, ulong oo, __global float* qb, ulong qo, int qblock,
+    __global uint2* pb, ulong po, int q8) {
   NORM_Q_LOCALS;
   norm_row_q(VIEW(float, yb, yo) + row * dim, CVIEW(float, ab, ao) + row * dim, has_weight ? CVIEW(float, wb, wo) : 0,
-             dim, eps, VIEW(float, ob, oo) + row * dim, VIEW(float, qb, qo) + row * dim, qblock, loc, ext, stat, part);
+             dim, eps, VIEW(float, ob, oo) + row * dim, NORM_Q_OUT, loc, ext, stat, part);
 }
 
 // RoPE in place: one item per (pair, head, token), rotating by the host's table of angles
@@ -287,9 +297,11 @@ __kernel void geglu(__global float* gb, ulong go, __global const float* ub, ulon
 }
 
 // The same with a quantized second output q (qblock 32 or 256, n a multiple), for the matmul
-// after them: work-groups of ROW_WG items quantize their chunk together (wg_quant).
+// after them: work-groups of ROW_WG items quantize their chunk together (wg_quant; q8: in the
+// int8 form, codes at q and the blocks' params at params, wg_quant_q8).
 inline void gated_q(int geglu, __global float* g, __global const float* up, ulong n, __global float* q, int qblock,
-                    __global const half* table, __local float* loc, __local float2* ext, __local float* stat) {
+                    __global uint2* params, int q8, __global const half* table, __local float* loc,
+                    __local float2* ext, __local float* stat) {
   const size_t i = get_global_id(0);
   const bool active = i < n;
   float v = 0.0f;
@@ -297,23 +309,30 @@ inline void gated_q(int geglu, __global float* g, __global const float* up, ulon
     v = geglu ? geglu_one(g[i], up[i], table) : swiglu_one(g[i], up[i]);
     g[i] = v;
   }
+  if (q8) {
+    wg_quant_q8(v, active, qblock, i, loc, ext, stat, (__global char*)q, params);
+    return;
+  }
   const float r = wg_quant(v, active, qblock, loc, ext, stat);
   if (active) q[i] = r;
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void swiglu_q(
-    __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock) {
+    __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock,
+    __global uint2* pb, ulong po, int q8) {
   __local float loc[ROW_WG], stat[16];
   __local float2 ext[ROW_WG / 8];
-  gated_q(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, 0, loc, ext, stat);
+  gated_q(0, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, VIEW(uint2, pb, po), q8, 0, loc,
+          ext, stat);
 }
 
 __kernel __attribute__((reqd_work_group_size(ROW_WG, 1, 1))) void geglu_q(
     __global float* gb, ulong go, __global const float* ub, ulong uo, ulong n, __global float* qb, ulong qo, int qblock,
-    __global const half* table) {
+    __global uint2* pb, ulong po, int q8, __global const half* table) {
   __local float loc[ROW_WG], stat[16];
   __local float2 ext[ROW_WG / 8];
-  gated_q(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, table, loc, ext, stat);
+  gated_q(1, VIEW(float, gb, go), CVIEW(float, ub, uo), n, VIEW(float, qb, qo), qblock, VIEW(uint2, pb, po), q8, table,
+          loc, ext, stat);
 }
 
 // y += x

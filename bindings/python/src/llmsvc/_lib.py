@@ -90,6 +90,13 @@ class ModelInfo(Structure):
                 ("eos", SpecialToken), ("eot", SpecialToken), ("devices", c_char * 256)]
 
 
+class Message(Structure):
+    _fields_ = [("struct_size", c_size_t), ("role", c_int32), ("content", c_void_p), ("content_len", c_size_t)]
+
+
+MESSAGE_FN = CFUNCTYPE(c_int, POINTER(Message), c_void_p)
+
+
 class CountOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("chat", c_int32), ("first_turn", c_int32), ("system_prompt", c_char_p),
                 ("ids", POINTER(c_int32)), ("ids_capacity", c_size_t)]
@@ -140,6 +147,11 @@ _SIGNATURES = {
     "llmsvc_model_info_get": (_status, [c_void_p, POINTER(ModelInfo)]),
     "llmsvc_count_options_init": (None, [POINTER(CountOptions)]),
     "llmsvc_count_tokens": (_status, [c_void_p, c_void_p, c_size_t, POINTER(CountOptions), POINTER(c_int32)]),
+    "llmsvc_message_init": (None, [POINTER(Message)]),
+    "llmsvc_context_append": (_status, [c_void_p, POINTER(Message), c_size_t]),
+    "llmsvc_context_generate": (_status, [c_void_p, POINTER(CallOptions), TOKEN_FN, c_void_p, POINTER(CallResult)]),
+    "llmsvc_context_truncate": (_status, [c_void_p, c_size_t]),
+    "llmsvc_context_messages": (_status, [c_void_p, c_size_t, MESSAGE_FN, c_void_p]),
 }
 
 missing = []

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A persistent context: calls (a whole reply, or a stream of pieces) and what it holds."""
+"""A persistent context: calls (a whole reply, or a stream of pieces), its conversation of
+messages, and what it holds."""
 from __future__ import annotations
 
 import ctypes
@@ -7,7 +8,7 @@ import enum
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _lib
 from ._handle import Handle
@@ -25,6 +26,38 @@ class FinishReason(enum.IntEnum):
     STOP = 3
     CANCELLED = 4
     CONTEXT_FULL = 5
+
+
+class Role(enum.IntEnum):
+    """A message's role (llmsvc_role)."""
+    SYSTEM = 0
+    USER = 1
+    ASSISTANT = 2
+    TOOL = 3
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a chat context's conversation."""
+    role: Role
+    content: str
+
+    @staticmethod
+    def of(m: "MessageLike") -> "Message":
+        """A Message from a Message, a (role, content) pair or a {"role": ..., "content": ...}
+        mapping (the role as a Role or its name: "user", "assistant", ...)."""
+        if isinstance(m, Message):
+            return m
+        role, content = (m["role"], m["content"]) if isinstance(m, Mapping) else m
+        if isinstance(role, str):
+            try:
+                role = Role[role.upper()]
+            except KeyError:
+                raise ValueError(f"no message role {role!r}") from None
+        return Message(Role(role), content)
+
+
+MessageLike = Union[Message, Mapping[str, object], Sequence[object]]
 
 
 @dataclass(frozen=True)
@@ -89,6 +122,12 @@ class ContextInfo:
 
 
 _TOKEN_IDS_ABI = (1 << 16) | 2  # llmsvc_call_options.on_tokens
+_MESSAGES_ABI = (1 << 16) | 3  # llmsvc_context_append and the rest
+
+
+def _need_messages() -> None:
+    if _lib.lib.llmsvc_abi_version() < _MESSAGES_ABI or not _lib.has("llmsvc_context_append"):
+        raise UnsupportedError(5, "the loaded libllmsvc is older than messages (ABI 1.3)")
 
 
 class Context(Handle):
@@ -115,13 +154,60 @@ class Context(Handle):
         if self._handle is not None:
             check(_lib.lib.llmsvc_context_cancel(self._handle))
 
-    def call(self, prompt: str, *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0, top_k: int = 0,
+    def append(self, messages: Iterable[MessageLike]) -> None:
+        """Appends messages to the conversation without generating (user and assistant in turn,
+        from a user message; all or none). Their KV is computed by the next call or generate()."""
+        _need_messages()
+        handle = self._h()
+        items = [Message.of(m) for m in messages]
+        data = [m.content.encode("utf-8") for m in items]
+        array = (_lib.Message * max(1, len(items)))()
+        for i, (m, b) in enumerate(zip(items, data)):
+            _lib.lib.llmsvc_message_init(ctypes.byref(array[i]))
+            array[i].role = int(m.role)
+            array[i].content = ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) if b else None
+            array[i].content_len = len(b)
+        check(_lib.lib.llmsvc_context_append(handle, array, len(items)))
+
+    def generate(self, **options: object) -> Reply:
+        """The assistant's reply to the conversation, which ends with a user message (the options
+        and the Reply of call(); prompt_tokens is 0). The reply becomes the next message."""
+        _need_messages()
+        return self._run(None, **options)  # type: ignore[arg-type]
+
+    def truncate(self, n_messages: int) -> None:
+        """Rewinds the conversation to its first n_messages (the KV before the cut is kept)."""
+        _need_messages()
+        check(_lib.lib.llmsvc_context_truncate(self._h(), n_messages))
+
+    def messages(self, first: int = 0) -> List[Message]:
+        """The conversation's messages from index `first`."""
+        _need_messages()
+        out: List[Message] = []
+
+        @_lib.MESSAGE_FN
+        def take(m: "ctypes._Pointer[_lib.Message]", _user: object) -> int:
+            c = m.contents
+            text = ctypes.string_at(c.content, c.content_len).decode("utf-8") if c.content_len else ""
+            out.append(Message(Role(c.role), text))
+            return 0
+
+        check(_lib.lib.llmsvc_context_messages(self._h(), first, take, None))
+        return out
+
+    def call(self, prompt: str, **options: object) -> Reply:
+        """Appends `prompt` (a user turn, unless the context is raw) and generates the reply.
+        Options: max_tokens (256), temperature (0: greedy), seed, top_k, top_p, min_p,
+        repeat_penalty, repeat_last_n, stop (strings), logprobs (bool), on_piece (sees each Piece
+        as it streams; a true return value cancels the call). Cancelled: CancelledError, its
+        `result` the Reply so far (kept in the context)."""
+        return self._run(prompt, **options)  # type: ignore[arg-type]
+
+    def _run(self, prompt: Optional[str], *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0, top_k: int = 0,
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
              stop: Sequence[str] = (), logprobs: bool = False,
              on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
-        """Appends `prompt` (a user turn, unless the context is raw) and generates the reply.
-        `on_piece` sees each piece as it streams; a true return value cancels the call.
-        Cancelled: CancelledError, its `result` the Reply so far (kept in the context)."""
+        """call(prompt), or generate() when prompt is None."""
         handle = self._h()
         reply = Reply(logprobs=[] if logprobs else None)
         pieces: List[str] = []
@@ -164,9 +250,13 @@ class Context(Handle):
         elif logprobs:
             raise UnsupportedError(5, "the loaded libllmsvc is older than log-probabilities (ABI 1.2)")
         result = _lib.new_struct(_lib.CallResult, "llmsvc_call_result_init")
-        data = prompt.encode("utf-8")
-        status = _lib.lib.llmsvc_call(handle, data, len(data), ctypes.byref(o),
-                                      _lib.TOKEN_FN() if want_ids else on_text, None, ctypes.byref(result))
+        text_fn = _lib.TOKEN_FN() if want_ids else on_text
+        if prompt is None:
+            status = _lib.lib.llmsvc_context_generate(handle, ctypes.byref(o), text_fn, None, ctypes.byref(result))
+        else:
+            data = prompt.encode("utf-8")
+            status = _lib.lib.llmsvc_call(handle, data, len(data), ctypes.byref(o), text_fn, None,
+                                          ctypes.byref(result))
         reply.text = "".join(pieces)
         if failure:
             raise failure[0]
@@ -181,9 +271,12 @@ class Context(Handle):
         reply._take(result)
         return reply
 
-    def stream(self, prompt: str, **options: object) -> "Stream":
+    def stream(self, prompt: Optional[str] = None, **options: object) -> "Stream":
         """The reply as an iterator of Pieces (the call runs on a thread of its own); leaving the
-        loop early cancels the call. After the last piece, `Stream.reply` holds the Reply."""
+        loop early cancels the call. After the last piece, `Stream.reply` holds the Reply.
+        Without a prompt: the reply to the conversation, as generate()."""
+        if prompt is None:
+            _need_messages()
         return Stream(self, prompt, options)
 
 
@@ -193,7 +286,7 @@ class Stream:
 
     _END = object()
 
-    def __init__(self, context: Context, prompt: str, options: dict) -> None:
+    def __init__(self, context: Context, prompt: Optional[str], options: dict) -> None:
         self._context = context
         self._queue: "queue.Queue[object]" = queue.Queue()
         self._stop = threading.Event()
@@ -206,7 +299,7 @@ class Stream:
 
         def run() -> None:
             try:
-                self.reply = context.call(prompt, on_piece=on_piece, **options)  # type: ignore[arg-type]
+                self.reply = context._run(prompt, on_piece=on_piece, **options)  # type: ignore[arg-type]
             except CancelledError as e:
                 self.reply = e.result
                 if not self._stop.is_set():
