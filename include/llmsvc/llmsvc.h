@@ -244,6 +244,18 @@ typedef struct llmsvc_call_options {
   llmsvc_piece_fn on_tokens;
   void* on_tokens_user;  /* passed to on_tokens */
   int32_t logprobs;
+  /* Since ABI 1.3: structured output. A JSON Schema (`json_schema`) or a grammar in llama.cpp's
+   * GBNF (`grammar`), NUL-terminated UTF-8 of at most 64 KiB, at most one of them (NULL: none):
+   * every generated token is one the constraint allows, the reply ends (LLMSVC_FINISH_EOS) only
+   * once its text is complete, and near max_tokens only tokens that can still complete it in
+   * time are allowed. Stop strings are not applied. A schema or grammar that cannot be compiled
+   * is LLMSVC_ERR_INVALID_ARGUMENT (LLMSVC_ERR_UNSUPPORTED for a schema feature not
+   * implemented), the detail naming the place. Supported JSON Schema: type, properties,
+   * required, additionalProperties, items, prefixItems, minItems / maxItems, enum, const,
+   * anyOf / oneOf / allOf of objects, $ref / $defs, minimum / maximum (integers), minLength /
+   * maxLength, pattern-free strings. */
+  const char* json_schema;
+  const char* grammar;
 } llmsvc_call_options;
 
 LLMSVC_API void llmsvc_call_options_init(llmsvc_call_options* options);
@@ -272,6 +284,8 @@ typedef struct llmsvc_call_result {
   /* Added after v1: switch-in's KV chunks loaded from storage and recomputed from tokens. */
   int32_t chunks_loaded;
   int32_t chunks_recomputed;
+  /* Since ABI 1.3: structured output's own time (allowed tokens, the matcher's steps). */
+  double constrain_ms;
 } llmsvc_call_result;
 
 LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);

@@ -171,6 +171,14 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
     };
   }
   p.logprobs = o.logprobs != 0;
+  if (o.json_schema) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.json_schema, "json_schema"));
+    p.json_schema = o.json_schema;
+  }
+  if (o.grammar) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.grammar, "grammar"));
+    p.grammar = o.grammar;
+  }
   LLMSVC_RETURN_IF_ERROR(check_call_params(p));
   return p;  // (the SLO ratios are carried; the engine has no elastic levels yet to honour them)
 }

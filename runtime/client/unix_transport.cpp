@@ -111,6 +111,8 @@ class UnixTransport final : public Transport {
                                                 std::to_string(conn->welcome().max_prompt_bytes) + " bytes)");
     if (params.on_tokens) LLMSVC_RETURN_IF_ERROR(need_version_4(*conn, "streaming token ids"));
     if (params.reply_only) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionMessages, "generating a reply"));
+    if (!params.json_schema.empty() || !params.grammar.empty())
+      LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionMessages, "structured output"));
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);

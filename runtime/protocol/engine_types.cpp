@@ -53,6 +53,8 @@ CallOptions to_wire(const CallParams& params) {
   o.token_ids = static_cast<bool>(params.on_tokens);
   o.logprobs = o.token_ids && params.logprobs;
   o.reply_only = params.reply_only;
+  o.json_schema = params.json_schema;
+  o.grammar = params.grammar;
   return o;
 }
 
@@ -61,6 +63,8 @@ CallParams from_wire(const CallOptions& options) {
   sampling_fields(options, p, kFromWire);
   p.logprobs = options.logprobs;  // (token_ids: the daemon's on_tokens sends the ids)
   p.reply_only = options.reply_only;
+  p.json_schema = options.json_schema;
+  p.grammar = options.grammar;
   return p;
 }
 

@@ -271,6 +271,8 @@ struct CallOptions {
   bool token_ids = false;  // version 4: PIECEs carry their token ids (llmsvc_call_options.on_tokens)
   bool logprobs = false;   // version 4: ... and their log-probabilities
   bool reply_only = false; // version 5: no prompt, the reply to the conversation (llmsvc_context_generate)
+  std::string json_schema; // version 5: structured output ("": none)
+  std::string grammar;
   bool operator==(const CallOptions&) const = default;
 };
 
@@ -302,7 +304,9 @@ struct Call {
     LLMSVC_RETURN_IF_ERROR(io.boolean("options.token_ids", o.token_ids));
     LLMSVC_RETURN_IF_ERROR(io.boolean("options.logprobs", o.logprobs));
     if (io.version() < kVersionMessages) return Status::Ok();
-    return io.boolean("options.reply_only", o.reply_only);
+    LLMSVC_RETURN_IF_ERROR(io.boolean("options.reply_only", o.reply_only));
+    LLMSVC_RETURN_IF_ERROR(io.text("options.json_schema", o.json_schema, Bounds{0, kMaxConstraintBytes}));
+    return io.text("options.grammar", o.grammar, Bounds{0, kMaxConstraintBytes});
   }
   bool operator==(const Call&) const = default;
 };

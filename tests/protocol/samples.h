@@ -144,6 +144,15 @@ inline std::vector<Sample> protocol_samples() {
   CallOptions reply = ids;
   reply.reply_only = true;
   v.push_back({C, 27, Call{4, "", reply}});
+  CallOptions structured;
+  structured.json_schema = R"({"type": "object", "properties": {"name": {"type": "string"}}})";
+  v.push_back({C, 28, Call{4, "Who?", structured}});
+  structured.json_schema.clear();
+  structured.grammar = R"(root ::= ("yes" | "no") ".")";
+  v.push_back({C, 29, Call{4, "Is it?", structured}});
+  CallStats constrained = cs;
+  constrained.constrain_ms = 1.5;
+  v.push_back({S, 28, CallResult{0, "", 1, constrained}});
   return v;
 }
 

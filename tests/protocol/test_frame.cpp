@@ -84,7 +84,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   const std::string v1_part =
       "00000000 00000000 02 05000000 08000000 78000000"
       "0000000000002940 0000000000003440 0000000000001e40 0000000000804140 0000000000001440";
-  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}),
+  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}, 4),
             unhex("4c4c4d53 a100 0000 05000000 59000000" + v1_part +
                   "06000000 01000000 00000000 10000000 02000000 000000000000d03f"));
   EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}, 1), unhex("4c4c4d53 a100 0000 05000000 3d000000" + v1_part));
@@ -112,11 +112,11 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   // Version 5: a CALL that only replies, and a context's conversation.
   o.reply_only = true;
   EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}),
-            unhex("4c4c4d53 2000 0000 02000000 40000000"
+            unhex("4c4c4d53 2000 0000 02000000 48000000"
                   "01000000 00000000"
                   "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
                   "01000000 01000000 0a"
-                  "00000000 00000000 01 01 01"));
+                  "00000000 00000000 01 01 01 00000000 00000000"));
   EXPECT_EQ(frame_of(Role::client, 4, ContextAppend{"notes", {{MessageRole::user, "Hi"}, {MessageRole::assistant, ""}}}),
             unhex("4c4c4d53 1600 0000 04000000 19000000 05000000 6e6f746573 02000000 01 02000000 4869 02 00000000"));
   EXPECT_EQ(frame_of(Role::client, 5, ContextTruncate{"notes", 2}),

@@ -26,7 +26,12 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
   if (version < kVersionMessages) {
-    if (auto* call = std::get_if<Call>(&m)) call->options.reply_only = false;
+    if (auto* call = std::get_if<Call>(&m)) {
+      call->options.reply_only = false;
+      call->options.json_schema.clear();
+      call->options.grammar.clear();
+    }
+    if (auto* result = std::get_if<CallResult>(&m)) result->stats.constrain_ms = 0;
   }
   if (version < kVersionModelInfo) {
     if (auto* call = std::get_if<Call>(&m)) call->options.token_ids = call->options.logprobs = false;

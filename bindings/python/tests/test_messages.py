@@ -55,3 +55,18 @@ def test_mistakes_get_clear_errors(svc, fresh_id):
             raw.messages()
         raw_id = raw.id
     svc.delete_context(raw_id)
+
+
+def test_structured_output_follows_the_schema(svc, fresh_id):
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}},
+              "required": ["city"], "additionalProperties": False}
+    with svc.new_context(fresh_id) as ctx:
+        r = ctx.call("What is the capital of France? Answer as JSON.", json_schema=schema, max_tokens=40)
+        import json
+        value = json.loads(r.text)
+        assert set(value) == {"city"} and isinstance(value["city"], str)
+        assert r.finish_reason == llmsvc.FinishReason.EOS and r.constrain_ms > 0
+        assert ctx.call("Yes or no?", grammar='root ::= "yes" | "no"', max_tokens=4).text in ("yes", "no")
+        with pytest.raises(llmsvc.InvalidArgumentError):
+            ctx.call("Hi", json_schema="{not json", max_tokens=4)
+    svc.delete_context(fresh_id)

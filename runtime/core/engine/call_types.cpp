@@ -39,6 +39,9 @@ Status check_call_params(const CallParams& p) {
     if (p.stop[i].empty()) return bad(what + " is empty");
     if (p.stop[i].size() > kMaxStopBytes) return bad(what + " is longer than 256 bytes");
   }
+  if (!p.json_schema.empty() && !p.grammar.empty()) return bad("json_schema and grammar are both set: one at most");
+  if (p.json_schema.size() > kMaxConstraintBytes) return bad("json_schema is longer than 64 KiB");
+  if (p.grammar.size() > kMaxConstraintBytes) return bad("grammar is longer than 64 KiB");
   return Status::Ok();
 }
 

@@ -69,14 +69,20 @@ struct CallParams {
   // No prompt: the assistant's reply to the conversation so far, which ends with a user
   // message (Engine::append_messages). Chat contexts only; the prompt must be empty.
   bool reply_only = false;
+  // Structured output: the reply is held to a JSON Schema or a GBNF grammar (at most one; ""
+  // none): every token is one the constraint allows, the end of the reply comes only once the
+  // text is complete, and max_tokens leaves room to complete it. Stop strings are not applied.
+  std::string json_schema;
+  std::string grammar;
 };
 
 // The rules every CallParams meets, wherever it comes from (the C API's struct, the daemon's
 // CALL, the CLI's flags): finite sampling values in their ranges, max_tokens >= 0, SLO ratios
-// >= 0, at most kMaxStopStrings stop strings of 1..kMaxStopBytes bytes. invalid_argument
-// naming the field.
+// >= 0, at most kMaxStopStrings stop strings of 1..kMaxStopBytes bytes, a JSON Schema or a
+// grammar (not both) of at most kMaxConstraintBytes. invalid_argument naming the field.
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopBytes = 256;
+inline constexpr size_t kMaxConstraintBytes = 64 * 1024;  // a JSON Schema or a grammar
 Status check_call_params(const CallParams& params);
 
 enum class FinishReason { none = 0, eos = 1, length = 2, stop = 3, cancelled = 4, context_full = 5 };

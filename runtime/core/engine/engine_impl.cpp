@@ -433,11 +433,14 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
                                             std::to_string(ctx->tokens.size()) + " of at most " +
                                             std::to_string(params.max_context_tokens) + " tokens");
   }
+  // A schema or grammar that does not compile fails the call before the context changes.
+  auto constraint = make_constraint(params);
+  if (!constraint.ok()) return constraint.status();
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   const size_t old_size = ctx->tokens.size();
   std::string reply;
-  Status s = generate(*ctx, ids, params, on_piece, st, &reply);
+  Status s = generate(*ctx, ids, params, constraint->get(), on_piece, st, &reply);
   if (ctx->keeps_messages && ctx->tokens.size() > old_size) {  // the prompt went in: its turn and the reply
     std::lock_guard<std::mutex> lock(ctx->messages_mu);
     if (!params.reply_only)
@@ -494,7 +497,8 @@ Status EngineImpl::persist(ContextState& ctx) {
 }
 
 Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
-                            const PieceFn& on_piece, CallStats& st, std::string* reply) {
+                            constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st,
+                            std::string* reply) {
   const auto t0 = Clock::now();
   const Tokenizer& tok = model_->tokenizer();
   const size_t old_size = ctx.tokens.size();
@@ -520,7 +524,8 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
 
   Sampler sampler(params.sampling);
   Utf8Streamer utf8;
-  StopMatcher stops(params.stop);
+  StopMatcher stops(constraint ? std::vector<std::string>{} : params.stop);  // a constrained reply ends itself
+  Clock::duration constrain_time{};
   bool cancelled = false;
   TokenTrail trail(params.on_tokens && params.logprobs);  // the ids behind the next piece
   std::vector<float> model_logits;  // before the sampler's penalty, for log-probabilities
@@ -536,7 +541,28 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
     if (params.cancel && params.cancel->load(std::memory_order_relaxed)) cancelled = true;
     if (cancelled) break;
     if (trail.wants_logprobs()) model_logits.assign(logits.begin(), logits.end());
+    if (constraint) {
+      // The tokens left: the call's and the context's; near the end only those after which
+      // the text can still be completed in time are allowed.
+      size_t room = static_cast<size_t>(n_ctx_) - ctx.tokens.size();
+      if (params.max_context_tokens > 0)
+        room = std::min(room, static_cast<size_t>(std::max<int64_t>(0, params.max_context_tokens - static_cast<int64_t>(ctx.tokens.size()))));
+      const auto tc = Clock::now();
+      constraint->set_budget(static_cast<int>(std::min<size_t>(room, static_cast<size_t>(params.max_tokens - st.generated_tokens))));
+      constraint->apply(logits);
+      constrain_time += Clock::now() - tc;
+    }
     const int32_t t = sampler.sample(logits, ctx.tokens);  // it looks back repeat_last_n itself
+    if (constraint) {
+      const auto tc = Clock::now();
+      s = constraint->accept(t);
+      constrain_time += Clock::now() - tc;
+      if (!s.ok()) {
+        s = Status(Code::internal, "structured output: the sampler chose token " + std::to_string(t) +
+                                       ", which the constraint does not allow: " + s.message());
+        break;
+      }
+    }
     trail.add(t, trail.wants_logprobs() ? token_logprob(model_logits, t) : 0.0f);
     if (st.generated_tokens == 0) {
       t_first = Clock::now();
@@ -586,6 +612,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
     ctx.tokens.insert(ctx.tokens.end(), end.begin() + static_cast<std::ptrdiff_t>(skip), end.end());
   }
   st.finish = finish;
+  st.constrain_ms = std::chrono::duration<double, std::milli>(constrain_time).count();
   if (st.generated_tokens > 0) {
     st.decode_ms = ms_since(t_first);
     st.tpot_ms = st.generated_tokens > 1 ? st.decode_ms / (st.generated_tokens - 1) : 0.0;

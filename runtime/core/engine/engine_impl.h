@@ -16,6 +16,7 @@
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/engine/kv_residency.h"
+#include "runtime/core/constrain/constraint.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
 #include "runtime/core/persist/state_dir.h"
@@ -74,7 +75,10 @@ class EngineImpl final : public Engine {
   // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.
   Status check_keeps_messages(const ContextState& ctx) const;
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
-                  const PieceFn& on_piece, CallStats& st, std::string* reply);
+                  constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st, std::string* reply);
+  // The call's structured-output constraint (null without one): its schema or grammar
+  // compiled once per text (engine_constrain.cpp), over the model's vocabulary.
+  Result<std::unique_ptr<constrain::Constraint>> make_constraint(const CallParams& params);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's
@@ -97,6 +101,14 @@ class EngineImpl final : public Engine {
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;
   EngineStats stats_;
   std::mt19937_64 id_rng_;
+
+  // Structured output: the vocabulary as constraints read it (built at the first constrained
+  // call) and compiled schemas and grammars by their text, the least recently used dropped
+  // past kMaxCompiled.
+  std::mutex constrain_mu_;
+  std::shared_ptr<const constrain::TokenVocab> vocab_;
+  std::map<std::string, std::pair<constrain::CompiledGrammar, uint64_t>, std::less<>> compiled_;
+  uint64_t compiled_clock_ = 0;
 
   FairMutex compute_mu_;  // forward_ and the devices: one evaluation at a time, turns in order of arrival
 };

@@ -50,7 +50,9 @@ enum class StatSource : uint8_t {
   X(int32_t, tokens_recomputed, 2, no)                                                              \
   /* Swap-out at the end of the call (encoding on the call's thread; writes are asynchronous). */   \
   X(int32_t, chunks_swapped_out, 2, no)                                                             \
-  X(double, swap_out_ms, 2, no)
+  X(double, swap_out_ms, 2, no)                                                                     \
+  /* Structured output: time spent computing the allowed tokens and advancing the matcher. */       \
+  X(double, constrain_ms, 5, yes)
 
 // The service's figures (EngineStats, STATS_REPLY, llmsvc_stats).
 #define LLMSVC_ENGINE_STATS_FIELDS(X)                                                               \

@@ -52,14 +52,14 @@ class CallOptions(Structure):
                 ("top_p", c_float), ("min_p", c_float), ("repeat_penalty", c_float), ("repeat_last_n", c_int32),
                 ("max_tokens", c_int32), ("stop", POINTER(c_char_p)), ("n_stop", c_size_t),
                 ("slo_ttft_ratio", c_float), ("slo_tpot_ratio", c_float), ("on_tokens", PIECE_FN),
-                ("on_tokens_user", c_void_p), ("logprobs", c_int32)]
+                ("on_tokens_user", c_void_p), ("logprobs", c_int32), ("json_schema", c_char_p), ("grammar", c_char_p)]
 
 
 class CallResult(Structure):
     _fields_ = [("struct_size", c_size_t), ("prompt_tokens", c_int32), ("generated_tokens", c_int32),
                 ("context_tokens", c_int32), ("finish_reason", c_int32), ("switch_in_ms", c_double),
                 ("ttft_ms", c_double), ("prefill_ms", c_double), ("decode_ms", c_double), ("tpot_ms", c_double),
-                ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32)]
+                ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32), ("constrain_ms", c_double)]
 
 
 class Stats(Structure):

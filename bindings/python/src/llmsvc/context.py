@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import json
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -88,10 +89,11 @@ class Reply:
     tpot_ms: float = 0.0
     chunks_loaded: int = 0
     chunks_recomputed: int = 0
+    constrain_ms: float = 0.0
 
     def _take(self, r: _lib.CallResult) -> None:
         for name in ("prompt_tokens", "generated_tokens", "context_tokens", "switch_in_ms", "ttft_ms", "prefill_ms",
-                     "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed"):
+                     "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed", "constrain_ms"):
             setattr(self, name, getattr(r, name))
         self.finish_reason = FinishReason(r.finish_reason)
 
@@ -198,15 +200,16 @@ class Context(Handle):
     def call(self, prompt: str, **options: object) -> Reply:
         """Appends `prompt` (a user turn, unless the context is raw) and generates the reply.
         Options: max_tokens (256), temperature (0: greedy), seed, top_k, top_p, min_p,
-        repeat_penalty, repeat_last_n, stop (strings), logprobs (bool), on_piece (sees each Piece
-        as it streams; a true return value cancels the call). Cancelled: CancelledError, its
+        repeat_penalty, repeat_last_n, stop (strings), logprobs (bool), json_schema (a JSON Schema,
+        as a str or a dict) or grammar (GBNF) to hold the reply to, on_piece (sees each Piece as
+        it streams; a true return value cancels the call). Cancelled: CancelledError, its
         `result` the Reply so far (kept in the context)."""
         return self._run(prompt, **options)  # type: ignore[arg-type]
 
     def _run(self, prompt: Optional[str], *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0, top_k: int = 0,
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
-             stop: Sequence[str] = (), logprobs: bool = False,
-             on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
+             stop: Sequence[str] = (), logprobs: bool = False, json_schema: Union[str, Mapping[str, object], None] = None,
+             grammar: Optional[str] = None, on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
         """call(prompt), or generate() when prompt is None."""
         handle = self._h()
         reply = Reply(logprobs=[] if logprobs else None)
@@ -245,6 +248,12 @@ class Context(Handle):
         stops = [s.encode("utf-8") for s in stop]
         stop_array = (ctypes.c_char_p * max(1, len(stops)))(*stops)
         o.stop, o.n_stop = (stop_array if stops else None), len(stops)
+        if json_schema is not None or grammar is not None:
+            _need_messages()  # structured output came with ABI 1.3
+            if json_schema is not None and not isinstance(json_schema, str):
+                json_schema = json.dumps(json_schema)
+            o.json_schema = json_schema.encode("utf-8") if json_schema is not None else None
+            o.grammar = grammar.encode("utf-8") if grammar is not None else None
         if want_ids:
             o.on_tokens, o.logprobs = on_tokens, int(logprobs)
         elif logprobs:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * jni_call.c — org.llmsvc.Native.call: one llmsvc_call, its pieces streamed to a Java PieceSink
- * (with their token ids, through llmsvc_call_options.on_tokens, when the sink wants them).
+ * jni_call.c — org.llmsvc.Native.call: one llmsvc_call (or, without a prompt, one
+ * llmsvc_context_generate: the reply to the conversation), its pieces streamed to a Java
+ * PieceSink (with their token ids, through llmsvc_call_options.on_tokens, when the sink wants them).
  *
  * The piece callback runs inside llmsvc_call, on the calling thread, within this native frame.
  * It never leaves a Java exception pending while the library runs: a throwing sink is caught
@@ -148,7 +149,10 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   size_t prompt_len = 0;
   char** stops = NULL;
   size_t n_stop = 0;
-  if (jni_buffer(env, prompt, &prompt_c, &prompt_len) != 0 || copy_stops(env, stop, &stops, &n_stop) != 0) goto done;
+  /* A null prompt: generate, the reply to the conversation (which ends with a user message). */
+  if ((prompt != NULL && jni_buffer(env, prompt, &prompt_c, &prompt_len) != 0) ||
+      copy_stops(env, stop, &stops, &n_stop) != 0)
+    goto done;
 
   llmsvc_call_options o;
   memset(&o, 0, sizeof o);
@@ -175,8 +179,10 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   llmsvc_call_result r;
   memset(&r, 0, sizeof r);
   llmsvc_call_result_init(&r);
-  llmsvc_status status =
-      llmsvc_call(jni_context(context), prompt_c, prompt_len, &o, token_ids ? NULL : on_piece, &st, &r);
+  llmsvc_token_fn text_fn = token_ids ? NULL : on_piece;
+  llmsvc_status status = prompt == NULL
+                             ? llmsvc_context_generate(jni_context(context), &o, text_fn, &st, &r)
+                             : llmsvc_call(jni_context(context), prompt_c, prompt_len, &o, text_fn, &st, &r);
 
   if (st.thrown != NULL) { /* the sink threw: the call was cancelled for it; its exception wins */
     (*env)->Throw(env, st.thrown);

@@ -137,15 +137,31 @@ final class Native {
 
   static native void contextCancel(long context);
 
+  /** ABI 1.3: a chat context's messages (llmsvc_context_append, _generate, _truncate, _messages). */
+  static final int MESSAGES_ABI = (1 << 16) | 3;
+
   /**
-   * Runs one call, streaming each piece to {@code sink.piece(byte[], int)}, or with {@code tokenIds}
-   * to {@code sink.tokens(byte[], int[], float[])}. Fills {@code ints} and
+   * Runs one call ({@code prompt} null: llmsvc_context_generate, the reply to the conversation),
+   * streaming each piece to {@code sink.piece(byte[], int)}, or with {@code tokenIds} to
+   * {@code sink.tokens(byte[], int[], float[])}. Fills {@code ints} and
    * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
    * sink throws, the call is cancelled and that same throwable is rethrown.
    */
   static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
       float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
       byte[][] stop, boolean tokenIds, boolean logprobs, PieceSink sink, int[] ints, double[] doubles);
+
+  /** llmsvc_context_append: {@code roles[i]} and the UTF-8 {@code contents[i]} make message i (same lengths). */
+  static native void contextAppend(long context, int[] roles, byte[][] contents);
+
+  /** llmsvc_context_truncate to the first {@code nMessages} (not negative). */
+  static native void contextTruncate(long context, long nMessages);
+
+  /**
+   * llmsvc_context_messages from index {@code first} (not negative): {int[] roles, byte[][] UTF-8
+   * contents}, one entry each per message.
+   */
+  static native Object[] contextMessages(long context, long first);
 
   static native void stats(long service, long[] longs);
 

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * jni_messages.c — org.llmsvc.Native's conversation methods (ABI 1.3): append, truncate and
+ * messages. Generating the reply is Native.call without a prompt (jni_call.c).
+ *
+ * The messages come back collected in C first, as the context list does (jni_context.c): the
+ * library's callback never calls into Java, and one byte[] at a time is made afterwards, each
+ * local reference dropped once stored.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jni_support.h"
+#include "org_llmsvc_Native.h"
+
+JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextAppend(JNIEnv* env, jclass cls, jlong context, jintArray roles,
+                                                            jobjectArray contents) {
+  (void)cls;
+  jsize n = (*env)->GetArrayLength(env, contents);
+  if ((*env)->GetArrayLength(env, roles) != n) {
+    jni_throw(env, "java/lang/IllegalArgumentException", "llmsvc_jni: as many roles as contents");
+    return;
+  }
+  size_t count = (size_t)n;
+  llmsvc_message* messages = calloc(count > 0 ? count : 1, sizeof *messages);
+  char** buffers = calloc(count > 0 ? count : 1, sizeof *buffers);
+  jint* role_values = malloc((count > 0 ? count : 1) * sizeof *role_values);
+  if (messages == NULL || buffers == NULL || role_values == NULL) {
+    jni_throw(env, "java/lang/OutOfMemoryError", "llmsvc_jni: no memory for the messages");
+    goto done;
+  }
+  (*env)->GetIntArrayRegion(env, roles, 0, n, role_values);
+  if ((*env)->ExceptionCheck(env)) goto done;
+  for (jsize i = 0; i < n; i++) {
+    jbyteArray content = (jbyteArray)(*env)->GetObjectArrayElement(env, contents, i);
+    if ((*env)->ExceptionCheck(env)) goto done;
+    if (content == NULL) {
+      jni_throw(env, "java/lang/NullPointerException", "llmsvc_jni: a message without content");
+      goto done;
+    }
+    size_t len = 0;
+    int rc = jni_buffer(env, content, &buffers[i], &len);
+    (*env)->DeleteLocalRef(env, content); /* one local reference per message would pile up */
+    if (rc != 0) goto done;
+    llmsvc_message_init(&messages[i]);
+    messages[i].role = role_values[i];
+    messages[i].content = len > 0 ? buffers[i] : NULL;
+    messages[i].content_len = len;
+  }
+  llmsvc_status st = llmsvc_context_append(jni_context(context), messages, count);
+  if (st != LLMSVC_OK) jni_throw_status(env, st);
+done:
+  if (buffers != NULL) {
+    for (size_t i = 0; i < count; i++) free(buffers[i]);
+  }
+  free(buffers);
+  free(messages);
+  free(role_values);
+}
+
+JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextTruncate(JNIEnv* env, jclass cls, jlong context,
+                                                              jlong n_messages) {
+  (void)cls;
+  llmsvc_status st = llmsvc_context_truncate(jni_context(context), (size_t)n_messages);
+  if (st != LLMSVC_OK) jni_throw_status(env, st);
+}
+
+/* The messages llmsvc_context_messages reports: their roles, and their contents packed one
+ * after another (ends[i]: where message i's content ends in `bytes`). */
+typedef struct message_list {
+  jint* roles;
+  size_t* ends;
+  size_t count;
+  size_t slots;
+  char* bytes;
+  size_t len;
+  size_t cap;
+  int out_of_memory;
+} message_list;
+
+static int collect_message(const llmsvc_message* m, void* user) {
+  message_list* list = user;
+  if (list->count == list->slots) {
+    size_t slots = list->slots ? list->slots * 2 : 16;
+    jint* roles = realloc(list->roles, slots * sizeof *roles);
+    if (roles != NULL) list->roles = roles;
+    size_t* ends = roles != NULL ? realloc(list->ends, slots * sizeof *ends) : NULL;
+    if (ends == NULL) {
+      list->out_of_memory = 1;
+      return 1; /* stop early */
+    }
+    list->ends = ends;
+    list->slots = slots;
+  }
+  if (list->len + m->content_len > list->cap) {
+    size_t cap = list->cap ? list->cap * 2 : 1024;
+    while (cap < list->len + m->content_len) cap *= 2;
+    char* grown = realloc(list->bytes, cap);
+    if (grown == NULL) {
+      list->out_of_memory = 1;
+      return 1;
+    }
+    list->bytes = grown;
+    list->cap = cap;
+  }
+  if (m->content_len > 0) memcpy(list->bytes + list->len, m->content, m->content_len);
+  list->len += m->content_len;
+  list->roles[list->count] = m->role;
+  list->ends[list->count] = list->len;
+  list->count++;
+  return 0;
+}
+
+/* {int[] roles, byte[][] contents} of the list; NULL with an exception pending on failure. */
+static jobjectArray message_arrays(JNIEnv* env, const message_list* list) {
+  if (list->count > (size_t)INT32_MAX) {
+    jni_throw(env, "java/lang/OutOfMemoryError", "llmsvc_jni: more messages than a Java array holds");
+    return NULL;
+  }
+  jsize n = (jsize)list->count;
+  jintArray roles = (*env)->NewIntArray(env, n);
+  if (roles == NULL) return NULL;
+  if (n > 0) (*env)->SetIntArrayRegion(env, roles, 0, n, list->roles);
+  jobjectArray contents = (*env)->NewObjectArray(env, n, llmsvc_jni.byte_array_class, NULL);
+  if (contents == NULL) {
+    (*env)->DeleteLocalRef(env, roles);
+    return NULL;
+  }
+  size_t start = 0;
+  for (jsize i = 0; i < n; i++) {
+    jbyteArray bytes = jni_bytes(env, list->bytes + start, list->ends[i] - start);
+    if (bytes == NULL) {
+      (*env)->DeleteLocalRef(env, roles);
+      (*env)->DeleteLocalRef(env, contents);
+      return NULL;
+    }
+    (*env)->SetObjectArrayElement(env, contents, i, bytes);
+    (*env)->DeleteLocalRef(env, bytes);
+    start = list->ends[i];
+  }
+  jclass object_class = (*env)->FindClass(env, "java/lang/Object");
+  jobjectArray out = object_class != NULL ? (*env)->NewObjectArray(env, 2, object_class, NULL) : NULL;
+  if (object_class != NULL) (*env)->DeleteLocalRef(env, object_class);
+  if (out != NULL) {
+    (*env)->SetObjectArrayElement(env, out, 0, roles);
+    (*env)->SetObjectArrayElement(env, out, 1, contents);
+  }
+  (*env)->DeleteLocalRef(env, roles);
+  (*env)->DeleteLocalRef(env, contents);
+  return out;
+}
+
+JNIEXPORT jobjectArray JNICALL Java_org_llmsvc_Native_contextMessages(JNIEnv* env, jclass cls, jlong context,
+                                                                      jlong first) {
+  (void)cls;
+  message_list list;
+  memset(&list, 0, sizeof list);
+  jobjectArray out = NULL;
+  llmsvc_status st = llmsvc_context_messages(jni_context(context), (size_t)first, collect_message, &list);
+  if (st != LLMSVC_OK) {
+    jni_throw_status(env, st);
+  } else if (list.out_of_memory) {
+    jni_throw(env, "java/lang/OutOfMemoryError", "llmsvc_jni: no memory for the messages");
+  } else {
+    out = message_arrays(env, &list);
+  }
+  free(list.roles);
+  free(list.ends);
+  free(list.bytes);
+  return out;
+}
