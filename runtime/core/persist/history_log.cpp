@@ -105,7 +105,7 @@ Result<bool> parse_record(const std::string& path, const uint8_t* r, size_t n, u
   if (sum != XXH3_64bits(r, body)) return false;
   const size_t first = c.tokens.size();
   c.tokens.resize(first + count);
-  std::memcpy(c.tokens.data() + first, r + kRecordHead, size_t{count} * 4);
+  if (count > 0) std::memcpy(c.tokens.data() + first, r + kRecordHead, size_t{count} * 4);  // (data() may be null)
   for (size_t i = first; i < c.tokens.size(); ++i) {
     if (c.tokens[i] < 0 || c.tokens[i] >= n_vocab)
       return Status(Code::io, "history '" + path + "' holds token id " + std::to_string(c.tokens[i]) +
