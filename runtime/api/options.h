@@ -66,6 +66,10 @@ Status fill_call_options(const Args& a, llmsvc_call_options* o, std::vector<cons
     o->slo_ttft_ratio = a.slo_ttft_ratio;
     o->slo_tpot_ratio = a.slo_tpot_ratio;
   }
+  if constexpr (requires { a.json_schema; }) {
+    o->json_schema = a.json_schema.empty() ? nullptr : a.json_schema.c_str();
+    o->grammar = a.grammar.empty() ? nullptr : a.grammar.c_str();
+  }
   stops.clear();
   for (const std::string& s : a.stop) {
     if (s.find('\0') != std::string::npos) return Status(Code::invalid_argument, "a stop string holds a NUL byte");

@@ -200,6 +200,32 @@ TEST_F(CliModel, RunJsonReportsEveryTokenId) {
   EXPECT_EQ(j["prompt_tokens"][0], nlohmann::json::parse(t.out)["ids"][0]);
 }
 
+// Structured output from the command line: --json-schema (and its file form) holds the reply to
+// the schema, --grammar to the grammar; a bad schema is reported before anything runs.
+TEST_F(CliModel, RunHoldsTheReplyToASchemaOrAGrammar) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 24}}, "required": ["city"],)"
+      R"( "additionalProperties": false})";
+  Outcome r = cli({"run", "--json", "--max-tokens", "24", "--threads", "2", "--json-schema", schema,
+                   "Where is the Eiffel Tower? Answer in JSON."});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  auto reply = nlohmann::json::parse(j["text"].get<std::string>());  // the reply is JSON itself
+  ASSERT_TRUE(reply.is_object()) << reply.dump();
+  EXPECT_EQ(reply.size(), 1u);
+  EXPECT_TRUE(reply["city"].is_string());
+  EXPECT_EQ(j["finish_reason"], "eos");
+  EXPECT_GT(j["constrain_ms"].get<double>(), 0.0);
+  const std::string file = (dir_ / "grammar.gbnf").string();
+  std::ofstream(file) << "root ::= (\"yes\" | \"no\")\n";
+  Outcome g = cli({"run", "--max-tokens", "4", "--threads", "2", "--grammar-file", file, "Is the sky blue?"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_TRUE(g.out.rfind("yes", 0) == 0 || g.out.rfind("no", 0) == 0) << g.out;
+  Outcome bad = cli({"run", "--threads", "2", "--json-schema", "{\"type\": ", "Hi"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("json_schema"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliModel, ProfileWritesAValidSwitchCostProfile) {
   const std::string state = (dir_ / "state").string();
   Outcome r = cli({"profile", "--threads", "2", "--reps", "1", "--state-dir", state});

@@ -83,6 +83,7 @@ nlohmann::json report_json(const RunArgs& args, const Reply& reply, const std::v
   j["ttft_ms"] = r.ttft_ms;
   j["decode_ms"] = r.decode_ms;
   j["tpot_ms"] = r.tpot_ms;
+  if (!args.sampling.json_schema.empty() || !args.sampling.grammar.empty()) j["constrain_ms"] = r.constrain_ms;
   // Decode rate: tokens after the first over the time after the first (decode_ms).
   j["tokens_per_s"] =
       r.generated_tokens > 1 && r.decode_ms > 0 ? (r.generated_tokens - 1) * 1000.0 / r.decode_ms : 0.0;

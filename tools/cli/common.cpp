@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "runtime/core/model/default_model.h"
 #include "runtime/api/last_error.h"
@@ -34,6 +36,23 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
   cmd.add_option("--repeat-last-n", args.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
   cmd.add_option("-n,--max-tokens", args.max_tokens, "tokens to generate at most")->capture_default_str();
   cmd.add_option("--stop", args.stop, "stop string (repeatable)");
+  cmd.add_option("--json-schema", args.json_schema, "hold the reply to this JSON Schema (structured output)");
+  cmd.add_option("--grammar", args.grammar, "hold the reply to this GBNF grammar (llama.cpp's format)");
+  // The same from files: schemas and grammars are usually longer than a command line likes.
+  cmd.add_option_function<std::string>(
+         "--json-schema-file", [&args](const std::string& path) { args.json_schema = read_text_file(path); },
+         "--json-schema, read from FILE")
+      ->check(CLI::ExistingFile);
+  cmd.add_option_function<std::string>(
+         "--grammar-file", [&args](const std::string& path) { args.grammar = read_text_file(path); },
+         "--grammar, read from FILE")
+      ->check(CLI::ExistingFile);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CLI::ValidationError(path, "cannot be read");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 Status to_call_options(const SamplingArgs& args, llmsvc_call_options* o, std::vector<const char*>& stops) {

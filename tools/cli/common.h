@@ -37,8 +37,12 @@ struct SamplingArgs {
   int repeat_last_n = 64;
   int max_tokens = 256;
   std::vector<std::string> stop;
+  std::string json_schema;  // structured output ("": none), from --json-schema or its file
+  std::string grammar;      // GBNF ("": none)
 };
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args);
+// A whole file's bytes (CLI::ValidationError when it cannot be read).
+std::string read_text_file(const std::string& path);
 
 // The sampling arguments as llmsvc_call_options (o->stop points into `stops`), checked with
 // the C API's own option reader: a bad value is reported before any model loads.
