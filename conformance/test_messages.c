@@ -315,6 +315,57 @@ static void messages_bad_input(conf_t* t) {
   conf_teardown(t, &f);
 }
 
+/* Counts `messages` (chat) with llmsvc_count_tokens; -1 (and a failure) when it fails. */
+static int32_t count_messages(conf_t* t, llmsvc_service* svc, const llmsvc_message* m, size_t n, int first_turn,
+                              const char* system_prompt, llmsvc_status want) {
+  llmsvc_count_options o;
+  llmsvc_count_options_init(&o);
+  o.chat = 1;
+  o.first_turn = first_turn;
+  o.system_prompt = system_prompt;
+  o.messages = m;
+  o.n_messages = n;
+  int32_t count = -1;
+  CONF_STATUS(t, llmsvc_count_tokens(svc, NULL, 0, &o, &count), want);
+  return count;
+}
+
+/* COUNT-5: a message list counts what llmsvc_context_append stores for it: first_turn on a new
+ * context with the system prompt, otherwise after an assistant message (a seeded exchange
+ * counted whole equals its parts); the turn order's errors as append's; text and messages
+ * together, or messages without chat: INVALID_ARGUMENT. */
+static void counts_messages(conf_t* t) {
+  llmsvc_service* svc = conf_bind(t, t->env->target);
+  CONF_REQUIRE(t, svc != NULL);
+  const llmsvc_message seed[] = {msg(LLMSVC_ROLE_USER, "Remember the number 7."),
+                                 msg(LLMSVC_ROLE_ASSISTANT, "I will remember 7."),
+                                 msg(LLMSVC_ROLE_USER, "Which number?")};
+  const char* sys = "You are terse.";
+  const int32_t whole = count_messages(t, svc, seed, 3, 1, sys, LLMSVC_OK);
+  char id[80];
+  conf_unique_id(id, sizeof id, "count5");
+  llmsvc_context* ctx = conf_new_context(t, svc, id, 0, sys);
+  CONF_REQUIRE(t, ctx != NULL);
+  CONF_STATUS(t, llmsvc_context_append(ctx, seed, 3), LLMSVC_OK);
+  CONF_CHECK(t, whole == conf_info(t, svc, id).tokens, "counted %d, append stored %d", whole, conf_info(t, svc, id).tokens);
+  const int32_t first = count_messages(t, svc, seed, 2, 1, sys, LLMSVC_OK);
+  const int32_t later = count_messages(t, svc, seed + 2, 1, 0, NULL, LLMSVC_OK);
+  CONF_CHECK(t, first > 0 && later > 0 && first + later == whole, "%d + %d against %d", first, later, whole);
+  conf_close_and_delete(t, svc, ctx);
+  count_messages(t, svc, seed + 1, 2, 1, NULL, LLMSVC_ERR_INVALID_ARGUMENT);  /* an assistant first */
+  llmsvc_count_options o;
+  llmsvc_count_options_init(&o);
+  o.chat = 1;
+  o.messages = seed;
+  o.n_messages = 1;
+  int32_t n = -7;
+  CONF_STATUS(t, llmsvc_count_tokens(svc, "text", 4, &o, &n), LLMSVC_ERR_INVALID_ARGUMENT);
+  o.chat = 0;
+  CONF_STATUS(t, llmsvc_count_tokens(svc, NULL, 0, &o, &n), LLMSVC_ERR_INVALID_ARGUMENT);
+  CONF_CHECK(t, n == -7, "a refused count wrote its result");
+  llmsvc_unbind(svc);
+}
+
 const conf_test conf_messages_tests[] = {
     {"MSG-1", "calls become messages: the prompt as user, the streamed reply as assistant; read from an index", calls_become_messages},
     {"MSG-2", "append(user) + generate gives the call's tokens; a seeded exchange continues", append_then_generate},
@@ -323,4 +374,5 @@ const conf_test conf_messages_tests[] = {
     {"MSG-5", "raw contexts hold no messages", raw_has_no_messages},
     {"MSG-6", "the conversation and its cuts persist across a new binding", persists},
     {"MSG-7", "messages: NULLs, struct_size, roles, UTF-8, a message longer than any context", messages_bad_input},
+    {"COUNT-5", "a message list counts what append stores; its parts add up; order and argument errors", counts_messages},
     {NULL, NULL, NULL}};

@@ -404,7 +404,12 @@ typedef struct llmsvc_count_options {
    *  written there. */
   int32_t* ids;
   size_t ids_capacity;
-  /* A later version adds a message list here (text NULL, len 0 then). */
+  /** Since ABI 1.3 (it is declared below, with the other message functions): count these
+   *  `n_messages` messages (`text` NULL, `len` 0, `chat` set) as llmsvc_context_append adds them:
+   *  with first_turn, to a new context with `system_prompt`; else after an assistant message. The
+   *  count is then the tokens that append stores. NULL: count the text. */
+  const struct llmsvc_message* messages;
+  size_t n_messages;
 } llmsvc_count_options;
 
 LLMSVC_API void llmsvc_count_options_init(llmsvc_count_options* options);
@@ -442,7 +447,7 @@ typedef enum llmsvc_role {
   LLMSVC_ROLE_TOOL = 3       /* reserved for tool results (LLMSVC_ERR_UNSUPPORTED for now) */
 } llmsvc_role;
 
-typedef struct llmsvc_message {
+typedef struct llmsvc_message {  /* (also named by llmsvc_count_options) */
   size_t struct_size;
   int32_t role;             /* llmsvc_role */
   const char* content;      /* UTF-8, content_len bytes, not NUL-terminated; NULL when len 0 */

@@ -49,6 +49,8 @@ llmsvc_status llmsvc_count_tokens(llmsvc_service* service, const char* text, siz
     if (auto st = llmsvc::api::check_utf8(text, len, "text"); !st.ok()) return fail(st);
     auto req = llmsvc::api::read_count_options(options);
     if (!req.ok()) return fail(req.status());
+    if (!req->params.messages.empty() && len > 0)
+      return fail(LLMSVC_ERR_INVALID_ARGUMENT, "text and messages are both given: ", "count one of them");
     // A token is at least a byte (and BOS): a count past int32 cannot come from a shorter text.
     if (len > static_cast<size_t>(INT32_MAX) - 16)
       return fail(LLMSVC_ERR_CONTEXT_OVERFLOW, "text too long to count: ", std::to_string(len) + " bytes");

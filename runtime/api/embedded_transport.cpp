@@ -37,7 +37,14 @@ class EmbeddedTransport final : public Transport {
     return engine_->messages(id, first, max);
   }
   Result<TokenCount> count_tokens(std::string_view text, const CountParams& params, size_t max_ids) override {
-    std::vector<int32_t> ids = engine_->prompt_ids(text, params);
+    std::vector<int32_t> ids;
+    if (params.messages.empty()) {
+      ids = engine_->prompt_ids(text, params);
+    } else {
+      auto counted = engine_->message_ids(params);
+      if (!counted.ok()) return counted.status();
+      ids = std::move(counted).value();
+    }
     TokenCount c;
     c.count = static_cast<int32_t>(ids.size());
     if (ids.size() > max_ids) ids.resize(max_ids);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "runtime/api/message_options.h"
 #include "runtime/api/struct_copy.h"
 #include "runtime/api/validate.h"
 
@@ -52,6 +53,13 @@ Result<CountRequest> read_count_options(const llmsvc_count_options* options) {
     return Status(Code::invalid_argument, "ids is NULL but ids_capacity is " + std::to_string(in->ids_capacity));
   r.ids = in->ids;
   r.ids_capacity = in->ids == nullptr ? 0 : in->ids_capacity;
+  if (in->messages != nullptr || in->n_messages > 0) {
+    auto messages = read_messages(in->messages, in->n_messages, "messages");
+    if (!messages.ok()) return messages.status();
+    if (!r.params.chat && !messages->empty())
+      return Status(Code::invalid_argument, "messages are counted in a chat context only: set chat");
+    r.params.messages = std::move(messages).value();
+  }
   return r;
 }
 

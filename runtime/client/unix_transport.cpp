@@ -270,8 +270,11 @@ class UnixTransport final : public Transport {
     auto conn = connection();
     if (!conn.ok()) return conn.status();
     LLMSVC_RETURN_IF_ERROR(need_version_4(**conn, "token counting"));
+    if (!params.messages.empty()) LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionMessages, "counting messages"));
     const uint32_t limit = (*conn)->welcome().max_prompt_bytes;
-    if (text.size() > limit || params.system_prompt.size() > limit - text.size())
+    size_t bytes = text.size() + params.system_prompt.size();
+    for (const ChatMessage& m : params.messages) bytes += m.content.size();
+    if (bytes > limit || params.messages.size() > p::kMaxAppendMessages)
       return Status(Code::context_overflow, "text of " + std::to_string(text.size()) +
                                                 " bytes is longer than llmsvcd counts (at most " + std::to_string(limit) +
                                                 " bytes, as a prompt)");

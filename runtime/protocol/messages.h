@@ -445,6 +445,17 @@ struct ModelInfoReply {
   bool operator==(const ModelInfoReply&) const = default;
 };
 
+// A conversation's messages as records: role (an llmsvc_role) and content.
+template <class IO, class V>
+Status chat_messages(IO& io, const char* field, V& list, size_t max) {
+  return io.records(field, list, max, 1 + 4, [&](auto& m) {
+    int32_t role = static_cast<int32_t>(m.role);
+    LLMSVC_RETURN_IF_ERROR(io.enum8("messages.role", role, static_cast<int32_t>(llmsvc::kMaxMessageRole)));
+    if constexpr (!std::is_const_v<std::remove_reference_t<decltype(m)>>) m.role = static_cast<llmsvc::MessageRole>(role);
+    return io.text("messages.content", m.content, kAnyText);
+  });
+}
+
 // llmsvc_count_tokens: count `text`'s tokens as a prompt (CountParams), and send back the ids
 // [ids_offset, ids_offset + max_ids) of them (max_ids 0: the count alone).
 struct CountTokens {
@@ -462,7 +473,9 @@ struct CountTokens {
     LLMSVC_RETURN_IF_ERROR(io.boolean("first_turn", m.params.first_turn));
     LLMSVC_RETURN_IF_ERROR(io.text("system_prompt", m.params.system_prompt, kAnyText));
     LLMSVC_RETURN_IF_ERROR(io.u32("ids_offset", m.ids_offset));
-    return io.u32_in("max_ids", m.max_ids, 0, static_cast<uint32_t>(kMaxCountIds));
+    LLMSVC_RETURN_IF_ERROR(io.u32_in("max_ids", m.max_ids, 0, static_cast<uint32_t>(kMaxCountIds)));
+    if (io.version() < kVersionMessages) return Status::Ok();
+    return chat_messages(io, "messages", m.params.messages, kMaxAppendMessages);  // version 5: a message list
   }
   bool operator==(const CountTokens&) const = default;
 };
@@ -481,17 +494,6 @@ struct CountTokensReply {
   }
   bool operator==(const CountTokensReply&) const = default;
 };
-
-// A conversation's messages as records: role (an llmsvc_role) and content.
-template <class IO, class V>
-Status chat_messages(IO& io, const char* field, V& list, size_t max) {
-  return io.records(field, list, max, 1 + 4, [&](auto& m) {
-    int32_t role = static_cast<int32_t>(m.role);
-    LLMSVC_RETURN_IF_ERROR(io.enum8("messages.role", role, static_cast<int32_t>(llmsvc::kMaxMessageRole)));
-    if constexpr (!std::is_const_v<std::remove_reference_t<decltype(m)>>) m.role = static_cast<llmsvc::MessageRole>(role);
-    return io.text("messages.content", m.content, kAnyText);
-  });
-}
 
 // CONTEXT_APPEND (version 5): messages appended to the conversation of the context `id`
 // (Engine::append_messages); ACK.

@@ -173,14 +173,22 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
   if (const auto* req = std::get_if<p::CountTokens>(&m)) {
     // A text longer than a prompt may be is not counted: the work and the ids it makes stay
     // within what a CALL may cost (docs/memory-bound.md).
-    if (req->text.size() > opt_.max_prompt_bytes ||
-        req->params.system_prompt.size() > opt_.max_prompt_bytes - req->text.size())
-      return send_error(s, stream, Status(Code::context_overflow, "text of " + std::to_string(req->text.size()) +
+    size_t bytes = req->text.size() + req->params.system_prompt.size();
+    for (const ChatMessage& msg : req->params.messages) bytes += msg.content.size();
+    if (bytes > opt_.max_prompt_bytes)
+      return send_error(s, stream, Status(Code::context_overflow, "text of " + std::to_string(bytes) +
                                                                       " bytes is longer than a prompt may be (at most " +
                                                                       std::to_string(opt_.max_prompt_bytes) + " bytes)"));
     ++s->ops_in_flight;
-    ops_->post([this, req = *req, answer] {
-      std::vector<int32_t> ids = apps_.engine().prompt_ids(req.text, req.params);
+    ops_->post([this, req = *req, answer, fail] {
+      std::vector<int32_t> ids;
+      if (req.params.messages.empty()) {
+        ids = apps_.engine().prompt_ids(req.text, req.params);
+      } else {
+        auto counted = apps_.engine().message_ids(req.params);
+        if (!counted.ok()) return fail(counted.status());
+        ids = std::move(counted).value();
+      }
       p::CountTokensReply r;
       r.count = static_cast<int32_t>(ids.size());
       const size_t from = std::min<size_t>(req.ids_offset, ids.size());

@@ -356,7 +356,7 @@ TEST(Options, CountOptions) {
   o.ids_capacity = 4;
   auto r = read_count_options(&o);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->params, (CountParams{true, true, "sys"}));
+  EXPECT_EQ(r->params, (CountParams{true, true, "sys", {}}));
   EXPECT_EQ(r->ids, ids);
   EXPECT_EQ(r->ids_capacity, 4u);
   o.ids = nullptr;

@@ -120,7 +120,7 @@ inline std::vector<Sample> protocol_samples() {
   mi.devices = {"cpu", "opencl:0"};
   v.push_back({S, 17, ModelInfoReply{mi}});
   v.push_back({S, 18, ModelInfoReply{}});
-  v.push_back({C, 19, CountTokens{"Count me: 日本 🙂", {true, true, "You are terse."}, 0, 64}});
+  v.push_back({C, 19, CountTokens{"Count me: 日本 🙂", {true, true, "You are terse.", {}}, 0, 64}});
   v.push_back({C, 20, CountTokens{"", {}, 16384, 0}});
   v.push_back({S, 19, CountTokensReply{12, {1, 9690, 198, 2683, 359, 253, 4, 7, 8, 9, 10, 2}}});
   v.push_back({S, 20, CountTokensReply{0, {}}});
@@ -153,6 +153,9 @@ inline std::vector<Sample> protocol_samples() {
   CallStats constrained = cs;
   constrained.constrain_ms = 1.5;
   v.push_back({S, 28, CallResult{0, "", 1, constrained}});
+  CountTokens count{"", {true, true, "Be brief.", {}}, 0, 16};
+  count.params.messages = {{MessageRole::user, "Hi"}, {MessageRole::assistant, "Hello!"}, {MessageRole::user, "Bye"}};
+  v.push_back({C, 30, count});
   return v;
 }
 

@@ -105,7 +105,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
                   "74000000 03000000 e697a5"
                   "03000000 ea5a0000 73000000 74000000"
                   "03000000 0000c0bf 000080be 00000000"));
-  EXPECT_EQ(frame_of(Role::client, 3, CountTokens{"Hi", {true, true, ""}, 0, 16}),
+  EXPECT_EQ(frame_of(Role::client, 3, CountTokens{"Hi", {true, true, "", {}}, 0, 16}, 4),
             unhex("4c4c4d53 3200 0000 03000000 14000000 02000000 4869 01 01 00000000 00000000 10000000"));
   EXPECT_EQ(frame_of(Role::server, 3, CountTokensReply{3, {1, 9690, 198}}),
             unhex("4c4c4d53 b200 0000 03000000 14000000 03000000 03000000 01000000 da250000 c6000000"));

@@ -32,6 +32,7 @@ Message as_of_version(Message m, uint16_t version) {
       call->options.grammar.clear();
     }
     if (auto* result = std::get_if<CallResult>(&m)) result->stats.constrain_ms = 0;
+    if (auto* count = std::get_if<CountTokens>(&m)) count->params.messages.clear();
   }
   if (version < kVersionModelInfo) {
     if (auto* call = std::get_if<Call>(&m)) call->options.token_ids = call->options.logprobs = false;
@@ -108,7 +109,7 @@ TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
     }
   }
   EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply,
-                                     MsgType::call, MsgType::piece}));
+                                     MsgType::call, MsgType::piece, MsgType::count_tokens}));
 }
 
 TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {

@@ -69,7 +69,7 @@ TEST_F(DaemonInfo, CountingIsBounded) {
   ASSERT_TRUE(c.connected());
   auto w = c.handshake("counter");
   ASSERT_TRUE(w.ok()) << w.status().message();
-  ASSERT_EQ(w->version, p::kVersionModelInfo);
+  ASSERT_EQ(w->version, p::kMaxVersion);
   p::CountTokens big;
   big.text.assign(w->max_prompt_bytes + 1, 'x');
   ASSERT_TRUE(c.send(1, big));
@@ -83,6 +83,15 @@ TEST_F(DaemonInfo, CountingIsBounded) {
   ASSERT_TRUE(c.send(2, big));
   e = c.answer(2);
   ASSERT_TRUE(e.ok() && std::holds_alternative<p::Error>(*e));
+  // A message list (version 5) is bounded the same, its messages together.
+  p::CountTokens listed;
+  listed.params.chat = true;
+  listed.params.messages = {{MessageRole::user, std::string(w->max_prompt_bytes / 2, 'a')},
+                            {MessageRole::assistant, std::string(w->max_prompt_bytes / 2 + 1, 'b')}};
+  ASSERT_TRUE(c.send(5, listed));
+  e = c.answer(5);
+  ASSERT_TRUE(e.ok() && std::holds_alternative<p::Error>(*e));
+  EXPECT_EQ(std::get<p::Error>(*e).status, p::code_to_wire(Code::context_overflow)) << std::get<p::Error>(*e).message;
   ASSERT_TRUE(c.send(3, p::CountTokens{"three small words", {}, 1000, 16}));
   auto r = c.answer(3);
   ASSERT_TRUE(r.ok()) << r.status().message();

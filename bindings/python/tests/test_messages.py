@@ -70,3 +70,14 @@ def test_structured_output_follows_the_schema(svc, fresh_id):
         with pytest.raises(llmsvc.InvalidArgumentError):
             ctx.call("Hi", json_schema="{not json", max_tokens=4)
     svc.delete_context(fresh_id)
+
+
+def test_a_message_list_counts_what_append_stores(svc, fresh_id):
+    messages = [("user", "Remember the number 7."), ("assistant", "I will."), ("user", "Which number?")]
+    counted = svc.count_tokens(chat=True, first_turn=True, system_prompt="Be brief.", messages=messages)
+    with svc.new_context(fresh_id, system_prompt="Be brief.") as ctx:
+        ctx.append(messages)
+        assert ctx.info().tokens == counted
+    svc.delete_context(fresh_id)
+    with pytest.raises(llmsvc.InvalidArgumentError):
+        svc.count_tokens(chat=True, messages=[("assistant", "first")])

@@ -140,6 +140,9 @@ class Engine {
   // The tokens `text` adds as a prompt of a context of the kind `params` describes, template
   // included, as call() tokenizes it (the user's text never parsed for special tokens).
   virtual std::vector<int32_t> prompt_ids(std::string_view text, const CountParams& params) const = 0;
+  // The tokens params.messages add, as append_messages adds them (first_turn: to a new chat
+  // context with params.system_prompt; else after an assistant message). Its errors.
+  virtual Result<std::vector<int32_t>> message_ids(const CountParams& params) const = 0;
 
   virtual EngineStats stats() const = 0;
   // Waits until every swap write queued so far is durable or has failed (tests, benchmarks).

@@ -45,6 +45,7 @@ class EngineImpl final : public Engine {
   Result<std::vector<ChatMessage>> messages(std::string_view id, size_t first, size_t max) const override;
   ModelInfo model_info() const override;
   std::vector<int32_t> prompt_ids(std::string_view text, const CountParams& params) const override;
+  Result<std::vector<int32_t>> message_ids(const CountParams& params) const override;
   EngineStats stats() const override;
   void flush_swap() override;
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
@@ -70,6 +71,16 @@ class EngineImpl final : public Engine {
                                    std::string_view prompt) const;
   // The tokens an assistant message adds to the history (its text, then the turn's end).
   std::vector<int32_t> reply_tokens(std::string_view content) const;
+  // What `messages` add to a conversation: at its start or not, after `turns` user messages,
+  // expecting `next`, with system prompt `sys`; `base` tokens precede them (the messages'
+  // token_end count from it). Errors: the turn order, system and tool messages.
+  struct AddedMessages {
+    std::vector<int32_t> ids;
+    std::vector<persist::LoggedMessage> logged;
+    int users = 0;
+  };
+  Result<AddedMessages> tokenize_messages(std::span<const ChatMessage> messages, bool at_start, int turns,
+                                          MessageRole next, const std::string& sys, size_t base) const;
   // Marks `id` busy (loading it if needed); the caller's BusyGuard clears it.
   Result<ContextState*> enter(std::string_view id);
   // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.

@@ -36,21 +36,10 @@ std::vector<int32_t> EngineImpl::reply_tokens(std::string_view content) const {
   return out;
 }
 
-Status EngineImpl::append_messages(std::string_view id, std::span<const ChatMessage> messages,
-                                   int32_t max_context_tokens) {
-  auto entered = enter(id);
-  if (!entered.ok()) return entered.status();
-  ContextState& ctx = **entered;
-  kv_.store().pin(ctx.kv);
-  BusyGuard guard{mu_, ctx, kv_.store()};
-  LLMSVC_RETURN_IF_ERROR(check_keeps_messages(ctx));
-  LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(ctx.system_prompt));
-  MessageRole next = ctx.messages.empty() || MessageRole(ctx.messages.back().role) == MessageRole::assistant
-                         ? MessageRole::user : MessageRole::assistant;
-  // Every message is checked and tokenized before any is kept: all go in, or none.
-  std::vector<int32_t> added;
-  std::vector<persist::LoggedMessage> logged;
-  int users = 0;
+Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(std::span<const ChatMessage> messages, bool at_start,
+                                                               int turns, MessageRole next, const std::string& sys,
+                                                               size_t base) const {
+  AddedMessages out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     const std::string at = "message " + std::to_string(i) + " (" + role_name(m.role) + ")";
@@ -63,32 +52,56 @@ Status EngineImpl::append_messages(std::string_view id, std::span<const ChatMess
                                             "(user and assistant messages alternate, from a user message)");
     std::vector<int32_t> ids;
     if (m.role == MessageRole::user) {
-      const bool at_start = ctx.tokens.empty() && added.empty();
-      ids = turn_tokens(false, at_start, ctx.turns + users == 0, ctx.system_prompt, m.content);
-      ++users;
+      ids = turn_tokens(false, at_start && out.ids.empty(), turns + out.users == 0, sys, m.content);
+      ++out.users;
     } else {
       ids = reply_tokens(m.content);
     }
-    added.insert(added.end(), ids.begin(), ids.end());
-    logged.push_back({static_cast<uint32_t>(m.role), static_cast<uint32_t>(ctx.tokens.size() + added.size()), m.content});
+    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+    out.logged.push_back({static_cast<uint32_t>(m.role), static_cast<uint32_t>(base + out.ids.size()), m.content});
     next = m.role == MessageRole::user ? MessageRole::assistant : MessageRole::user;
   }
-  const size_t total = ctx.tokens.size() + added.size();
+  return out;
+}
+
+Result<std::vector<int32_t>> EngineImpl::message_ids(const CountParams& p) const {
+  if (!p.chat) return Status(Code::invalid_argument, "messages are counted in a chat context only");
+  LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(p.system_prompt));
+  auto added = tokenize_messages(p.messages, p.first_turn, p.first_turn ? 0 : 1, MessageRole::user, p.system_prompt, 0);
+  if (!added.ok()) return added.status();
+  return std::move(added->ids);
+}
+
+Status EngineImpl::append_messages(std::string_view id, std::span<const ChatMessage> messages,
+                                   int32_t max_context_tokens) {
+  auto entered = enter(id);
+  if (!entered.ok()) return entered.status();
+  ContextState& ctx = **entered;
+  kv_.store().pin(ctx.kv);
+  BusyGuard guard{mu_, ctx, kv_.store()};
+  LLMSVC_RETURN_IF_ERROR(check_keeps_messages(ctx));
+  LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(ctx.system_prompt));
+  const MessageRole next = ctx.messages.empty() || MessageRole(ctx.messages.back().role) == MessageRole::assistant
+                               ? MessageRole::user : MessageRole::assistant;
+  // Every message is checked and tokenized before any is kept: all go in, or none.
+  auto added = tokenize_messages(messages, ctx.tokens.empty(), ctx.turns, next, ctx.system_prompt, ctx.tokens.size());
+  if (!added.ok()) return added.status();
+  const size_t total = ctx.tokens.size() + added->ids.size();
   if (total + 1 > static_cast<size_t>(n_ctx_))
-    return Status(Code::context_overflow, "the messages add " + std::to_string(added.size()) +
+    return Status(Code::context_overflow, "the messages add " + std::to_string(added->ids.size()) +
                                               " tokens, and the context holds " + std::to_string(ctx.tokens.size()) +
                                               " of at most " + std::to_string(n_ctx_));
   if (max_context_tokens > 0 && total + 1 > static_cast<size_t>(max_context_tokens))
-    return Status(Code::quota_exceeded, "the messages add " + std::to_string(added.size()) +
+    return Status(Code::quota_exceeded, "the messages add " + std::to_string(added->ids.size()) +
                                             " tokens, and the context holds " + std::to_string(ctx.tokens.size()) +
                                             " of at most " + std::to_string(max_context_tokens) + " (the app's quota)");
-  if (logged.empty()) return Status::Ok();
+  if (added->logged.empty()) return Status::Ok();
   // Kept as tokens not yet evaluated: the next call computes their KV with its own prompt.
-  ctx.tokens.insert(ctx.tokens.end(), added.begin(), added.end());
-  ctx.turns += users;
+  ctx.tokens.insert(ctx.tokens.end(), added->ids.begin(), added->ids.end());
+  ctx.turns += added->users;
   {
     std::lock_guard<std::mutex> lock(ctx.messages_mu);
-    ctx.messages.insert(ctx.messages.end(), logged.begin(), logged.end());
+    ctx.messages.insert(ctx.messages.end(), added->logged.begin(), added->logged.end());
   }
   return persist(ctx);
 }

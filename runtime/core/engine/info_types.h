@@ -4,6 +4,8 @@
 // reads llmsvc_count_options from them. Plain data, header only (the protocol layer uses it).
 #pragma once
 
+#include "runtime/core/engine/message_types.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +58,9 @@ struct CountParams {
   bool first_turn = false;  // the first prompt of a new context: BOS where the model adds one,
                             // and (chat) the system turn
   std::string system_prompt;  // chat, first_turn: the context's system prompt ("": the default)
+  // Non-empty (chat only): count these messages as Engine::append_messages adds them (to a new
+  // context with first_turn, else after an assistant message), instead of a text.
+  std::vector<ChatMessage> messages;
   bool operator==(const CountParams&) const = default;
 };
 

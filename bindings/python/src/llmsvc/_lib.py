@@ -99,7 +99,8 @@ MESSAGE_FN = CFUNCTYPE(c_int, POINTER(Message), c_void_p)
 
 class CountOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("chat", c_int32), ("first_turn", c_int32), ("system_prompt", c_char_p),
-                ("ids", POINTER(c_int32)), ("ids_capacity", c_size_t)]
+                ("ids", POINTER(c_int32)), ("ids_capacity", c_size_t), ("messages", POINTER(Message)),
+                ("n_messages", c_size_t)]
 
 
 # ------------------------------------------------------------------ the library

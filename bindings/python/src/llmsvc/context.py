@@ -9,7 +9,7 @@ import json
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._handle import Handle
@@ -59,6 +59,19 @@ class Message:
 
 
 MessageLike = Union[Message, Mapping[str, object], Sequence[object]]
+
+
+def message_array(items: List[Message]) -> "Tuple[ctypes.Array[_lib.Message], List[bytes]]":
+    """The messages as an llmsvc_message array, and the bytes it points into (keep both alive
+    while the library reads them)."""
+    data = [m.content.encode("utf-8") for m in items]
+    array = (_lib.Message * max(1, len(items)))()
+    for i, (m, b) in enumerate(zip(items, data)):
+        _lib.lib.llmsvc_message_init(ctypes.byref(array[i]))
+        array[i].role = int(m.role)
+        array[i].content = ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) if b else None
+        array[i].content_len = len(b)
+    return array, data
 
 
 @dataclass(frozen=True)
@@ -161,15 +174,8 @@ class Context(Handle):
         from a user message; all or none). Their KV is computed by the next call or generate()."""
         _need_messages()
         handle = self._h()
-        items = [Message.of(m) for m in messages]
-        data = [m.content.encode("utf-8") for m in items]
-        array = (_lib.Message * max(1, len(items)))()
-        for i, (m, b) in enumerate(zip(items, data)):
-            _lib.lib.llmsvc_message_init(ctypes.byref(array[i]))
-            array[i].role = int(m.role)
-            array[i].content = ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) if b else None
-            array[i].content_len = len(b)
-        check(_lib.lib.llmsvc_context_append(handle, array, len(items)))
+        array, data = message_array([Message.of(m) for m in messages])
+        check(_lib.lib.llmsvc_context_append(handle, array, len(data)))
 
     def generate(self, **options: object) -> Reply:
         """The assistant's reply to the conversation, which ends with a user message (the options

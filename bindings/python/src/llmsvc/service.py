@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from . import _lib
 from ._handle import Handle
-from .context import Context, ContextInfo
+from .context import Context, ContextInfo, Message, MessageLike, message_array
 from .errors import check, require
 
 
@@ -146,11 +146,12 @@ class Service(Handle):
                          i.n_ctx, i.n_vocab, i.n_layer, i.n_embd, i.n_head, i.n_head_kv, i.weight_bytes, types,
                          bool(i.has_chat_template), _special(i.bos), _special(i.eos), _special(i.eot), devices)
 
-    def count_tokens(self, text: str, *, chat: bool = False, first_turn: bool = False,
-                     system_prompt: Optional[str] = None) -> int:
+    def count_tokens(self, text: str = "", *, chat: bool = False, first_turn: bool = False,
+                     system_prompt: Optional[str] = None, messages: Optional[Iterable["MessageLike"]] = None) -> int:
         """The tokens `text` adds as a prompt (chat: as a user turn, with the template's tokens;
-        first_turn: as a new context's first prompt, BOS and system turn included) (ABI 1.2)."""
-        return self._count(text, chat, first_turn, system_prompt, 0)[0]
+        first_turn: as a new context's first prompt, BOS and system turn included) (ABI 1.2).
+        With `messages` (chat only, no text; ABI 1.3): what Context.append stores for them."""
+        return self._count(text, chat, first_turn, system_prompt, 0, messages)[0]
 
     def tokenize(self, text: str, *, chat: bool = False, first_turn: bool = False,
                  system_prompt: Optional[str] = None) -> List[int]:
@@ -161,10 +162,14 @@ class Service(Handle):
         return ids[:n]
 
     def _count(self, text: str, chat: bool, first_turn: bool, system_prompt: Optional[str],
-               capacity: int) -> Tuple[int, List[int]]:
+               capacity: int, messages: Optional[Iterable["MessageLike"]] = None) -> Tuple[int, List[int]]:
         require("llmsvc_count_tokens")
         o = _lib.new_struct(_lib.CountOptions, "llmsvc_count_options_init")
         o.chat, o.first_turn, o.system_prompt = int(chat), int(first_turn), _opt(system_prompt)
+        keep = None
+        if messages is not None:
+            keep = message_array([Message.of(m) for m in messages])  # alive until the call returns
+            o.messages, o.n_messages = keep[0], len(keep[1])
         buf = (ctypes.c_int32 * max(1, capacity))()
         if capacity:
             o.ids, o.ids_capacity = ctypes.cast(buf, ctypes.POINTER(ctypes.c_int32)), capacity
