@@ -441,6 +441,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   const size_t old_size = ctx->tokens.size();
   std::string reply;
   Status s = generate(*ctx, ids, params, constraint->get(), on_piece, st, &reply);
+  recycle_constraint(params, std::move(constraint).value());
   if (ctx->keeps_messages && ctx->tokens.size() > old_size) {  // the prompt went in: its turn and the reply
     std::lock_guard<std::mutex> lock(ctx->messages_mu);
     if (!params.reply_only)

@@ -88,8 +88,10 @@ class EngineImpl final : public Engine {
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
                   constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st, std::string* reply);
   // The call's structured-output constraint (null without one): its schema or grammar
-  // compiled once per text (engine_constrain.cpp), over the model's vocabulary.
+  // compiled once per text (engine_constrain.cpp), over the model's vocabulary; one that a
+  // finished call gave back (recycle_constraint) is reused with its mask caches warm.
   Result<std::unique_ptr<constrain::Constraint>> make_constraint(const CallParams& params);
+  void recycle_constraint(const CallParams& params, std::unique_ptr<constrain::Constraint> c);
   Status eval_pending(ContextState& ctx, std::vector<float>& logits);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's
@@ -118,7 +120,12 @@ class EngineImpl final : public Engine {
   // past kMaxCompiled.
   std::mutex constrain_mu_;
   std::shared_ptr<const constrain::TokenVocab> vocab_;
-  std::map<std::string, std::pair<constrain::CompiledGrammar, uint64_t>, std::less<>> compiled_;
+  struct Compiled {
+    constrain::CompiledGrammar grammar;
+    uint64_t used = 0;                             // compiled_clock_ at the last use
+    std::unique_ptr<constrain::Constraint> idle;   // given back by a finished call
+  };
+  std::map<std::string, Compiled, std::less<>> compiled_;
   uint64_t compiled_clock_ = 0;
 
   FairMutex compute_mu_;  // forward_ and the devices: one evaluation at a time, turns in order of arrival
