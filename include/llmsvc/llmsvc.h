@@ -487,7 +487,9 @@ LLMSVC_API llmsvc_status llmsvc_context_truncate(llmsvc_context* context, size_t
  *  non-zero to stop early. */
 typedef int (*llmsvc_message_fn)(const llmsvc_message* message, void* user);
 
-/** The conversation's messages from index `first` (0: all of them), one call of `fn` each. */
+/** The conversation's messages from index `first` (0: all of them), one call of `fn` each. A
+ *  message's content is as the model's chat template holds it: a template that strips the
+ *  whitespace around contents (Gemma's) has it stripped. */
 LLMSVC_API llmsvc_status llmsvc_context_messages(llmsvc_context* context, size_t first, llmsvc_message_fn fn,
                                                  void* user);
 

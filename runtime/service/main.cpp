@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
   so.watchdog_us = watchdog_interval_us();
   if (!passed->empty()) so.exit_idle_ms = cfg.exit_idle_ms;  // systemd keeps the socket and restarts us
   {
-    const MemoryBound mb = memory_bound(so, static_cast<uint32_t>((*engine)->n_ctx()));
+    const MemoryBound mb = memory_bound(so, static_cast<uint32_t>((*engine)->n_ctx()),
+                                        static_cast<uint32_t>((*engine)->max_piece_bytes()));
     auto mib = [](uint64_t b) { return std::to_string((b + (1u << 19)) >> 20) + " MiB"; };
     log_line("memory bound beyond the model and the KV budget: " + mib(mb.per_connection) + " a connection, " +
              mib(mb.per_app) + " an app (its connections and contexts)" +

@@ -26,10 +26,12 @@ constexpr uint64_t kPieceFrame = p::kHeaderBytes + 8 + kPieceSplitBytes + 8 + 8 
 // c: a loaded context's own state beside its system prompt and tokens (history log, swap
 // store, chunk tables of up to n_ctx / 16 chunks).
 constexpr uint64_t kContextState = 64u << 10;
+// m: a message's own bytes beside its text (the engine's and the history's record of it).
+constexpr uint64_t kPerMessage = 48;
 
 }  // namespace
 
-MemoryBound memory_bound(const ServerOptions& o, uint32_t n_ctx) {
+MemoryBound memory_bound(const ServerOptions& o, uint32_t n_ctx, uint32_t max_piece_bytes) {
   const AppQuotas& q = o.quotas.defaults;
   const uint64_t U = o.max_unsent_bytes, P = o.max_frame_payload, R = kReadChunkBytes;
   const uint64_t O = o.max_ops_in_flight, K = o.max_calls, Q = o.max_requests_in_flight, H = o.max_handles;
@@ -46,7 +48,7 @@ MemoryBound memory_bound(const ServerOptions& o, uint32_t n_ctx) {
   const uint64_t bookkeeping = kSession + Q * kPerRequest + H * kPerHandle + K * kPerCall;
   MemoryBound b;
   b.per_connection = reader + writer + answers + lists + bookkeeping;
-  b.per_app_contexts = C * (o.max_prompt_bytes + 4ull * n_ctx + kContextState);
+  b.per_app_contexts = C * (o.max_prompt_bytes + (4ull + max_piece_bytes + kPerMessage) * n_ctx + kContextState);
   b.per_app = conns_per_app * b.per_connection + b.per_app_contexts;
   b.contexts_bounded = q.contexts > 0;
   return b;

@@ -12,12 +12,15 @@
 //     worker answ = O * (A_op + M) + K * S    operations' answers and request texts, calls' pieces
 //     lists       = U + O * L_app             CONTEXT_LIST ids waiting to be encoded
 //     bookkeeping = B + Q * q + H * h + K * k  session, requests in flight, handles, calls
-//   per app        = C * (M + 4 * T + c)      contexts it holds open (system prompt, tokens, state)
+//   per app        = C * (M + (4 + L + m) * T + c)  contexts it holds (system prompt, tokens,
+//                                             messages: each at least one token, whose text is at
+//                                             most L bytes a token, m bytes of bookkeeping; state)
 //   daemon         = base + KV budget + N * per connection + apps * per app
 //
 // U = max_unsent_bytes, P = max_frame_payload, O = max_ops_in_flight, K = max_calls,
 // Q = max_requests_in_flight, H = max_handles, C = quotas.contexts, M = max_prompt_bytes,
-// T = n_ctx, N = connections at once (max_connections, and per app quotas.connections).
+// T = n_ctx, L = the vocabulary's longest token text, N = connections at once (max_connections,
+// and per app quotas.connections).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +43,8 @@ struct MemoryBound {
   }
 };
 
-// The bound for `options` (quotas: its defaults), contexts of at most `n_ctx` tokens.
-MemoryBound memory_bound(const ServerOptions& options, uint32_t n_ctx);
+// The bound for `options` (quotas: its defaults), contexts of at most `n_ctx` tokens of a
+// vocabulary whose longest token text is `max_piece_bytes` (Tokenizer::max_piece_bytes).
+MemoryBound memory_bound(const ServerOptions& options, uint32_t n_ctx, uint32_t max_piece_bytes);
 
 }  // namespace llmsvc::service

@@ -222,7 +222,9 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
     return;
   }
   if (const auto* req = std::get_if<p::ContextMessages>(&m)) {
-    const uint32_t room = s->peer_max_payload;
+    // Within the client's frame limit and a prompt's size: what an operation's answer may hold
+    // (docs/memory-bound.md).
+    const uint32_t room = std::min<uint32_t>(s->peer_max_payload, opt_.max_prompt_bytes);
     ++s->ops_in_flight;
     ops_->post([this, app, req = *req, room, answer, fail] {
       // One more than asked tells whether the conversation goes on.
@@ -238,7 +240,8 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
           if (i == 0)
             return fail(Status(Code::unsupported, "message " + std::to_string(req.first) + " (" +
                                                       std::to_string((*got)[i].content.size()) +
-                                                      " bytes) is larger than this connection's frames"));
+                                                      " bytes) is larger than an answer may be (" +
+                                                      std::to_string(room) + " bytes)"));
           r.more = true;
           break;
         }

@@ -132,7 +132,8 @@ class Engine {
   // Rewinds the conversation to its first n messages: the tokens after them are dropped, the
   // KV before them kept. invalid_argument when it has fewer.
   virtual Status truncate_messages(std::string_view id, size_t n) = 0;
-  // The conversation's messages [first, first + max) (open or only on storage).
+  // The conversation's messages [first, first + max) (open or only on storage), their contents
+  // as the chat template holds them (stripped of surrounding whitespace where it strips).
   virtual Result<std::vector<ChatMessage>> messages(std::string_view id, size_t first, size_t max) const = 0;
 
   // The model, where it runs and this engine's n_ctx (ready: always, once created).
@@ -148,6 +149,8 @@ class Engine {
   // Waits until every swap write queued so far is durable or has failed (tests, benchmarks).
   virtual void flush_swap() = 0;
   virtual const Tokenizer& tokenizer() const = 0;
+  // The longest token text of the model's vocabulary, in bytes (what bounds a context's messages).
+  virtual size_t max_piece_bytes() const = 0;
   virtual int n_ctx() const = 0;
   virtual const std::string& state_root() const = 0;
   // The devices that run the model, in the embedder's order, by their names (hal::Device::name).

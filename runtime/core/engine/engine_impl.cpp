@@ -446,7 +446,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     std::lock_guard<std::mutex> lock(ctx->messages_mu);
     if (!params.reply_only)
       ctx->messages.push_back({static_cast<uint32_t>(MessageRole::user), static_cast<uint32_t>(old_size + ids.size()),
-                               std::string(prompt)});
+                               model_->chat_template().user_content(prompt)});  // as append keeps it
     ctx->messages.push_back({static_cast<uint32_t>(MessageRole::assistant), static_cast<uint32_t>(ctx->tokens.size()),
                              std::move(reply)});
   }

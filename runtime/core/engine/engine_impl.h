@@ -49,6 +49,7 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override;
   void flush_swap() override;
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
+  size_t max_piece_bytes() const override;
   int n_ctx() const override { return n_ctx_; }
   const std::string& state_root() const override { return state_.root(); }
   bool devices_need_ioctl() const override {

@@ -14,6 +14,8 @@
 #include "runtime/core/tokenizer/tokenizer.h"
 
 namespace llmsvc {
+size_t EngineImpl::max_piece_bytes() const { return model_->tokenizer().max_piece_bytes(); }
+
 Status EngineImpl::check_keeps_messages(const ContextState& ctx) const {
   if (ctx.raw) return Status(Code::invalid_argument, "context '" + ctx.id + "' is raw: it holds text, not messages");
   if (!ctx.keeps_messages)
@@ -58,7 +60,10 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(std::span<const 
       ids = reply_tokens(m.content);
     }
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
-    out.logged.push_back({static_cast<uint32_t>(m.role), static_cast<uint32_t>(base + out.ids.size()), m.content});
+    // Kept as the template holds it (stripped where it strips content): every byte kept is a
+    // byte of the message's tokens, so a context's messages stay within n_ctx token texts.
+    out.logged.push_back({static_cast<uint32_t>(m.role), static_cast<uint32_t>(base + out.ids.size()),
+                          model_->chat_template().user_content(m.content)});
     next = m.role == MessageRole::user ? MessageRole::assistant : MessageRole::user;
   }
   return out;

@@ -7,6 +7,8 @@
 // A Tokenizer is immutable once built: all methods may be called from several threads.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +39,13 @@ class Tokenizer {
   virtual std::string token_to_piece(TokenId id, bool render_special = false) const = 0;
 
   virtual int32_t n_vocab() const = 0;
+  // The longest text of a non-control token, in bytes: a text's bytes are at most this many
+  // times its tokens (what bounds the messages a context keeps).
+  size_t max_piece_bytes() const {
+    size_t longest = 0;
+    for (TokenId id = 0; id < n_vocab(); ++id) longest = std::max(longest, token_to_piece(id).size());
+    return longest;
+  }
   virtual TokenId bos() const = 0;              // -1 if none
   virtual TokenId eos() const = 0;              // -1 if none
   virtual TokenId eot() const = 0;              // end of turn (<|im_end|>, <|eot_id|>); -1 if none
