@@ -2,7 +2,8 @@
 /*
  * jni_call.c — org.llmsvc.Native.call: one llmsvc_call (or, without a prompt, one
  * llmsvc_context_generate: the reply to the conversation), its pieces streamed to a Java
- * PieceSink (with their token ids, through llmsvc_call_options.on_tokens, when the sink wants them).
+ * PieceSink (with their token ids, through llmsvc_call_options.on_tokens, when the sink wants them),
+ * with the options of CallOptions (ABI 1.3: the structured output's json_schema or grammar too).
  *
  * The piece callback runs inside llmsvc_call, on the calling thread, within this native frame.
  * It never leaves a Java exception pending while the library runs: a throwing sink is caught
@@ -134,6 +135,7 @@ static int write_result(JNIEnv* env, const llmsvc_call_result* r, jintArray ints
   dv[org_llmsvc_Native_RESULT_PREFILL_MS] = r->prefill_ms;
   dv[org_llmsvc_Native_RESULT_DECODE_MS] = r->decode_ms;
   dv[org_llmsvc_Native_RESULT_TPOT_MS] = r->tpot_ms;
+  dv[org_llmsvc_Native_RESULT_CONSTRAIN_MS] = r->constrain_ms;
   (*env)->SetDoubleArrayRegion(env, doubles, 0, org_llmsvc_Native_RESULT_DOUBLES, dv);
   return (*env)->ExceptionCheck(env) ? -1 : 0;
 }
@@ -142,16 +144,20 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
                                                    jlong seed, jfloat temperature, jint top_k, jfloat top_p,
                                                    jfloat min_p, jfloat repeat_penalty, jint repeat_last_n,
                                                    jint max_tokens, jfloat slo_ttft_ratio, jfloat slo_tpot_ratio,
-                                                   jobjectArray stop, jboolean token_ids, jboolean logprobs,
+                                                   jobjectArray stop, jbyteArray json_schema, jbyteArray grammar,
+                                                   jboolean token_ids, jboolean logprobs,
                                                    jobject sink, jintArray ints, jdoubleArray doubles) {
   (void)cls;
   char* prompt_c = NULL;
   size_t prompt_len = 0;
   char** stops = NULL;
   size_t n_stop = 0;
+  char* json_schema_c = NULL; /* structured output (ABI 1.3): NULL, none */
+  char* grammar_c = NULL;
   /* A null prompt: generate, the reply to the conversation (which ends with a user message). */
   if ((prompt != NULL && jni_buffer(env, prompt, &prompt_c, &prompt_len) != 0) ||
-      copy_stops(env, stop, &stops, &n_stop) != 0)
+      copy_stops(env, stop, &stops, &n_stop) != 0 || jni_cstring(env, json_schema, &json_schema_c) != 0 ||
+      jni_cstring(env, grammar, &grammar_c) != 0)
     goto done;
 
   llmsvc_call_options o;
@@ -169,6 +175,8 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   if (set & org_llmsvc_Native_CALL_SLO_TPOT) o.slo_tpot_ratio = slo_tpot_ratio;
   o.stop = (const char* const*)stops;
   o.n_stop = n_stop;
+  o.json_schema = json_schema_c;
+  o.grammar = grammar_c;
   call_state st = {env, sink, NULL, 0, 0};
   if (token_ids) { /* the pieces with their ids, to sink.tokens instead of sink.piece */
     o.on_tokens = on_tokens;
@@ -207,4 +215,6 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
 done:
   free(prompt_c);
   free_stops(stops, n_stop);
+  free(json_schema_c);
+  free(grammar_c);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* jni_info.c — org.llmsvc.Native's model information and token counting (ABI 1.2). */
+/* jni_info.c — org.llmsvc.Native's model information and token counting (ABI 1.2; of messages,
+ * ABI 1.3). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,21 +74,31 @@ JNIEXPORT jobjectArray JNICALL Java_org_llmsvc_Native_modelInfo(JNIEnv* env, jcl
 }
 
 JNIEXPORT jintArray JNICALL Java_org_llmsvc_Native_countTokens(JNIEnv* env, jclass cls, jlong service, jbyteArray text,
-                                                               jboolean chat, jboolean first_turn,
-                                                               jbyteArray system_prompt) {
+                                                               jintArray roles, jobjectArray contents, jboolean chat,
+                                                               jboolean first_turn, jbyteArray system_prompt) {
   (void)cls;
   char* text_c = NULL;
   size_t text_len = 0;
   char* system_c = NULL;
   int32_t* ids = NULL;
   jintArray out = NULL;
-  if (jni_buffer(env, text, &text_c, &text_len) != 0 || jni_cstring(env, system_prompt, &system_c) != 0) goto done;
+  llmsvc_message* messages = NULL; /* with roles: the messages counted instead of text (ABI 1.3) */
+  char** buffers = NULL;
+  size_t n_messages = 0;
+  if ((text != NULL && jni_buffer(env, text, &text_c, &text_len) != 0) ||
+      (roles != NULL && jni_messages(env, roles, contents, &messages, &buffers, &n_messages) != 0) ||
+      jni_cstring(env, system_prompt, &system_c) != 0)
+    goto done;
   llmsvc_count_options o;
   memset(&o, 0, sizeof o);
   llmsvc_count_options_init(&o);
   o.chat = chat ? 1 : 0;
   o.first_turn = first_turn ? 1 : 0;
   o.system_prompt = system_c;
+  if (roles != NULL) {
+    o.messages = messages;
+    o.n_messages = n_messages;
+  }
   int32_t n = 0;
   llmsvc_status st = llmsvc_count_tokens(jni_service(service), text_c, text_len, &o, &n);
   if (st == LLMSVC_OK && n > 0) { /* again, with room for every id */
@@ -110,5 +121,6 @@ done:
   free(text_c);
   free(system_c);
   free(ids);
+  jni_messages_free(messages, buffers, n_messages);
   return out;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * jni_messages.c — org.llmsvc.Native's conversation methods (ABI 1.3): append, truncate and
- * messages. Generating the reply is Native.call without a prompt (jni_call.c).
+ * messages, and the message arrays (jni_messages) that counting messages shares (jni_info.c).
+ * Generating the reply is Native.call without a prompt (jni_call.c).
  *
  * The messages come back collected in C first, as the context list does (jni_context.c): the
  * library's callback never calls into Java, and one byte[] at a time is made afterwards, each
@@ -13,22 +14,28 @@
 #include "jni_support.h"
 #include "org_llmsvc_Native.h"
 
-JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextAppend(JNIEnv* env, jclass cls, jlong context, jintArray roles,
-                                                            jobjectArray contents) {
-  (void)cls;
+int jni_messages(JNIEnv* env, jintArray roles, jobjectArray contents, llmsvc_message** out, char*** buffers,
+                 size_t* count) {
+  *out = NULL;
+  *buffers = NULL;
+  *count = 0;
   jsize n = (*env)->GetArrayLength(env, contents);
   if ((*env)->GetArrayLength(env, roles) != n) {
     jni_throw(env, "java/lang/IllegalArgumentException", "llmsvc_jni: as many roles as contents");
-    return;
+    return -1;
   }
-  size_t count = (size_t)n;
-  llmsvc_message* messages = calloc(count > 0 ? count : 1, sizeof *messages);
-  char** buffers = calloc(count > 0 ? count : 1, sizeof *buffers);
-  jint* role_values = malloc((count > 0 ? count : 1) * sizeof *role_values);
-  if (messages == NULL || buffers == NULL || role_values == NULL) {
+  size_t slots = n > 0 ? (size_t)n : 1;
+  llmsvc_message* messages = calloc(slots, sizeof *messages);
+  char** bufs = calloc(slots, sizeof *bufs);
+  jint* role_values = malloc(slots * sizeof *role_values);
+  int rc = -1;
+  if (messages == NULL || bufs == NULL || role_values == NULL) {
     jni_throw(env, "java/lang/OutOfMemoryError", "llmsvc_jni: no memory for the messages");
     goto done;
   }
+  *out = messages;
+  *buffers = bufs;
+  *count = (size_t)n; /* every buffer slot is NULL or owned: jni_messages_free frees them all */
   (*env)->GetIntArrayRegion(env, roles, 0, n, role_values);
   if ((*env)->ExceptionCheck(env)) goto done;
   for (jsize i = 0; i < n; i++) {
@@ -39,23 +46,43 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextAppend(JNIEnv* env, jclass 
       goto done;
     }
     size_t len = 0;
-    int rc = jni_buffer(env, content, &buffers[i], &len);
+    int copied = jni_buffer(env, content, &bufs[i], &len);
     (*env)->DeleteLocalRef(env, content); /* one local reference per message would pile up */
-    if (rc != 0) goto done;
+    if (copied != 0) goto done;
     llmsvc_message_init(&messages[i]);
     messages[i].role = role_values[i];
-    messages[i].content = len > 0 ? buffers[i] : NULL;
+    messages[i].content = len > 0 ? bufs[i] : NULL;
     messages[i].content_len = len;
   }
-  llmsvc_status st = llmsvc_context_append(jni_context(context), messages, count);
-  if (st != LLMSVC_OK) jni_throw_status(env, st);
+  rc = 0;
 done:
+  if (*out == NULL) { /* not handed over */
+    free(messages);
+    free(bufs);
+  }
+  free(role_values);
+  return rc;
+}
+
+void jni_messages_free(llmsvc_message* messages, char** buffers, size_t count) {
   if (buffers != NULL) {
     for (size_t i = 0; i < count; i++) free(buffers[i]);
   }
   free(buffers);
   free(messages);
-  free(role_values);
+}
+
+JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextAppend(JNIEnv* env, jclass cls, jlong context, jintArray roles,
+                                                            jobjectArray contents) {
+  (void)cls;
+  llmsvc_message* messages = NULL;
+  char** buffers = NULL;
+  size_t count = 0;
+  if (jni_messages(env, roles, contents, &messages, &buffers, &count) == 0) {
+    llmsvc_status st = llmsvc_context_append(jni_context(context), messages, count);
+    if (st != LLMSVC_OK) jni_throw_status(env, st);
+  }
+  jni_messages_free(messages, buffers, count);
 }
 
 JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextTruncate(JNIEnv* env, jclass cls, jlong context,

@@ -24,6 +24,8 @@ public final class CallOptions {
   float sloTtftRatio;
   float sloTpotRatio;
   boolean logprobs;
+  String jsonSchema;
+  String grammar;
   final List<String> stop = new ArrayList<>();
 
   /** Sampling seed: same seed and same state, same tokens. */
@@ -106,6 +108,34 @@ public final class CallOptions {
   public CallOptions logprobs(boolean logprobs) {
     this.logprobs = logprobs;
     return this;
+  }
+
+  /**
+   * Structured output (ABI 1.3): the reply follows this JSON Schema (as JSON text, at most 64 KiB
+   * of UTF-8); null: none. Every generated token is one the schema allows, and the reply ends
+   * ({@link FinishReason#EOS}) only once it is complete. Stop strings are not applied. At most one
+   * of this and {@link #grammar(String)}. A schema that is not JSON or cannot be compiled is
+   * {@link InvalidArgumentException} (the detail names the place), a feature not implemented
+   * {@link Status#UNSUPPORTED}; see {@code llmsvc_call_options.json_schema} for what is supported.
+   */
+  public CallOptions jsonSchema(String jsonSchema) {
+    this.jsonSchema = jsonSchema;
+    return this;
+  }
+
+  /**
+   * Structured output (ABI 1.3): the reply follows this grammar in llama.cpp's GBNF (at most 64
+   * KiB of UTF-8), e.g. {@code root ::= ("yes" | "no")}; null: none. As {@link #jsonSchema(String)}
+   * otherwise, and at most one of the two.
+   */
+  public CallOptions grammar(String grammar) {
+    this.grammar = grammar;
+    return this;
+  }
+
+  /** Whether a schema or grammar is set (the library needs ABI 1.3 for them). */
+  boolean constrained() {
+    return jsonSchema != null || grammar != null;
   }
 
   byte[][] stopBytes() {

@@ -70,6 +70,14 @@ public final class CallResult {
     return doubles[Native.RESULT_TPOT_MS];
   }
 
+  /**
+   * Structured output's own time ({@link CallOptions#jsonSchema(String)}, {@link
+   * CallOptions#grammar(String)}): the allowed tokens and the matcher's steps; 0 without one.
+   */
+  public double constrainMs() {
+    return doubles[Native.RESULT_CONSTRAIN_MS];
+  }
+
   @Override
   public String toString() {
     return "CallResult{finish=" + finishReason() + ", prompt=" + promptTokens() + ", generated=" + generatedTokens()

@@ -124,23 +124,9 @@ public final class LLMContext implements AutoCloseable {
    *     made before ABI 1.3, a daemon or library older than messages
    */
   public void append(List<Message> messages) {
-    Objects.requireNonNull(messages, "messages");
-    int n = messages.size();
-    int[] roles = new int[n];
-    byte[][] contents = new byte[n][];
-    int i = 0;
-    for (Message m : messages) {
-      Objects.requireNonNull(m, "messages[" + i + "]");
-      if (m.role() == Role.UNKNOWN) {
-        throw (InvalidArgumentException) LLMException.of(Status.INVALID_ARGUMENT.code(),
-            "messages[" + i + "].role is not an llmsvc_role");
-      }
-      roles[i] = m.role().code();
-      contents[i] = Utf8.encode(m.content(), "messages[" + i + "].content");
-      i++;
-    }
+    MessageArrays m = MessageArrays.of(messages);
     conversation(h -> {
-      Native.contextAppend(h, roles, contents);
+      Native.contextAppend(h, m.roles, m.contents);
       return null;
     });
   }
@@ -265,8 +251,16 @@ public final class LLMContext implements AutoCloseable {
 
   /** A library older than ABI 1.3 lacks the functions: refused before calling them. */
   private static void requireMessages() {
+    requireAbi13("messages");
+  }
+
+  /**
+   * A library older than ABI 1.3 lacks {@code what} (its option structs are shorter, and would
+   * silently ignore the new fields): refused before calling it.
+   */
+  static void requireAbi13(String what) {
     if (Native.abiVersion() < Native.MESSAGES_ABI) {
-      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than messages (ABI 1.3)");
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than " + what + " (ABI 1.3)");
     }
   }
 
@@ -275,12 +269,18 @@ public final class LLMContext implements AutoCloseable {
     byte[] utf8 = prompt == null ? null : Utf8.encode(prompt, "prompt");
     CallOptions o = options != null ? options : new CallOptions();
     byte[][] stop = o.stopBytes();
+    byte[] jsonSchema = Utf8.cString(o.jsonSchema, "json schema");
+    byte[] grammar = Utf8.cString(o.grammar, "grammar");
+    if (o.constrained()) {
+      requireAbi13("structured output (json schema, grammar)");
+    }
     return exclusive("is inside another call", h -> {
       int[] ints = new int[Native.RESULT_INTS];
       double[] doubles = new double[Native.RESULT_DOUBLES];
       try {
         Native.call(h, utf8, o.set, o.seed, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN,
-            o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, stop, sink.wantsTokens(), o.logprobs, sink, ints, doubles);
+            o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, stop, jsonSchema, grammar, sink.wantsTokens(), o.logprobs,
+            sink, ints, doubles);
       } catch (CancelledException e) {
         e.setPartialResult(new CallResult(sink.text(), ints, doubles));
         throw e;

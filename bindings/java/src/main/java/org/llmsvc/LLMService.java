@@ -257,7 +257,34 @@ public final class LLMService implements AutoCloseable {
     byte[] system = systemPrompt == null ? null : Utf8.cString(systemPrompt, "system prompt");
     long s = guard.acquire();
     try {
-      return Native.countTokens(s, utf8, chat, firstTurn, system);
+      return Native.countTokens(s, utf8, null, null, chat, firstTurn, system);
+    } finally {
+      guard.release();
+    }
+  }
+
+  /**
+   * The tokens {@link LLMContext#append(List)} stores for {@code messages} in a chat context (ABI
+   * 1.3): with {@code firstTurn}, appended to a new context with {@code systemPrompt} (null: the
+   * template's default; BOS and the system turn included), else after an assistant message.
+   *
+   * @throws InvalidArgumentException messages out of turn order (e.g. an assistant message first of
+   *     a new conversation: the detail names the message), a {@link Role#SYSTEM} message
+   * @throws LLMException {@link Status#UNSUPPORTED} for a {@link Role#TOOL} message, a daemon or
+   *     library older than this
+   */
+  public int countTokens(List<Message> messages, boolean firstTurn, String systemPrompt) {
+    return tokenIds(messages, firstTurn, systemPrompt).length;
+  }
+
+  /** The ids of the tokens {@link #countTokens(List, boolean, String)} counts, in order. */
+  public int[] tokenIds(List<Message> messages, boolean firstTurn, String systemPrompt) {
+    MessageArrays m = MessageArrays.of(messages);
+    byte[] system = systemPrompt == null ? null : Utf8.cString(systemPrompt, "system prompt");
+    LLMContext.requireAbi13("counting messages");
+    long s = guard.acquire();
+    try {
+      return Native.countTokens(s, null, m.roles, m.contents, true, firstTurn, system);
     } finally {
       guard.release();
     }

@@ -54,7 +54,8 @@ final class Native {
   static final int RESULT_PREFILL_MS = 2;
   static final int RESULT_DECODE_MS = 3;
   static final int RESULT_TPOT_MS = 4;
-  static final int RESULT_DOUBLES = 5;
+  static final int RESULT_CONSTRAIN_MS = 5;
+  static final int RESULT_DOUBLES = 6;
 
   // llmsvc_context_info, as an int[] and a long[].
   static final int INFO_RAW = 0;
@@ -137,7 +138,10 @@ final class Native {
 
   static native void contextCancel(long context);
 
-  /** ABI 1.3: a chat context's messages (llmsvc_context_append, _generate, _truncate, _messages). */
+  /**
+   * ABI 1.3: a chat context's messages (llmsvc_context_append, _generate, _truncate, _messages),
+   * structured output (llmsvc_call_options.json_schema / grammar) and counting messages.
+   */
   static final int MESSAGES_ABI = (1 << 16) | 3;
 
   /**
@@ -145,11 +149,13 @@ final class Native {
    * streaming each piece to {@code sink.piece(byte[], int)}, or with {@code tokenIds} to
    * {@code sink.tokens(byte[], int[], float[])}. Fills {@code ints} and
    * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
-   * sink throws, the call is cancelled and that same throwable is rethrown.
+   * sink throws, the call is cancelled and that same throwable is rethrown. {@code jsonSchema} and
+   * {@code grammar}: UTF-8 C strings, or null (none).
    */
   static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
       float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
-      byte[][] stop, boolean tokenIds, boolean logprobs, PieceSink sink, int[] ints, double[] doubles);
+      byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds, boolean logprobs, PieceSink sink,
+      int[] ints, double[] doubles);
 
   /** llmsvc_context_append: {@code roles[i]} and the UTF-8 {@code contents[i]} make message i (same lengths). */
   static native void contextAppend(long context, int[] roles, byte[][] contents);
@@ -171,6 +177,11 @@ final class Native {
    */
   static native byte[][] modelInfo(long service, int[] ints, long[] longs, int[] typeTensors, long[] typeBytes);
 
-  /** Every id {@code text} adds as a prompt (llmsvc_count_tokens with room for all). */
-  static native int[] countTokens(long service, byte[] text, boolean chat, boolean firstTurn, byte[] systemPrompt);
+  /**
+   * Every id {@code text} adds as a prompt (llmsvc_count_tokens with room for all); with {@code
+   * roles} non-null (ABI 1.3, {@code text} null), every id append stores for the messages made of
+   * {@code roles[i]} and {@code contents[i]} (as {@link #contextAppend}).
+   */
+  static native int[] countTokens(long service, byte[] text, int[] roles, byte[][] contents, boolean chat,
+      boolean firstTurn, byte[] systemPrompt);
 }
