@@ -173,6 +173,74 @@ void check_model_vocab(const std::string& path) {
   }
 }
 
+// The budget filter, cached per state in two forms (a token list, or masks per distance where
+// most of a large vocabulary is farther than the closest), against the distances computed
+// directly, on a real vocabulary, twice over (the second pass answers from the cache).
+TEST(TokenMask, BudgetFilterMatchesDirectDistances) {
+  const std::string path = llmsvc::test::default_model_path();
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  auto file = gguf::GgufFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  auto tok = Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  auto v = TokenVocab::from_tokenizer(**tok);
+  const char* schema =
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"n":{"type":"integer"},
+          "tags":{"type":"array","items":{"enum":["a","bc"]}}},"required":["name","n","tags"]})";
+  const std::string out = R"({"name": "Ada \"L\"", "n": -42, "tags": ["bc", "a"]})";
+  auto g = must_schema(schema);
+  ASSERT_NE(g, nullptr);
+  auto c = Constraint::create(g, v);
+  ASSERT_TRUE(c.ok());
+  Automaton a(g);
+  CompletionDistance dist(*g);
+  TokenMasker masker(v);
+  size_t mask_form_rows = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    (*c)->reset();
+    uint32_t s = a.initial();
+    for (size_t i = 0; i <= out.size(); ++i) {
+      const TokenMask base = masker.compute(a, s);
+      size_t farther = 0;
+      uint64_t closest = UINT64_MAX;
+      std::vector<std::pair<int32_t, uint64_t>> d;
+      bool eog = false;
+      for (int32_t t = 0; t < base.size(); ++t) {
+        if (!base.test(t)) continue;
+        if (v->is_eog(t)) {
+          eog = true;
+          continue;
+        }
+        const uint32_t after = a.advance(s, v->piece(t));
+        d.emplace_back(t, after == Automaton::kReject ? UINT64_MAX : dist.of_state(a, after));
+        closest = std::min(closest, d.back().second);
+      }
+      for (const auto& e : d) farther += e.second > closest;
+      if (farther > static_cast<size_t>(base.size()) / 64) ++mask_form_rows;
+      for (int budget : {1, 2, 3, 5, 9, 17, 40}) {
+        const uint64_t fits = budget >= 2 ? static_cast<uint64_t>(budget) - 2 : 0;
+        TokenMask want;
+        want.resize(base.size());
+        for (int32_t t : v->eog())
+          if (base.test(t)) want.set(t);
+        const bool only_end = eog && closest > fits;
+        const uint64_t keep = std::max(fits, closest);
+        if (!only_end)
+          for (const auto& [t, dt] : d)
+            if (dt <= keep) want.set(t);
+        (*c)->set_budget(budget);
+        ASSERT_EQ((*c)->allowed(), want) << "pass " << pass << " budget " << budget << " at '" << out.substr(0, i)
+                                         << "': " << first_difference(want, (*c)->allowed(), *v);
+      }
+      if (i == out.size()) break;
+      ASSERT_TRUE((*c)->accept_bytes(out.substr(i, 1)).ok()) << out.substr(0, i + 1);
+      s = a.step(s, static_cast<uint8_t>(out[i]));
+      ASSERT_NE(s, Automaton::kReject);
+    }
+  }
+  EXPECT_GT(mask_form_rows, 0u) << "the walk never reached a state with the mask form";
+}
+
 TEST(TokenMask, SmolLM2VocabularyMatchesBruteForce) { check_model_vocab(llmsvc::test::default_model_path()); }
 TEST(TokenMask, Gemma3VocabularyMatchesBruteForce) { check_model_vocab(llmsvc::test::gemma_model_path()); }
 

@@ -37,7 +37,11 @@ Result<CompiledGrammar> compile_json_schema(std::string_view schema) {
 }
 
 Constraint::Constraint(Key, CompiledGrammar grammar, std::shared_ptr<const TokenVocab> vocab, MaskOptions options)
-    : vocab_(vocab), automaton_(grammar), masker_(std::move(vocab), options), distance_(*grammar) {
+    : vocab_(vocab),
+      automaton_(grammar),
+      masker_(std::move(vocab), options),
+      distance_(*grammar),
+      budget_rows_limit_(options.max_cache_bytes / 4) {
   state_ = automaton_.initial();
 }
 
@@ -80,33 +84,85 @@ const TokenMask& Constraint::allowed() {
   return *mask_;
 }
 
-const TokenMask& Constraint::narrow_to_budget(const TokenMask& base) {
-  budget_mask_ = base;
-  // After t, budget_ - 1 tokens remain for the completion's bytes and the end token. When no
-  // token fits (a budget below the byte bound), the ones closest to completion stay: the
-  // mask is never emptied.
-  const uint64_t fits = budget_ >= 2 ? static_cast<uint64_t>(budget_) - 2 : 0;
-  uint64_t closest = UINT64_MAX;
-  std::vector<std::pair<int32_t, uint64_t>> dist;
-  bool any_fits = false;
+const Constraint::BudgetRow& Constraint::budget_row(const TokenMask& base) {
+  if (automaton_.generation() != budget_generation_) {  // state ids were renumbered
+    budget_rows_.clear();
+    budget_rows_bytes_ = 0;
+    budget_generation_ = automaton_.generation();
+  }
+  if (auto it = budget_rows_.find(state_); it != budget_rows_.end()) return it->second;
+  BudgetRow row;
   const auto& words = base.words();
   for (size_t w = 0; w < words.size(); ++w) {
     for (uint64_t bits = words[w]; bits; bits &= bits - 1) {
       const auto t = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
       if (vocab_->is_eog(t)) {
-        any_fits = true;
+        row.eog = true;
         continue;
       }
       const uint32_t after = automaton_.advance(state_, vocab_->piece(t));
       const uint64_t d = after == Automaton::kReject ? UINT64_MAX : distance_.of_state(automaton_, after);
-      dist.emplace_back(t, d);
-      closest = std::min(closest, d);
-      any_fits = any_fits || d <= fits;
+      row.by_distance.emplace_back(t, d);
+      row.closest = std::min(row.closest, d);
     }
   }
-  const uint64_t keep = any_fits ? fits : closest;
-  for (const auto& [t, d] : dist)
-    if (d > keep) budget_mask_.reset(t);
+  // The closest tokens go only when nothing but an end token is kept (narrow_to_budget), so
+  // the row keeps the farther ones: inside a string almost every token is a closest one.
+  std::erase_if(row.by_distance, [&](const auto& e) { return e.second == row.closest; });
+  std::sort(row.by_distance.begin(), row.by_distance.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (row.by_distance.size() > static_cast<size_t>(base.size()) / 64) {  // masks are smaller
+    TokenMask acc;
+    acc.resize(base.size());
+    for (size_t i = 0; i < row.by_distance.size(); ++i) {
+      acc.set(row.by_distance[i].first);
+      const bool last_at_d = i + 1 == row.by_distance.size() || row.by_distance[i + 1].second != row.by_distance[i].second;
+      if (last_at_d) {
+        row.distances.push_back(row.by_distance[i].second);
+        row.at_or_beyond.push_back(acc);
+      }
+    }
+    row.by_distance = {};
+  }
+  row.by_distance.shrink_to_fit();
+  // Bounded like the masks' caches: past the bound the rows start over.
+  const size_t bytes = row.bytes();
+  if (budget_rows_bytes_ + bytes > budget_rows_limit_) {
+    budget_rows_.clear();
+    budget_rows_bytes_ = 0;
+  }
+  budget_rows_bytes_ += bytes;
+  return budget_rows_.emplace(state_, std::move(row)).first->second;
+}
+
+size_t Constraint::BudgetRow::bytes() const {
+  size_t n = sizeof(BudgetRow) + by_distance.capacity() * sizeof(by_distance[0]) + distances.capacity() * sizeof(uint64_t);
+  for (const auto& m : at_or_beyond) n += m.words().size() * sizeof(uint64_t);
+  return n + 64;  // the map's node
+}
+
+const TokenMask& Constraint::narrow_to_budget(const TokenMask& base) {
+  // After t, budget_ - 1 tokens remain for the completion's bytes and the end token. When no
+  // token fits (a budget below the byte bound), the ones closest to completion stay: the
+  // mask is never emptied.
+  const uint64_t fits = budget_ >= 2 ? static_cast<uint64_t>(budget_) - 2 : 0;
+  const BudgetRow& row = budget_row(base);
+  if (row.eog && row.closest > fits) {  // only ending fits: the end tokens alone
+    budget_mask_.resize(base.size());
+    for (int32_t t : vocab_->eog())
+      if (base.test(t)) budget_mask_.set(t);
+    return budget_mask_;
+  }
+  const uint64_t keep = std::max(fits, row.closest);
+  budget_mask_ = base;
+  for (const auto& [t, d] : row.by_distance) {
+    if (d <= keep) break;  // farthest first: the rest are kept
+    budget_mask_.reset(t);
+  }
+  // Mask form: the nearest distance still beyond `keep` names every token to drop.
+  size_t i = 0;
+  while (i < row.distances.size() && row.distances[i] > keep) ++i;
+  if (i > 0) budget_mask_.clear_all_of(row.at_or_beyond[i - 1]);
   return budget_mask_;
 }
 
@@ -172,7 +228,7 @@ void Constraint::reset() {
 ConstraintStats Constraint::stats() const {
   ConstraintStats s = stats_;
   s.mask = masker_.stats();
-  s.memory_bytes = automaton_.memory_bytes() + masker_.memory_bytes();
+  s.memory_bytes = automaton_.memory_bytes() + masker_.memory_bytes() + budget_rows_bytes_;
   return s;
 }
 

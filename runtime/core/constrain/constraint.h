@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <span>
 #include <string_view>
 
@@ -82,6 +83,22 @@ class Constraint {
  private:
   const TokenMask& narrow_to_budget(const TokenMask& base);
 
+  // The completion distance after each allowed token of a state, the budget filter's costly
+  // part (one automaton step a token), kept per state: the states near the end of a reply
+  // recur from call to call, and a string's content returns to one state after each character.
+  struct BudgetRow {
+    // Tokens farther than `closest` (the closest ones go only when just an end token stays):
+    // (token, distance) farthest first while few; past vocabulary/64 of them, a mask per
+    // distinct distance of the tokens at it or farther (a string's first token: all but one).
+    std::vector<std::pair<int32_t, uint64_t>> by_distance;
+    std::vector<uint64_t> distances;  // mask form: distinct, farthest first
+    std::vector<TokenMask> at_or_beyond;  // mask form: per distances[i]
+    uint64_t closest = UINT64_MAX;
+    bool eog = false;  // an end-of-generation token is allowed (distance 0)
+    size_t bytes() const;
+  };
+  const BudgetRow& budget_row(const TokenMask& base);
+
   std::shared_ptr<const TokenVocab> vocab_;
   Automaton automaton_;
   TokenMasker masker_;
@@ -90,6 +107,10 @@ class Constraint {
   TokenMask empty_;                  // allowed() once finished
   TokenMask budget_mask_;            // allowed() narrowed by the budget
   CompletionDistance distance_;
+  std::unordered_map<uint32_t, BudgetRow> budget_rows_;  // by state, for budget_generation_
+  uint64_t budget_generation_ = 0;
+  size_t budget_rows_bytes_ = 0;
+  size_t budget_rows_limit_;
   int budget_ = -1;
   bool ended_ = false;
   ConstraintStats stats_;

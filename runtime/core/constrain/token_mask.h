@@ -43,6 +43,9 @@ class TokenMask {
   void set_all_of(const TokenMask& other) {
     for (size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
   }
+  void clear_all_of(const TokenMask& other) {
+    for (size_t i = 0; i < words_.size(); ++i) words_[i] &= ~other.words_[i];
+  }
   int32_t count() const;
   const std::vector<uint64_t>& words() const { return words_; }
   bool operator==(const TokenMask&) const = default;
