@@ -5,42 +5,22 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/chat/jinja/chat.h"
 #include "runtime/core/chat/jinja/json.h"
+#include "tests/chat/template_data.h"
 
 namespace llmsvc::jinja {
 namespace {
 
-namespace fs = std::filesystem;
-const fs::path kData = fs::path(LLMSVC_TEST_DATA) / "chat_templates";
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-nlohmann::ordered_json read_json(const fs::path& p) { return nlohmann::ordered_json::parse(read_file(p)); }
-
-// strftime_now's time in the expected renders (FIXED_NOW in fetch_templates.py).
-std::tm fixed_now() {
-  std::tm tm{};
-  tm.tm_year = 2026 - 1900;
-  tm.tm_mon = 0;
-  tm.tm_mday = 15;
-  tm.tm_hour = 9;
-  tm.tm_min = 30;
-  tm.tm_wday = 4;  // a Thursday
-  tm.tm_yday = 14;
-  return tm;
-}
+using testing::fixed_now;
+using testing::input_for;
+using testing::read_file;
+using testing::read_json;
+const auto& kData = testing::kChatData;
 
 struct Case {
   std::string name;
@@ -56,27 +36,6 @@ std::vector<Case> load_cases() {
     out.push_back({name, read_file(kData / "templates" / (name + ".jinja")), t});
   }
   return out;
-}
-
-// The context for one conversation, as fetch_templates.py builds it.
-ChatInput input_for(const nlohmann::ordered_json& conv, const nlohmann::ordered_json& tmpl, bool agp,
-                    std::string& messages, std::string& tools, std::string& extra) {
-  messages = conv["messages"].dump();
-  tools = conv.contains("tools") ? conv["tools"].dump() : "";
-  nlohmann::ordered_json x = tmpl["context"];
-  if (conv.contains("extra")) {
-    for (const auto& [k, v] : conv["extra"].items()) x[k] = v;
-  }
-  extra = x.empty() ? "" : x.dump();
-  ChatInput in;
-  in.messages_json = messages;
-  in.tools_json = tools;
-  in.extra_json = extra;
-  in.add_generation_prompt = agp;
-  in.bos_token = tmpl["bos_token"].get_ref<const std::string&>();
-  in.eos_token = tmpl["eos_token"].get_ref<const std::string&>();
-  in.now = fixed_now();
-  return in;
 }
 
 TEST(ChatTemplates, DataSetCoversTheFamilies) {
