@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "hal/opencl/cl_pool.h"
 
@@ -218,6 +219,8 @@ Status ClDevice::run_producer(ClView q, int qblock, ClView q8params) {
       return ops_->swiglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock, q8params);
     case OpKind::geglu:
       return ops_->geglu(out0, view(p.in[1]), static_cast<size_t>(p.rows * p.cols_out), q, qblock, q8params);
+    case OpKind::attention:
+      return run_attention(p, q8params.mem ? ClQ8Out{q, q8params, qblock} : ClQ8Out{});
     default: return Status(Code::internal, "opencl: a held op that produces nothing");
   }
 }
@@ -226,11 +229,13 @@ int ClDevice::producer_block(const OpCall& op) const {
   if (n_held_ == 0 || op.kind != OpKind::matmul) return 0;
   const OpCall& p = held_[n_held_ - 1];
   const bool norm = p.kind == OpKind::rms_norm && p.i[0] == p.cols_in && p.i[0] <= ClOps::kMaxQuantRow;  // whole rows
-  if (!norm && p.kind != OpKind::swiglu && p.kind != OpKind::geglu) return 0;
+  const bool attn = p.kind == OpKind::attention;
+  if (!norm && !attn && p.kind != OpKind::swiglu && p.kind != OpKind::geglu) return 0;
   if (!same_view(op.in[0], p.out[0]) || op.rows != p.rows || op.cols_in != p.cols_out) return 0;
   const auto mode = ClMatmul::act_quant(op.w[0]->ref().type);
   const int rows = static_cast<int>(op.rows);
   const bool q8 = matmul_->uses_dp4a_gemv(weight(*op.w[0]), rows);  // the input's form: all weights alike
+  if (attn && !q8) return 0;  // attention writes the int8 form only
   for (int k = 1; k < op.n_weights; ++k)
     if (ClMatmul::act_quant(op.w[k]->ref().type) != mode || matmul_->uses_dp4a_gemv(weight(*op.w[k]), rows) != q8)
       return 0;
@@ -244,7 +249,10 @@ Status ClDevice::flush_held() {
   const OpCall& h = held_[0];
   if (h.kind == OpKind::rope) {
     n_held_ = 0;
-    return run_rope(h, n == 2 ? &held_[1] : nullptr);
+    LLMSVC_RETURN_IF_ERROR(run_rope(h, n >= 2 ? &held_[1] : nullptr));
+    if (n < 3) return Status::Ok();
+    const OpCall& sc = held_[2];  // q's scale
+    return ops_->scale(view(sc.out[0]), static_cast<size_t>(sc.rows * sc.cols_out), sc.f[0]);
   }
   if (h.kind == OpKind::add && n == 1) {
     n_held_ = 0;
@@ -284,28 +292,34 @@ Status ClDevice::run(const OpCall& op) {
       held_[1] = op;
       n_held_ = 2;
       return Status::Ok();
-    } else if (h.kind == OpKind::rope && n_held_ == 2 && op.kind == OpKind::store_kv && kv_bound_ &&
+    } else if (h.kind == OpKind::rope && n_held_ == 2 && op.kind == OpKind::scale && fuse_q_scale_ && kv_bound_ &&
+               same_view(op.out[0], h.out[0]) && op.rows == h.rows && op.cols_out == int64_t{h.i[0]} * h.i[1]) {
+      // Gemma-3 scales q between the RoPE and the store: held too, for the store's launch.
+      held_[2] = op;
+      n_held_ = 3;
+      return Status::Ok();
+    } else if (h.kind == OpKind::rope && n_held_ >= 2 && op.kind == OpKind::store_kv && kv_bound_ &&
                same_view(op.in[0], held_[1].out[0]) && op.rows == h.rows && held_[1].i[0] == kv_bind_.n_head_kv &&
                held_[1].i[1] == kv_bind_.head_dim) {
-      // Rotate q and k, then store k and v into their chunk: one launch for the three.
+      // Rotate q and k (and scale q), then store k and v into their chunk: one launch for all.
+      const std::optional<float> q_scale = n_held_ == 3 ? std::optional<float>(held_[2].f[0]) : std::nullopt;
       n_held_ = 0;
       auto a = angles(h.i[2], h.f[0], h.f[1]);
       if (!a.ok()) return a.status();
       const ClView pos{ClPool::mem(positions_), positions_.offset()};
       return ops_->rope_qk_store_kv(view(h.out[0]), h.i[0], view(held_[1].out[0]), view(op.in[1]),
                                     static_cast<int>(h.rows), h.i[2], *a, static_cast<RopeStyle>(h.i[3]), pos,
-                                    kv_bind_, op.layer);
+                                    kv_bind_, op.layer, q_scale);
     }
     LLMSVC_RETURN_IF_ERROR(flush_held());
   }
   if (batch_->may_fuse && (op.kind == OpKind::add || op.kind == OpKind::rope || op.kind == OpKind::rms_norm ||
-                           op.kind == OpKind::swiglu || op.kind == OpKind::geglu)) {
+                           op.kind == OpKind::swiglu || op.kind == OpKind::geglu ||
+                           (op.kind == OpKind::attention && attn_q8_ && op.rows <= 4))) {
     held_[0] = op;
     n_held_ = 1;
     return Status::Ok();
   }
-  auto no_kv = [&] { return Status(Code::internal, "opencl: the KV chunks are outside " + name() + "'s KV arena"); };
-  const BatchBinding& b = *batch_;
   const ClView in0 = view(op.in[0]), in1 = view(op.in[1]), out0 = view(op.out[0]);
   const ClView ids{ClPool::mem(ids_), ids_.offset()}, pos{ClPool::mem(positions_), positions_.offset()};
   const int rows = static_cast<int>(op.rows);
@@ -328,17 +342,8 @@ Status ClDevice::run(const OpCall& op) {
     case OpKind::store_kv:
       if (!kv_bound_) return no_kv();
       return ops_->store_kv(in0, in1, rows, pos, kv_bind_, op.layer);
-    case OpKind::attention: {
-      if (!kv_bound_) return no_kv();
-      AttentionParams ap;
-      ap.n_head = op.i[0];
-      ap.n_head_kv = op.i[1];
-      ap.head_dim = op.i[2];
-      ap.scale = op.f[0];
-      ap.sliding_window = op.i[3];
-      const ClView mass = b.chunk_mass.empty() ? ClView{} : ClView{ClPool::mem(mass_), mass_.offset()};
-      return ops_->attention(in0, rows, pos, kv_bind_, op.layer, b.n_valid, ap, out0, mass, /*defer_mass=*/true);
-    }
+    case OpKind::attention:
+      return run_attention(op);
     case OpKind::last_rows: {
       // Rows [from, from + rows) to the front; through a scratch buffer when they overlap
       // (a copy within one buffer must not).
@@ -365,6 +370,28 @@ Status ClDevice::run(const OpCall& op) {
       break;
   }
   return Status(Code::internal, "opencl: no kernel for op " + std::string(op_name(op.kind)));
+}
+
+Status ClDevice::no_kv() const {
+  return Status(Code::internal, "opencl: the KV chunks are outside " + name() + "'s KV arena");
+}
+
+Status ClDevice::run_attention(const OpCall& op, const ClQ8Out& q8) {
+  if (!kv_bound_) return no_kv();
+  const BatchBinding& b = *batch_;
+  AttentionParams ap;
+  ap.n_head = op.i[0];
+  ap.n_head_kv = op.i[1];
+  ap.head_dim = op.i[2];
+  ap.scale = op.f[0];
+  ap.sliding_window = op.i[3];
+  const ClView mass = b.chunk_mass.empty() ? ClView{} : ClView{ClPool::mem(mass_), mass_.offset()};
+  const ClView pos{ClPool::mem(positions_), positions_.offset()};
+  bool fused = false;
+  LLMSVC_RETURN_IF_ERROR(ops_->attention(view(op.in[0]), static_cast<int>(op.rows), pos, kv_bind_, op.layer,
+                                         b.n_valid, ap, view(op.out[0]), mass, /*defer_mass=*/true, q8, &fused));
+  attn_q8_fused_ += fused;
+  return Status::Ok();
 }
 
 Status ClDevice::run_matmul(const OpCall& op, ClView x, bool x_quantized) {

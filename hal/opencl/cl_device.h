@@ -67,6 +67,9 @@ class ClDevice final : public Device {
   void scale(float* x, size_t n, float s) override;
   // The first failure of a host-pointer op since the last call (then cleared): they return void.
   Status host_op_status();
+  // Attention launches that wrote the o-projection's int8 input themselves (a decode step's
+  // act_q8p launch saved), since open(): what a test reads to know the fused path ran.
+  int64_t attention_q8_fused() const { return attn_q8_fused_; }
 
  private:
   ClDevice() = default;
@@ -107,21 +110,30 @@ class ClDevice final : public Device {
   Result<ClView> angles(int rot_dims, float base, float scale);
   // Ops held back (BatchBinding::may_fuse) to run fused with the ones after them: a residual
   // add with the norm that follows; RoPE of q with RoPE of k by the same angles (held_[1]), and
-  // the two with the store_kv of that k; a norm (after its add or alone) or a gated activation
+  // the two (and a scale of q between, held_[2]: LLMSVC_CL_ROPE_SCALE=0 runs it alone) with the
+  // store_kv of that k; a norm (after its add or alone) or a gated activation
   // with the matmul that reads it, which then gets its input already quantized (one launch
-  // fewer). flush_held() runs what is held as it stands.
+  // fewer); a decode step's attention with the o-projection after it, which then reads the
+  // int8 form attention wrote (LLMSVC_CL_ATTN_Q8=0: not held, the GEMV quantizes its input).
+  // flush_held() runs what is held as it stands.
   Status flush_held();
   // RoPE of q alone (k null) or of q and k in one launch.
   Status run_rope(const OpCall& q, const OpCall* k);
-  // The held norm / gated activation, writing a quantized copy of its output into q (qblock
-  // 32 or 256) or none (qblock 0); with q8params, in the int8 form (ClOps::rms_norm's).
+  // The held norm / gated activation / attention, writing a quantized copy of its output into
+  // q (qblock 32 or 256) or none (qblock 0); with q8params, in the int8 form (ClOps::rms_norm's;
+  // attention writes only that form).
   Status run_producer(ClView q, int qblock, ClView q8params = {});
-  // Whether the held op is a norm or gated activation whose output `op` (a matmul) reads whole,
-  // and the block its weights quantize that input in (0: not fusable).
+  Status run_attention(const OpCall& op, const ClQ8Out& q8 = {});
+  Status no_kv() const;  // an op that needs the batch's KV chunks in this device's arena
+  // Whether the held op is a norm, gated activation or attention whose output `op` (a matmul)
+  // reads whole, and the block its weights quantize that input in (0: not fusable).
   int producer_block(const OpCall& op) const;
   Status run_matmul(const OpCall& op, ClView x, bool x_quantized);
-  OpCall held_[2];
+  OpCall held_[3];
   int n_held_ = 0;
+  bool attn_q8_ = env_switch("LLMSVC_CL_ATTN_Q8").value_or(true);
+  bool fuse_q_scale_ = env_switch("LLMSVC_CL_ROPE_SCALE").value_or(true);  // q's scale into the RoPE + store
+  int64_t attn_q8_fused_ = 0;
   std::vector<Angles> angles_;
   ClKv kv_bind_;
   bool kv_bound_ = false;

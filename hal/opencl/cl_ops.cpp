@@ -61,6 +61,7 @@ struct ClOps::Impl {
   ClKernel rms_norm, add_rms_norm, rms_norm_q, add_rms_norm_q, swiglu_q, geglu_q, rope, rope_qk, swiglu, geglu, add, add_bias, scale, store_kv;
   ClKernel attn_scores, attn_pv, attn_reduce, attn_mass_parts, attn_parts_mass, attn_decode, attn_units_mass, attn_dec_scores,
       attn_dec_pv;
+  ClKernel act_q8p;  // attention's int8-form output where its kernels do not write it
   // Prefill attention on tensor cores (kernels/attention_mma.cl) for head_dim 64 and 128, where
   // it builds (NVIDIA's platform); otherwise the note says why. LLMSVC_CL_ATTN_MMA=0 turns it
   // off for an A/B.
@@ -179,7 +180,8 @@ Result<std::unique_ptr<ClOps>> ClOps::create(ClDeviceContext& ctx) {
                  {&impl->attn_decode, "attn_decode"},
                  {&impl->attn_units_mass, "attn_units_mass"},
                  {&impl->attn_dec_scores, "attn_dec_scores"},
-                 {&impl->attn_dec_pv, "attn_dec_pv"}};
+                 {&impl->attn_dec_pv, "attn_dec_pv"},
+                 {&impl->act_q8p, "act_q8p"}};
   for (const auto& k : kernels) {
     auto r = make_kernel(impl->program.get(), k.name);
     if (!r.ok()) return r.status();
@@ -249,21 +251,24 @@ Status ClOps::rope(ClView x, int n_tokens, int n_heads, int head_dim, int rot_di
 
 Status ClOps::rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim, int rot_dims,
                       ClView angles, RopeStyle style) {
-  return launch_rope_qk(q, n_heads_q, k, n_heads_k, n_tokens, head_dim, rot_dims, angles, style, {}, {}, nullptr, 0);
+  return launch_rope_qk(q, n_heads_q, k, n_heads_k, n_tokens, head_dim, rot_dims, angles, style, {}, {}, nullptr, 0,
+                        std::nullopt);
 }
 
 Status ClOps::rope_qk_store_kv(ClView q, int n_heads_q, ClView k, ClView v, int n_tokens, int rot_dims, ClView angles,
-                               RopeStyle style, ClView positions, const ClKv& kv, int layer) {
+                               RopeStyle style, ClView positions, const ClKv& kv, int layer,
+                               std::optional<float> q_scale) {
   if (layer < 0 || layer >= kv.n_layer || kv.chunk_tokens <= 0) {
     return Status(Code::invalid_argument, "store_kv: layer or chunk size out of range");
   }
   return launch_rope_qk(q, n_heads_q, k, kv.n_head_kv, n_tokens, kv.head_dim, rot_dims, angles, style, v, positions,
-                        &kv, layer);
+                        &kv, layer, q_scale);
 }
 
 Status ClOps::launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim,
                              int rot_dims, ClView angles, RopeStyle style, ClView v, ClView positions, const ClKv* kv,
-                             int layer) {
+                             int layer, std::optional<float> q_scale) {
+  if (q_scale && !kv) return Status(Code::invalid_argument, "rope: q's scale goes only with the store");
   if (rot_dims % 2 != 0 || rot_dims > head_dim) {
     return Status(Code::invalid_argument, "rope: rot_dims must be even and at most head_dim");
   }
@@ -277,7 +282,8 @@ Status ClOps::launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, i
   const ClView stand_in{k.mem, 0};
   return launch(impl_->queue(), impl_->rope_qk.get(), r, q, k, angles, n_tokens, n_heads_q, n_heads_k, head_dim,
                 rot_dims / 2, int32_t{style == RopeStyle::neox}, int32_t{kv != nullptr}, kv ? v : stand_in,
-                kv ? positions : stand_in, kv ? c.arena : k.mem, kv ? c.table : stand_in, c.chunk_tokens, layer);
+                kv ? positions : stand_in, kv ? c.arena : k.mem, kv ? c.table : stand_in, c.chunk_tokens, layer,
+                int32_t{q_scale.has_value()}, q_scale.value_or(1.0f));
 }
 
 Status ClOps::swiglu(ClView gate, ClView up, size_t n, ClView q, int qblock, ClView q8params) {
@@ -325,7 +331,23 @@ Status ClOps::store_kv(ClView k, ClView v, int n_tokens, ClView positions, const
 }
 
 Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
-                        const AttentionParams& p, ClView out, ClView mass, bool defer_mass) {
+                        const AttentionParams& p, ClView out, ClView mass, bool defer_mass, const ClQ8Out& q8,
+                        bool* fused_q8) {
+  bool fused = false;
+  const size_t n = static_cast<size_t>(std::max(n_tokens, 0)) * std::max(p.n_head, 0) * std::max(p.head_dim, 0);
+  if (q8.block != 0 && ((q8.block != 32 && q8.block != 256) || !q8.codes.mem || !q8.params.mem ||
+                        static_cast<size_t>(p.n_head) * std::max(p.head_dim, 0) % q8.block != 0))
+    return Status(Code::invalid_argument, "attention: a quantized output needs blocks of 32 or 256 that divide a row");
+  LLMSVC_RETURN_IF_ERROR(attend(q, n_tokens, positions, kv, layer, n_valid, p, out, mass, defer_mass, q8, &fused));
+  if (fused_q8) *fused_q8 = fused;
+  if (q8.block == 0 || fused || n == 0) return Status::Ok();
+  return launch(impl_->queue(), impl_->act_q8p.get(), range1(n, kWg), out, q8.codes, q8.params, uint64_t{n},
+                int32_t{q8.block});
+}
+
+Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
+                     const AttentionParams& p, ClView out, ClView mass, bool defer_mass, const ClQ8Out& q8,
+                     bool* fused_q8) {
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim ||
       p.head_dim % 4 != 0) {
     return Status(Code::unsupported, "attention: heads must group evenly and head_dim be a multiple of 4 up to " +
@@ -370,6 +392,16 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     } else {
       while (2 * p.n_head_kv * split * csplit <= cu && splits_channels(2 * csplit)) csplit *= 2;
     }
+    // A quantized output from the kernel: each work-group's outputs must be whole blocks (its
+    // G / split heads side by side without a channel split, else D / csplit channels a head).
+    // Halving the split for it trades little: a split still computes every score.
+    const size_t qb = static_cast<size_t>(q8.block);
+    const auto whole_blocks = [&](int c) {
+      return c == 1 ? (static_cast<size_t>(G / split) * D) % qb == 0 : (D / c) % qb == 0;
+    };
+    if (qb != 0)
+      while (csplit > 1 && !whole_blocks(csplit)) csplit /= 2;
+    const bool fuse = qb != 0 && whole_blocks(csplit);
     const size_t groups = static_cast<size_t>(p.n_head_kv) * split * csplit;
     const ClRange r{1, {groups * kDecodeItems, 1, 1}, {kDecodeItems, 1, 1}};
     ClView units{out.mem, 0};  // not written without mass
@@ -380,7 +412,9 @@ Status ClOps::attention(ClView q, int n_tokens, ClView positions, const ClKv& kv
     }
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head,
                                   p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window,
-                                  p.scale, out, int32_t{split}, int32_t{csplit}, units, int32_t{mass.mem != nullptr}));
+                                  p.scale, out, int32_t{split}, int32_t{csplit}, units, int32_t{mass.mem != nullptr},
+                                  fuse ? q8.codes : out, fuse ? q8.params : out, int32_t{fuse ? q8.block : 0}));
+    *fused_q8 = fuse;
     return defer_mass ? Status::Ok() : m.flush_units();
   }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -33,6 +34,13 @@ struct ClKv {
 };
 inline constexpr uint64_t kKvOffsetMask = (uint64_t(1) << 56) - 1;
 inline uint64_t kv_table_entry(uint64_t offset, KvFormat f) { return offset | (uint64_t(static_cast<uint8_t>(f)) << 56); }
+
+// A quantized copy of an op's output in the int8 form (ClMatmul::quantize_input_q8's): codes,
+// the blocks' params, the block (0: none).
+struct ClQ8Out {
+  ClView codes, params;
+  int block = 0;
+};
 
 class ClOps {
  public:
@@ -60,8 +68,10 @@ class ClOps {
   Status rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim, int rot_dims,
                  ClView angles, RopeStyle style);
   // rope_qk() then store_kv(k, v, ...) in one launch, the three calls' bits; kv's heads are k's.
+  // With q_scale, scale(q, ..., *q_scale) after the rotation too (Gemma-3's q scale).
   Status rope_qk_store_kv(ClView q, int n_heads_q, ClView k, ClView v, int n_tokens, int rot_dims, ClView angles,
-                          RopeStyle style, ClView positions, const ClKv& kv, int layer);
+                          RopeStyle style, ClView positions, const ClKv& kv, int layer,
+                          std::optional<float> q_scale = std::nullopt);
   Status swiglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0, ClView q8params = {});
   Status geglu(ClView gate, ClView up, size_t n, ClView q = {}, int qblock = 0, ClView q8params = {});
   Status add(ClView y, ClView x, size_t n);
@@ -79,8 +89,13 @@ class ClOps {
   // hal::KvChunkView::mass). With defer_mass, a decode step's mass may wait on the device
   // until flush_mass() (one launch a forward step for every layer's, in layer order, the same
   // sums); a call that adds to another mass or another n_valid flushes what waits first.
+  // With q8.block (32 or 256, dividing n_head x head_dim), out is written in the int8 form as
+  // well (ClMatmul::quantize_input_q8's, blocks of q8.block: codes at q8.codes, the blocks'
+  // params at q8.params), for the o-projection's int8 GEMV: by the one-launch decode kernel
+  // itself where its work-groups hold whole blocks (*fused_q8 true), else by a launch of its own.
   Status attention(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
-                   const AttentionParams& p, ClView out, ClView mass, bool defer_mass = false);
+                   const AttentionParams& p, ClView out, ClView mass, bool defer_mass = false, const ClQ8Out& q8 = {},
+                   bool* fused_q8 = nullptr);
   // Adds the key mass that waits (attention with defer_mass) to its mass.
   Status flush_mass();
   // Whether prefill attention runs on tensor cores here (kernels/attention_mma.cl: NVIDIA,
@@ -89,9 +104,13 @@ class ClOps {
 
  private:
   struct Impl;
+  // attention() but for a quantized output its kernels did not write (*fused_q8 false).
+  Status attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, int layer, int n_valid,
+                const AttentionParams& p, ClView out, ClView mass, bool defer_mass, const ClQ8Out& q8, bool* fused_q8);
   // rope_qk's launch; kv null: no store.
   Status launch_rope_qk(ClView q, int n_heads_q, ClView k, int n_heads_k, int n_tokens, int head_dim, int rot_dims,
-                        ClView angles, RopeStyle style, ClView v, ClView positions, const ClKv* kv, int layer);
+                        ClView angles, RopeStyle style, ClView v, ClView positions, const ClKv* kv, int layer,
+                        std::optional<float> q_scale);
   explicit ClOps(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -170,6 +170,36 @@ TEST_P(ClForward, LogitsAndTokensFollowTheCpu) {
   const Outcome lean = run(lean_fwd, **gpu_model, &(*dev)->kv_memory(), &want.tokens);
   expect_follows_cpu(lean, "no key mass");
   expect_same_greedy(got, lean);
+  // A decode step's attention writes the o-projection's int8 input itself (one launch fewer a
+  // layer) where that GEMV is the int8 one and a work-group's outputs are whole blocks: every
+  // model of blocks of 32 here. LLMSVC_CL_ATTN_Q8=0 keeps the launch of its own (and
+  // LLMSVC_CL_ROPE_SCALE=0 Gemma-3's q scale apart from the RoPE + store): as close to the CPU,
+  // the same tokens up to a near-tie.
+  const auto* cl = dynamic_cast<const hal::opencl::ClDevice*>(dev->get());
+  ASSERT_NE(cl, nullptr);
+  const int64_t fused = cl->attention_q8_fused();
+  std::printf("%s: %lld attention launches wrote the o-projection's int8 input\n", GetParam().c_str(),
+              static_cast<long long>(fused));
+  const ModelConfig& mc = cpu.model->config();
+  const std::string& name = GetParam();
+  const bool blocks_of_32 = name.find("_K") == std::string::npos && name.find("F16") == std::string::npos &&
+                            name.find("F32") == std::string::npos && name.find("BF16") == std::string::npos;
+  if (blocks_of_32) {
+    EXPECT_EQ(fused, int64_t{2} * kDecode * mc.n_layer);  // two runs' decode steps, every layer
+  }
+  ::setenv("LLMSVC_CL_ATTN_Q8", "0", 1);
+  ::setenv("LLMSVC_CL_ROPE_SCALE", "0", 1);
+  auto plain_dev = hal::open_device("opencl", hal::DeviceOptions{1});
+  ::unsetenv("LLMSVC_CL_ATTN_Q8");
+  ::unsetenv("LLMSVC_CL_ROPE_SCALE");
+  ASSERT_TRUE(plain_dev.ok()) << plain_dev.status().message();
+  auto plain_model = Model::load(g.model_path, **plain_dev);
+  ASSERT_TRUE(plain_model.ok()) << plain_model.status().message();
+  Forward plain_fwd(**plain_model, **plain_dev, kBatch);
+  const Outcome plain = run(plain_fwd, **plain_model, &(*plain_dev)->kv_memory(), &want.tokens);
+  expect_follows_cpu(plain, "decode fusions off");
+  expect_same_greedy(got, plain);
+  EXPECT_EQ(dynamic_cast<const hal::opencl::ClDevice&>(**plain_dev).attention_q8_fused(), 0);
   // The KV cache lived in the device's arena, activations and weights in its pool.
   EXPECT_GT((*dev)->kv_memory().peak(), 0u);
   EXPECT_EQ((*dev)->kv_memory().used(), 0u);

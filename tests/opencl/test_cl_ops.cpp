@@ -428,6 +428,33 @@ TEST_F(ClOpsTest, FusedRopeAndStoreAreTheSeparateOpsBitForBit) {
         EXPECT_EQ(download<uint32_t>(runs[i].k, k.size()), k0);
         EXPECT_EQ(arenas[i], arenas[0]);
       }
+      // With q's scale (Gemma-3's, between the RoPE and the store): the separate scale's bits,
+      // every element of q (rotated or not), the same K and arena.
+      {
+        const float qs = 0.0625f * 1.1f;  // not a power of two: the product rounds
+        Buffer bq = upload(q), bk = upload(k);
+        Buffer arena = ctx_->pool().alloc(kv.arena.size()).value();
+        ASSERT_EQ(clEnqueueWriteBuffer(ctx_->queue().handle(), ClPool::mem(arena), CL_TRUE, 0, kv.arena.size(),
+                                       kv.arena.data(), 0, nullptr, nullptr),
+                  CL_SUCCESS);
+        Buffer sep = upload(q0);  // the separate ops' rotated q, then the scale
+        ASSERT_TRUE(ops_->scale(view(sep), q.size(), qs).ok());
+        ClKv c = proto;
+        c.arena = ClPool::mem(arena);
+        c.table = view(table);
+        ASSERT_TRUE(ops_->rope_qk_store_kv(view(bq), n_head_q, view(bk), view(bv), n, rot, view(ba), style, view(bp),
+                                           c, layer, qs)
+                        .ok());
+        std::vector<uint8_t> got(kv.arena.size());
+        ASSERT_EQ(clEnqueueReadBuffer(ctx_->queue().handle(), ClPool::mem(arena), CL_TRUE, 0, got.size(), got.data(), 0,
+                                      nullptr, nullptr),
+                  CL_SUCCESS);
+        const auto want_q = download<uint32_t>(sep, q.size());
+        ASSERT_NE(want_q, q0);  // the scale scaled
+        EXPECT_EQ(download<uint32_t>(bq, q.size()), want_q) << "q rotated and scaled";
+        EXPECT_EQ(download<uint32_t>(bk, k.size()), k0);
+        EXPECT_EQ(got, arenas[0]);
+      }
     }
   }
 }
@@ -441,6 +468,17 @@ struct AttnCase {
   std::vector<int32_t> positions;  // empty: the last n_tokens positions
   float spread = 1.0f;             // of q and K: larger makes the softmax peaked, as in real models
 };
+
+// A case of these heads over chunks of these formats, n_valid keys, one token.
+AttnCase heads_case(int n_head, int n_head_kv, int head_dim, const std::vector<KvFormat>& full, int n_valid) {
+  AttnCase a;
+  a.n_head = n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim = head_dim;
+  a.full = full;
+  a.n_valid = n_valid;
+  return a;
+}
 
 class ClAttention : public ClOpsTest {
  protected:
@@ -521,6 +559,37 @@ class ClAttention : public ClOpsTest {
     expect_near_all(download<float>(bo2, qn), want, 0.0f, 1e-3f, T == 1 ? "attention (decode kernel)" : "attention (no mass)");
     // Key mass changes nothing else: the same kernels with and without it, the same bits.
     EXPECT_EQ(download<uint32_t>(bo2, qn), download<uint32_t>(bo, qn)) << "with and without key mass";
+    // The o-projection's int8 input written with the output (ClQ8Out): the act_q8p bits of the
+    // CPU's quantization of that output, by the decode kernel itself where its work-groups hold
+    // whole blocks, else by a launch after it.
+    for (const int qblock : {32, 256}) {
+      const int64_t cols = int64_t(a.n_head) * a.head_dim;
+      if (cols % qblock != 0) continue;
+      SCOPED_TRACE("int8 output in blocks of " + std::to_string(qblock));
+      const size_t at = ClMatmul::q8_params_offset(T, cols), bytes = at + qn / 32 * 8;
+      Buffer bo5 = upload(std::vector<float>(qn, NAN)), b8 = upload(std::vector<uint8_t>(bytes + 64, 0xA5));
+      bool fused = false;
+      const ClQ8Out q8{view(b8), view(b8).at(at), qblock};
+      const Status s5 = ops_->attention(view(bq), T, view(bp), ckv, layer, a.n_valid, p, view(bo5), ClView{}, false,
+                                        q8, &fused);
+      ASSERT_TRUE(s5.ok()) << s5.message();
+      // (A channel split halved for whole blocks sums P.V's key lanes in another order.)
+      const auto out = download<float>(bo5, qn);
+      expect_near_all(out, want, 0.0f, 1e-3f, "attention (int8 output)");
+      const auto form = download<uint8_t>(b8, bytes + 64);
+      for (size_t i = bytes; i < form.size(); ++i) ASSERT_EQ(form[i], 0xA5) << "written past the int8 form at " << i;
+      std::vector<float> got8;
+      ASSERT_TRUE(q8_form_floats(form, T, cols, &got8)) << "a block's half sums are not its codes'";
+      const auto want8 = cpu_quantized(qblock == 32 ? ClMatmul::ActQuant::q8_32 : ClMatmul::ActQuant::q8_256, out, T,
+                                       cols);
+      for (size_t i = 0; i < qn; ++i) {
+        uint32_t g, e;
+        std::memcpy(&g, &got8[i], 4);
+        std::memcpy(&e, &want8[i], 4);
+        ASSERT_EQ(g, e) << "int8 form, element " << i << ": " << got8[i] << " vs " << want8[i];
+      }
+      ++(fused ? fused_q8_ : unfused_q8_);
+    }
     // A forward step lets a decode step's key mass wait for one launch after its last layer:
     // the same float sums as adding each layer's as it ran.
     if (T == 1) {
@@ -561,6 +630,7 @@ class ClAttention : public ClOpsTest {
       ++f16_paths_;
     }
   }
+  int fused_q8_ = 0, unfused_q8_ = 0;  // int8 outputs the decode kernel wrote, and launches after
   int f16_paths_ = 0;           // cases that compared the f16 path
   int tensor_core_paths_ = 0;  // of them, cases that ran the tensor-core prefill kernel
 };
@@ -602,13 +672,7 @@ TEST_F(ClAttention, LongContextsSplitTheKeysAcrossWorkGroups) {
   // chunks and compressed ones.
   for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{8, 1, 128}, std::tuple{4, 1, 256}, std::tuple{9, 3, 64}}) {
     for (const auto& formats : {kF16, kMixed}) {
-      AttnCase a;
-      a.n_head = n_head;
-      a.n_head_kv = n_head_kv;
-      a.head_dim = head_dim;
-      a.full = formats;
-      a.n_valid = 700;
-      check(a);
+      check(heads_case(n_head, n_head_kv, head_dim, formats, 700));
       if (HasFatalFailure()) return;
     }
   }
@@ -629,17 +693,39 @@ TEST_F(ClAttention, DecodeSplitsItsChannelsAcrossWorkGroups) {
     for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{4, 2, 64}, std::tuple{8, 1, 128}}) {
       for (int n_valid : {75, 1000}) {
         SCOPED_TRACE(std::string("channel split ") + csplit);
-        AttnCase a;
-        a.n_head = n_head;
-        a.n_head_kv = n_head_kv;
-        a.head_dim = head_dim;
-        a.full = kMixed;
-        a.n_valid = n_valid;
-        check(a);
+        check(heads_case(n_head, n_head_kv, head_dim, kMixed, n_valid));
         if (HasFatalFailure()) return;
       }
     }
   }
+}
+
+// A decode step's attention writes the o-projection's int8 input itself (one launch fewer a
+// layer) where its work-groups hold whole blocks: SmolLM2's heads (9 over 3 of 64: blocks of
+// 32, and 256 across heads only where a work-group holds 4 of them), Gemma-3-270M's (4 over 1 of
+// 256: both), with channel splits (forced) that leave whole blocks or have to be halved.
+TEST_F(ClAttention, DecodeWritesTheOProjectionsInt8Input) {
+  for (const char* csplit : {"", "2", "4"}) {
+    SCOPED_TRACE(std::string("channel split ") + csplit);
+    if (*csplit) {
+      ::setenv("LLMSVC_CL_DECODE_CSPLIT", csplit, 1);
+      auto o = ClOps::create(*ctx_);
+      ::unsetenv("LLMSVC_CL_DECODE_CSPLIT");
+      ASSERT_TRUE(o.ok()) << o.status().message();
+      ops_ = std::move(o).value();
+    }
+    for (const auto& [n_head, n_head_kv, head_dim] : {std::tuple{9, 3, 64}, std::tuple{4, 1, 256}}) {
+      for (const auto& formats : {kF16, kMixed}) {
+        check(heads_case(n_head, n_head_kv, head_dim, formats, 130));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  // 3 forms a csplit and format (1 of SmolLM2's: 576 is no multiple of 256; 2 of Gemma-3's),
+  // all by the kernel (a split that would cut a block is halved). The other tests' shapes
+  // check the launch after it (prompts, long contexts, blocks of 256 across 2 heads of 64).
+  EXPECT_EQ(fused_q8_, 18);
+  EXPECT_EQ(unfused_q8_, 0);
 }
 
 TEST_F(ClAttention, ManyHeadsPerKvHeadWideHeadsAndScatteredQueries) {

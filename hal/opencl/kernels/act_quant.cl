@@ -132,26 +132,31 @@ inline void q8_half_params(__global uint2* params, size_t h, float d, int sum) {
   if ((h & 1) == 0) ((__global float*)(params + h / 2))[0] = d;
 }
 
+// Elements 16 h .. 16 h + 15 of loc (their block's pair at stat) in the int8 form, as the
+// input's half block hg: codes at codes + 16 hg, the half's sum (and d with a first half).
+inline void quant16_q8(__local const float* loc, int h, size_t hg, int qblock, __local const float* stat,
+                       __global char* codes, __global uint2* params) {
+  __local const float* st = stat + 2 * (h * 16 / qblock);
+  const float16 v = vload16(h, loc);
+  const int8 a = (int8)(quant_code(v.s0, qblock, st), quant_code(v.s1, qblock, st), quant_code(v.s2, qblock, st),
+                        quant_code(v.s3, qblock, st), quant_code(v.s4, qblock, st), quant_code(v.s5, qblock, st),
+                        quant_code(v.s6, qblock, st), quant_code(v.s7, qblock, st));
+  const int8 b = (int8)(quant_code(v.s8, qblock, st), quant_code(v.s9, qblock, st), quant_code(v.sa, qblock, st),
+                        quant_code(v.sb, qblock, st), quant_code(v.sc, qblock, st), quant_code(v.sd, qblock, st),
+                        quant_code(v.se, qblock, st), quant_code(v.sf, qblock, st));
+  vstore16((char16)(convert_char8(a), convert_char8(b)), hg, codes);
+  const int8 s8 = a + b;
+  const int4 s4 = s8.lo + s8.hi;
+  q8_half_params(params, hg, st[1], (s4.x + s4.y) + (s4.z + s4.w));
+}
+
 // wg_quant_row's row in the int8 form: codes into codes, 16 elements at a time per item.
 inline void wg_quant_row_q8(__local const float* loc, __local const float2* ext, int dim, int qblock,
                             __local float* stat, __global char* codes, __global uint2* params) {
   const int lid = get_local_id(0);
   blocks_params(loc, ext, dim / qblock, qblock, lid, AQ_WG, stat);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int h = lid; h < dim / 16; h += AQ_WG) {
-    __local const float* st = stat + 2 * (h * 16 / qblock);
-    const float16 v = vload16(h, loc);
-    const int8 a = (int8)(quant_code(v.s0, qblock, st), quant_code(v.s1, qblock, st), quant_code(v.s2, qblock, st),
-                          quant_code(v.s3, qblock, st), quant_code(v.s4, qblock, st), quant_code(v.s5, qblock, st),
-                          quant_code(v.s6, qblock, st), quant_code(v.s7, qblock, st));
-    const int8 b = (int8)(quant_code(v.s8, qblock, st), quant_code(v.s9, qblock, st), quant_code(v.sa, qblock, st),
-                          quant_code(v.sb, qblock, st), quant_code(v.sc, qblock, st), quant_code(v.sd, qblock, st),
-                          quant_code(v.se, qblock, st), quant_code(v.sf, qblock, st));
-    vstore16((char16)(convert_char8(a), convert_char8(b)), h, codes);
-    const int8 s8 = a + b;
-    const int4 s4 = s8.lo + s8.hi;
-    q8_half_params(params, h, st[1], (s4.x + s4.y) + (s4.z + s4.w));
-  }
+  for (int h = lid; h < dim / 16; h += AQ_WG) quant16_q8(loc, h, h, qblock, stat, codes, params);
 }
 
 // wg_quant in the int8 form (wg_quant_row_q8's), element i of the input being item lid's: its

@@ -407,9 +407,11 @@ inline float group_reduce(__local float* red, int lid, float v, int op) {
 }
 
 // Each head g < G: its quad's key-lane sums added in lane order, written by lane 0 to
-// dst + g * stride (acc: this item's sums; lanes: DW float4s of local memory).
-inline void store_lane_sums(const float4* acc, int G, __local float4* lanes, int lid, bool active, int kl, int KL,
-                            int CQ, int cq, __global float* dst, size_t stride) {
+// dst + g * stride (acc: this item's sums; lanes: DW float4s of local memory); with keep_on,
+// also to keep + g * 4 CQ (the work-group's outputs side by side, for quantizing them).
+inline void store_lane_sums_keep(const float4* acc, int G, __local float4* lanes, int lid, bool active, int kl,
+                                 int KL, int CQ, int cq, __global float* dst, size_t stride, __local float* keep,
+                                 int keep_on) {
   for (int g = 0; g < G; ++g) {
     if (active) lanes[lid] = acc[g];
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -417,9 +419,15 @@ inline void store_lane_sums(const float4* acc, int G, __local float4* lanes, int
       float4 sum = acc[g];
       for (int l = 1; l < KL; ++l) sum += lanes[l * CQ + cq];
       vstore4(sum, 0, dst + g * stride + 4 * cq);
+      if (keep_on) vstore4(sum, 0, keep + g * 4 * CQ + 4 * cq);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+}
+
+inline void store_lane_sums(const float4* acc, int G, __local float4* lanes, int lid, bool active, int kl, int KL,
+                            int CQ, int cq, __global float* dst, size_t stride) {
+  store_lane_sums_keep(acc, G, lanes, lid, active, kl, KL, CQ, cq, dst, stride, (__local float*)lanes, 0);
 }
 
 // A work-group per kv head would leave most of a GPU idle, so the work is spread two ways:
@@ -432,7 +440,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
     __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid,
     int window, float scale, __global float* ob, ulong oo, int split, int csplit, __global uint* ub, ulong uo,
-    int mass) {
+    int mass, __global char* cb, ulong co, __global uint2* xpb, ulong xpo, int qblock) {
   __local float qs[DQ];
   __local float S[DK];
   __local float red[DW];
@@ -499,8 +507,26 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   if (active) {
     pv_lane(acc, G, S, nk, kl, nk, KL, lo, arena, table, layer, C, c_shift, kv_dim, n_head_kv, hk, ch);
   }
-  store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq, VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0,
-                  head_dim);
+  // qs is free once the scores are made: it keeps the outputs for their quantization.
+  store_lane_sums_keep(acc, G, lanes, lid, active, kl, KL, CQ, cq,
+                       VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0, head_dim, qs, qblock != 0);
+  if (qblock == 0) return;
+  // The o-projection's input in the int8 form (act_q8p's bits: the same floats, blocks and
+  // codes), so that its GEMV needs no quantizing launch. The host asks for it only where the
+  // work-group's G x Dc outputs are whole blocks of the input: Dc a multiple of qblock, or
+  // (csplit 1) its heads side by side, G x head_dim a multiple of qblock. lanes and red are
+  // free now: the 8-element extremes and the blocks' pairs.
+  __local float2* ext = (__local float2*)lanes;
+  const int n = G * Dc;
+  if (lid < n / 8) ext[lid] = extremes8(vload8(lid, qs));
+  barrier(CLK_LOCAL_MEM_FENCE);
+  blocks_params(qs, ext, n / qblock, qblock, lid, DW, red);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = lid; h < n / 16; h += DW) {
+    const int e = 16 * h;  // element e of the work-group's outputs: head e / Dc, its channel c0 + e % Dc
+    const size_t i = (size_t)(first_head + e / Dc) * head_dim + c0 + e % Dc;
+    quant16_q8(qs, h, i / 16, qblock, red, VIEW(char, cb, co), VIEW(uint2, xpb, xpo));
+  }
 }
 
 // mass[j] += units[r][j] * 2^-24 for the rows r < rows in order (a row per layer: the float

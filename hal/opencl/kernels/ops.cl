@@ -239,17 +239,28 @@ __kernel void rope(__global float* xb, ulong xo, __global const float* ab, ulong
 // store_kv after them too: token t's rotated K row and its V row as f16 into their chunk, as
 // store_kv writes them (the f16 of the same f32 values). Dimension 0 then spans head_dim: item j
 // rotates pair j (j < half_rot) and stores the two rotated values, stores K's element j where
-// it is past the rotated dims, and V's element j.
+// it is past the rotated dims, and V's element j. With scale_q (only with `store`: dimension 0
+// spans head_dim), q is then multiplied by qs as scale() multiplies it (Gemma-3's q scale,
+// between the RoPE and the store in its graph), item j taking the elements it rotated and
+// element j past the rotated dims.
 __kernel void rope_qk(__global float* qb, ulong qo, __global float* kb, ulong ko, __global const float* ab, ulong ao,
                       int n_tokens, int nq, int nk, int head_dim, int half_rot, int neox, int store,
                       __global const float* vb, ulong vo, __global const int* pb, ulong po, __global uchar* arena,
-                      __global const ulong* tb, ulong to, int chunk_tokens, int layer) {
+                      __global const ulong* tb, ulong to, int chunk_tokens, int layer, int scale_q, float qs) {
   const int j = get_global_id(0);
   const int h = get_global_id(1);
   const int t = get_global_id(2);
   __global const float* angles = CVIEW(float, ab, ao);
   if (h < nq) {
-    if (j < half_rot) rope_pair(VIEW(float, qb, qo) + ((size_t)t * nq + h) * head_dim, angles, n_tokens, t, j, half_rot, neox);
+    __global float* qh = VIEW(float, qb, qo) + ((size_t)t * nq + h) * head_dim;
+    int2 rotated = (int2)(-1, -1);
+    if (j < half_rot) rotated = rope_pair(qh, angles, n_tokens, t, j, half_rot, neox);
+    if (!scale_q || j >= head_dim) return;
+    if (rotated.x >= 0) {
+      qh[rotated.x] *= qs;
+      qh[rotated.y] *= qs;
+    }
+    if (j >= 2 * half_rot) qh[j] *= qs;
     return;
   }
   const int hk = h - nq;
