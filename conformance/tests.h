@@ -18,5 +18,6 @@ extern const conf_test conf_model_info_tests[];  /* INFO-*, COUNT-* test_model_i
 extern const conf_test conf_token_stream_tests[]; /* TOKS-*    test_token_stream.c */
 extern const conf_test conf_messages_tests[];    /* MSG-*     test_messages.c */
 extern const conf_test conf_structured_tests[];  /* JSON-*    test_structured.c */
+extern const conf_test conf_fork_tests[];        /* FORK-*    test_fork.c */
 
 #endif /* LLMSVC_CONFORMANCE_TESTS_H */

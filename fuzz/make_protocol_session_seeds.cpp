@@ -344,7 +344,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                    p::Call c = call(1, "ids please");
                    c.options.token_ids = c.options.logprobs = true;
                    Seed s;
-                   s.handshake().send(1, p::ModelInfoRequest{}).send(2, p::CountTokens{"count me", {true, true, ""}, 0, 8});
+                   s.handshake().send(1, p::ModelInfoRequest{}).send(2, p::CountTokens{"count me", {true, true, "", {}}, 0, 8});
                    s.send(3, context_new("ids")).c2s().answer(1, mi).answer(2, p::CountTokensReply{4, {1, 2, 3, 4}});
                    s.answer(3, p::ContextOpened{1, "ids"}).s2c().send(4, c).c2s();
                    s.answer(4, p::Piece{116, "\xE6\x97\xA5", {23274, 115, 116}, {-1.5f, -0.25f, 0.0f}});
@@ -357,6 +357,26 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .handshake()
                      .send(1, p::ModelInfoRequest{})  // the client's state refuses it at version 3
                      .rogue(2, p::CountTokens{"x", {}, 0, 1})  // sent anyway: a connection error
+                     .both());
+  v.emplace_back("version_6_conversation_fork",
+                 Seed()
+                     .handshake()
+                     .send(1, p::ContextAppend{"notes", {llmsvc::ChatMessage{llmsvc::MessageRole::user, "Hi"}}})
+                     .send(2, p::ContextTruncate{"notes", 0})
+                     .send(3, p::ContextMessages{"notes", 0, 64})
+                     .send(4, p::ContextFork{"notes", std::nullopt})
+                     .c2s()
+                     .answer(1, p::Ack{})
+                     .answer(2, p::Ack{})
+                     .answer(3, p::ContextMessagesReply{false, {}})
+                     .answer(4, p::ContextOpened{2, "notes-b"})
+                     .answer(4, p::Ack{})  // a second final answer: refused
+                     .s2c());
+  v.emplace_back("version_5_server_fork",
+                 Seed(1, 8, p::kDefaultMaxPayload, 5)
+                     .handshake()
+                     .send(1, p::ContextFork{"notes", "b"})  // the client's state refuses it at version 5
+                     .rogue(2, p::ContextFork{"notes", std::nullopt})  // sent anyway: a connection error
                      .both());
   v.emplace_back("version_2_server",
                  Seed(1, 8, p::kDefaultMaxPayload, 2)

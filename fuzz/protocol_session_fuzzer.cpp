@@ -104,9 +104,13 @@ bool answered_by(p::MsgType request, p::MsgType answer) {
   if (answer == T::error) return true;
   switch (request) {
     case T::context_new:
-    case T::context_open: return answer == T::context_opened;
+    case T::context_open:
+    case T::context_fork: return answer == T::context_opened;
     case T::context_close:
-    case T::context_delete: return answer == T::ack;
+    case T::context_delete:
+    case T::context_append:
+    case T::context_truncate: return answer == T::ack;
+    case T::context_messages: return answer == T::context_messages_reply;
     case T::context_list: return answer == T::context_list_reply;
     case T::context_info: return answer == T::context_info_reply;
     case T::call: return answer == T::piece || answer == T::call_result;

@@ -71,18 +71,20 @@ inline constexpr std::array kClientTypes = {
     p::MsgType::context_open,  p::MsgType::context_close,  p::MsgType::context_delete, p::MsgType::context_list,
     p::MsgType::context_info,  p::MsgType::call,           p::MsgType::cancel,       p::MsgType::stats,
     p::MsgType::error,         p::MsgType::ack,            p::MsgType::model_info,   p::MsgType::count_tokens,
+    p::MsgType::context_append, p::MsgType::context_truncate, p::MsgType::context_messages, p::MsgType::context_fork,
 };
 inline constexpr std::array kRequestTypes = {
     p::MsgType::context_new,    p::MsgType::context_open, p::MsgType::context_close, p::MsgType::context_delete,
     p::MsgType::context_list,   p::MsgType::context_info, p::MsgType::call,          p::MsgType::stats,
     p::MsgType::model_info,     p::MsgType::count_tokens,
+    p::MsgType::context_append, p::MsgType::context_truncate, p::MsgType::context_messages, p::MsgType::context_fork,
 };
 inline constexpr std::array kServerTypes = {
     p::MsgType::welcome,        p::MsgType::ping,           p::MsgType::pong,
     p::MsgType::error,          p::MsgType::ack,            p::MsgType::context_opened,
     p::MsgType::context_list_reply, p::MsgType::context_info_reply, p::MsgType::piece,
     p::MsgType::call_result,    p::MsgType::stats_reply,    p::MsgType::model_info_reply,
-    p::MsgType::count_tokens_reply,
+    p::MsgType::count_tokens_reply, p::MsgType::context_messages_reply,
 };
 // Every type, in the order of the Message variant (rogue_send's type index).
 inline constexpr size_t kAllTypes = std::variant_size_v<p::Message>;

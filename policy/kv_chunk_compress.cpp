@@ -9,8 +9,8 @@
 namespace llmsvc::policy {
 
 Status KvSequence::compress(int c, hal::KvFormat to) {
-  Chunk& ch = chunks_[c];
-  if (ch.state != ChunkState::resident) return Status(Code::internal, "kv: compressing a chunk that is not resident");
+  Chunk& ch = *chunks_[c].chunk;
+  if (chunks_[c].state != ChunkState::resident) return Status(Code::internal, "kv: compressing a chunk that is not resident");
   if (to == hal::KvFormat::f16 || hal::kv_format_bits(to) > hal::kv_format_bits(ch.format))
     return Status(Code::internal, "kv: compression can only narrow a chunk");
   if (to == ch.format) return Status::Ok();
@@ -48,8 +48,7 @@ Status KvSequence::compress(int c, hal::KvFormat to) {
   }
   if (!to_host.empty()) {
     if (Status s = store_.memory().write(*mem, 0, to_host); !s.ok()) {
-      std::lock_guard<std::mutex> lock(store_.mu_);
-      uncharge_locked(bytes);  // the claim; its memory goes back with `mem`
+      store_.unclaim(bytes, this);  // its memory goes back with `mem`
       return s;
     }
   }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <tuple>
+#include <unordered_set>
 
 namespace llmsvc::policy {
 namespace {
@@ -27,43 +28,65 @@ int level(hal::KvFormat f) {
 
 }  // namespace
 
-KvSequence::Chunk::Chunk(Chunk&& o) noexcept
-    : state(o.state),
-      format(o.format),
-      mem(std::move(o.mem)),
-      bytes(o.bytes),
+KvSequence::Slot::Slot(Slot&& o) noexcept
+    : chunk(std::move(o.chunk)),
+      state(o.state),
       mass(std::move(o.mass)),
       seen(std::move(o.seen)),
-      version(o.version),
-      disk_version(o.disk_version.load()) {
-  o.bytes = 0;
-}
+      disk_version(o.disk_version.load()) {}
 
 KvSequence::KvSequence(KvChunkStore& store) : store_(store), geo_(store.geometry()) { store_.add(this); }
 
 KvSequence::~KvSequence() {
   store_.remove(this);  // no eviction can reach it any more
-  for (int c = 0; c < n_chunks(); ++c) install(c, Mem(), 0, chunks_[c].format, ChunkState::dropped);
+  std::vector<Mem> freed;
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  for (Slot& slot : chunks_) let_go_locked(slot, freed);
+}
+
+void KvSequence::let_go_locked(Slot& slot, std::vector<Mem>& freed) {
+  if (slot.chunk && slot.chunk.use_count() == 1) {
+    store_.uncharge_locked(*slot.chunk);
+    freed.push_back(std::move(slot.chunk->mem));
+  }
+  slot.chunk.reset();
+}
+
+void KvSequence::detach_locked(int c) {
+  Slot& slot = chunks_[c];
+  if (slot.chunk.use_count() <= 1) return;
+  auto own = std::make_shared<Chunk>();
+  own->format = slot.chunk->format;
+  own->version = store_.next_version();  // what this slot's file holds stays checkable by version
+  if (slot.disk_version.load() == slot.chunk->version) slot.disk_version.store(own->version);
+  slot.chunk = std::move(own);
+  if (slot.state == ChunkState::resident) slot.state = ChunkState::dropped;
 }
 
 void KvSequence::install(int c, Mem mem, size_t bytes, hal::KvFormat format, ChunkState state) {
   Mem old;
   {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    Chunk& ch = chunks_[c];
-    uncharge_locked(ch.bytes);
+    Slot& slot = chunks_[c];
+    // Only compression changes a shared chunk in place (for every holder); anything else
+    // gives this slot a chunk of its own first.
+    if (!(state == ChunkState::resident && slot.chunk->resident)) detach_locked(c);
+    Chunk& ch = *slot.chunk;
+    store_.uncharge_locked(ch);
     old = std::move(ch.mem);
     ch.mem = std::move(mem);
     ch.bytes = bytes;
     ch.format = format;
-    ch.state = state;
+    ch.resident = state == ChunkState::resident;
+    ch.charged = bytes != 0 ? share_ : nullptr;
     ch.version = store_.next_version();
+    slot.state = state;
   }
 }
 
 Status KvSequence::reserve(int n_tokens) {
   while (capacity() < n_tokens) {
-    Chunk fresh;
+    Slot fresh;
     fresh.mass.assign(geo_.chunk_tokens, 0.0f);
     fresh.seen.assign(geo_.chunk_tokens, 0);
     {
@@ -83,17 +106,20 @@ Status KvSequence::reserve(int n_tokens) {
 int KvSequence::truncate(int n_tokens) {
   n_tokens = std::max(0, n_tokens);
   int keep = (n_tokens + geo_.chunk_tokens - 1) / geo_.chunk_tokens;
-  // Rows are written only into resident f16 chunks: a partly kept chunk of another kind would
-  // take the next rows wrongly, so it is recomputed whole instead.
+  // Rows are written only into resident f16 chunks of this sequence's own: a partly kept
+  // chunk of another kind, or one shared with a fork, would take the next rows wrongly (or
+  // change under the other holders), so it is recomputed whole instead.
   const int whole = n_tokens / geo_.chunk_tokens;
   if (keep > whole && keep <= n_chunks() &&
-      (chunks_[whole].state != ChunkState::resident || chunks_[whole].format != hal::KvFormat::f16)) {
+      (chunks_[whole].state != ChunkState::resident || chunks_[whole].chunk->format != hal::KvFormat::f16 ||
+       shared(whole))) {
     keep = whole;
     n_tokens = whole * geo_.chunk_tokens;
   }
+  std::vector<Mem> freed;
+  std::lock_guard<std::mutex> lock(store_.mu_);
   while (n_chunks() > keep) {
-    install(n_chunks() - 1, Mem(), 0, chunks_.back().format, ChunkState::dropped);
-    std::lock_guard<std::mutex> lock(store_.mu_);
+    let_go_locked(chunks_.back(), freed);
     chunks_.pop_back();
   }
   return n_tokens;
@@ -107,30 +133,66 @@ Status KvSequence::make_resident(int c, hal::KvFormat format) {
   return Status::Ok();
 }
 
-void KvSequence::drop(int c) { install(c, Mem(), 0, chunks_[c].format, ChunkState::dropped); }
+void KvSequence::drop(int c) { install(c, Mem(), 0, chunks_[c].chunk->format, ChunkState::dropped); }
 
 void KvSequence::release(int c) {
   Mem old;
   {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    Chunk& ch = chunks_[c];
-    uncharge_locked(ch.bytes);
+    detach_locked(c);
+    Slot& slot = chunks_[c];
+    Chunk& ch = *slot.chunk;
+    store_.uncharge_locked(ch);
     old = std::move(ch.mem);
-    ch.bytes = 0;
+    ch.resident = false;
     // The content is kept by its file (version unchanged) or lost.
-    ch.state = ch.disk_version.load() == ch.version ? ChunkState::swapped : ChunkState::dropped;
+    slot.state = slot.disk_version.load() == ch.version ? ChunkState::swapped : ChunkState::dropped;
   }
 }
 
-void KvSequence::uncharge_locked(size_t bytes) {
-  store_.used_ -= bytes;
-  if (share_) share_->used_ -= bytes;
+Status KvSequence::share_prefix(const KvSequence& parent, int n_chunks) {
+  if (&parent.store_ != &store_) return Status(Code::internal, "kv: sharing chunks across stores");
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  if (!chunks_.empty()) return Status(Code::internal, "kv: sharing into a sequence that holds chunks");
+  if (n_chunks < 0 || n_chunks > parent.n_chunks()) return Status(Code::internal, "kv: sharing more chunks than the parent holds");
+  chunks_.reserve(static_cast<size_t>(n_chunks));
+  for (int c = 0; c < n_chunks; ++c) {
+    const Slot& from = parent.chunks_[c];
+    Slot slot;
+    slot.mass = from.mass;
+    slot.seen = from.seen;
+    if (from.state == ChunkState::resident) {
+      slot.chunk = from.chunk;
+      slot.state = ChunkState::resident;
+    } else {
+      slot.chunk->version = store_.next_version();  // nothing here: recomputed at switch-in
+    }
+    chunks_.push_back(std::move(slot));
+  }
+  return Status::Ok();
+}
+
+bool KvSequence::shared(int c) const {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  return chunks_[c].chunk.use_count() > 1;
+}
+
+bool KvSequence::held_elsewhere(int c) const {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  const Chunk* ch = chunks_[c].chunk.get();
+  if (chunks_[c].chunk.use_count() <= 1) return false;
+  for (const KvSequence* s : store_.seqs_) {
+    if (s == this || !s->pinned_) continue;
+    for (const Slot& slot : s->chunks_)
+      if (slot.chunk.get() == ch) return true;
+  }
+  return false;
 }
 
 Status KvSequence::set_share(std::shared_ptr<KvShare> share) {
   std::lock_guard<std::mutex> lock(store_.mu_);
-  for (const Chunk& ch : chunks_)
-    if (ch.bytes != 0) return Status(Code::internal, "kv: a sequence's share changes only while it holds no memory");
+  for (const Slot& slot : chunks_)
+    if (slot.chunk->bytes != 0) return Status(Code::internal, "kv: a sequence's share changes only while it holds no memory");
   share_ = std::move(share);
   return Status::Ok();
 }
@@ -147,72 +209,86 @@ void KvSequence::mark_stored(int c, uint64_t version) {
 
 void KvSequence::mark_loaded(int c) {
   std::lock_guard<std::mutex> lock(store_.mu_);
-  chunks_[c].disk_version.store(chunks_[c].version);
+  chunks_[c].disk_version.store(chunks_[c].chunk->version);
 }
 
 Status KvSequence::restore(std::span<const RestoredChunk> chunks) {
   if (!chunks_.empty()) return Status(Code::internal, "kv: restoring into a sequence that holds chunks");
   const size_t C = static_cast<size_t>(geo_.chunk_tokens);
-  std::vector<Chunk> fresh(chunks.size());
+  std::vector<Slot> fresh(chunks.size());
   for (size_t i = 0; i < chunks.size(); ++i) {
     const RestoredChunk& r = chunks[i];
     if ((!r.mass.empty() && r.mass.size() != C) || (!r.seen.empty() && r.seen.size() != C))
       return Status(Code::internal, "kv: restored density of chunk " + std::to_string(i) + " has the wrong length");
-    Chunk& ch = fresh[i];
-    ch.format = r.format;
-    ch.mass = r.mass.empty() ? std::vector<float>(C, 0.0f) : r.mass;
-    ch.seen = r.seen.empty() ? std::vector<uint32_t>(C, 0) : r.seen;
-    ch.state = r.on_disk ? ChunkState::swapped : ChunkState::dropped;
-    ch.version = store_.next_version();
-    if (r.on_disk) ch.disk_version.store(ch.version);
+    Slot& slot = fresh[i];
+    slot.chunk->format = r.format;
+    slot.mass = r.mass.empty() ? std::vector<float>(C, 0.0f) : r.mass;
+    slot.seen = r.seen.empty() ? std::vector<uint32_t>(C, 0) : r.seen;
+    slot.state = r.on_disk ? ChunkState::swapped : ChunkState::dropped;
+    slot.chunk->version = store_.next_version();
+    if (r.on_disk) slot.disk_version.store(slot.chunk->version);
   }
   std::lock_guard<std::mutex> lock(store_.mu_);
-  for (Chunk& ch : fresh) chunks_.push_back(std::move(ch));
+  for (Slot& slot : fresh) chunks_.push_back(std::move(slot));
   return Status::Ok();
 }
 
 uint64_t KvSequence::resident_bytes() const {
   std::lock_guard<std::mutex> lock(store_.mu_);
   uint64_t sum = 0;
-  for (const Chunk& ch : chunks_) sum += ch.bytes;
+  for (const Slot& slot : chunks_) sum += slot.chunk->bytes;
   return sum;
 }
 
 int KvSequence::count(ChunkState s) const {
   std::lock_guard<std::mutex> lock(store_.mu_);
-  return static_cast<int>(std::count_if(chunks_.begin(), chunks_.end(), [s](const Chunk& ch) { return ch.state == s; }));
+  return static_cast<int>(std::count_if(chunks_.begin(), chunks_.end(), [s](const Slot& slot) { return slot.state == s; }));
 }
 
 KvSequence::Counts KvSequence::counts() const {
   std::lock_guard<std::mutex> lock(store_.mu_);
   Counts n;
-  for (const Chunk& ch : chunks_) {
-    n.resident_bytes += ch.bytes;
-    if (ch.state == ChunkState::swapped) n.swapped++;
-    else if (ch.state == ChunkState::dropped) n.dropped++;
-    else if (ch.format == hal::KvFormat::q8) n.q8++;
-    else if (ch.format == hal::KvFormat::q4) n.q4++;
-    else if (ch.format == hal::KvFormat::q3) n.q3++;
-    else if (ch.format == hal::KvFormat::q2) n.q2++;
-    else n.f16++;
+  for (const Slot& slot : chunks_) {
+    n.resident_bytes += slot.chunk->bytes;
+    if (slot.state == ChunkState::swapped) n.swapped++;
+    else if (slot.state == ChunkState::dropped) n.dropped++;
+    else {
+      if (slot.chunk.use_count() > 1) n.shared++;
+      switch (slot.chunk->format) {
+        case hal::KvFormat::q8: n.q8++; break;
+        case hal::KvFormat::q4: n.q4++; break;
+        case hal::KvFormat::q3: n.q3++; break;
+        case hal::KvFormat::q2: n.q2++; break;
+        case hal::KvFormat::f16: n.f16++; break;
+      }
+    }
   }
   return n;
+}
+
+uint64_t KvSequence::resident_bytes_once(std::unordered_set<const void*>& seen) const {
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  uint64_t sum = 0;
+  for (const Slot& slot : chunks_)
+    if (slot.state != ChunkState::swapped && slot.state != ChunkState::dropped && seen.insert(slot.chunk.get()).second)
+      sum += slot.chunk->bytes;
+  return sum;
 }
 
 Status KvSequence::read_chunk(int c, size_t offset, std::span<uint8_t> out) const {
   if (chunks_[c].state != ChunkState::resident)
     return Status(Code::internal, "kv: reading a chunk that is not resident");
-  return store_.memory().read(chunks_[c].mem, offset, out);
+  return store_.memory().read(chunks_[c].chunk->mem, offset, out);
 }
 
 Status KvSequence::write_chunk(int c, size_t offset, std::span<const uint8_t> in) {
   if (chunks_[c].state != ChunkState::resident)
     return Status(Code::internal, "kv: writing a chunk that is not resident");
-  return store_.memory().write(chunks_[c].mem, offset, in);
+  return store_.memory().write(chunks_[c].chunk->mem, offset, in);
 }
 
 Result<std::span<const uint8_t>> KvSequence::host_bytes(int c, std::vector<uint8_t>& staged) const {
-  const size_t bytes = geo_.chunk_bytes(chunks_[c].format);
+  const size_t bytes = geo_.chunk_bytes(chunks_[c].chunk->format);
   if (const uint8_t* mem = chunk_data(c)) return std::span<const uint8_t>(mem, bytes);
   staged.resize(bytes);
   LLMSVC_RETURN_IF_ERROR(read_chunk(c, 0, staged));
@@ -220,7 +296,7 @@ Result<std::span<const uint8_t>> KvSequence::host_bytes(int c, std::vector<uint8
 }
 
 const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
-  const Chunk& ch = chunks_[c];
+  const Chunk& ch = *chunks_[c].chunk;
   const hal::KvBlockShape shape = geo_.shape();
   size_t off = size_t(layer) * geo_.layer_bytes(ch.format);
   if (part == hal::KvPart::value) off += hal::kv_block_bytes(ch.format, hal::KvPart::key, shape);
@@ -229,7 +305,8 @@ const void* KvSequence::block(int c, int layer, hal::KvPart part) const {
 
 uint16_t* KvSequence::row(int layer, int pos, hal::KvPart part) {
   const int c = pos / geo_.chunk_tokens, t = pos % geo_.chunk_tokens;
-  Chunk& ch = chunks_[c];
+  // Never a shared chunk: forks share full chunks only and truncate keeps no shared one partly.
+  Chunk& ch = *chunks_[c].chunk;
   ch.version = store_.next_version();  // the caller writes through the pointer
   auto* base = static_cast<uint16_t*>(const_cast<void*>(block(c, layer, part)));
   return base + size_t(t) * geo_.kv_dim();
@@ -248,7 +325,7 @@ void KvSequence::note_queries(int p0, int n) {
 }
 
 double KvSequence::density(int c) const {
-  const Chunk& ch = chunks_[c];
+  const Slot& ch = chunks_[c];
   double m = 0, s = 0;
   for (size_t t = 0; t < ch.mass.size(); ++t) {
     m += ch.mass[t];
@@ -317,12 +394,16 @@ Result<KvChunkStore::Mem> KvChunkStore::claim(size_t bytes, const KvSequence* re
   }
   auto mem = memory_->alloc(bytes);
   if (!mem.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    used_ -= bytes;
-    if (share) share->used_ -= bytes;
+    unclaim(bytes, requester);
     return Status(Code::out_of_memory, "kv: a chunk of " + std::to_string(bytes) + " bytes: " + mem.status().message());
   }
   return mem;
+}
+
+void KvChunkStore::unclaim(size_t bytes, const KvSequence* requester) {
+  std::lock_guard<std::mutex> lock(mu_);
+  used_ -= bytes;
+  if (KvShare* share = requester ? requester->share_.get() : nullptr) share->used_ -= bytes;
 }
 
 uint64_t KvChunkStore::share_used(const KvShare& share) const {
@@ -330,21 +411,37 @@ uint64_t KvChunkStore::share_used(const KvShare& share) const {
   return share.used_;
 }
 
+void KvChunkStore::uncharge_locked(KvSequence::Chunk& ch) {
+  used_ -= ch.bytes;
+  if (ch.charged) ch.charged->used_ -= ch.bytes;
+  ch.bytes = 0;
+  ch.charged = nullptr;
+}
+
 bool KvChunkStore::evict_one_locked(const KvSequence* requester, const KvShare* within) {
+  // Shared chunks that a pinned holder (or the requester) holds stay, whoever else holds them.
+  std::unordered_set<const KvSequence::Chunk*> held;
+  for (const KvSequence* s : seqs_) {
+    if (!s->pinned_ && s != requester) continue;
+    for (const KvSequence::Slot& slot : s->chunks_)
+      if (slot.chunk.use_count() > 1) held.insert(slot.chunk.get());
+  }
   KvSequence* victim_seq = nullptr;
   int victim = -1;
   std::tuple<bool, int, uint64_t> best{true, std::numeric_limits<int>::max(), 0};
   for (KvSequence* s : seqs_) {
     if (s->pinned_ || s == requester) continue;
-    if (within && s->share_.get() != within) continue;
     for (int c = 0; c < s->n_chunks(); ++c) {
-      const KvSequence::Chunk& ch = s->chunks_[c];
-      if (ch.state != ChunkState::resident) continue;
+      const KvSequence::Slot& slot = s->chunks_[c];
+      const KvSequence::Chunk& ch = *slot.chunk;
+      if (slot.state != ChunkState::resident) continue;
+      if (within && ch.charged.get() != within) continue;
+      if (!held.empty() && held.count(&ch)) continue;
       const int lvl = order_ == EvictionOrder::lctru ? level(ch.format) : 0;
       // Without a write-back hook (ahead-of-time swap-out), a chunk whose file is not current
       // would be dropped: its write is still queued (the call that changed it just ended) or
       // failed. Taking clean chunks first costs a load later instead of a recompute.
-      const bool dirty = !s->write_back_ && ch.disk_version.load() != ch.version;
+      const bool dirty = !s->write_back_ && slot.disk_version.load() != ch.version;
       const std::tuple<bool, int, uint64_t> key{dirty, lvl, s->last_use_};
       if (victim < 0 || key < best) {
         best = key;
@@ -358,22 +455,37 @@ bool KvChunkStore::evict_one_locked(const KvSequence* requester, const KvShare* 
     evict_chunk_locked(*victim_seq, victim);
     return true;
   }
-  for (int c = 0; c < victim_seq->n_chunks(); ++c)
-    if (victim_seq->chunks_[c].state == ChunkState::resident) evict_chunk_locked(*victim_seq, c);
+  for (int c = 0; c < victim_seq->n_chunks(); ++c) {
+    const KvSequence::Slot& slot = victim_seq->chunks_[c];
+    if (slot.state == ChunkState::resident && !held.count(slot.chunk.get()) &&
+        (!within || slot.chunk->charged.get() == within))
+      evict_chunk_locked(*victim_seq, c);
+  }
   return true;
 }
 
 void KvChunkStore::evict_chunk_locked(KvSequence& s, int c) {
-  KvSequence::Chunk& ch = s.chunks_[c];
-  bool current = ch.disk_version.load() == ch.version;
-  if (!current && s.write_back_ && s.write_back_(c)) {
-    ch.disk_version.store(ch.version);
-    current = true;
+  std::shared_ptr<KvSequence::Chunk> ch = s.chunks_[c].chunk;
+  // Every holder's slot (one, unless shared): each keeps the content through its own file.
+  auto leave = [&](KvSequence& h, int i) {
+    KvSequence::Slot& slot = h.chunks_[i];
+    bool current = slot.disk_version.load() == ch->version;
+    if (!current && h.write_back_ && h.write_back_(i)) {
+      slot.disk_version.store(ch->version);
+      current = true;
+    }
+    slot.state = current ? ChunkState::swapped : ChunkState::dropped;
+  };
+  if (ch.use_count() > 2) {  // s's slot, `ch`, and another holder's
+    for (KvSequence* h : seqs_)
+      for (int i = 0; i < h->n_chunks(); ++i)
+        if (h->chunks_[i].chunk == ch) leave(*h, i);
+  } else {
+    leave(s, c);
   }
-  ch.state = current ? ChunkState::swapped : ChunkState::dropped;
-  ch.mem.reset();
-  s.uncharge_locked(ch.bytes);
-  ch.bytes = 0;
+  ch->resident = false;
+  ch->mem.reset();
+  uncharge_locked(*ch);
   evictions_++;
 }
 

@@ -20,6 +20,17 @@
 // guards its accounting and every
 // unpinned sequence's chunks; a pinned sequence's chunks belong to its call's thread.
 //
+// Sharing (forks): a sequence may start as a fork of another, holding the same memory for
+// their common full chunks (share_prefix). A shared chunk is never written (rows go only into
+// a sequence's last, partial chunk; truncate does not keep a shared chunk partly); its bytes
+// are charged once, to the share that claimed them, and return to the budget when its last
+// holder lets it go. Eviction takes a shared chunk only when no holder is pinned, for every
+// holder at once (each holder's state then follows its own swap file). Bringing a shared
+// chunk back, or dropping it, detaches the slot first: that holder gets its own chunk and the
+// others keep theirs. Compression narrows a shared chunk in place for every holder, so a
+// caller compresses one only while no other holder reads it (no other holder pinned, and the
+// engine's compute turn held).
+//
 // Swap currency: a chunk's version changes whenever its content may change (a row handed
 // out for writing, new memory); versions are unique in the store, so a version recorded
 // for a chunk that was since truncated away never matches the chunk that replaces it. The
@@ -34,6 +45,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -107,7 +119,7 @@ class KvSequence {
   int truncate(int n_tokens);
 
   ChunkState state(int c) const { return chunks_[c].state; }
-  hal::KvFormat format(int c) const { return chunks_[c].format; }
+  hal::KvFormat format(int c) const { return chunks_[c].chunk->format; }
   // Bytes this sequence holds in memory, and its chunks in a state. Safe from any thread
   // (they take the store's lock): what a context's description reads while it is in a call.
   uint64_t resident_bytes() const;
@@ -115,10 +127,14 @@ class KvSequence {
   // Every count at once (one consistent snapshot), resident chunks by format.
   struct Counts {
     int f16 = 0, q8 = 0, q4 = 0, q3 = 0, q2 = 0, swapped = 0, dropped = 0;
+    int shared = 0;  // resident chunks held by another sequence too (counted in resident_bytes)
     uint64_t resident_bytes = 0;
     int resident() const { return f16 + q8 + q4 + q3 + q2; }
   };
   Counts counts() const;
+  // The bytes of this sequence's resident chunks not yet in `seen`, which gains them: summed
+  // over several sequences, a chunk they share counts once.
+  uint64_t resident_bytes_once(std::unordered_set<const void*>& seen) const;
 
   // Brings a swapped or dropped chunk back as claimed, uninitialized f16 memory, to be
   // recomputed (or filled from its swap file) by the caller.
@@ -129,8 +145,8 @@ class KvSequence {
   void release(int c);
 
   // Swap currency (see the file comment). version / disk_current: the owning thread.
-  uint64_t version(int c) const { return chunks_[c].version; }
-  bool disk_current(int c) const { return chunks_[c].disk_version.load() == chunks_[c].version; }
+  uint64_t version(int c) const { return chunks_[c].chunk->version; }
+  bool disk_current(int c) const { return chunks_[c].disk_version.load() == chunks_[c].chunk->version; }
   // The swap file of chunk c now holds `version` (the writer's callback; any thread; a chunk
   // index that no longer exists is ignored). The sequence must outlive the writes queued
   // for it: its owner flushes the swap writer before destroying it.
@@ -154,8 +170,8 @@ class KvSequence {
   std::span<const uint32_t> token_seen(int c) const { return chunks_[c].seen; }
   // Raw memory of a resident chunk (chunk_bytes(format(c)) bytes); null where the store's
   // memory is not host-visible (a GPU's): read_chunk / write_chunk copy it instead.
-  uint8_t* chunk_data(int c) { return chunks_[c].mem.data(); }
-  const uint8_t* chunk_data(int c) const { return chunks_[c].mem.data(); }
+  uint8_t* chunk_data(int c) { return chunks_[c].chunk->mem.data(); }
+  const uint8_t* chunk_data(int c) const { return chunks_[c].chunk->mem.data(); }
   // Bytes [offset, offset + size) of resident chunk c copied to or from host memory, wherever
   // the chunk lives (hal::MemoryPool::read / write).
   Status read_chunk(int c, size_t offset, std::span<uint8_t> out) const;
@@ -166,8 +182,18 @@ class KvSequence {
   // Resident chunk c's buffer (in the store's pool, which a GPU's attention reads directly);
   // null when not resident.
   const hal::Buffer* chunk_memory(int c) const {
-    return chunks_[c].state == ChunkState::resident ? &chunks_[c].mem : nullptr;
+    return chunks_[c].state == ChunkState::resident ? &chunks_[c].chunk->mem : nullptr;
   }
+
+  // Forks: this (empty) sequence takes `parent`'s first n_chunks chunks, which must be full.
+  // Resident ones are shared (the same memory, charged once); the others start dropped here
+  // (their files are the parent's). Density bookkeeping is copied. Code::internal when this
+  // sequence is not empty or the parent holds fewer chunks.
+  Status share_prefix(const KvSequence& parent, int n_chunks);
+  // Whether chunk c is held by another sequence too (under the store's lock).
+  bool shared(int c) const;
+  // Chunk c is shared and another holder is pinned (inside a call): it must not change.
+  bool held_elsewhere(int c) const;
 
   // Block of `part` for `layer` of resident chunk c, in format(c).
   const void* block(int c, int layer, hal::KvPart part) const;
@@ -206,32 +232,43 @@ class KvSequence {
  private:
   friend class KvChunkStore;
   using Mem = hal::Buffer;
+  // The memory of a chunk: one sequence's, or shared by forks of one another.
   struct Chunk {
-    ChunkState state = ChunkState::dropped;
+    bool resident = false;
     hal::KvFormat format = hal::KvFormat::f16;
     Mem mem;
     size_t bytes = 0;
+    uint64_t version = 0;             // changes (store-unique) with the content
+    std::shared_ptr<KvShare> charged;  // the share its bytes are charged to
+  };
+  // A sequence's view of chunk i: the chunk, and what is this sequence's own.
+  struct Slot {
+    std::shared_ptr<Chunk> chunk = std::make_shared<Chunk>();
+    ChunkState state = ChunkState::dropped;  // resident iff chunk->resident
     std::vector<float> mass;     // per token
     std::vector<uint32_t> seen;  // query rows that saw each token
-    uint64_t version = 0;                       // changes (store-unique) with the content
-    std::atomic<uint64_t> disk_version{~0ull};  // version the swap file holds
-    Chunk() = default;
-    Chunk(Chunk&& o) noexcept;
+    std::atomic<uint64_t> disk_version{~0ull};  // version this sequence's swap file holds
+    Slot() = default;
+    Slot(Slot&& o) noexcept;
   };
   uint16_t* row(int layer, int pos, hal::KvPart part);
   // Gives chunk c new memory (already claimed; may be null), format and state under the
-  // store's lock, returning its old bytes to the budget; the old memory is freed after.
+  // store's lock, returning its old bytes to the budget; the old memory is freed after. A
+  // shared chunk is detached first unless it stays resident (compression).
   void install(int c, Mem mem, size_t bytes, hal::KvFormat format, ChunkState state);
+  // Slot c takes a chunk of its own (store lock held) when it shares one.
+  void detach_locked(int c);
+  // Slot c lets its chunk go (store lock held): the last holder's memory is moved into `freed`
+  // (freed after the lock) and its bytes return to the budget.
+  void let_go_locked(Slot& slot, std::vector<Mem>& freed);
 
   KvChunkStore& store_;
   KvGeometry geo_;
-  std::vector<Chunk> chunks_;
+  std::vector<Slot> chunks_;
   bool pinned_ = false;
   uint64_t last_use_ = 0;
   WriteBack write_back_;  // guarded by the store's lock
-  std::shared_ptr<KvShare> share_;
-  // Returns `bytes` of this sequence's memory to the budget and its share (store lock held).
-  void uncharge_locked(size_t bytes);
+  std::shared_ptr<KvShare> share_;  // new claims are charged to it
 };
 
 // Owns the budget and accounting shared by every sequence.
@@ -267,14 +304,19 @@ class KvChunkStore {
   // Claims `bytes` for `requester` (charged to its share too), evicting others' chunks as
   // needed: first its share's, to stay within the share, then anyone's, for the budget.
   Result<Mem> claim(size_t bytes, const KvSequence* requester);
+  // Gives back a claim whose memory was not used.
+  void unclaim(size_t bytes, const KvSequence* requester);
   uint64_t next_version() { return version_clock_.fetch_add(1, std::memory_order_relaxed) + 1; }
   void add(KvSequence* s);
   void remove(KvSequence* s);
   // Evicts one chunk, or one sequence's chunks (mu_ held), of sequences other than the
   // requester, of share `within` only when given; false when nothing is evictable.
   bool evict_one_locked(const KvSequence* requester, const KvShare* within = nullptr);
-  // Frees resident chunk c of s: swapped if its file is current (after a write-back), else dropped.
+  // Frees resident chunk c of s, for every holder: each holder's slot becomes swapped if its
+  // file is current (after a write-back), else dropped.
   void evict_chunk_locked(KvSequence& s, int c);
+  // Returns a chunk's bytes to the budget and to the share charged (mu_ held).
+  void uncharge_locked(KvSequence::Chunk& ch);
 
   KvGeometry geo_;
   uint64_t budget_;

@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 3
+#define LLMSVC_ABI_VERSION_MINOR 4
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -181,6 +181,12 @@ typedef struct llmsvc_context_info {
   int32_t chunks_q2;
   /* Added after v2: 3-bit chunks (also counted in chunks_resident). */
   int32_t chunks_q3;
+  /* Added in ABI 1.4 (the padding keeps it past the end of the 1.3 struct, whose tail padding
+   * an older caller's struct_size covers): resident chunks this context shares with forks of
+   * it or its parent (llmsvc_context_fork); their memory counts once in
+   * llmsvc_stats.kv_bytes, but in every holder's kv_resident_bytes. */
+  int32_t padding_1_4;
+  int32_t chunks_shared;
 } llmsvc_context_info;
 
 LLMSVC_API void llmsvc_context_info_init(llmsvc_context_info* info);
@@ -190,6 +196,18 @@ LLMSVC_API llmsvc_status llmsvc_context_info_get(llmsvc_service* service, const 
 typedef int (*llmsvc_context_fn)(const char* id, void* user);
 /** List the contexts the service holds for this app. */
 LLMSVC_API llmsvc_status llmsvc_context_list(llmsvc_service* service, llmsvc_context_fn fn, void* user);
+/**
+ * Fork `parent` into a new context (since ABI 1.4): the same mode, system prompt, tokens and
+ * conversation, durable when it returns, and opened into `*out`. `id` names it as
+ * llmsvc_context_options.id does (NULL: a fresh id). The fork shares the parent's KV chunks
+ * in memory (a shared system prompt or document costs its memory once; each chunk lives
+ * while either context holds it), then each goes on alone: neither sees the other's later
+ * turns, and deleting one leaves the other intact. LLMSVC_ERR_BUSY while the parent is inside
+ * a call, LLMSVC_ERR_EXISTS for an id in use, LLMSVC_ERR_QUOTA_EXCEEDED past the app's
+ * contexts quota (llmsvcd), LLMSVC_ERR_UNSUPPORTED for a chat context made before contexts
+ * kept their messages; nothing is created then.
+ */
+LLMSVC_API llmsvc_status llmsvc_context_fork(llmsvc_context* parent, const char* id, llmsvc_context** out);
 /** Request cancellation of the running call on `context` (no-op when idle). Thread-safe. */
 LLMSVC_API llmsvc_status llmsvc_context_cancel(llmsvc_context* context);
 

@@ -23,6 +23,7 @@ Status apply_bits(KvSequence& seq, std::span<const uint8_t> bits) {
   const int n = std::min(seq.n_chunks(), static_cast<int>(bits.size()));
   for (int c = 0; c < n; ++c) {
     if (seq.state(c) != ChunkState::resident) continue;
+    if (seq.held_elsewhere(c)) continue;  // a fork inside a call reads it: it must not change
     const auto to = static_cast<hal::KvFormat>(bits[c]);
     if (hal::kv_format_bits(to) >= hal::kv_format_bits(seq.format(c))) continue;
     LLMSVC_RETURN_IF_ERROR(seq.compress(c, to));

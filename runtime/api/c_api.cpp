@@ -113,6 +113,23 @@ llmsvc_status llmsvc_context_new(llmsvc_service* service, const llmsvc_context_o
   });
 }
 
+llmsvc_status llmsvc_context_fork(llmsvc_context* parent, const char* id, llmsvc_context** out) {
+  return guarded([&] {
+    if (!parent) return null_arg("parent");
+    if (!out) return null_arg("out");
+    if (id) {
+      if (auto st = llmsvc::api::check_id(id); !st.ok()) return fail(st);
+    }
+    auto handle = std::make_unique<llmsvc_context>();
+    auto made = parent->service->fork(parent->id, id ? id : "");
+    if (!made.ok()) return fail(made.status());
+    handle->service = parent->service;
+    handle->id = std::move(made).value();
+    *out = handle.release();
+    return LLMSVC_OK;
+  });
+}
+
 llmsvc_status llmsvc_context_open(llmsvc_service* service, const char* id, llmsvc_context** out) {
   return guarded([&] {
     if (!service) return null_arg("service");

@@ -19,6 +19,9 @@ class EmbeddedTransport final : public Transport {
   // process) on the same state can delete or open it; a reopen loads it from its files.
   void close_context(std::string_view id) override { engine_->release_context(id); }
   Status delete_context(std::string_view id) override { return engine_->delete_context(id); }
+  Result<std::string> fork_context(std::string_view parent, std::string_view id) override {
+    return engine_->fork_context(parent, id);
+  }
   Status call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
               CallStats* stats) override {
     return engine_->call(id, prompt, params, on_piece, stats);

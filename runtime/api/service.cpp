@@ -14,6 +14,16 @@ Result<std::string> Service::create(const ContextOptions& options) {
   return id;
 }
 
+Result<std::string> Service::fork(std::string_view parent, std::string_view id) {
+  std::lock_guard lock(mu_);
+  auto made = transport_->fork_context(parent, id);
+  if (!made.ok()) return made;
+  auto it = open_.try_emplace(*made, 0).first;
+  ++it->second;
+  ++n_open_;
+  return made;
+}
+
 Status Service::open(std::string_view id) {
   std::lock_guard lock(mu_);
   LLMSVC_RETURN_IF_ERROR(transport_->open_context(id));

@@ -25,6 +25,9 @@ class Service {
 
   // Creates a context and counts one open handle on it.
   Result<std::string> create(const ContextOptions& options);
+  // Forks `parent` into a new context (named `id`, "" for a fresh one) and counts one open
+  // handle on it.
+  Result<std::string> fork(std::string_view parent, std::string_view id);
   // Checks that `id` exists and counts one open handle on it.
   Status open(std::string_view id);
   // Uncounts one handle.

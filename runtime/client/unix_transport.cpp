@@ -55,6 +55,20 @@ class UnixTransport final : public Transport {
     return opened->id;
   }
 
+  Result<std::string> fork_context(std::string_view parent, std::string_view id) override {
+    std::lock_guard lock(mu_);
+    auto conn = connection_locked();
+    if (!conn.ok()) return conn.status();
+    LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionFork, "forking a context"));
+    p::ContextFork req;
+    req.parent = std::string(parent);
+    if (!id.empty()) req.id = std::string(id);
+    auto opened = single<p::ContextOpened>((*conn)->round_trip(req));
+    if (!opened.ok()) return opened.status();
+    open_[opened->id].handle = opened->handle;
+    return opened->id;
+  }
+
   Status open_context(std::string_view id) override {
     std::lock_guard lock(mu_);
     auto conn = connection_locked();

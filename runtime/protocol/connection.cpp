@@ -24,6 +24,7 @@ bool is_request(MsgType t) {
     case MsgType::context_append:
     case MsgType::context_truncate:
     case MsgType::context_messages:
+    case MsgType::context_fork:
     case MsgType::call:
     case MsgType::stats:
     case MsgType::model_info:
@@ -46,6 +47,7 @@ bool answers(MsgType request, MsgType answer) {
   switch (request) {
     case MsgType::context_new:
     case MsgType::context_open:
+    case MsgType::context_fork:
       return answer == MsgType::context_opened;
     case MsgType::context_close:
     case MsgType::context_delete:

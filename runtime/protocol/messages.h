@@ -560,11 +560,28 @@ struct ContextMessagesReply {
   bool operator==(const ContextMessagesReply&) const = default;
 };
 
+// CONTEXT_FORK (version 6): a new context forked from `parent`, named `id` (absent: the server
+// generates one); answered by CONTEXT_OPENED, as CONTEXT_NEW is.
+struct ContextFork {
+  static constexpr MsgType kType = MsgType::context_fork;
+  static constexpr bool kExtensible = false;
+  std::string parent;
+  std::optional<std::string> id;
+
+  template <class IO, class M>
+  static Status fields(IO& io, M& m) {
+    LLMSVC_RETURN_IF_ERROR(io.text("parent", m.parent, kIdBounds));
+    return io.opt_text("id", m.id, kIdBounds);
+  }
+  bool operator==(const ContextFork&) const = default;
+};
+
 // Every message type, in the order of the type table (version 2 and 3 added none; version 4
-// MODEL_INFO, COUNT_TOKENS and their replies; version 5 the conversation's messages).
+// MODEL_INFO, COUNT_TOKENS and their replies; version 5 the conversation's messages; version 6
+// CONTEXT_FORK).
 using Message = std::variant<Hello, Welcome, Ping, Pong, Error, Ack, ContextNew, ContextOpen, ContextClose,
                              ContextDelete, ContextList, ContextInfo, ContextAppend, ContextTruncate, ContextMessages,
-                             Call, Cancel, Stats, ModelInfoRequest, CountTokens, ContextOpened, ContextListReply,
+                             ContextFork, Call, Cancel, Stats, ModelInfoRequest, CountTokens, ContextOpened, ContextListReply,
                              ContextInfoReply, ContextMessagesReply, Piece, CallResult, StatsReply, ModelInfoReply,
                              CountTokensReply>;
 

@@ -7,7 +7,7 @@
 namespace llmsvc::protocol {
 namespace {
 
-constexpr std::array<TypeInfo, 29> kTypes = {{
+constexpr std::array<TypeInfo, 30> kTypes = {{
     {MsgType::hello, "HELLO", Sender::client, StreamRule::zero},
     {MsgType::welcome, "WELCOME", Sender::server, StreamRule::zero},
     {MsgType::ping, "PING", Sender::both, StreamRule::zero},
@@ -23,6 +23,7 @@ constexpr std::array<TypeInfo, 29> kTypes = {{
     {MsgType::context_append, "CONTEXT_APPEND", Sender::client, StreamRule::request, kVersionMessages},
     {MsgType::context_truncate, "CONTEXT_TRUNCATE", Sender::client, StreamRule::request, kVersionMessages},
     {MsgType::context_messages, "CONTEXT_MESSAGES", Sender::client, StreamRule::request, kVersionMessages},
+    {MsgType::context_fork, "CONTEXT_FORK", Sender::client, StreamRule::request, kVersionFork},
     {MsgType::call, "CALL", Sender::client, StreamRule::request},
     {MsgType::cancel, "CANCEL", Sender::client, StreamRule::zero},
     {MsgType::stats, "STATS", Sender::client, StreamRule::request},

@@ -16,13 +16,15 @@ namespace llmsvc::protocol {
 // runtime/core/engine/stats_fields.h name these versions by number (their `since` column).
 // Version 4 adds the model information and token counting messages, and token ids (and their
 // log-probabilities) in PIECE. Version 5 adds a context's conversation: CONTEXT_APPEND,
-// CONTEXT_TRUNCATE, CONTEXT_MESSAGES and its reply, and CALL's reply_only.
+// CONTEXT_TRUNCATE, CONTEXT_MESSAGES and its reply, and CALL's reply_only. Version 6 adds
+// CONTEXT_FORK, and the count of shared chunks to CONTEXT_INFO_REPLY.
 inline constexpr uint16_t kMinVersion = 1;
-inline constexpr uint16_t kMaxVersion = 5;
+inline constexpr uint16_t kMaxVersion = 6;
 inline constexpr uint16_t kVersionPolicyFigures = 2;
 inline constexpr uint16_t kVersionQ3Chunks = 3;
 inline constexpr uint16_t kVersionModelInfo = 4;
 inline constexpr uint16_t kVersionMessages = 5;
+inline constexpr uint16_t kVersionFork = 6;
 
 // Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
 inline constexpr size_t kHeaderBytes = 16;
@@ -67,6 +69,7 @@ enum class MsgType : uint16_t {
   context_append = 0x0016,
   context_truncate = 0x0017,
   context_messages = 0x0018,
+  context_fork = 0x0019,
   call = 0x0020,
   cancel = 0x0021,
   stats = 0x0030,

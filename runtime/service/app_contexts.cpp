@@ -40,6 +40,17 @@ Status AppContexts::unscoped(const AppIdentity& app, Status s) const {
   return Status(s.code(), std::move(m));
 }
 
+Status AppContexts::check_contexts_quota_locked(const AppIdentity& app) const {
+  const uint32_t quota = quotas_.of(app.uid).contexts;
+  if (quota == 0) return Status::Ok();
+  auto held = engine_.list_scope(app.scope());
+  if (!held.ok()) return held.status();
+  if (held->size() >= quota)
+    return Status(Code::quota_exceeded, "this app holds " + std::to_string(held->size()) +
+                                            " contexts, its quota; delete one before creating another");
+  return Status::Ok();
+}
+
 Result<std::string> AppContexts::create(const AppIdentity& app, ContextOptions options) {
   if (options.id.empty()) {
     options.id = app.scope() + "/";  // the engine generates an id in the scope
@@ -49,14 +60,25 @@ Result<std::string> AppContexts::create(const AppIdentity& app, ContextOptions o
     options.id = *k;
   }
   std::lock_guard lock(mu_);  // a second create cannot pass the quota between the count and the make
-  if (const uint32_t quota = quotas_.of(app.uid).contexts; quota > 0) {
-    auto held = engine_.list_scope(app.scope());
-    if (!held.ok()) return held.status();
-    if (held->size() >= quota)
-      return Status(Code::quota_exceeded, "this app holds " + std::to_string(held->size()) +
-                                              " contexts, its quota; delete one before creating another");
-  }
+  LLMSVC_RETURN_IF_ERROR(check_contexts_quota_locked(app));
   auto made = engine_.create_context(options);
+  if (!made.ok()) return unscoped(app, made.status());
+  ++open_[*made];
+  return made->substr(app.scope().size() + 1);
+}
+
+Result<std::string> AppContexts::fork(const AppIdentity& app, std::string_view parent, std::string_view id) {
+  auto from = key(app, parent);
+  if (!from.ok()) return from.status();
+  std::string to = app.scope() + "/";  // the engine generates an id in the scope
+  if (!id.empty()) {
+    auto k = key(app, id);
+    if (!k.ok()) return k.status();
+    to = *k;
+  }
+  std::lock_guard lock(mu_);  // as create: the quota's count and the make together
+  LLMSVC_RETURN_IF_ERROR(check_contexts_quota_locked(app));
+  auto made = engine_.fork_context(*from, to);
   if (!made.ok()) return unscoped(app, made.status());
   ++open_[*made];
   return made->substr(app.scope().size() + 1);
@@ -151,9 +173,7 @@ Result<EngineStats> AppContexts::stats(const AppIdentity& app) const {
     if (auto it = figures_.find(app.uid); it != figures_.end()) s = it->second;
   }
   s.known_contexts = static_cast<int32_t>(ids->size());
-  for (const std::string& id : *ids) {
-    if (auto info = engine_.context_info(app.scope() + "/" + id); info.ok()) s.kv_bytes += info->kv_resident_bytes;
-  }
+  s.kv_bytes = engine_.kv_resident_bytes_in(app.scope());
   // The device's figures (stats_fields.h), the same for every app.
 #define LLMSVC_DEVICE_FIGURE(type, name, since, c, source) \
   if constexpr (StatSource::source == StatSource::device) s.name = device.name;

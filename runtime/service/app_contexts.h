@@ -34,6 +34,9 @@ class AppContexts {
 
   // New context (options.id empty: a generated one); counts one open handle. Returns the id.
   Result<std::string> create(const AppIdentity& app, ContextOptions options);
+  // Forks the app's context `parent` into a new one (`id` empty: a generated one), counted
+  // against the contexts quota as a new one; counts one open handle. Returns the id.
+  Result<std::string> fork(const AppIdentity& app, std::string_view parent, std::string_view id);
   // Opens an existing context; counts one open handle.
   Status open(const AppIdentity& app, std::string_view id);
   // Uncounts one open handle; true when it was the app's last on that context.
@@ -57,6 +60,8 @@ class AppContexts {
 
  private:
   Result<std::string> key(const AppIdentity& app, std::string_view id) const;
+  // quota_exceeded when the app holds its quota of contexts (mu_ held).
+  Status check_contexts_quota_locked(const AppIdentity& app) const;
   // The engine's message as the app may see it: no scope prefix, no server path.
   Status unscoped(const AppIdentity& app, Status s) const;
 

@@ -110,7 +110,8 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
   auto fail = [this, s, stream](const Status& st) {
     post(s, Outgoing{stream, p::error_message(st), false, false, true, nullptr});
   };
-  const bool opens = std::holds_alternative<p::ContextNew>(m) || std::holds_alternative<p::ContextOpen>(m);
+  const bool opens = std::holds_alternative<p::ContextNew>(m) || std::holds_alternative<p::ContextOpen>(m) ||
+                     std::holds_alternative<p::ContextFork>(m);
   if (opens && s->handles.size() + s->ops_in_flight >= opt_.max_handles)
     return send_error(s, stream, Status(Code::quota_exceeded, "this connection has " + std::to_string(s->handles.size()) +
                                                                   " contexts open, its limit; close one first"));
@@ -127,6 +128,15 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
       auto id = apps_.create(app, o);
       if (!id.ok()) return fail(id.status());
       answer(p::ContextOpened{0, *id}, true);
+    }, app.scope());
+    return;
+  }
+  if (const auto* req = std::get_if<p::ContextFork>(&m)) {
+    ++s->ops_in_flight;
+    ops_->post([this, app, parent = req->parent, id = req->id.value_or(""), answer, fail] {
+      auto made = apps_.fork(app, parent, id);
+      if (!made.ok()) return fail(made.status());
+      answer(p::ContextOpened{0, *made}, true);
     }, app.scope());
     return;
   }

@@ -52,6 +52,11 @@ class Transport {
   virtual Result<std::vector<ChatMessage>> messages(std::string_view /*id*/, size_t /*first*/, size_t /*max*/) {
     return Status(Code::unsupported, "this transport does not carry messages");
   }
+  // Forks `parent` into a new context (Engine::fork_context), returning its id; the new
+  // context is open as create_context's is. A daemon too old for it: Code::unsupported.
+  virtual Result<std::string> fork_context(std::string_view /*parent*/, std::string_view /*id*/) {
+    return Status(Code::unsupported, "this transport does not fork contexts");
+  }
   // The tokens `text` adds as a prompt (CountParams), with the first `max_ids` of their ids.
   virtual Result<TokenCount> count_tokens(std::string_view /*text*/, const CountParams& /*params*/, size_t /*max_ids*/) {
     return Status(Code::unsupported, "this transport does not count tokens");

@@ -76,6 +76,8 @@ TEST(Exports, EveryHeaderFunctionIsExported) {
       "llmsvc_context_generate",
       "llmsvc_context_truncate",
       "llmsvc_context_messages",
+      // ABI 1.4
+      "llmsvc_context_fork",
   };
   auto names = exported_symbols(LLMSVC_SHARED_LIB);
   for (const auto& f : api) EXPECT_TRUE(names.count(f)) << f << " is not exported";
@@ -96,6 +98,7 @@ TEST(Exports, LaterFunctionsCarryTheirVersion) {
   for (const char* f : {"llmsvc_message_init", "llmsvc_context_append", "llmsvc_context_generate",
                         "llmsvc_context_truncate", "llmsvc_context_messages"})
     EXPECT_TRUE(names.count(std::string(f) + "@@LLMSVC_1.3")) << f;
+  EXPECT_TRUE(names.count("llmsvc_context_fork@@LLMSVC_1.4"));
   EXPECT_TRUE(names.count("llmsvc_call@@LLMSVC_1"));
 }
 

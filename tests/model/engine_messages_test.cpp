@@ -14,26 +14,10 @@
 
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/persist/state_dir.h"
-#include "tests/model/bad_input_util.h"
+#include "tests/model/engine_util.h"
 
 namespace llmsvc::test {
 namespace {
-
-std::unique_ptr<Engine> engine_for(const char* model, const std::string& state) {
-  EngineOptions eo;
-  eo.model_path = test_model(model);
-  eo.n_threads = 2;
-  eo.n_ctx = 4096;
-  eo.state_dir = state;
-  auto e = Engine::create(eo);
-  if (!e.ok()) throw std::runtime_error("cannot create the engine: " + e.status().message());
-  return std::move(e).value();
-}
-
-std::string state_dir(const char* name) {
-  const char* base = std::getenv("LLMSVC_STATE_DIR");  // private per test process (test_main)
-  return std::string(base ? base : "/tmp") + "/" + name;
-}
 
 // Every byte a context's messages keep is a byte of their tokens' text: a message of whitespace
 // that the template strips (gemma3's) keeps only what is left, one the template keeps (ChatML)

@@ -76,6 +76,7 @@ inline std::vector<Sample> protocol_samples() {
   info.chunks_q4 = 20;
   info.chunks_q2 = 1;
   info.chunks_q3 = 3;  // version 3
+  info.chunks_shared = 4;  // version 6
   v.push_back({S, 14, info});
   CallStats cs{40, 16, 756, 31.5, 60.25, 20.5, 150.0, 10.0};
   cs.chunks_loaded = 12;
@@ -156,6 +157,10 @@ inline std::vector<Sample> protocol_samples() {
   CountTokens count{"", {true, true, "Be brief.", {}}, 0, 16};
   count.params.messages = {{MessageRole::user, "Hi"}, {MessageRole::assistant, "Hello!"}, {MessageRole::user, "Bye"}};
   v.push_back({C, 30, count});
+  // Version 6: forks.
+  v.push_back({C, 31, ContextFork{"notes", std::nullopt}});
+  v.push_back({C, 32, ContextFork{"notes", std::string(64, 'f')}});
+  v.push_back({S, 31, ContextOpened{7, "notes-b"}});
   return v;
 }
 

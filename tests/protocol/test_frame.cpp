@@ -125,6 +125,11 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 1800 0000 06000000 11000000 05000000 6e6f746573 01000000 40000000"));
   EXPECT_EQ(frame_of(Role::server, 6, ContextMessagesReply{true, {{MessageRole::assistant, "Oui."}}}),
             unhex("4c4c4d53 9600 0000 06000000 0e000000 01 01000000 02 04000000 4f75692e"));
+  // Version 6: a fork and its answer.
+  EXPECT_EQ(frame_of(Role::client, 7, ContextFork{"notes", "notes-b"}),
+            unhex("4c4c4d53 1900 0000 07000000 14000000 05000000 6e6f746573 07000000 6e6f7465732d62"));
+  EXPECT_EQ(frame_of(Role::server, 7, ContextOpened{2, "notes-b"}),
+            unhex("4c4c4d53 9000 0000 07000000 0f000000 02000000 07000000 6e6f7465732d62"));
 }
 
 // Every sample frame one side sends, back to back.

@@ -25,6 +25,9 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionFork) {
+    if (auto* info = std::get_if<ContextInfoReply>(&m)) info->chunks_shared = 0;
+  }
   if (version < kVersionMessages) {
     if (auto* call = std::get_if<Call>(&m)) {
       call->options.reply_only = false;

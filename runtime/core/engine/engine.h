@@ -102,6 +102,13 @@ class Engine {
   virtual void release_context(std::string_view id) = 0;
   // Deletes the context and its files. Code::busy while inside a call; not_found if unknown.
   virtual Status delete_context(std::string_view id) = 0;
+  // Forks context `parent` into a new one, `child_id` named as create_context names it ("" or
+  // "<scope>/": a fresh id): the same mode, system prompt, tokens and messages, durable when
+  // it returns. Its KV shares the parent's full chunks that are in memory (their bytes count
+  // once; each lives while either context holds it); the rest is computed at its first call.
+  // busy while the parent is inside a call; unsupported for a chat context that keeps no
+  // messages (history format 1); exists / invalid_argument for the id as create_context.
+  virtual Result<std::string> fork_context(std::string_view parent, std::string_view child_id) = 0;
   // Every context on storage, by id (those without a scope).
   virtual Result<std::vector<std::string>> list_contexts() const = 0;
   // Scopes (llmsvcd: one per app). Every method that takes an id also takes a key
@@ -146,6 +153,9 @@ class Engine {
   virtual Result<std::vector<int32_t>> message_ids(const CountParams& params) const = 0;
 
   virtual EngineStats stats() const = 0;
+  // The bytes of resident KV the loaded contexts in `scope` hold, a chunk shared by forks
+  // counted once (llmsvcd's per-app kv_bytes; ContextInfo.kv_resident_bytes counts it in each).
+  virtual uint64_t kv_resident_bytes_in(std::string_view scope) const = 0;
   // Waits until every swap write queued so far is durable or has failed (tests, benchmarks).
   virtual void flush_swap() = 0;
   virtual const Tokenizer& tokenizer() const = 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <unordered_set>
 
 #include <cerrno>
 #include <ctime>
@@ -133,6 +134,12 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
                                                 " tokens with its template, and a context holds " + std::to_string(n_ctx_));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  auto made = new_context_locked(o);
+  if (!made.ok()) return made.status();
+  return (*made)->id;
+}
+
+Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o) {
   std::string id = o.id;
   if (id.empty() || id.back() == '/') {  // "" or "<scope>/": a fresh id (in that scope)
     const std::string scope = id;
@@ -177,9 +184,10 @@ Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
   ctx->log = std::move(log).value();
   ctx->keeps_messages = !o.raw && ctx->log->keeps_messages();
   kv_.attach(*ctx, /*from_storage=*/false);
+  ContextState* made = ctx.get();
   contexts_.emplace(id, std::move(ctx));
   stats_.known_contexts++;
-  return id;
+  return made;
 }
 
 Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
@@ -262,6 +270,45 @@ Status EngineImpl::delete_context(std::string_view id) {
   return root().remove_tree(persist::layout::context_dir(id));
 }
 
+Result<std::string> EngineImpl::fork_context(std::string_view parent_id, std::string_view child_id) {
+  auto entered = enter(parent_id);
+  if (!entered.ok()) return entered.status();
+  ContextState* parent = *entered;
+  kv_.store().pin(parent->kv);  // its chunks stay in memory while the child takes them
+  BusyGuard guard{mu_, *parent, kv_.store()};
+  if (!parent->raw) LLMSVC_RETURN_IF_ERROR(check_keeps_messages(*parent));
+  ContextOptions o;
+  o.id = std::string(child_id);
+  o.raw = parent->raw;
+  o.system_prompt = parent->system_prompt;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto made = new_context_locked(o);
+  if (!made.ok()) return made.status();
+  ContextState& child = **made;
+  // The history as one record: the child is its parent's conversation so far.
+  child.tokens = parent->tokens;
+  child.turns = parent->turns;
+  child.messages = parent->messages;
+  if (Status s = child.log->append(child.tokens, child.turns, child.messages); !s.ok()) {
+    const std::string id = child.id;
+    contexts_.erase(id);
+    kv_.deleted(id);
+    stats_.known_contexts = std::max(0, stats_.known_contexts - 1);
+    (void)root().remove_tree(persist::layout::context_dir(id));
+    return Status(s.code(), "the fork could not be saved: " + s.message());
+  }
+  child.n_persisted = child.tokens.size();
+  child.persisted_turns = child.turns;
+  child.n_persisted_messages = child.messages.size();
+  // The parent's full chunks are shared (the ones in memory; the others are recomputed at the
+  // child's first call); its partial last chunk is computed again by the child.
+  const int C = kv_.store().geometry().chunk_tokens;
+  const int n_share = std::min(parent->kv.n_chunks(), parent->n_evaluated / C);
+  if (Status s = child.kv.share_prefix(parent->kv, n_share); !s.ok()) return s;
+  child.n_evaluated = n_share * C;
+  return child.id;
+}
+
 Result<std::vector<std::string>> EngineImpl::list_contexts() const { return state_.list(); }
 
 Result<std::vector<std::string>> EngineImpl::list_scope(std::string_view scope) const { return state_.list(scope); }
@@ -286,6 +333,7 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
       info.chunks_q8 = n.q8;
       info.chunks_q4 = n.q4;
       info.chunks_q3 = n.q3;
+      info.chunks_shared = n.shared;
       info.chunks_q2 = n.q2;
       info.chunks_swapped = n.swapped;
       // A call in flight may already hold chunks for tokens not yet on storage.
@@ -325,6 +373,16 @@ EngineStats EngineImpl::stats() const {
   EngineStats s = stats_;
   kv_.add_figures(s);
   return s;
+}
+
+uint64_t EngineImpl::kv_resident_bytes_in(std::string_view scope) const {
+  const std::string prefix = std::string(scope) + "/";
+  std::unordered_set<const void*> seen;
+  uint64_t sum = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, c] : contexts_)
+    if (std::string_view(id).starts_with(prefix)) sum += c->kv.resident_bytes_once(seen);
+  return sum;
 }
 
 ModelInfo EngineImpl::model_info() const {
@@ -372,9 +430,6 @@ std::vector<int32_t> EngineImpl::turn_tokens(bool raw, bool at_start, bool first
 
 Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   if (ctx.tokens.empty()) return Status(Code::invalid_argument, "the context is empty and the prompt adds no tokens");
-  // Everything evaluated already (an empty prompt after a prefill-only call): recompute the
-  // last position to get its logits; its K/V are rewritten in place with the same values.
-  if (ctx.n_evaluated == static_cast<int>(ctx.tokens.size())) ctx.n_evaluated--;
   // One micro-batch per turn at the compute lock, so a long prompt lets other calls' tokens
   // through between its micro-batches. They are the micro-batches one eval of the whole
   // prompt would make, so the results are the same bits.
@@ -451,8 +506,13 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
                              std::move(reply)});
   }
   // Compression failing (out of budget for the new form) leaves chunks as they were: the
-  // call's answer stands.
-  (void)kv_.compress(*ctx);
+  // call's answer stands. A chunk shared with a fork narrows for every holder: with the
+  // compute turn held, no holder's evaluation is reading it.
+  {
+    std::unique_lock<FairMutex> turn(compute_mu_, std::defer_lock);
+    if (ctx->kv.counts().shared > 0) turn.lock();
+    (void)kv_.compress(*ctx);
+  }
   if (Status p = persist(*ctx); !p.ok()) {
     s = p;
     st.generated_ids.clear();
@@ -506,6 +566,11 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   const int old_evaluated = ctx.n_evaluated;
   ctx.tokens.insert(ctx.tokens.end(), prompt.begin(), prompt.end());
 
+  // Everything evaluated already (an empty prompt after a prefill-only call): the last
+  // position is evaluated again for its logits. Its chunk is kept only where it can take the
+  // row again (truncate: resident f16, not shared with a fork), else computed again whole.
+  if (!ctx.tokens.empty() && ctx.n_evaluated == static_cast<int>(ctx.tokens.size()))
+    ctx.n_evaluated = ctx.kv.truncate(ctx.n_evaluated - 1);
   // Switch-in: bring the context's KV back into memory, then room for the new tokens.
   Status s = kv_.switch_in(ctx, st);
   if (s.ok()) s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));

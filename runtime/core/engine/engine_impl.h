@@ -35,6 +35,7 @@ class EngineImpl final : public Engine {
   Status open_context(std::string_view id) override;
   void release_context(std::string_view id) override;
   Status delete_context(std::string_view id) override;
+  Result<std::string> fork_context(std::string_view parent, std::string_view child_id) override;
   Result<std::vector<std::string>> list_contexts() const override;
   Result<std::vector<std::string>> list_scope(std::string_view scope) const override;
   Result<ContextInfo> context_info(std::string_view id) const override;
@@ -47,6 +48,7 @@ class EngineImpl final : public Engine {
   std::vector<int32_t> prompt_ids(std::string_view text, const CountParams& params) const override;
   Result<std::vector<int32_t>> message_ids(const CountParams& params) const override;
   EngineStats stats() const override;
+  uint64_t kv_resident_bytes_in(std::string_view scope) const override;
   void flush_swap() override;
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
   size_t max_piece_bytes() const override;
@@ -98,6 +100,8 @@ class EngineImpl final : public Engine {
   // The state root, held open: every state file is reached beneath it (persist::layout's
   // relative paths), never through a symbolic link.
   const fileio::SafeDir& root() const { return *state_.dir(); }
+  // A new context's files and state (mu_ held; `o` validated by create_context's checks).
+  Result<ContextState*> new_context_locked(const ContextOptions& o);
   // Loads a context from storage into contexts_ (mu_ held).
   Result<ContextState*> load_locked(std::string_view id);
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).

@@ -93,7 +93,8 @@ enum class StatSource : uint8_t {
   X(int32_t, chunks_q8, 2, yes)                                                                     \
   X(int32_t, chunks_q4, 2, yes)                                                                     \
   X(int32_t, chunks_q2, 2, yes)                                                                     \
-  X(int32_t, chunks_q3, 3, yes)
+  X(int32_t, chunks_q3, 3, yes)                                                                     \
+  X(int32_t, chunks_shared, 6, yes)             /* resident chunks shared with a fork (counted above too) */
 
 // The member a table's line declares (X for the structs that hold the figures).
 #define LLMSVC_STATS_MEMBER(type, name, ...) type name = 0;

@@ -34,7 +34,7 @@ class ContextInfo(Structure):
                 ("turns", c_int32), ("chunks_total", c_int32), ("chunks_resident", c_int32),
                 ("chunks_swapped", c_int32), ("chunks_dropped", c_int32), ("kv_resident_bytes", c_uint64),
                 ("chunks_f16", c_int32), ("chunks_q8", c_int32), ("chunks_q4", c_int32), ("chunks_q2", c_int32),
-                ("chunks_q3", c_int32)]
+                ("chunks_q3", c_int32), ("padding_1_4", c_int32), ("chunks_shared", c_int32)]
 
 
 class Piece(Structure):
@@ -153,6 +153,7 @@ _SIGNATURES = {
     "llmsvc_context_generate": (_status, [c_void_p, POINTER(CallOptions), TOKEN_FN, c_void_p, POINTER(CallResult)]),
     "llmsvc_context_truncate": (_status, [c_void_p, c_size_t]),
     "llmsvc_context_messages": (_status, [c_void_p, c_size_t, MESSAGE_FN, c_void_p]),
+    "llmsvc_context_fork": (_status, [c_void_p, c_char_p, POINTER(c_void_p)]),
 }
 
 missing = []

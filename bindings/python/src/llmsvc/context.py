@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Mapping, O
 
 from . import _lib
 from ._handle import Handle
-from .errors import CancelledError, Error, UnsupportedError, check
+from .errors import CancelledError, Error, UnsupportedError, check, require
 
 if TYPE_CHECKING:
     from .service import Service
@@ -113,7 +113,8 @@ class Reply:
 
 @dataclass(frozen=True)
 class ContextInfo:
-    """llmsvc_context_info: tokens, turns and the KV chunks by state and format."""
+    """llmsvc_context_info: tokens, turns and the KV chunks by state and format; chunks_shared:
+    the resident chunks it shares with a fork or its parent (0 from a library before ABI 1.4)."""
     id: str
     raw: bool
     tokens: int
@@ -128,12 +129,13 @@ class ContextInfo:
     chunks_q4: int
     chunks_q3: int
     chunks_q2: int
+    chunks_shared: int = 0
 
     @staticmethod
     def _of(i: _lib.ContextInfo) -> "ContextInfo":
         return ContextInfo(_lib.text(i.id), bool(i.raw), i.tokens, i.turns, i.chunks_total, i.chunks_resident,
                            i.chunks_swapped, i.chunks_dropped, i.kv_resident_bytes, i.chunks_f16, i.chunks_q8,
-                           i.chunks_q4, i.chunks_q3, i.chunks_q2)
+                           i.chunks_q4, i.chunks_q3, i.chunks_q2, i.chunks_shared)
 
 
 _TOKEN_IDS_ABI = (1 << 16) | 2  # llmsvc_call_options.on_tokens
@@ -163,6 +165,16 @@ class Context(Handle):
 
     def info(self) -> ContextInfo:
         return self._service.context_info(self._id)
+
+    def fork(self, id: Optional[str] = None) -> "Context":
+        """A new context holding this one's tokens and conversation, opened (`id` None: a fresh
+        one). It shares this context's KV memory until either goes on, and outlives it.
+        BusyError inside a call on this context, ExistsError for an id in use."""
+        require("llmsvc_context_fork")
+        handle = ctypes.c_void_p()
+        check(_lib.lib.llmsvc_context_fork(self._h(), id.encode("utf-8") if id is not None else None,
+                                           ctypes.byref(handle)))
+        return Context(self._service, handle.value)
 
     def cancel(self) -> None:
         """Cancels the call running on this context (none: nothing happens). Thread-safe."""

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* jni_context.c — org.llmsvc.Native's context methods: new, open, id, close, delete, info, list, cancel. */
+/* jni_context.c — org.llmsvc.Native's context methods: new, open, fork, id, close, delete, info, list, cancel. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +43,23 @@ JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextOpen(JNIEnv* env, jclass c
       jni_throw_status(env, st);
     } else {
       handle = jni_handle(context);
+    }
+  }
+  free(id_c);
+  return handle;
+}
+
+JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextFork(JNIEnv* env, jclass cls, jlong context, jbyteArray id) {
+  (void)cls;
+  char* id_c = NULL;
+  jlong handle = 0;
+  if (jni_cstring(env, id, &id_c) == 0) {
+    llmsvc_context* fork = NULL;
+    llmsvc_status st = llmsvc_context_fork(jni_context(context), id_c, &fork);
+    if (st != LLMSVC_OK) {
+      jni_throw_status(env, st);
+    } else {
+      handle = jni_handle(fork);
     }
   }
   free(id_c);
@@ -97,6 +114,7 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextInfo(JNIEnv* env, jclass cl
   v[org_llmsvc_Native_INFO_CHUNKS_Q4] = info.chunks_q4;
   v[org_llmsvc_Native_INFO_CHUNKS_Q3] = info.chunks_q3;
   v[org_llmsvc_Native_INFO_CHUNKS_Q2] = info.chunks_q2;
+  v[org_llmsvc_Native_INFO_CHUNKS_SHARED] = info.chunks_shared; /* 0 from a library before ABI 1.4 */
   (*env)->SetIntArrayRegion(env, ints, 0, org_llmsvc_Native_INFO_INTS, v);
   if ((*env)->ExceptionCheck(env)) return;
   jlong kv = (jlong)info.kv_resident_bytes;

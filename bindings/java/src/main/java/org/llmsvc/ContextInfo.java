@@ -72,6 +72,15 @@ public final class ContextInfo {
     return ints[Native.INFO_CHUNKS_Q2];
   }
 
+  /**
+   * Resident chunks this context shares with a fork or its parent ({@link LLMContext#fork()}):
+   * their memory counts once in {@link ServiceStats}, but in each holder's {@link
+   * #kvResidentBytes()}. 0 from a library before ABI 1.4.
+   */
+  public int chunksShared() {
+    return ints[Native.INFO_CHUNKS_SHARED];
+  }
+
   public long kvResidentBytes() {
     return longs[Native.INFO_KV_RESIDENT_BYTES];
   }

@@ -211,6 +211,29 @@ public final class LLMContext implements AutoCloseable {
     return Collections.unmodifiableList(out);
   }
 
+  /** {@link #fork(String)} with a fresh id. */
+  public LLMContext fork() {
+    return fork(null);
+  }
+
+  /**
+   * Forks this context: a new one, opened, with its mode, system prompt, tokens and conversation
+   * ({@code id} null: a fresh id). It shares this context's KV memory in the service until
+   * either goes on; then each goes on alone, and deleting one leaves the other intact.
+   *
+   * @throws BusyException this context is inside a call (through any handle)
+   * @throws AlreadyExistsException {@code id} names a context already
+   * @throws InvalidArgumentException {@code id} is not a valid context id
+   */
+  public LLMContext fork(String id) {
+    if (Native.abiVersion() < Native.FORK_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than fork (ABI 1.4)");
+    }
+    byte[] utf8 = Utf8.cString(id, "id");
+    long child = exclusive("is inside a call", h -> Native.contextFork(h, utf8));
+    return service.adopt(child);
+  }
+
   /** A native operation on the handle. */
   @FunctionalInterface
   private interface NativeOp<T> {

@@ -128,6 +128,11 @@ public final class LLMService implements AutoCloseable {
     }
   }
 
+  /** Wraps a context handle the library opened through this service (a fork). */
+  LLMContext adopt(long context) {
+    return wrap(context);
+  }
+
   private LLMContext wrap(long context) {
     try {
       return new LLMContext(this, context);

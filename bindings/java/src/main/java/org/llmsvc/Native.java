@@ -70,7 +70,8 @@ final class Native {
   static final int INFO_CHUNKS_Q4 = 9;
   static final int INFO_CHUNKS_Q3 = 10;
   static final int INFO_CHUNKS_Q2 = 11;
-  static final int INFO_INTS = 12;
+  static final int INFO_CHUNKS_SHARED = 12;
+  static final int INFO_INTS = 13;
   static final int INFO_KV_RESIDENT_BYTES = 0;
   static final int INFO_LONGS = 1;
 
@@ -138,11 +139,17 @@ final class Native {
 
   static native void contextCancel(long context);
 
+  /** llmsvc_context_fork: the fork's handle ({@code id} null: a fresh id). */
+  static native long contextFork(long context, byte[] id);
+
   /**
    * ABI 1.3: a chat context's messages (llmsvc_context_append, _generate, _truncate, _messages),
    * structured output (llmsvc_call_options.json_schema / grammar) and counting messages.
    */
   static final int MESSAGES_ABI = (1 << 16) | 3;
+
+  /** ABI 1.4: llmsvc_context_fork and llmsvc_context_info.chunks_shared. */
+  static final int FORK_ABI = (1 << 16) | 4;
 
   /**
    * Runs one call ({@code prompt} null: llmsvc_context_generate, the reply to the conversation),
