@@ -18,7 +18,7 @@ static const conf_group kGroups[] = {
     {conf_lifecycle_tests}, {conf_status_tests},  {conf_struct_size_tests}, {conf_stream_tests},
     {conf_determinism_tests}, {conf_stats_tests}, {conf_persist_tests},     {conf_thread_tests},
     {conf_isolation_tests},   {conf_model_info_tests}, {conf_token_stream_tests},
-    {conf_messages_tests}, {conf_structured_tests}, {conf_fork_tests},
+    {conf_messages_tests}, {conf_structured_tests}, {conf_fork_tests}, {conf_tools_tests},
 };
 
 static int usage(const char* argv0) {

@@ -83,6 +83,18 @@ llmsvc_call_options conf_greedy(int32_t max_tokens) {
   return o;
 }
 
+static int count_one(const char* id, void* user) {
+  (void)id;
+  ++*(int*)user;
+  return 0;
+}
+
+int conf_count_contexts(conf_t* t, llmsvc_service* svc) {
+  int n = 0;
+  CONF_STATUS(t, llmsvc_context_list(svc, count_one, &n), LLMSVC_OK);
+  return n;
+}
+
 llmsvc_context_info conf_info(conf_t* t, llmsvc_service* svc, const char* id) {
   llmsvc_context_info info;
   llmsvc_context_info_init(&info);

@@ -31,6 +31,8 @@ int conf_setup(conf_t* t, conf_fixture* f, const char* tag, int raw);
 void conf_teardown(conf_t* t, conf_fixture* f);
 /* Greedy call options with `max_tokens`. */
 llmsvc_call_options conf_greedy(int32_t max_tokens);
+/* How many contexts llmsvc_context_list reports through `svc` (a failure if listing fails). */
+int conf_count_contexts(conf_t* t, llmsvc_service* svc);
 /* info_get through `svc`; a failure (and a zeroed info) if it fails. */
 llmsvc_context_info conf_info(conf_t* t, llmsvc_service* svc, const char* id);
 

@@ -23,18 +23,6 @@ static llmsvc_status say(llmsvc_context* ctx, const char* prompt, int32_t max_to
   return llmsvc_call(ctx, prompt, strlen(prompt), &o, conf_collect, out, NULL);
 }
 
-static int count_id(const char* id, void* user) {
-  (void)id;
-  ++*(int*)user;
-  return 0;
-}
-
-static int n_contexts(conf_t* t, llmsvc_service* svc) {
-  int n = 0;
-  CONF_STATUS(t, llmsvc_context_list(svc, count_id, &n), LLMSVC_OK);
-  return n;
-}
-
 static uint64_t kv_bytes(conf_t* t, llmsvc_service* svc) {
   llmsvc_stats s;
   llmsvc_stats_init(&s);
@@ -239,7 +227,7 @@ static void fork_refusals(conf_t* t) {
   conf_text out;
   CONF_STATUS(t, say(f.ctx, "Hello.", 2, &out), LLMSVC_OK);
   conf_text_free(&out);
-  const int n0 = n_contexts(t, f.svc);
+  const int n0 = conf_count_contexts(t, f.svc);
   llmsvc_context* c = NULL;
   CONF_STATUS(t, llmsvc_context_fork(NULL, NULL, &c), LLMSVC_ERR_INVALID_ARGUMENT);
   CONF_STATUS(t, llmsvc_context_fork(f.ctx, NULL, NULL), LLMSVC_ERR_INVALID_ARGUMENT);
@@ -257,7 +245,7 @@ static void fork_refusals(conf_t* t) {
     CONF_CHECK(t, p.status == LLMSVC_ERR_BUSY, "a fork inside a call gave %s", llmsvc_status_name(p.status));
     llmsvc_context_close(p.other);
   }
-  CONF_CHECK(t, n_contexts(t, f.svc) == n0, "%d contexts, %d before the refusals", n_contexts(t, f.svc), n0);
+  CONF_CHECK(t, conf_count_contexts(t, f.svc) == n0, "%d contexts, %d before the refusals", conf_count_contexts(t, f.svc), n0);
   conf_teardown(t, &f);
 }
 

@@ -188,8 +188,8 @@ static void truncate_rewinds(conf_t* t) {
 }
 
 /* MSG-4: the turn order: user and assistant alternate from a user message. Out of order, a
- * system message: INVALID_ARGUMENT naming the message, nothing appended; a tool message:
- * UNSUPPORTED; generate without a user message to answer and a call after an unanswered one:
+ * system message: INVALID_ARGUMENT naming the message, nothing appended; a tool message (no
+ * reply called a tool): INVALID_ARGUMENT; generate without a user message to answer and a call after an unanswered one:
  * INVALID_ARGUMENT. */
 static void turn_order(conf_t* t) {
   conf_fixture f;
@@ -203,7 +203,7 @@ static void turn_order(conf_t* t) {
   const llmsvc_message sys = msg(LLMSVC_ROLE_SYSTEM, "Be brief.");
   CONF_STATUS(t, llmsvc_context_append(f.ctx, &sys, 1), LLMSVC_ERR_INVALID_ARGUMENT);
   const llmsvc_message tool = msg(LLMSVC_ROLE_TOOL, "{}");
-  CONF_STATUS(t, llmsvc_context_append(f.ctx, &tool, 1), LLMSVC_ERR_UNSUPPORTED);
+  CONF_STATUS(t, llmsvc_context_append(f.ctx, &tool, 1), LLMSVC_ERR_INVALID_ARGUMENT);
   llmsvc_context_info info = conf_info(t, f.svc, f.id);
   CONF_CHECK(t, info.tokens == 0, "refused appends left %d tokens", info.tokens);
   conf_text out;

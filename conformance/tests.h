@@ -19,5 +19,6 @@ extern const conf_test conf_token_stream_tests[]; /* TOKS-*    test_token_stream
 extern const conf_test conf_messages_tests[];    /* MSG-*     test_messages.c */
 extern const conf_test conf_structured_tests[];  /* JSON-*    test_structured.c */
 extern const conf_test conf_fork_tests[];        /* FORK-*    test_fork.c */
+extern const conf_test conf_tools_tests[];       /* TOOL-*    test_tools.c */
 
 #endif /* LLMSVC_CONFORMANCE_TESTS_H */

@@ -146,6 +146,17 @@ typedef struct llmsvc_context_options {
   const char* system_prompt;
   /** Non-zero: prompts are fed as they are, without the chat template. */
   int32_t raw;
+  /** Since ABI 1.4, chat contexts: the tools the conversation may call, a JSON array of
+   *  OpenAI-style tools, [{"type": "function", "function": {"name", "description",
+   *  "parameters"}}] (or the function objects alone), NUL-terminated; NULL or "[]": none.
+   *  The model's chat template renders them into the first turn; each reply is parsed for
+   *  calls in the syntax the template teaches (llmsvc_call_result.tool_calls), and the app
+   *  appends each call's result as an LLMSVC_ROLE_TOOL message (all of a reply's results in
+   *  one llmsvc_context_append), then generates the next reply. LLMSVC_ERR_INVALID_ARGUMENT
+   *  for tools that are not such an array (at most 64 tools, 64 KiB, names of 1..64
+   *  [A-Za-z0-9_.-], each once), LLMSVC_ERR_UNSUPPORTED for a model whose template renders
+   *  no tools or whose call syntax the library does not parse. */
+  const char* tools_json;
 } llmsvc_context_options;
 
 LLMSVC_API void llmsvc_context_options_init(llmsvc_context_options* options);
@@ -304,6 +315,11 @@ typedef struct llmsvc_call_result {
   int32_t chunks_recomputed;
   /* Since ABI 1.3: structured output's own time (allowed tokens, the matcher's steps). */
   double constrain_ms;
+  /* Since ABI 1.4, a context with tools (llmsvc_context_options.tools_json): the tool calls
+   * parsed from the reply (read them with llmsvc_context_messages: the reply's message carries
+   * them), and 1 when the reply started a call that did not parse (it stays text). */
+  int32_t tool_calls;
+  int32_t tool_call_errors;
 } llmsvc_call_result;
 
 LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);
@@ -462,7 +478,7 @@ typedef enum llmsvc_role {
   LLMSVC_ROLE_SYSTEM = 0,    /* not appended: the system prompt is the context's option */
   LLMSVC_ROLE_USER = 1,
   LLMSVC_ROLE_ASSISTANT = 2,
-  LLMSVC_ROLE_TOOL = 3       /* reserved for tool results (LLMSVC_ERR_UNSUPPORTED for now) */
+  LLMSVC_ROLE_TOOL = 3       /* a tool's result, after a reply that called tools (since ABI 1.4) */
 } llmsvc_role;
 
 typedef struct llmsvc_message {  /* (also named by llmsvc_count_options) */
@@ -470,6 +486,14 @@ typedef struct llmsvc_message {  /* (also named by llmsvc_count_options) */
   int32_t role;             /* llmsvc_role */
   const char* content;      /* UTF-8, content_len bytes, not NUL-terminated; NULL when len 0 */
   size_t content_len;
+  /* Since ABI 1.4, read back by llmsvc_context_messages: an assistant message of a context
+   * with tools carries the calls its reply made, an OpenAI-style JSON array [{"id", "type":
+   * "function", "function": {"name", "arguments"}}] with arguments a JSON object
+   * (tool_calls_len bytes, not NUL-terminated; NULL and 0 for none), and its content is then
+   * the text around them. llmsvc_context_append ignores it: an assistant message is appended
+   * as its text (a reply's calls in the syntax the model writes them in). */
+  const char* tool_calls;
+  size_t tool_calls_len;
 } llmsvc_message;
 
 LLMSVC_API void llmsvc_message_init(llmsvc_message* message);

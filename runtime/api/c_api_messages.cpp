@@ -65,6 +65,8 @@ llmsvc_status llmsvc_context_messages(llmsvc_context* context, size_t first, llm
         out.role = static_cast<int32_t>(m.role);
         out.content = m.content.empty() ? nullptr : m.content.data();
         out.content_len = m.content.size();
+        out.tool_calls = m.tool_calls.empty() ? nullptr : m.tool_calls.data();
+        out.tool_calls_len = m.tool_calls.size();
         if (fn(&out, user) != 0) return LLMSVC_OK;
       }
       if (page->size() < kPage) return LLMSVC_OK;

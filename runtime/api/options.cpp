@@ -33,7 +33,8 @@ void init(llmsvc_bind_options* o) {
 }
 
 void init(llmsvc_context_options* o) {
-  *o = llmsvc_context_options{sizeof(llmsvc_context_options), nullptr, nullptr, 0};
+  *o = llmsvc_context_options{};
+  o->struct_size = sizeof(llmsvc_context_options);
 }
 
 void init(llmsvc_call_options* o) {
@@ -135,6 +136,10 @@ Result<ContextOptions> read_context_options(const llmsvc_context_options* option
     out.system_prompt = in->system_prompt;
   }
   out.raw = in->raw != 0;
+  if (in->tools_json != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(in->tools_json, "tools_json"));
+    out.tools = in->tools_json;
+  }
   return out;
 }
 

@@ -49,6 +49,13 @@ class UnixTransport final : public Transport {
     if (!options.id.empty()) req.id = options.id;
     if (!options.system_prompt.empty()) req.system_prompt = options.system_prompt;
     req.raw = options.raw;
+    if (!options.tools.empty()) {
+      LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionFork, "tools"));
+      if (options.tools.size() > p::kMaxToolsBytes)
+        return Status(Code::invalid_argument, "tools: more than the daemon's " + std::to_string(p::kMaxToolsBytes) +
+                                                  " bytes");
+      req.tools = options.tools;
+    }
     auto opened = single<p::ContextOpened>((*conn)->round_trip(req));
     if (!opened.ok()) return opened.status();
     open_[opened->id].handle = opened->handle;

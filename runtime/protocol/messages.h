@@ -164,12 +164,15 @@ struct ContextNew {
   std::optional<std::string> id;             // absent: the server generates one
   std::optional<std::string> system_prompt;  // absent: none / the template's default
   bool raw = false;
+  std::string tools{};  // version 6: the tools the conversation may call (JSON; "": none)
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
     LLMSVC_RETURN_IF_ERROR(io.opt_text("id", m.id, kIdBounds));
     LLMSVC_RETURN_IF_ERROR(io.opt_text("system_prompt", m.system_prompt, kAnyText));
-    return io.boolean("raw", m.raw);
+    LLMSVC_RETURN_IF_ERROR(io.boolean("raw", m.raw));
+    if (io.version() < kVersionFork) return Status::Ok();
+    return io.text("tools", m.tools, Bounds{0, kMaxToolsBytes});
   }
   bool operator==(const ContextNew&) const = default;
 };
@@ -555,7 +558,17 @@ struct ContextMessagesReply {
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
     LLMSVC_RETURN_IF_ERROR(io.boolean("more", m.more));
-    return chat_messages(io, "messages", m.messages, kMaxMessagesPage);
+    LLMSVC_RETURN_IF_ERROR(chat_messages(io, "messages", m.messages, kMaxMessagesPage));
+    if (io.version() < kVersionFork) return Status::Ok();
+    // Version 6: each message's tool calls (a JSON array, "" for none), in the same order.
+    std::vector<std::string> calls;
+    for (const auto& msg : m.messages) calls.push_back(msg.tool_calls);
+    LLMSVC_RETURN_IF_ERROR(io.text_list("tool_calls", calls, kMaxMessagesPage, kAnyText));
+    if constexpr (!std::is_const_v<M>) {
+      if (calls.size() != m.messages.size()) return io.fail("tool_calls", "not one entry per message");
+      for (size_t i = 0; i < calls.size(); ++i) m.messages[i].tool_calls = std::move(calls[i]);
+    }
+    return Status::Ok();
   }
   bool operator==(const ContextMessagesReply&) const = default;
 };

@@ -50,6 +50,7 @@ inline constexpr size_t kMaxCountIds = 16384;      // token ids in one COUNT_TOK
 inline constexpr size_t kMaxAppendMessages = 1024; // messages in one CONTEXT_APPEND
 inline constexpr size_t kMaxMessagesPage = 64;     // messages in one CONTEXT_MESSAGES_REPLY
 inline constexpr size_t kMaxConstraintBytes = 65536; // CALL.options.json_schema, .grammar
+inline constexpr size_t kMaxToolsBytes = 65536;      // CONTEXT_NEW.tools (version 6)
 
 // Message types (u16 on the wire). 0x00xx from the client, 0x008x-0x00Fx replies from the
 // server; Ping / Pong go both ways.

@@ -123,6 +123,7 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
     o.id = req->id.value_or("");
     o.system_prompt = req->system_prompt.value_or("");
     o.raw = req->raw;
+    o.tools = req->tools;
     ++s->ops_in_flight;
     ops_->post([this, app, o, answer, fail] {
       auto id = apps_.create(app, o);
@@ -245,11 +246,11 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
       // As many as fit the client's frame limit: each takes its text and a few bytes of framing.
       size_t bytes = 64;
       for (size_t i = 0; i < std::min<size_t>(got->size(), req.max); ++i) {
-        bytes += (*got)[i].content.size() + 16;
+        bytes += (*got)[i].content.size() + (*got)[i].tool_calls.size() + 20;
         if (bytes > room) {
           if (i == 0)
             return fail(Status(Code::unsupported, "message " + std::to_string(req.first) + " (" +
-                                                      std::to_string((*got)[i].content.size()) +
+                                                      std::to_string((*got)[i].content.size() + (*got)[i].tool_calls.size()) +
                                                       " bytes) is larger than an answer may be (" +
                                                       std::to_string(room) + " bytes)"));
           r.more = true;

@@ -161,6 +161,15 @@ inline std::vector<Sample> protocol_samples() {
   v.push_back({C, 31, ContextFork{"notes", std::nullopt}});
   v.push_back({C, 32, ContextFork{"notes", std::string(64, 'f')}});
   v.push_back({S, 31, ContextOpened{7, "notes-b"}});
+  v.push_back({C, 33, ContextNew{std::string("agent"), std::nullopt, false,
+                                 R"([{"type": "function", "function": {"name": "get_weather"}}])"}});
+  ChatMessage called{MessageRole::assistant, "Let me look."};
+  called.tool_calls = R"([{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":{}}}])";
+  v.push_back({S, 33, ContextMessagesReply{false, {called, ChatMessage{MessageRole::tool, "{\"t\": 21}"}}}});
+  CallStats tooled = cs;
+  tooled.tool_calls = 2;
+  tooled.tool_call_errors = 1;
+  v.push_back({S, 34, CallResult{0, "", 1, tooled}});
   return v;
 }
 

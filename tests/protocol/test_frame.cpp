@@ -54,8 +54,8 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 0200 0000 00000000 26000000"
                   "0200 00001000 00000400 00100000 04000000 30750000 07000000 6c6c6d73766364 01000000 6d"));
   EXPECT_EQ(frame_of(Role::client, 1, ContextNew{"notes", std::nullopt, false}),
-            unhex("4c4c4d53 1000 0000 01000000 0e000000"
-                  "05000000 6e6f746573 ffffffff 00"));
+            unhex("4c4c4d53 1000 0000 01000000 12000000"
+                  "05000000 6e6f746573 ffffffff 00 00000000"));
   EXPECT_EQ(frame_of(Role::server, 1, ContextOpened{1, "notes"}),
             unhex("4c4c4d53 9000 0000 01000000 0d000000"
                   "01000000 05000000 6e6f746573"));
@@ -123,7 +123,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 1700 0000 05000000 0d000000 05000000 6e6f746573 02000000"));
   EXPECT_EQ(frame_of(Role::client, 6, ContextMessages{"notes", 1, 64}),
             unhex("4c4c4d53 1800 0000 06000000 11000000 05000000 6e6f746573 01000000 40000000"));
-  EXPECT_EQ(frame_of(Role::server, 6, ContextMessagesReply{true, {{MessageRole::assistant, "Oui."}}}),
+  EXPECT_EQ(frame_of(Role::server, 6, ContextMessagesReply{true, {{MessageRole::assistant, "Oui."}}}, 5),
             unhex("4c4c4d53 9600 0000 06000000 0e000000 01 01000000 02 04000000 4f75692e"));
   // Version 6: a fork and its answer.
   EXPECT_EQ(frame_of(Role::client, 7, ContextFork{"notes", "notes-b"}),

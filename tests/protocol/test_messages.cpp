@@ -27,6 +27,10 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 Message as_of_version(Message m, uint16_t version) {
   if (version < kVersionFork) {
     if (auto* info = std::get_if<ContextInfoReply>(&m)) info->chunks_shared = 0;
+    if (auto* made = std::get_if<ContextNew>(&m)) made->tools.clear();
+    if (auto* page = std::get_if<ContextMessagesReply>(&m))
+      for (auto& msg : page->messages) msg.tool_calls.clear();
+    if (auto* result = std::get_if<CallResult>(&m)) result->stats.tool_calls = result->stats.tool_call_errors = 0;
   }
   if (version < kVersionMessages) {
     if (auto* call = std::get_if<Call>(&m)) {
@@ -112,7 +116,8 @@ TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
     }
   }
   EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply,
-                                     MsgType::call, MsgType::piece, MsgType::count_tokens}));
+                                     MsgType::call, MsgType::piece, MsgType::count_tokens, MsgType::context_new,
+                                     MsgType::context_messages_reply}));
 }
 
 TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {

@@ -43,8 +43,8 @@ def test_mistakes_get_clear_errors(svc, fresh_id):
         assert "message 0" in e.value.detail
         with pytest.raises(llmsvc.InvalidArgumentError):
             ctx.generate(max_tokens=4)  # nothing to reply to
-        with pytest.raises(llmsvc.UnsupportedError):
-            ctx.append([("tool", "{}")])
+        with pytest.raises(llmsvc.InvalidArgumentError):
+            ctx.append([("tool", "{}")])  # no reply called a tool
         with pytest.raises(ValueError):
             ctx.append([("narrator", "Once upon a time")])
         with pytest.raises(llmsvc.InvalidArgumentError):

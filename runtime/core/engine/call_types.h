@@ -36,6 +36,9 @@ struct ContextOptions {
   std::string id;             // empty: generate ("<scope>/": generate in that scope)
   std::string system_prompt;  // chat mode only; empty: the template's default
   bool raw = false;           // prompts go in as they are
+  // Chat only: tools the conversation may call (the app's JSON; chat/tool_spec.h normalizes
+  // it). The template renders them into the first turn; replies are parsed for calls.
+  std::string tools;
 };
 
 // One streamed piece with the tokens behind it (TokenPieceFn): `text` as PieceFn gets it (may

@@ -13,6 +13,7 @@
 #include "policy/kv_chunk_store.h"
 #include "policy/swap/swap_store.h"
 #include "runtime/core/persist/history_log.h"
+#include "runtime/core/tokenizer/chat_template.h"
 
 namespace llmsvc {
 
@@ -25,6 +26,10 @@ struct ContextState {
 
   std::string id;
   std::string system_prompt;
+  // Its tools (normalized JSON, "" for none) and the model's template rendering them (null
+  // without tools: the model's own).
+  std::string tools;
+  std::shared_ptr<const ChatTemplate> chat;
   bool raw = false;
   bool busy = false;                // inside a call
   std::vector<int32_t> tokens;      // every token of the context, in order

@@ -131,8 +131,9 @@ class Engine {
   //
   // Appends messages to the conversation without generating (an app seeds it from its own
   // data); the next call evaluates them. They continue the turn order (invalid_argument
-  // otherwise; a system message: invalid_argument, the system prompt is set at creation; a
-  // tool message: unsupported). context_overflow / quota_exceeded (max_context_tokens > 0)
+  // otherwise; a system message: invalid_argument, the system prompt is set at creation).
+  // Tool messages (a context with tools, ContextOptions::tools) answer a reply that called
+  // tools, all of that reply's results in one append; the reply after them is generated. context_overflow / quota_exceeded (max_context_tokens > 0)
   // when they do not fit; busy inside a call. Durable when it returns, or not appended (io).
   virtual Status append_messages(std::string_view id, std::span<const ChatMessage> messages,
                                  int32_t max_context_tokens) = 0;

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "base/file_io.h"
+#include "runtime/core/chat/tool_calls.h"
+#include "runtime/core/chat/tool_spec.h"
 #include "hal/devices/device_registry.h"
 #include "runtime/core/persist/chunk_table.h"
 #include "runtime/core/engine/stop_matcher.h"
@@ -119,27 +121,54 @@ void EngineImpl::flush_swap() { kv_.flush(); }
 
 void EngineImpl::warn(const std::string& msg) const { std::fprintf(stderr, "llmsvc: warning: %s\n", msg.c_str()); }
 
-Result<std::string> EngineImpl::create_context(const ContextOptions& o) {
+Result<std::shared_ptr<const ChatTemplate>> EngineImpl::tools_template(const std::string& tools) {
+  {
+    std::lock_guard<std::mutex> lock(tools_mu_);
+    if (auto it = tool_templates_.find(tools); it != tool_templates_.end()) return it->second;
+  }
+  auto made = model_->chat_template().with_tools(tools);  // renders probes: outside the lock
+  if (!made.ok()) return made.status();
+  auto shared = std::make_shared<const ChatTemplate>(std::move(made).value());
+  std::lock_guard<std::mutex> lock(tools_mu_);
+  if (tool_templates_.size() < kMaxToolTemplates) tool_templates_.emplace(tools, shared);
+  return shared;
+}
+
+Result<std::string> EngineImpl::create_context(const ContextOptions& options) {
+  ContextOptions o = options;
+  std::shared_ptr<const ChatTemplate> tool_chat;
+  if (!o.tools.empty()) {
+    if (o.raw) return Status(Code::invalid_argument, "tools: a raw context has no conversation to call them from");
+    auto tools = chat::normalize_tools(o.tools);
+    if (!tools.ok()) return tools.status();
+    o.tools = std::move(tools).value();
+    if (!o.tools.empty()) {
+      auto t = tools_template(o.tools);
+      if (!t.ok()) return t.status();
+      tool_chat = std::move(t).value();
+    }
+  }
+  const ChatTemplate& chat = tool_chat ? *tool_chat : model_->chat_template();
   // A system prompt the context cannot hold would fail every call later: refused now
   // (tokenized before the engine's lock: a long prompt takes a while).
   // A chat context needs a template that renders its turns (a model file's template the
   // interpreter cannot run, or one that refuses this system prompt, is refused here).
-  if (!o.raw) LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(o.system_prompt));
-  if (!o.raw && !o.system_prompt.empty()) {
-    const ChatTemplate& chat = model_->chat_template();
+  if (!o.raw) LLMSVC_RETURN_IF_ERROR(chat.usable(o.system_prompt));
+  if (!o.raw && (!o.system_prompt.empty() || tool_chat)) {
     auto [before, after] = chat.user_turn_parts(o.system_prompt, true);
     const size_t opening = model_->tokenizer().encode(chat.system_prefix(o.system_prompt) + before + after, true, true).size();
     if (opening >= static_cast<size_t>(n_ctx_))
-      return Status(Code::context_overflow, "the system prompt takes " + std::to_string(opening) +
-                                                " tokens with its template, and a context holds " + std::to_string(n_ctx_));
+      return Status(Code::context_overflow, "the system prompt and tools take " + std::to_string(opening) +
+                                                " tokens with their template, and a context holds " + std::to_string(n_ctx_));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto made = new_context_locked(o);
+  auto made = new_context_locked(o, std::move(tool_chat));
   if (!made.ok()) return made.status();
   return (*made)->id;
 }
 
-Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o) {
+Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o,
+                                                     std::shared_ptr<const ChatTemplate> chat) {
   std::string id = o.id;
   if (id.empty() || id.back() == '/') {  // "" or "<scope>/": a fresh id (in that scope)
     const std::string scope = id;
@@ -170,6 +199,7 @@ Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o) {
   meta.model_name = std::string(model_->file().get_string("general.name").value_or(""));
   meta.raw = o.raw;
   meta.system_prompt = o.system_prompt;
+  meta.tools = o.tools;
   meta.chunk_tokens = kv_.store().geometry().chunk_tokens;
   meta.created_unix = static_cast<int64_t>(::time(nullptr));
   Status s = log.ok() ? persist::write_context_meta(root, persist::layout::meta(id), meta) : log.status();
@@ -181,6 +211,8 @@ Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o) {
   auto ctx = std::make_unique<ContextState>(id, kv_.store());
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
+  ctx->tools = o.tools;
+  ctx->chat = std::move(chat);
   ctx->log = std::move(log).value();
   ctx->keeps_messages = !o.raw && ctx->log->keeps_messages();
   kv_.attach(*ctx, /*from_storage=*/false);
@@ -208,9 +240,21 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   if (hist.tokens.size() > static_cast<size_t>(n_ctx_))
     return Status(Code::context_overflow, "context '" + std::string(id) + "' holds " + std::to_string(hist.tokens.size()) +
                                               " tokens, more than this engine's " + std::to_string(n_ctx_));
+  std::shared_ptr<const ChatTemplate> tool_chat;
+  if (!meta->tools.empty()) {  // the file is untrusted: checked as an app's tools are
+    auto tools = chat::normalize_tools(meta->tools);
+    if (!tools.ok() || *tools != meta->tools)
+      return Status(Code::io, persist::layout::meta(id) + ": bad 'tools'" +
+                                  (tools.ok() ? std::string() : ": " + tools.status().message()));
+    auto t = tools_template(meta->tools);
+    if (!t.ok()) return t.status();
+    tool_chat = std::move(t).value();
+  }
   auto ctx = std::make_unique<ContextState>(std::string(id), kv_.store());
   ctx->raw = meta->raw;
   ctx->system_prompt = meta->system_prompt;
+  ctx->tools = meta->tools;
+  ctx->chat = std::move(tool_chat);
   ctx->tokens = std::move(hist.tokens);
   ctx->turns = ctx->persisted_turns = hist.turns;
   ctx->n_persisted = ctx->tokens.size();
@@ -281,8 +325,9 @@ Result<std::string> EngineImpl::fork_context(std::string_view parent_id, std::st
   o.id = std::string(child_id);
   o.raw = parent->raw;
   o.system_prompt = parent->system_prompt;
+  o.tools = parent->tools;
   std::lock_guard<std::mutex> lock(mu_);
-  auto made = new_context_locked(o);
+  auto made = new_context_locked(o, parent->chat);
   if (!made.ok()) return made.status();
   ContextState& child = **made;
   // The history as one record: the child is its parent's conversation so far.
@@ -399,18 +444,17 @@ ModelInfo EngineImpl::model_info() const {
 }
 
 std::vector<int32_t> EngineImpl::prompt_ids(std::string_view text, const CountParams& p) const {
-  return turn_tokens(!p.chat, p.first_turn, p.first_turn, p.system_prompt, text);
+  return turn_tokens(model_->chat_template(), !p.chat, p.first_turn, p.first_turn, p.system_prompt, text);
 }
 
 std::vector<int32_t> EngineImpl::prompt_tokens(const ContextState& ctx, std::string_view prompt) const {
-  return turn_tokens(ctx.raw, ctx.tokens.empty(), ctx.turns == 0, ctx.system_prompt, prompt);
+  return turn_tokens(chat_of(ctx), ctx.raw, ctx.tokens.empty(), ctx.turns == 0, ctx.system_prompt, prompt);
 }
 
-std::vector<int32_t> EngineImpl::turn_tokens(bool raw, bool at_start, bool first, const std::string& sys,
-                                             std::string_view prompt) const {
+std::vector<int32_t> EngineImpl::turn_tokens(const ChatTemplate& chat, bool raw, bool at_start, bool first,
+                                             const std::string& sys, std::string_view prompt) const {
   const Tokenizer& tok = model_->tokenizer();
   if (raw) return tok.encode(prompt, at_start, /*parse_special=*/true);
-  const ChatTemplate& chat = model_->chat_template();
   auto [before, after] = chat.user_turn_parts(sys, first);
   if (first) before = chat.system_prefix(sys) + before;
   const std::string user = chat.user_content(prompt);
@@ -464,19 +508,23 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   kv_.store().pin(ctx->kv);  // its chunks are the working set: never evicted during the call
   BusyGuard guard{mu_, *ctx, kv_.store()};
   CallStats st;
-  if (!ctx->raw) LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(ctx->system_prompt));
+  if (!ctx->raw) LLMSVC_RETURN_IF_ERROR(chat_of(*ctx).usable(ctx->system_prompt));
   // A conversation takes user and assistant messages in turn: a prompt after a user message
   // whose reply was never generated would open a second user turn inside the first.
-  const MessageRole next = ctx->messages.empty() ? MessageRole::user : MessageRole(ctx->messages.back().role) ==
-                                                   MessageRole::user ? MessageRole::assistant : MessageRole::user;
+  const MessageRole next = next_role(*ctx);
   if (params.reply_only) {
     if (!prompt.empty()) return Status(Code::invalid_argument, "a reply to the conversation takes no prompt");
     LLMSVC_RETURN_IF_ERROR(check_keeps_messages(*ctx));
+    if (next == MessageRole::tool)
+      return Status(Code::invalid_argument, "the last reply called tools: append their results (tool messages) first");
     if (next != MessageRole::assistant)
       return Status(Code::invalid_argument, "the conversation does not end with a user message: there is nothing to reply to");
+  } else if (ctx->keeps_messages && next == MessageRole::tool) {
+    return Status(Code::invalid_argument, "the last reply called tools: append their results (tool messages), then "
+                                          "generate the reply, or truncate the conversation");
   } else if (ctx->keeps_messages && next != MessageRole::user) {
-    return Status(Code::invalid_argument, "the conversation ends with a user message without its reply: generate the "
-                                          "reply first, or truncate the conversation");
+    return Status(Code::invalid_argument, "the conversation ends with a user message or tool results without its reply: "
+                                          "generate the reply first, or truncate the conversation");
   }
   std::vector<int32_t> ids = params.reply_only ? std::vector<int32_t>{} : prompt_tokens(*ctx, prompt);
   if (ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(n_ctx_)) {
@@ -501,7 +549,12 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
     std::lock_guard<std::mutex> lock(ctx->messages_mu);
     if (!params.reply_only)
       ctx->messages.push_back({static_cast<uint32_t>(MessageRole::user), static_cast<uint32_t>(old_size + ids.size()),
-                               model_->chat_template().user_content(prompt)});  // as append keeps it
+                               chat_of(*ctx).user_content(prompt)});  // as append keeps it
+    if (!ctx->tools.empty()) {
+      const chat::ParsedReply parsed = chat::parse_tool_calls(chat_of(*ctx).tool_format, reply);
+      st.tool_calls = static_cast<int32_t>(parsed.calls.size());
+      st.tool_call_errors = parsed.parse_failed ? 1 : 0;
+    }
     ctx->messages.push_back({static_cast<uint32_t>(MessageRole::assistant), static_cast<uint32_t>(ctx->tokens.size()),
                              std::move(reply)});
   }
@@ -669,7 +722,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
 
   // Close the assistant turn in the history (evaluated with the next prompt).
   if (!ctx.raw) {
-    std::vector<int32_t> end = tok.encode(model_->chat_template().assistant_end(), false, true);
+    std::vector<int32_t> end = tok.encode(chat_of(ctx).assistant_end(), false, true);
     size_t skip = (finish == FinishReason::eos && !end.empty() && !st.generated_ids.empty() &&
                    st.generated_ids.back() == end.front()) ? 1 : 0;
     if (finish == FinishReason::eos && skip == 0 && !st.generated_ids.empty()) {

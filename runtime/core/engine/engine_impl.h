@@ -68,22 +68,37 @@ class EngineImpl final : public Engine {
  private:
   // Tokens that the prompt adds to `ctx` (template included; user text never parsed for specials).
   std::vector<int32_t> prompt_tokens(const ContextState& ctx, std::string_view prompt) const;
-  // The same for a context of the kind given: raw or chat, at its start (BOS), its first turn
-  // (chat: the system turn opens it), with system prompt `sys`.
-  std::vector<int32_t> turn_tokens(bool raw, bool at_start, bool first_turn, const std::string& sys,
-                                   std::string_view prompt) const;
+  // The same for a context of the kind given: raw or chat (its template `chat`), at its start
+  // (BOS), its first turn (chat: the system turn opens it), with system prompt `sys`.
+  std::vector<int32_t> turn_tokens(const ChatTemplate& chat, bool raw, bool at_start, bool first_turn,
+                                   const std::string& sys, std::string_view prompt) const;
   // The tokens an assistant message adds to the history (its text, then the turn's end).
-  std::vector<int32_t> reply_tokens(std::string_view content) const;
-  // What `messages` add to a conversation: at its start or not, after `turns` user messages,
-  // expecting `next`, with system prompt `sys`; `base` tokens precede them (the messages'
-  // token_end count from it). Errors: the turn order, system and tool messages.
+  std::vector<int32_t> reply_tokens(const ChatTemplate& chat, std::string_view content) const;
+  // The tokens of a reply's tool results (tool messages), up to the generation prompt.
+  Result<std::vector<int32_t>> tool_result_tokens(const ChatTemplate& chat, const std::string& tools,
+                                                  std::span<const ChatMessage> results) const;
+  // What `messages` add to a conversation of template `chat` and tools `tools`: at its start
+  // or not, after `turns` user messages, expecting `next`, with system prompt `sys`; `base`
+  // tokens precede them (the messages' token_end count from it). Errors: the turn order,
+  // system messages, tool messages where no reply called a tool.
   struct AddedMessages {
     std::vector<int32_t> ids;
     std::vector<persist::LoggedMessage> logged;
     int users = 0;
   };
-  Result<AddedMessages> tokenize_messages(std::span<const ChatMessage> messages, bool at_start, int turns,
+  Result<AddedMessages> tokenize_messages(const ChatTemplate& chat, const std::string& tools,
+                                          std::span<const ChatMessage> messages, bool at_start, int turns,
                                           MessageRole next, const std::string& sys, size_t base) const;
+  // The role a conversation takes next, from its last message (empty: user; a reply that
+  // called tools: tool; tool results: assistant).
+  MessageRole next_role(const ContextState& ctx) const;
+  // A context's template (its tools rendered where it has some).
+  const ChatTemplate& chat_of(const ContextState& ctx) const { return ctx.chat ? *ctx.chat : model_->chat_template(); }
+  // The model's template with `tools` (normalized) rendered: made once per distinct tools.
+  Result<std::shared_ptr<const ChatTemplate>> tools_template(const std::string& tools);
+  // A message as the conversation reads it back: a reply of a context with tools split into
+  // its text and its calls.
+  ChatMessage read_message(const persist::LoggedMessage& m, const std::string& tools) const;
   // Marks `id` busy (loading it if needed); the caller's BusyGuard clears it.
   Result<ContextState*> enter(std::string_view id);
   // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.
@@ -100,8 +115,9 @@ class EngineImpl final : public Engine {
   // The state root, held open: every state file is reached beneath it (persist::layout's
   // relative paths), never through a symbolic link.
   const fileio::SafeDir& root() const { return *state_.dir(); }
-  // A new context's files and state (mu_ held; `o` validated by create_context's checks).
-  Result<ContextState*> new_context_locked(const ContextOptions& o);
+  // A new context's files and state (mu_ held; `o` validated by create_context's checks, its
+  // tools normalized and rendered by `chat`, null without tools).
+  Result<ContextState*> new_context_locked(const ContextOptions& o, std::shared_ptr<const ChatTemplate> chat);
   // Loads a context from storage into contexts_ (mu_ held).
   Result<ContextState*> load_locked(std::string_view id);
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
@@ -123,6 +139,12 @@ class EngineImpl final : public Engine {
   // Structured output: the vocabulary as constraints read it (built at the first constrained
   // call) and compiled schemas and grammars by their text, the least recently used dropped
   // past kMaxCompiled.
+  // Templates with a context's tools rendered, by the tools' JSON (at most kMaxToolTemplates;
+  // past that a template is made for its context alone).
+  static constexpr size_t kMaxToolTemplates = 16;
+  std::mutex tools_mu_;
+  std::map<std::string, std::shared_ptr<const ChatTemplate>, std::less<>> tool_templates_;
+
   std::mutex constrain_mu_;
   std::shared_ptr<const constrain::TokenVocab> vocab_;
   struct Compiled {

@@ -10,6 +10,13 @@
 #include <algorithm>
 
 #include "runtime/core/engine/engine_impl.h"
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/chat/tool_calls.h"
+#include "runtime/core/chat/tool_spec.h"
+#include "runtime/core/persist/context_meta.h"
+#include "runtime/core/tokenizer/jinja_turns.h"
 #include "runtime/core/tokenizer/chat_template.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
@@ -24,9 +31,8 @@ Status EngineImpl::check_keeps_messages(const ContextState& ctx) const {
   return Status::Ok();
 }
 
-std::vector<int32_t> EngineImpl::reply_tokens(std::string_view content) const {
+std::vector<int32_t> EngineImpl::reply_tokens(const ChatTemplate& chat, std::string_view content) const {
   const Tokenizer& tok = model_->tokenizer();
-  const ChatTemplate& chat = model_->chat_template();
   const std::string text = chat.reply_text(content);
   const std::string end = chat.assistant_end();
   // As a user turn: the text never becomes special tokens, and without special-token text in
@@ -38,7 +44,57 @@ std::vector<int32_t> EngineImpl::reply_tokens(std::string_view content) const {
   return out;
 }
 
-Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(std::span<const ChatMessage> messages, bool at_start,
+Result<std::vector<int32_t>> EngineImpl::tool_result_tokens(const ChatTemplate& chat, const std::string& tools,
+                                                            std::span<const ChatMessage> results) const {
+  if (!chat.jinja) return Status(Code::internal, "tool results in a context without tools");
+  const std::vector<std::string> names = chat::tool_names(tools);
+  auto turns = chat.jinja->tool_results(results.size(), names.empty() ? std::string_view("tool") : names.front());
+  if (!turns.ok()) return turns.status();
+  // The texts around the results are the template's (special tokens parsed), the results the
+  // app's (never parsed); without special-token text in them all, tokenized whole.
+  const Tokenizer& tok = model_->tokenizer();
+  std::vector<std::string> contents;
+  bool plain = true;
+  for (const ChatMessage& m : results) {
+    contents.push_back(turns->as_json ? nlohmann::json(m.content).dump() : chat.user_content(m.content));
+    plain = plain && tok.encode(contents.back(), false, true) == tok.encode(contents.back(), false, false);
+  }
+  if (plain) {
+    std::string whole = turns->texts[0];
+    for (size_t i = 0; i < contents.size(); ++i) whole += contents[i] + turns->texts[i + 1];
+    return tok.encode(whole, false, true);
+  }
+  std::vector<int32_t> out = tok.encode(turns->texts[0], false, true);
+  for (size_t i = 0; i < contents.size(); ++i) {
+    std::vector<int32_t> mid = tok.encode(contents[i], false, false);
+    std::vector<int32_t> tail = tok.encode(turns->texts[i + 1], false, true);
+    out.insert(out.end(), mid.begin(), mid.end());
+    out.insert(out.end(), tail.begin(), tail.end());
+  }
+  return out;
+}
+
+namespace {
+
+// Whether an assistant message's text holds tool calls (a context with tools).
+bool calls_tools(const ChatTemplate& chat, const std::string& tools, std::string_view content) {
+  return !tools.empty() && !chat::parse_tool_calls(chat.tool_format, content).calls.empty();
+}
+
+}  // namespace
+
+MessageRole EngineImpl::next_role(const ContextState& ctx) const {
+  if (ctx.messages.empty()) return MessageRole::user;
+  const persist::LoggedMessage& last = ctx.messages.back();
+  switch (MessageRole(last.role)) {
+    case MessageRole::user:
+    case MessageRole::tool: return MessageRole::assistant;
+    default: return calls_tools(chat_of(ctx), ctx.tools, last.content) ? MessageRole::tool : MessageRole::user;
+  }
+}
+
+Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTemplate& chat, const std::string& tools,
+                                                               std::span<const ChatMessage> messages, bool at_start,
                                                                int turns, MessageRole next, const std::string& sys,
                                                                size_t base) const {
   AddedMessages out;
@@ -47,34 +103,63 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(std::span<const 
     const std::string at = "message " + std::to_string(i) + " (" + role_name(m.role) + ")";
     if (m.role == MessageRole::system)
       return Status(Code::invalid_argument, at + ": the system prompt is the context's own, set when it is created");
-    if (m.role == MessageRole::tool)
-      return Status(Code::unsupported, at + ": tool messages come with tool calls, which this version does not make");
+    if (m.role == MessageRole::tool && next != MessageRole::tool)
+      return Status(Code::invalid_argument,
+                    at + (tools.empty() ? ": the context declares no tools" :
+                          ": tool results answer a reply that called tools: they come right after it, all in one "
+                          "append"));
     if (m.role != next)
       return Status(Code::invalid_argument, at + ": the conversation takes a " + role_name(next) + " message here "
-                                            "(user and assistant messages alternate, from a user message)");
+                                            "(user and assistant messages alternate, from a user message; a reply "
+                                            "that calls tools is followed by their results)");
     std::vector<int32_t> ids;
+    size_t n_same = 1;
     if (m.role == MessageRole::user) {
-      ids = turn_tokens(false, at_start && out.ids.empty(), turns + out.users == 0, sys, m.content);
+      ids = turn_tokens(chat, false, at_start && out.ids.empty(), turns + out.users == 0, sys, m.content);
       ++out.users;
+      next = MessageRole::assistant;
+    } else if (m.role == MessageRole::tool) {
+      // A reply's results render together (a template may join them into one turn).
+      while (i + n_same < messages.size() && messages[i + n_same].role == MessageRole::tool) ++n_same;
+      auto r = tool_result_tokens(chat, tools, messages.subspan(i, n_same));
+      if (!r.ok()) return Status(r.status().code(), at + ": " + r.status().message());
+      ids = std::move(r).value();
+      next = MessageRole::assistant;
     } else {
-      ids = reply_tokens(m.content);
+      ids = reply_tokens(chat, m.content);
+      next = calls_tools(chat, tools, m.content) ? MessageRole::tool : MessageRole::user;
     }
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
     // Kept as the template holds it (stripped where it strips content): every byte kept is a
     // byte of the message's tokens, so a context's messages stay within n_ctx token texts.
-    out.logged.push_back({static_cast<uint32_t>(m.role), static_cast<uint32_t>(base + out.ids.size()),
-                          model_->chat_template().user_content(m.content)});
-    next = m.role == MessageRole::user ? MessageRole::assistant : MessageRole::user;
+    // A reply's tool results all end where the last one's tokens end.
+    for (size_t k = 0; k < n_same; ++k)
+      out.logged.push_back({static_cast<uint32_t>(messages[i + k].role), static_cast<uint32_t>(base + out.ids.size()),
+                            chat.user_content(messages[i + k].content)});
+    i += n_same - 1;
   }
   return out;
 }
 
 Result<std::vector<int32_t>> EngineImpl::message_ids(const CountParams& p) const {
   if (!p.chat) return Status(Code::invalid_argument, "messages are counted in a chat context only");
-  LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(p.system_prompt));
-  auto added = tokenize_messages(p.messages, p.first_turn, p.first_turn ? 0 : 1, MessageRole::user, p.system_prompt, 0);
+  const ChatTemplate& chat = model_->chat_template();
+  LLMSVC_RETURN_IF_ERROR(chat.usable(p.system_prompt));
+  auto added = tokenize_messages(chat, {}, p.messages, p.first_turn, p.first_turn ? 0 : 1, MessageRole::user,
+                                 p.system_prompt, 0);
   if (!added.ok()) return added.status();
   return std::move(added->ids);
+}
+
+ChatMessage EngineImpl::read_message(const persist::LoggedMessage& m, const std::string& tools) const {
+  ChatMessage out{MessageRole(m.role), m.content};
+  if (tools.empty() || out.role != MessageRole::assistant) return out;
+  const ChatTemplate& chat = model_->chat_template();  // (its tool syntax is the model's)
+  chat::ParsedReply parsed = chat::parse_tool_calls(chat.tool_format, m.content);
+  if (parsed.calls.empty()) return out;
+  out.content = std::move(parsed.content);
+  out.tool_calls = chat::tool_calls_json(parsed.calls);
+  return out;
 }
 
 Status EngineImpl::append_messages(std::string_view id, std::span<const ChatMessage> messages,
@@ -85,11 +170,11 @@ Status EngineImpl::append_messages(std::string_view id, std::span<const ChatMess
   kv_.store().pin(ctx.kv);
   BusyGuard guard{mu_, ctx, kv_.store()};
   LLMSVC_RETURN_IF_ERROR(check_keeps_messages(ctx));
-  LLMSVC_RETURN_IF_ERROR(model_->chat_template().usable(ctx.system_prompt));
-  const MessageRole next = ctx.messages.empty() || MessageRole(ctx.messages.back().role) == MessageRole::assistant
-                               ? MessageRole::user : MessageRole::assistant;
+  const ChatTemplate& chat = chat_of(ctx);
+  LLMSVC_RETURN_IF_ERROR(chat.usable(ctx.system_prompt));
   // Every message is checked and tokenized before any is kept: all go in, or none.
-  auto added = tokenize_messages(messages, ctx.tokens.empty(), ctx.turns, next, ctx.system_prompt, ctx.tokens.size());
+  auto added = tokenize_messages(chat, ctx.tools, messages, ctx.tokens.empty(), ctx.turns, next_role(ctx),
+                                 ctx.system_prompt, ctx.tokens.size());
   if (!added.ok()) return added.status();
   const size_t total = ctx.tokens.size() + added->ids.size();
   if (total + 1 > static_cast<size_t>(n_ctx_))
@@ -122,6 +207,10 @@ Status EngineImpl::truncate_messages(std::string_view id, size_t n) {
     return Status(Code::invalid_argument, "the conversation has " + std::to_string(ctx.messages.size()) +
                                               " messages, not " + std::to_string(n));
   if (n == ctx.messages.size()) return Status::Ok();
+  if (n > 0 && MessageRole(ctx.messages[n - 1].role) == MessageRole::tool &&
+      MessageRole(ctx.messages[n].role) == MessageRole::tool)
+    return Status(Code::invalid_argument, "message " + std::to_string(n) + " is one of a reply's tool results, which "
+                                          "go together: keep all of them or none");
   const uint32_t keep = n == 0 ? 0 : ctx.messages[n - 1].token_end;
   int turns = 0;
   for (size_t i = 0; i < n; ++i) turns += MessageRole(ctx.messages[i].role) == MessageRole::user;
@@ -146,10 +235,9 @@ Status EngineImpl::truncate_messages(std::string_view id, size_t n) {
 }
 
 Result<std::vector<ChatMessage>> EngineImpl::messages(std::string_view id, size_t first, size_t max) const {
-  auto pick = [first, max](const std::vector<persist::LoggedMessage>& all) {
+  auto pick = [this, first, max](const std::vector<persist::LoggedMessage>& all, const std::string& tools) {
     std::vector<ChatMessage> out;
-    for (size_t i = first; i < all.size() && out.size() < max; ++i)
-      out.push_back({MessageRole(all[i].role), all[i].content});
+    for (size_t i = first; i < all.size() && out.size() < max; ++i) out.push_back(read_message(all[i], tools));
     return out;
   };
   {
@@ -158,7 +246,7 @@ Result<std::vector<ChatMessage>> EngineImpl::messages(std::string_view id, size_
       const ContextState& ctx = *it->second;
       LLMSVC_RETURN_IF_ERROR(check_keeps_messages(ctx));
       std::lock_guard<std::mutex> mlock(ctx.messages_mu);
-      return pick(ctx.messages);
+      return pick(ctx.messages, ctx.tools);
     }
   }
   auto info = context_info(id);  // not loaded: read from storage, unlocked
@@ -168,7 +256,9 @@ Result<std::vector<ChatMessage>> EngineImpl::messages(std::string_view id, size_
   if (!hist.ok()) return hist.status();
   if (!hist->keeps_messages)
     return Status(Code::unsupported, "context '" + std::string(id) + "' was made before contexts kept their messages");
-  return pick(hist->messages);
+  auto meta = persist::read_context_meta(root(), persist::layout::meta(id));
+  if (!meta.ok()) return meta.status();
+  return pick(hist->messages, meta->tools);
 }
 
 }  // namespace llmsvc

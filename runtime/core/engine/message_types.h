@@ -16,6 +16,9 @@ const char* role_name(MessageRole role);
 struct ChatMessage {
   MessageRole role = MessageRole::user;
   std::string content;
+  // An assistant message of a context with tools, read back: the calls its reply made, as an
+  // OpenAI-style tool_calls JSON array ("" for none; content is then the text around them).
+  std::string tool_calls{};  // (a default, so that {role, content} stays complete)
   bool operator==(const ChatMessage&) const = default;
 };
 

@@ -52,7 +52,11 @@ enum class StatSource : uint8_t {
   X(int32_t, chunks_swapped_out, 2, no)                                                             \
   X(double, swap_out_ms, 2, no)                                                                     \
   /* Structured output: time spent computing the allowed tokens and advancing the matcher. */       \
-  X(double, constrain_ms, 5, yes)
+  X(double, constrain_ms, 5, yes)                                                                    \
+  /* Tools (a context that declares them): calls parsed from the reply, and replies that */         \
+  /* started a call that did not parse (1: the reply stays text). */                               \
+  X(int32_t, tool_calls, 6, yes)                                                                    \
+  X(int32_t, tool_call_errors, 6, yes)
 
 // The service's figures (EngineStats, STATS_REPLY, llmsvc_stats).
 #define LLMSVC_ENGINE_STATS_FIELDS(X)                                                               \

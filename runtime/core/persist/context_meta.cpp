@@ -42,6 +42,7 @@ std::string to_json(const ContextMeta& m) {
                       {"system_prompt", m.system_prompt},
                       {"chunk_tokens", m.chunk_tokens},
                       {"created_unix", m.created_unix}};
+  if (!m.tools.empty()) j["tools"] = m.tools;  // absent in files of contexts without tools
   return j.dump(2) + "\n";
 }
 
@@ -72,6 +73,10 @@ Result<ContextMeta> parse_context_meta(const std::string& text) {
   if (ct < 1 || ct > 4096) return bad("chunk_tokens");
   m.chunk_tokens = static_cast<int32_t>(ct);
   if (j.contains("created_unix") && j["created_unix"].is_number_integer()) m.created_unix = j["created_unix"].get<int64_t>();
+  if (j.contains("tools")) {  // checked again (normalize_tools) by whoever renders them
+    if (!j["tools"].is_string()) return bad("tools");
+    m.tools = j["tools"].get<std::string>();
+  }
   return m;
 }
 

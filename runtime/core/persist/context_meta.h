@@ -21,6 +21,7 @@ struct ContextMeta {
   std::string model_name;    // for people reading the file
   bool raw = false;
   std::string system_prompt;
+  std::string tools;         // the tools' normalized JSON array (runtime/core/chat/tool_spec.h); "" none
   int32_t chunk_tokens = 16;
   int64_t created_unix = 0;
 };

@@ -156,17 +156,36 @@ ChatTemplate make_chat_template(const gguf::GgufFile& file) {
   ChatTemplate t;
   t.format = detect_chat_format(file);
   const std::string_view text = file.get_string("tokenizer.chat_template").value_or("");
+  t.source = std::string(text);
+  t.bos_text = token_text(file, "tokenizer.ggml.bos_token_id");
+  t.eos_text = token_text(file, "tokenizer.ggml.eos_token_id");
+  t.tool_format = chat::detect_tool_call_format(text);
   if (t.format == ChatFormat::chatml) t.default_system = chatml_default_system(text);
   if (t.format == ChatFormat::gemma && !text.empty()) t.system_separator = gemma_separator(text);
   if (t.format == ChatFormat::jinja) {
-    auto turns = JinjaTurns::make(text, token_text(file, "tokenizer.ggml.bos_token_id"),
-                                  token_text(file, "tokenizer.ggml.eos_token_id"));
+    auto turns = JinjaTurns::make(text, t.bos_text, t.eos_text);
     if (turns.ok()) {
       t.jinja = std::move(turns).value();
     } else {
       t.error = turns.status();
     }
   }
+  return t;
+}
+
+Result<ChatTemplate> ChatTemplate::with_tools(const std::string& tools_json) const {
+  if (format == ChatFormat::raw || !contains(source, "tools"))
+    return Status(Code::unsupported, "the model's chat template does not render tools");
+  if (tool_format == chat::ToolCallFormat::none)
+    return Status(Code::unsupported, "the model's chat template renders tools, but its tool-call syntax is not one "
+                                     "this library parses");
+  auto turns = JinjaTurns::make(source, bos_text, eos_text, tools_json);
+  if (!turns.ok()) return turns.status();
+  ChatTemplate t = *this;
+  t.format = ChatFormat::jinja;
+  t.jinja = std::move(turns).value();
+  t.default_system.clear();
+  t.error = Status::Ok();
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/status.h"
+#include "runtime/core/chat/tool_calls.h"
 
 namespace llmsvc::gguf { class GgufFile; }
 
@@ -58,6 +59,17 @@ struct ChatTemplate {
   // Whether a chat context with this system prompt can be served (error, or a template that
   // refuses the system message).
   Status usable(std::string_view system_prompt) const;
+
+  // Tools. The GGUF's template source and its bos / eos texts (a template is executed again
+  // for a context's tools), and the syntax it teaches the model for calls.
+  std::string source;
+  std::string bos_text, eos_text;
+  chat::ToolCallFormat tool_format = chat::ToolCallFormat::none;
+  // This template for a context that declares `tools_json` (normalized, tool_spec.h): every
+  // turn rendered with the tools, by the executed template whatever the family. Errors: a
+  // template that does not render tools or whose calls this library cannot parse
+  // (unsupported), or fails with them.
+  Result<ChatTemplate> with_tools(const std::string& tools_json) const;
 };
 
 ChatTemplate make_chat_template(const gguf::GgufFile& file);

@@ -49,6 +49,7 @@ Result<std::string> increment(const std::string& shorter, const std::string& lon
 Result<std::string> JinjaTurns::render(std::string_view messages_json, bool add_generation_prompt) const {
   jinja::ChatInput in;
   in.messages_json = messages_json;
+  in.tools_json = tools_;
   in.add_generation_prompt = add_generation_prompt;
   in.bos_token = bos_;
   in.eos_token = eos_;
@@ -62,13 +63,14 @@ Result<std::string> JinjaTurns::render(std::string_view messages_json, bool add_
 }
 
 Result<std::shared_ptr<const JinjaTurns>> JinjaTurns::make(std::string_view source, std::string bos,
-                                                            std::string eos) {
+                                                            std::string eos, std::string tools_json) {
   auto compiled = jinja::Template::compile(source);
   if (!compiled.ok()) return Status(compiled.status().code(), "chat template: " + compiled.status().message());
   std::shared_ptr<JinjaTurns> t(new JinjaTurns());  // NOLINT: the constructor is private
   t->template_ = std::make_shared<const jinja::Template>(std::move(compiled).value());
   t->bos_ = std::move(bos);
   t->eos_ = std::move(eos);
+  t->tools_ = std::move(tools_json);
 
   // The first turn renders at each use (a template may print today's date in it); here it is
   // only checked.
@@ -113,6 +115,52 @@ Result<std::shared_ptr<const JinjaTurns>> JinjaTurns::make(std::string_view sour
   if (!spaced.ok()) return spaced.status();
   t->trims_ = spaced->find(padded) == std::string::npos;
   return std::shared_ptr<const JinjaTurns>(std::move(t));
+}
+
+Result<JinjaTurns::ToolResults> JinjaTurns::tool_results(size_t k, std::string_view tool_name) const {
+  if (k == 0) return Status(Code::internal, "chat template: tool results of no tool");
+  // An exchange whose reply calls a tool, with and without k results after it: the results
+  // add [closing and header] result [between] result ... [end, generation prompt].
+  nlohmann::json call = {{"id", "call_0"},
+                         {"type", "function"},
+                         {"function", {{"name", std::string(tool_name)}, {"arguments", nlohmann::json::object()}}}};
+  nlohmann::json list = nlohmann::json::array();
+  list.push_back({{"role", "user"}, {"content", std::string(kEarlierUser)}});
+  list.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", nlohmann::json::array({call})}});
+  auto called = render(list.dump(), false);
+  if (!called.ok()) return called.status();
+  std::vector<std::string> marks;
+  for (size_t i = 0; i < k; ++i) {
+    marks.push_back("LLMSVCxTOOLx" + std::to_string(i) + "x7f3a");
+    list.push_back({{"role", "tool"}, {"content", marks.back()}, {"tool_call_id", "call_0"},
+                    {"name", std::string(tool_name)}});
+  }
+  auto answered = render(list.dump(), true);
+  if (!answered.ok()) return answered.status();
+  // The history holds the reply followed by assistant_end(), as the template closes a reply
+  // without calls; one that closes a call otherwise cannot continue a turn at a time.
+  if (called->size() < assistant_end_.size() ||
+      called->compare(called->size() - assistant_end_.size(), assistant_end_.size(), assistant_end_) != 0)
+    return Status(Code::unsupported, "chat template: a reply with tool calls does not end as a reply does");
+  auto grown = increment(*called, *answered, "tool results");
+  if (!grown.ok()) return grown.status();
+  ToolResults out;
+  std::string rest = std::move(grown).value();
+  for (size_t i = 0; i < k; ++i) {
+    auto parts = split_at(rest, marks[i], "a tool result");
+    if (!parts.ok()) return parts.status();
+    // A content written with tojson (Llama 3.x: a string is iterable) comes out quoted.
+    const bool quoted = !parts->first.empty() && parts->first.back() == '"' && !parts->second.empty() &&
+                        parts->second.front() == '"';
+    if (i > 0 && quoted != out.as_json)
+      return Status(Code::unsupported, "chat template: tool results are written in two ways");
+    out.as_json = quoted;
+    if (quoted) parts->first.pop_back(), parts->second.erase(0, 1);
+    out.texts.push_back(std::move(parts->first));
+    rest = std::move(parts->second);
+  }
+  out.texts.push_back(std::move(rest));
+  return out;
 }
 
 Result<std::pair<std::string, std::string>> JinjaTurns::first_turn(std::string_view system) const {

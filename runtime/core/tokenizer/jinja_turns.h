@@ -7,13 +7,15 @@
 // turn is the render with the turn minus the render without it, split at the sentinel. That
 // needs a template whose render of a conversation starts with its render of any earlier part
 // (true of the chat templates in use; checked when the template is loaded, so one that is not
-// is an error, never a silently different prompt).
+// is an error, never a silently different prompt). With tools (an OpenAI-style JSON array)
+// every probe renders them, and the texts around a reply's tool results come from probes too.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -27,7 +29,8 @@ class JinjaTurns {
   // lacks, the template's own raise_exception, a render that is not prefix-stable).
   // bos / eos: the vocabulary's texts, the template's bos_token and eos_token. A leading
   // bos_token is cut from every render: BOS is the tokenizer's to add.
-  static Result<std::shared_ptr<const JinjaTurns>> make(std::string_view source, std::string bos, std::string eos);
+  static Result<std::shared_ptr<const JinjaTurns>> make(std::string_view source, std::string bos, std::string eos,
+                                                        std::string tools_json = {});
 
   // The first user turn around its text: the system turn (the template's default where
   // `system` is empty), the user header; then what follows the text up to the assistant's
@@ -43,13 +46,23 @@ class JinjaTurns {
   const std::string& reply_prefix() const { return reply_prefix_; }
   // Whether the template strips the whitespace around a message's content.
   bool trims_content() const { return trims_; }
+  // The texts around k >= 1 tool results that answer an assistant reply with tool calls (after
+  // the reply and assistant_end()): k + 1 texts, the last ending with the generation prompt;
+  // as_json: the template writes a result's content as a JSON string (tojson), quotes and
+  // all, not as it is. `tool_name`: the tool the probe's call names (templates may look it
+  // up). Errors: a template that renders no tool message, or not as a prefix of the next turn.
+  struct ToolResults {
+    std::vector<std::string> texts;
+    bool as_json = false;
+  };
+  Result<ToolResults> tool_results(size_t k, std::string_view tool_name) const;
 
  private:
   JinjaTurns() = default;
   Result<std::string> render(std::string_view messages_json, bool add_generation_prompt) const;
 
   std::shared_ptr<const jinja::Template> template_;
-  std::string bos_, eos_;
+  std::string bos_, eos_, tools_;
   std::pair<std::string, std::string> next_;
   std::string assistant_end_, reply_prefix_;
   bool trims_ = false;

@@ -26,7 +26,8 @@ class BindOptions(Structure):
 
 
 class ContextOptions(Structure):
-    _fields_ = [("struct_size", c_size_t), ("id", c_char_p), ("system_prompt", c_char_p), ("raw", c_int32)]
+    _fields_ = [("struct_size", c_size_t), ("id", c_char_p), ("system_prompt", c_char_p), ("raw", c_int32),
+                ("tools_json", c_char_p)]
 
 
 class ContextInfo(Structure):
@@ -59,7 +60,8 @@ class CallResult(Structure):
     _fields_ = [("struct_size", c_size_t), ("prompt_tokens", c_int32), ("generated_tokens", c_int32),
                 ("context_tokens", c_int32), ("finish_reason", c_int32), ("switch_in_ms", c_double),
                 ("ttft_ms", c_double), ("prefill_ms", c_double), ("decode_ms", c_double), ("tpot_ms", c_double),
-                ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32), ("constrain_ms", c_double)]
+                ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32), ("constrain_ms", c_double),
+                ("tool_calls", c_int32), ("tool_call_errors", c_int32)]
 
 
 class Stats(Structure):
@@ -91,7 +93,8 @@ class ModelInfo(Structure):
 
 
 class Message(Structure):
-    _fields_ = [("struct_size", c_size_t), ("role", c_int32), ("content", c_void_p), ("content_len", c_size_t)]
+    _fields_ = [("struct_size", c_size_t), ("role", c_int32), ("content", c_void_p), ("content_len", c_size_t),
+                ("tool_calls", c_void_p), ("tool_calls_len", c_size_t)]
 
 
 MESSAGE_FN = CFUNCTYPE(c_int, POINTER(Message), c_void_p)

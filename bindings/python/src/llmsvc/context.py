@@ -9,7 +9,8 @@ import json
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 from . import _lib
 from ._handle import Handle
@@ -39,9 +40,12 @@ class Role(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Message:
-    """One message of a chat context's conversation."""
+    """One message of a chat context's conversation. tool_calls: read back, the calls an
+    assistant reply of a context with tools made (OpenAI-style dicts: id, type, function with
+    name and arguments), its content then the text around them."""
     role: Role
     content: str
+    tool_calls: Optional[List[Dict[str, Any]]] = None
 
     @staticmethod
     def of(m: "MessageLike") -> "Message":
@@ -103,10 +107,13 @@ class Reply:
     chunks_loaded: int = 0
     chunks_recomputed: int = 0
     constrain_ms: float = 0.0
+    tool_calls: int = 0  # calls parsed from the reply (a context with tools; read them from messages())
+    tool_call_errors: int = 0  # 1: the reply started a call that did not parse (it stays text)
 
     def _take(self, r: _lib.CallResult) -> None:
         for name in ("prompt_tokens", "generated_tokens", "context_tokens", "switch_in_ms", "ttft_ms", "prefill_ms",
-                     "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed", "constrain_ms"):
+                     "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed", "constrain_ms", "tool_calls",
+                     "tool_call_errors"):
             setattr(self, name, getattr(r, name))
         self.finish_reason = FinishReason(r.finish_reason)
 
@@ -139,6 +146,7 @@ class ContextInfo:
 
 
 _TOKEN_IDS_ABI = (1 << 16) | 2  # llmsvc_call_options.on_tokens
+_MESSAGE_TOOLS_SIZE = ctypes.sizeof(_lib.Message)  # a library's llmsvc_message with tool_calls
 _MESSAGES_ABI = (1 << 16) | 3  # llmsvc_context_append and the rest
 
 
@@ -209,7 +217,10 @@ class Context(Handle):
         def take(m: "ctypes._Pointer[_lib.Message]", _user: object) -> int:
             c = m.contents
             text = ctypes.string_at(c.content, c.content_len).decode("utf-8") if c.content_len else ""
-            out.append(Message(Role(c.role), text))
+            calls = None
+            if c.struct_size >= _MESSAGE_TOOLS_SIZE and c.tool_calls_len:
+                calls = json.loads(ctypes.string_at(c.tool_calls, c.tool_calls_len).decode("utf-8"))
+            out.append(Message(Role(c.role), text, calls))
             return 0
 
         check(_lib.lib.llmsvc_context_messages(self._h(), first, take, None))

@@ -4,13 +4,14 @@ counts and statistics."""
 from __future__ import annotations
 
 import ctypes
+import json
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._handle import Handle
 from .context import Context, ContextInfo, Message, MessageLike, message_array
-from .errors import check, require
+from .errors import UnsupportedError, check, require
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,17 @@ class Service(Handle):
     # -------------------------------------------------------------- contexts
 
     def new_context(self, id: Optional[str] = None, *, system_prompt: Optional[str] = None,
-                    raw: bool = False) -> Context:
-        """A new persistent context (`id` None: a fresh one is generated)."""
+                    raw: bool = False, tools: Optional[Union[str, Sequence[Mapping[str, Any]]]] = None) -> Context:
+        """A new persistent context (`id` None: a fresh one is generated). `tools`: the tools its
+        conversation may call, OpenAI-style ({"type": "function", "function": {"name",
+        "description", "parameters"}}), as a list or its JSON text; replies are parsed for calls
+        (Reply.tool_calls, Message.tool_calls) and results go back as Role.TOOL messages."""
         o = _lib.new_struct(_lib.ContextOptions, "llmsvc_context_options_init")
         o.id, o.system_prompt, o.raw = _opt(id), _opt(system_prompt), int(raw)
+        if tools is not None:
+            if _lib.lib.llmsvc_abi_version() < ((1 << 16) | 4):
+                raise UnsupportedError(5, "the loaded libllmsvc is older than tools (ABI 1.4)")
+            o.tools_json = (tools if isinstance(tools, str) else json.dumps(list(tools))).encode("utf-8")
         handle = ctypes.c_void_p()
         check(_lib.lib.llmsvc_context_new(self._h(), ctypes.byref(o), ctypes.byref(handle)))
         return Context(self, handle.value)

@@ -156,7 +156,7 @@ class MessagesTest extends BoundService {
       assertDetail(assertThrows(InvalidArgumentException.class, () -> ctx.append(Message.of(Role.SYSTEM, "Be terse."))),
           Status.INVALID_ARGUMENT, "system prompt");
       LLMException tool = assertThrows(LLMException.class, () -> ctx.append(Message.of(Role.TOOL, "{}")));
-      assertDetail(tool, Status.UNSUPPORTED, "message 0");
+      assertDetail(tool, Status.INVALID_ARGUMENT, "message 0");
       // All or none: the good first message of a bad list is not kept either.
       assertDetail(assertThrows(InvalidArgumentException.class,
           () -> ctx.append(Message.user("One."), Message.user("Two."))), Status.INVALID_ARGUMENT, "message 1");

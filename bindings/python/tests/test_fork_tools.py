@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Context.fork: a fork holds its parent's conversation, shares its KV memory, goes on alone and
-outlives it; the refusals."""
+"""Context.fork (a fork holds its parent's conversation, shares its KV memory, goes on alone and
+outlives it; the refusals) and tools as far as the default model shows them (checked; refused
+where its template renders none; no tool messages without them)."""
 import threading
 
 import pytest
@@ -61,4 +62,23 @@ def test_fork_refusals(svc, fresh_id):
         parent.call("Again.", max_tokens=3, on_piece=on_piece)
         assert seen and isinstance(seen[0], llmsvc.BusyError)
         assert len(svc.contexts()) == n
+    svc.delete_context(fresh_id)
+
+
+def test_tools_are_checked_and_a_context_without_them_refuses_tool_messages(svc, fresh_id):
+    weather = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    with pytest.raises(llmsvc.InvalidArgumentError) as e:
+        svc.new_context(tools=[{"type": "function", "function": {"name": "bad name"}}])
+    assert "tools[0]" in e.value.detail
+    try:  # the default model's template renders no tools: refused, never ignored
+        svc.new_context(fresh_id, tools=weather).close()
+        svc.delete_context(fresh_id)
+    except llmsvc.UnsupportedError as e:
+        assert "tools" in e.detail
+    with svc.new_context(fresh_id, tools="[]") as ctx:
+        r = ctx.call("Hello.", max_tokens=3)
+        assert r.tool_calls == 0 and r.tool_call_errors == 0
+        assert all(m.tool_calls is None for m in ctx.messages())
+        with pytest.raises(llmsvc.InvalidArgumentError):
+            ctx.append([("tool", "{}")])
     svc.delete_context(fresh_id)

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tools a context declares, as an app gives them (untrusted JSON): checked and normalized
+// into the OpenAI-style array chat templates read, [{"type": "function", "function": {"name",
+// "description", "parameters"}}]. Bounded: 64 tools, 64 KiB, JSON nesting 64.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace llmsvc::chat {
+
+inline constexpr size_t kMaxTools = 64;
+inline constexpr size_t kMaxToolsBytes = size_t{64} << 10;
+inline constexpr size_t kMaxToolsDepth = 64;
+
+// Each tool is {"type": "function", "function": {...}} or the function object alone: a name
+// of 1..64 characters [A-Za-z0-9_.-], an optional description (a string), optional parameters
+// (a JSON Schema object; not compiled here). Returns the normalized array as compact JSON;
+// invalid_argument names the tool and the field at fault. "" or "[]": no tools ("").
+Result<std::string> normalize_tools(std::string_view json);
+
+// The tools' names, in order, of a normalized array.
+std::vector<std::string> tool_names(std::string_view normalized);
+
+}  // namespace llmsvc::chat
