@@ -127,6 +127,8 @@ static int write_result(JNIEnv* env, const llmsvc_call_result* r, jintArray ints
   iv[org_llmsvc_Native_RESULT_FINISH_REASON] = r->finish_reason;
   iv[org_llmsvc_Native_RESULT_CHUNKS_LOADED] = r->chunks_loaded;
   iv[org_llmsvc_Native_RESULT_CHUNKS_RECOMPUTED] = r->chunks_recomputed;
+  iv[org_llmsvc_Native_RESULT_TOOL_CALLS] = r->tool_calls; /* 0 from a library before ABI 1.4 */
+  iv[org_llmsvc_Native_RESULT_TOOL_CALL_ERRORS] = r->tool_call_errors;
   (*env)->SetIntArrayRegion(env, ints, 0, org_llmsvc_Native_RESULT_INTS, iv);
   if ((*env)->ExceptionCheck(env)) return -1;
   jdouble dv[org_llmsvc_Native_RESULT_DOUBLES];

@@ -7,18 +7,21 @@
 #include "org_llmsvc_Native.h"
 
 JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextNew(JNIEnv* env, jclass cls, jlong service, jbyteArray id,
-                                                          jbyteArray system_prompt, jboolean raw) {
+                                                          jbyteArray system_prompt, jboolean raw, jbyteArray tools) {
   (void)cls;
   char* id_c = NULL;
   char* system_c = NULL;
+  char* tools_c = NULL;
   jlong handle = 0;
-  if (jni_cstring(env, id, &id_c) == 0 && jni_cstring(env, system_prompt, &system_c) == 0) {
+  if (jni_cstring(env, id, &id_c) == 0 && jni_cstring(env, system_prompt, &system_c) == 0 &&
+      jni_cstring(env, tools, &tools_c) == 0) {
     llmsvc_context_options o;
     memset(&o, 0, sizeof o);
     llmsvc_context_options_init(&o);
     o.id = id_c;
     o.system_prompt = system_c;
     o.raw = raw ? 1 : 0;
+    o.tools_json = tools_c;
     llmsvc_context* context = NULL;
     llmsvc_status st = llmsvc_context_new(jni_service(service), &o, &context);
     if (st != LLMSVC_OK) {
@@ -29,6 +32,7 @@ JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextNew(JNIEnv* env, jclass cl
   }
   free(id_c);
   free(system_c);
+  free(tools_c);
   return handle;
 }
 

@@ -8,6 +8,7 @@
  * library's callback never calls into Java, and one byte[] at a time is made afterwards, each
  * local reference dropped once stored.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,8 +93,9 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextTruncate(JNIEnv* env, jclas
   if (st != LLMSVC_OK) jni_throw_status(env, st);
 }
 
-/* The messages llmsvc_context_messages reports: their roles, and their contents packed one
- * after another (ends[i]: where message i's content ends in `bytes`). */
+/* The messages llmsvc_context_messages reports: their roles, and their contents and tool calls
+ * packed one after another (ends[2i]: where message i's content ends in `bytes`, ends[2i + 1]
+ * where its tool calls end; none: the two are equal). */
 typedef struct message_list {
   jint* roles;
   size_t* ends;
@@ -111,7 +113,7 @@ static int collect_message(const llmsvc_message* m, void* user) {
     size_t slots = list->slots ? list->slots * 2 : 16;
     jint* roles = realloc(list->roles, slots * sizeof *roles);
     if (roles != NULL) list->roles = roles;
-    size_t* ends = roles != NULL ? realloc(list->ends, slots * sizeof *ends) : NULL;
+    size_t* ends = roles != NULL ? realloc(list->ends, 2 * slots * sizeof *ends) : NULL;
     if (ends == NULL) {
       list->out_of_memory = 1;
       return 1; /* stop early */
@@ -119,9 +121,13 @@ static int collect_message(const llmsvc_message* m, void* user) {
     list->ends = ends;
     list->slots = slots;
   }
-  if (list->len + m->content_len > list->cap) {
+  /* A library before ABI 1.4 fills a shorter llmsvc_message: no tool calls. */
+  const int has_calls = m->struct_size >= offsetof(llmsvc_message, tool_calls_len) + sizeof(size_t) &&
+                        m->tool_calls != NULL && m->tool_calls_len > 0;
+  const size_t calls_len = has_calls ? m->tool_calls_len : 0;
+  if (list->len + m->content_len + calls_len > list->cap) {
     size_t cap = list->cap ? list->cap * 2 : 1024;
-    while (cap < list->len + m->content_len) cap *= 2;
+    while (cap < list->len + m->content_len + calls_len) cap *= 2;
     char* grown = realloc(list->bytes, cap);
     if (grown == NULL) {
       list->out_of_memory = 1;
@@ -132,13 +138,17 @@ static int collect_message(const llmsvc_message* m, void* user) {
   }
   if (m->content_len > 0) memcpy(list->bytes + list->len, m->content, m->content_len);
   list->len += m->content_len;
+  list->ends[2 * list->count] = list->len;
+  if (calls_len > 0) memcpy(list->bytes + list->len, m->tool_calls, calls_len);
+  list->len += calls_len;
+  list->ends[2 * list->count + 1] = list->len;
   list->roles[list->count] = m->role;
-  list->ends[list->count] = list->len;
   list->count++;
   return 0;
 }
 
-/* {int[] roles, byte[][] contents} of the list; NULL with an exception pending on failure. */
+/* {int[] roles, byte[][] contents, byte[][] tool calls (null entries for none)} of the list;
+ * NULL with an exception pending on failure. */
 static jobjectArray message_arrays(JNIEnv* env, const message_list* list) {
   if (list->count > (size_t)INT32_MAX) {
     jni_throw(env, "java/lang/OutOfMemoryError", "llmsvc_jni: more messages than a Java array holds");
@@ -149,31 +159,41 @@ static jobjectArray message_arrays(JNIEnv* env, const message_list* list) {
   if (roles == NULL) return NULL;
   if (n > 0) (*env)->SetIntArrayRegion(env, roles, 0, n, list->roles);
   jobjectArray contents = (*env)->NewObjectArray(env, n, llmsvc_jni.byte_array_class, NULL);
-  if (contents == NULL) {
-    (*env)->DeleteLocalRef(env, roles);
-    return NULL;
-  }
+  jobjectArray calls = contents != NULL ? (*env)->NewObjectArray(env, n, llmsvc_jni.byte_array_class, NULL) : NULL;
+  jobjectArray out = NULL;
   size_t start = 0;
-  for (jsize i = 0; i < n; i++) {
-    jbyteArray bytes = jni_bytes(env, list->bytes + start, list->ends[i] - start);
-    if (bytes == NULL) {
-      (*env)->DeleteLocalRef(env, roles);
-      (*env)->DeleteLocalRef(env, contents);
-      return NULL;
+  int failed = calls == NULL;
+  for (jsize i = 0; i < n && !failed; i++) {
+    jbyteArray bytes = jni_bytes(env, list->bytes + start, list->ends[2 * i] - start);
+    failed = bytes == NULL;
+    if (!failed) {
+      (*env)->SetObjectArrayElement(env, contents, i, bytes);
+      (*env)->DeleteLocalRef(env, bytes);
     }
-    (*env)->SetObjectArrayElement(env, contents, i, bytes);
-    (*env)->DeleteLocalRef(env, bytes);
-    start = list->ends[i];
+    start = list->ends[2 * i];
+    if (!failed && list->ends[2 * i + 1] > start) {
+      bytes = jni_bytes(env, list->bytes + start, list->ends[2 * i + 1] - start);
+      failed = bytes == NULL;
+      if (!failed) {
+        (*env)->SetObjectArrayElement(env, calls, i, bytes);
+        (*env)->DeleteLocalRef(env, bytes);
+      }
+    }
+    start = list->ends[2 * i + 1];
   }
-  jclass object_class = (*env)->FindClass(env, "java/lang/Object");
-  jobjectArray out = object_class != NULL ? (*env)->NewObjectArray(env, 2, object_class, NULL) : NULL;
-  if (object_class != NULL) (*env)->DeleteLocalRef(env, object_class);
-  if (out != NULL) {
-    (*env)->SetObjectArrayElement(env, out, 0, roles);
-    (*env)->SetObjectArrayElement(env, out, 1, contents);
+  if (!failed) {
+    jclass object_class = (*env)->FindClass(env, "java/lang/Object");
+    out = object_class != NULL ? (*env)->NewObjectArray(env, 3, object_class, NULL) : NULL;
+    if (object_class != NULL) (*env)->DeleteLocalRef(env, object_class);
+    if (out != NULL) {
+      (*env)->SetObjectArrayElement(env, out, 0, roles);
+      (*env)->SetObjectArrayElement(env, out, 1, contents);
+      (*env)->SetObjectArrayElement(env, out, 2, calls);
+    }
   }
   (*env)->DeleteLocalRef(env, roles);
-  (*env)->DeleteLocalRef(env, contents);
+  if (contents != NULL) (*env)->DeleteLocalRef(env, contents);
+  if (calls != NULL) (*env)->DeleteLocalRef(env, calls);
   return out;
 }
 

@@ -78,6 +78,20 @@ public final class CallResult {
     return doubles[Native.RESULT_CONSTRAIN_MS];
   }
 
+  /**
+   * A context with tools ({@link ContextOptions#toolsJson(String)}): the tool calls parsed from
+   * the reply (read them with {@link LLMContext#messages()}: the reply's {@link
+   * Message#toolCalls()}); 0 otherwise.
+   */
+  public int toolCalls() {
+    return ints[Native.RESULT_TOOL_CALLS];
+  }
+
+  /** 1 when the reply started a tool call that did not parse (the reply stays text). */
+  public int toolCallErrors() {
+    return ints[Native.RESULT_TOOL_CALL_ERRORS];
+  }
+
   @Override
   public String toString() {
     return "CallResult{finish=" + finishReason() + ", prompt=" + promptTokens() + ", generated=" + generatedTokens()

@@ -206,8 +206,11 @@ public final class LLMContext implements AutoCloseable {
     Object[] raw = conversation(h -> Native.contextMessages(h, first));
     int[] roles = (int[]) raw[0];
     byte[][] contents = (byte[][]) raw[1];
+    byte[][] calls = (byte[][]) raw[2];
     List<Message> out = new ArrayList<>(roles.length);
-    for (int i = 0; i < roles.length; i++) out.add(new Message(Role.of(roles[i]), Utf8.decode(contents[i])));
+    for (int i = 0; i < roles.length; i++) {
+      out.add(new Message(Role.of(roles[i]), Utf8.decode(contents[i]), calls[i] == null ? null : Utf8.decode(calls[i])));
+    }
     return Collections.unmodifiableList(out);
   }
 

@@ -109,9 +109,13 @@ public final class LLMService implements AutoCloseable {
     ContextOptions o = options != null ? options : new ContextOptions();
     byte[] id = Utf8.cString(o.id, "id");
     byte[] system = Utf8.cString(o.systemPrompt, "system prompt");
+    byte[] tools = Utf8.cString(o.toolsJson, "tools");
+    if (tools != null && Native.abiVersion() < Native.FORK_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than tools (ABI 1.4)");
+    }
     long s = guard.acquire();
     try {
-      return wrap(Native.contextNew(s, id, system, o.raw));
+      return wrap(Native.contextNew(s, id, system, o.raw, tools));
     } finally {
       guard.release();
     }

@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * One message of a chat context's conversation ({@code llmsvc_message}): a role and its text.
- * Immutable; equal when role and content are.
+ * Immutable; equal when role, content and tool calls are.
  *
  * <pre>{@code
  * ctx.append(Message.user("Remember the number 7."), Message.assistant("I will."), Message.user("Which number?"));
@@ -14,11 +14,17 @@ import java.util.Objects;
 public final class Message {
   private final Role role;
   private final String content;
+  private final String toolCalls;
 
   /** A message; neither may be null. */
   public Message(Role role, String content) {
+    this(role, content, null);
+  }
+
+  Message(Role role, String content, String toolCalls) {
     this.role = Objects.requireNonNull(role, "role");
     this.content = Objects.requireNonNull(content, "content");
+    this.toolCalls = toolCalls;
   }
 
   public static Message of(Role role, String content) {
@@ -41,21 +47,32 @@ public final class Message {
     return content;
   }
 
+  /**
+   * Read back: the tool calls an assistant reply of a context with tools made, as an
+   * OpenAI-style JSON array ({@code [{"id", "type": "function", "function": {"name",
+   * "arguments"}}]}), its content then the text around them; {@code null} for none. Not
+   * appended: an assistant message goes in as its text.
+   */
+  public String toolCalls() {
+    return toolCalls;
+  }
+
   @Override
   public boolean equals(Object o) {
     if (this == o) return true;
     if (!(o instanceof Message)) return false;
     Message m = (Message) o;
-    return role == m.role && content.equals(m.content);
+    return role == m.role && content.equals(m.content) && Objects.equals(toolCalls, m.toolCalls);
   }
 
   @Override
   public int hashCode() {
-    return 31 * role.hashCode() + content.hashCode();
+    return Objects.hash(role, content, toolCalls);
   }
 
   @Override
   public String toString() {
-    return "Message{role=" + role + ", content='" + content + "'}";
+    return "Message{role=" + role + ", content='" + content + "'" + (toolCalls != null ? ", toolCalls=" + toolCalls : "")
+        + "}";
   }
 }

@@ -48,7 +48,9 @@ final class Native {
   static final int RESULT_FINISH_REASON = 3;
   static final int RESULT_CHUNKS_LOADED = 4;
   static final int RESULT_CHUNKS_RECOMPUTED = 5;
-  static final int RESULT_INTS = 6;
+  static final int RESULT_TOOL_CALLS = 6;
+  static final int RESULT_TOOL_CALL_ERRORS = 7;
+  static final int RESULT_INTS = 8;
   static final int RESULT_SWITCH_IN_MS = 0;
   static final int RESULT_TTFT_MS = 1;
   static final int RESULT_PREFILL_MS = 2;
@@ -123,7 +125,7 @@ final class Native {
 
   static native void unbind(long service);
 
-  static native long contextNew(long service, byte[] id, byte[] systemPrompt, boolean raw);
+  static native long contextNew(long service, byte[] id, byte[] systemPrompt, boolean raw, byte[] toolsJson);
 
   static native long contextOpen(long service, byte[] id);
 
@@ -172,7 +174,7 @@ final class Native {
 
   /**
    * llmsvc_context_messages from index {@code first} (not negative): {int[] roles, byte[][] UTF-8
-   * contents}, one entry each per message.
+   * contents, byte[][] UTF-8 tool calls (null entries for none)}, one entry each per message.
    */
   static native Object[] contextMessages(long context, long first);
 

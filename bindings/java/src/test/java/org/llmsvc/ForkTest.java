@@ -10,7 +10,10 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 
-/** LLMContext.fork (ABI 1.4): shared memory, the parent's conversation, each going on alone, refusals. */
+/**
+ * ABI 1.4: LLMContext.fork (shared memory, the parent's conversation, each going on alone,
+ * refusals), and tools as far as the default model shows them.
+ */
 class ForkTest extends BoundService {
   private static final String DOC = "The lighthouse keeper wrote in his log every evening: the wind, the colour "
       + "of the sea, the ships that passed. Over forty years the log grew to twelve volumes. Summarise it.";
@@ -72,6 +75,30 @@ class ForkTest extends BoundService {
       assertEquals(n, svc.listContexts().size(), "nothing made by a refusal");
     } finally {
       TestSupport.dispose(svc, parent);
+    }
+  }
+
+  @Test
+  void toolsAreCheckedAndAContextWithoutThemRefusesToolMessages() {
+    LLMException bad = assertThrows(InvalidArgumentException.class, () -> svc.newLLMCtx(new ContextOptions()
+        .toolsJson("[{\"type\": \"function\", \"function\": {\"name\": \"bad name\"}}]")));
+    assertTrue(bad.detail().contains("tools[0]"), bad.detail());
+    String weather = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}]";
+    try {
+      LLMContext taken = svc.newLLMCtx(new ContextOptions().toolsJson(weather));
+      TestSupport.dispose(svc, taken);
+    } catch (LLMException e) { // the default model's template renders no tools: refused, never ignored
+      assertEquals(Status.UNSUPPORTED, e.status(), e.toString());
+    }
+    LLMContext ctx = svc.newLLMCtx(new ContextOptions().id(TestSupport.uniqueId("tools")).toolsJson("[]"));
+    try {
+      CallResult r = ctx.call("Hello.", TestSupport.greedy(3));
+      assertEquals(0, r.toolCalls());
+      assertEquals(0, r.toolCallErrors());
+      for (Message m : ctx.messages()) assertEquals(null, m.toolCalls(), m.toString());
+      assertThrows(InvalidArgumentException.class, () -> ctx.append(Message.of(Role.TOOL, "{}")));
+    } finally {
+      TestSupport.dispose(svc, ctx);
     }
   }
 }
