@@ -486,12 +486,13 @@ typedef struct llmsvc_message {  /* (also named by llmsvc_count_options) */
   int32_t role;             /* llmsvc_role */
   const char* content;      /* UTF-8, content_len bytes, not NUL-terminated; NULL when len 0 */
   size_t content_len;
-  /* Since ABI 1.4, read back by llmsvc_context_messages: an assistant message of a context
-   * with tools carries the calls its reply made, an OpenAI-style JSON array [{"id", "type":
-   * "function", "function": {"name", "arguments"}}] with arguments a JSON object
-   * (tool_calls_len bytes, not NUL-terminated; NULL and 0 for none), and its content is then
-   * the text around them. llmsvc_context_append ignores it: an assistant message is appended
-   * as its text (a reply's calls in the syntax the model writes them in). */
+  /* Since ABI 1.4, an assistant message of a context with tools: the calls its reply made, an
+   * OpenAI-style JSON array [{"id", "type": "function", "function": {"name", "arguments"}}]
+   * (tool_calls_len bytes, not NUL-terminated; NULL and 0 for none), its content then the
+   * text around them. Read back by llmsvc_context_messages (arguments a JSON object); given to
+   * llmsvc_context_append (arguments a JSON object or its text, as OpenAI sends them), the
+   * reply is stored as the model's chat template writes those calls. Any other message with
+   * calls, or calls in a context without tools: LLMSVC_ERR_INVALID_ARGUMENT. */
   const char* tool_calls;
   size_t tool_calls_len;
 } llmsvc_message;

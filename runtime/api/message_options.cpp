@@ -10,6 +10,7 @@ namespace llmsvc::api {
 
 Result<std::vector<ChatMessage>> read_messages(const llmsvc_message* messages, size_t n, const char* what) {
   constexpr size_t kMessageV1 = offsetof(llmsvc_message, content_len) + sizeof(size_t);
+  constexpr size_t kMessageTools = offsetof(llmsvc_message, tool_calls_len) + sizeof(size_t);  // ABI 1.4
   std::vector<ChatMessage> out;
   if (n == 0) return out;
   if (!messages) return Status(Code::invalid_argument, std::string(what) + " is NULL");
@@ -27,6 +28,10 @@ Result<std::vector<ChatMessage>> read_messages(const llmsvc_message* messages, s
       return Status(Code::invalid_argument, at + ".role " + std::to_string(m->role) + " is not an llmsvc_role");
     LLMSVC_RETURN_IF_ERROR(check_utf8(m->content, m->content_len, at + ".content"));
     out.push_back({static_cast<MessageRole>(m->role), std::string(m->content ? m->content : "", m->content_len)});
+    if (stride >= kMessageTools && m->tool_calls_len > 0) {
+      LLMSVC_RETURN_IF_ERROR(check_utf8(m->tool_calls, m->tool_calls_len, at + ".tool_calls"));
+      out.back().tool_calls.assign(m->tool_calls, m->tool_calls_len);
+    }
   }
   return out;
 }

@@ -248,7 +248,12 @@ class UnixTransport final : public Transport {
     // As a prompt: the daemon takes at most max_prompt_bytes of text in one request.
     const uint32_t limit = (*conn)->welcome().max_prompt_bytes;
     size_t bytes = 0;
-    for (const ChatMessage& m : messages) bytes += m.content.size();
+    bool with_calls = false;
+    for (const ChatMessage& m : messages) {
+      bytes += m.content.size() + m.tool_calls.size();
+      with_calls = with_calls || !m.tool_calls.empty();
+    }
+    if (with_calls) LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionFork, "appending tool calls"));
     if (bytes > limit || messages.size() > p::kMaxAppendMessages)
       return Status(Code::context_overflow, "messages of " + std::to_string(bytes) + " bytes (" +
                                                 std::to_string(messages.size()) + " of them) are more than llmsvcd takes at once (" +

@@ -459,6 +459,19 @@ Status chat_messages(IO& io, const char* field, V& list, size_t max) {
   });
 }
 
+// Version 6: each message's tool calls (a JSON array, "" for none), a list after the messages.
+template <class IO, class V>
+Status chat_message_calls(IO& io, V& list, size_t max) {
+  std::vector<std::string> calls;
+  for (const auto& msg : list) calls.push_back(msg.tool_calls);
+  LLMSVC_RETURN_IF_ERROR(io.text_list("tool_calls", calls, max, kAnyText));
+  if constexpr (!std::is_const_v<V>) {
+    if (calls.size() != list.size()) return io.fail("tool_calls", "not one entry per message");
+    for (size_t i = 0; i < calls.size(); ++i) list[i].tool_calls = std::move(calls[i]);
+  }
+  return Status::Ok();
+}
+
 // llmsvc_count_tokens: count `text`'s tokens as a prompt (CountParams), and send back the ids
 // [ids_offset, ids_offset + max_ids) of them (max_ids 0: the count alone).
 struct CountTokens {
@@ -509,7 +522,9 @@ struct ContextAppend {
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
     LLMSVC_RETURN_IF_ERROR(io.text("id", m.id, kIdBounds));
-    return chat_messages(io, "messages", m.messages, kMaxAppendMessages);
+    LLMSVC_RETURN_IF_ERROR(chat_messages(io, "messages", m.messages, kMaxAppendMessages));
+    if (io.version() < kVersionFork) return Status::Ok();
+    return chat_message_calls(io, m.messages, kMaxAppendMessages);  // version 6
   }
   bool operator==(const ContextAppend&) const = default;
 };
@@ -560,15 +575,7 @@ struct ContextMessagesReply {
     LLMSVC_RETURN_IF_ERROR(io.boolean("more", m.more));
     LLMSVC_RETURN_IF_ERROR(chat_messages(io, "messages", m.messages, kMaxMessagesPage));
     if (io.version() < kVersionFork) return Status::Ok();
-    // Version 6: each message's tool calls (a JSON array, "" for none), in the same order.
-    std::vector<std::string> calls;
-    for (const auto& msg : m.messages) calls.push_back(msg.tool_calls);
-    LLMSVC_RETURN_IF_ERROR(io.text_list("tool_calls", calls, kMaxMessagesPage, kAnyText));
-    if constexpr (!std::is_const_v<M>) {
-      if (calls.size() != m.messages.size()) return io.fail("tool_calls", "not one entry per message");
-      for (size_t i = 0; i < calls.size(); ++i) m.messages[i].tool_calls = std::move(calls[i]);
-    }
-    return Status::Ok();
+    return chat_message_calls(io, m.messages, kMaxMessagesPage);
   }
   bool operator==(const ContextMessagesReply&) const = default;
 };

@@ -212,7 +212,7 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
   if (const auto* req = std::get_if<p::ContextAppend>(&m)) {
     // No more text at once than a prompt may bring (docs/memory-bound.md).
     size_t bytes = 0;
-    for (const ChatMessage& msg : req->messages) bytes += msg.content.size();
+    for (const ChatMessage& msg : req->messages) bytes += msg.content.size() + msg.tool_calls.size();
     if (bytes > opt_.max_prompt_bytes)
       return send_error(s, stream, Status(Code::context_overflow, "messages of " + std::to_string(bytes) +
                                                                       " bytes are more than the daemon takes at once (" +

@@ -242,6 +242,41 @@ TEST_P(EngineTools, MistakesGetClearErrors) {
   EXPECT_EQ((*msgs)[0].content, broken);
 }
 
+// An app's own history with a call (OpenAI's form: arguments as text) goes in as the model
+// would have written it: the history is the template's render, and the call reads back.
+TEST_P(EngineTools, AnAppendedReplyWithCallsIsWrittenAsTheModelWould) {
+  const std::string id = new_context("seeded");
+  ChatMessage asked{MessageRole::user, "What is the weather in Paris?"};
+  ChatMessage called{MessageRole::assistant, ""};
+  called.tool_calls = R"([{"id": "call_7", "type": "function",
+    "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}])";
+  ChatMessage result{MessageRole::tool, "{\"temperature\": 21}"};
+  ASSERT_TRUE(engine_->append_messages(id, std::vector<ChatMessage>{asked, called, result}, 0).ok());
+  nlohmann::json conv = nlohmann::json::array();
+  const nlohmann::json call = {{"id", "call_7"}, {"type", "function"},
+                               {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}};
+  conv.push_back({{"role", "user"}, {"content", asked.content}});
+  conv.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", nlohmann::json::array({call})}});
+  conv.push_back({{"role", "tool"}, {"content", result.content}, {"tool_call_id", "call_7"}, {"name", "get_weather"}});
+  EXPECT_EQ(history_text(id), rendered(conv, true));
+  auto back = engine_->messages(id, 1, 1);
+  ASSERT_TRUE(back.ok());
+  const auto calls = nlohmann::json::parse((*back)[0].tool_calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["arguments"], nlohmann::json({{"city", "Paris"}}));
+  EXPECT_EQ(call_forced(id, "", "Fine.").finish, FinishReason::eos);
+  // Calls on a user message, calls that are not calls: refused, nothing appended.
+  ChatMessage wrong{MessageRole::user, "Hi"};
+  wrong.tool_calls = called.tool_calls;
+  EXPECT_EQ(engine_->append_messages(id, std::vector<ChatMessage>{wrong}, 0).code(), Code::invalid_argument);
+  ChatMessage broken{MessageRole::assistant, ""};
+  broken.tool_calls = R"([{"function": {"name": "get_weather", "arguments": "not json"}}])";
+  auto refused = engine_->append_messages(id, std::vector<ChatMessage>{{MessageRole::user, "Again?"}, broken}, 0);
+  EXPECT_EQ(refused.code(), Code::invalid_argument);
+  EXPECT_NE(refused.message().find("tool_calls[0]"), std::string::npos) << refused.message();
+  EXPECT_EQ(engine_->messages(id, 0, 10)->size(), 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Templates, EngineTools, ::testing::ValuesIn(kFamilies),
                          [](const ::testing::TestParamInfo<Family>& i) { return std::string(i.param.name); });
 

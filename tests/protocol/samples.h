@@ -166,6 +166,7 @@ inline std::vector<Sample> protocol_samples() {
   ChatMessage called{MessageRole::assistant, "Let me look."};
   called.tool_calls = R"([{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":{}}}])";
   v.push_back({S, 33, ContextMessagesReply{false, {called, ChatMessage{MessageRole::tool, "{\"t\": 21}"}}}});
+  v.push_back({C, 35, ContextAppend{"agent", {ChatMessage{MessageRole::user, "Weather?"}, called}}});
   CallStats tooled = cs;
   tooled.tool_calls = 2;
   tooled.tool_call_errors = 1;

@@ -117,7 +117,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
                   "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
                   "01000000 01000000 0a"
                   "00000000 00000000 01 01 01 00000000 00000000"));
-  EXPECT_EQ(frame_of(Role::client, 4, ContextAppend{"notes", {{MessageRole::user, "Hi"}, {MessageRole::assistant, ""}}}),
+  EXPECT_EQ(frame_of(Role::client, 4, ContextAppend{"notes", {{MessageRole::user, "Hi"}, {MessageRole::assistant, ""}}}, 5),
             unhex("4c4c4d53 1600 0000 04000000 19000000 05000000 6e6f746573 02000000 01 02000000 4869 02 00000000"));
   EXPECT_EQ(frame_of(Role::client, 5, ContextTruncate{"notes", 2}),
             unhex("4c4c4d53 1700 0000 05000000 0d000000 05000000 6e6f746573 02000000"));

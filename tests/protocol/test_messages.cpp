@@ -30,6 +30,8 @@ Message as_of_version(Message m, uint16_t version) {
     if (auto* made = std::get_if<ContextNew>(&m)) made->tools.clear();
     if (auto* page = std::get_if<ContextMessagesReply>(&m))
       for (auto& msg : page->messages) msg.tool_calls.clear();
+    if (auto* append = std::get_if<ContextAppend>(&m))
+      for (auto& msg : append->messages) msg.tool_calls.clear();
     if (auto* result = std::get_if<CallResult>(&m)) result->stats.tool_calls = result->stats.tool_call_errors = 0;
   }
   if (version < kVersionMessages) {
@@ -117,7 +119,7 @@ TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
   }
   EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply,
                                      MsgType::call, MsgType::piece, MsgType::count_tokens, MsgType::context_new,
-                                     MsgType::context_messages_reply}));
+                                     MsgType::context_messages_reply, MsgType::context_append}));
 }
 
 TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {

@@ -81,4 +81,8 @@ def test_tools_are_checked_and_a_context_without_them_refuses_tool_messages(svc,
         assert all(m.tool_calls is None for m in ctx.messages())
         with pytest.raises(llmsvc.InvalidArgumentError):
             ctx.append([("tool", "{}")])
+        call = {"type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        with pytest.raises(llmsvc.InvalidArgumentError) as e:
+            ctx.append([("user", "Weather?"), {"role": "assistant", "content": "", "tool_calls": [call]}])
+        assert "no tools" in e.value.detail
     svc.delete_context(fresh_id)

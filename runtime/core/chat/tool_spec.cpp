@@ -90,6 +90,48 @@ Result<std::string> normalize_tools(std::string_view json) {
   return out.dump();
 }
 
+Result<std::vector<ToolCall>> parse_app_tool_calls(std::string_view json) {
+  auto bad_call = [](size_t i, const std::string& why) {
+    return Status(Code::invalid_argument, "tool_calls[" + std::to_string(i) + "]: " + why);
+  };
+  if (json.size() > kMaxToolsBytes) return Status(Code::invalid_argument, "tool_calls: more than 64 KiB");
+  if (depth_of(json) > kMaxToolsDepth)
+    return Status(Code::invalid_argument, "tool_calls: nested deeper than " + std::to_string(kMaxToolsDepth));
+  const nlohmann::ordered_json list = nlohmann::ordered_json::parse(json, nullptr, false);
+  if (list.is_discarded() || !list.is_array()) return Status(Code::invalid_argument, "tool_calls: not a JSON array");
+  if (list.size() > kMaxToolCalls) return Status(Code::invalid_argument, "tool_calls: too many calls");
+  std::vector<ToolCall> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& c = list[i];
+    if (!c.is_object()) return bad_call(i, "not an object");
+    const auto* fn = &c;
+    if (c.contains("function")) {
+      if (!c["function"].is_object()) return bad_call(i, "function: not an object");
+      fn = &c["function"];
+    }
+    if (!fn->contains("name") || !(*fn)["name"].is_string() || !valid_name((*fn)["name"].get<std::string>()))
+      return bad_call(i, "name: 1 to 64 characters of [A-Za-z0-9_.-]");
+    ToolCall call;
+    call.name = (*fn)["name"].get<std::string>();
+    nlohmann::ordered_json args = nlohmann::ordered_json::object();
+    if (fn->contains("arguments")) {
+      const auto& a = (*fn)["arguments"];
+      if (a.is_string()) args = nlohmann::ordered_json::parse(a.get<std::string>(), nullptr, false);
+      else args = a;
+      if (!args.is_object()) return bad_call(i, "arguments: not a JSON object (or its text)");
+    }
+    call.arguments_json = args.dump();
+    if (c.contains("id")) {
+      if (!c["id"].is_string() || c["id"].get<std::string>().empty()) return bad_call(i, "id: not a string");
+      call.id = c["id"].get<std::string>();
+    } else {
+      call.id = "call_" + std::to_string(i);
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 std::vector<std::string> tool_names(std::string_view normalized) {
   std::vector<std::string> names;
   const nlohmann::ordered_json list = nlohmann::ordered_json::parse(normalized, nullptr, false);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tools a context declares, as an app gives them (untrusted JSON): checked and normalized
 // into the OpenAI-style array chat templates read, [{"type": "function", "function": {"name",
-// "description", "parameters"}}]. Bounded: 64 tools, 64 KiB, JSON nesting 64.
+// "description", "parameters"}}]. Bounded: 64 tools, 64 KiB, JSON nesting 64. And the calls of
+// an assistant message an app appends (its own history), checked the same way.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/core/chat/tool_calls.h"
 
 namespace llmsvc::chat {
 
@@ -25,5 +27,11 @@ Result<std::string> normalize_tools(std::string_view json);
 
 // The tools' names, in order, of a normalized array.
 std::vector<std::string> tool_names(std::string_view normalized);
+
+// An appended assistant message's calls, as an app gives them: a JSON array of OpenAI-style
+// calls {"id", "type": "function", "function": {"name", "arguments"}} (or the function objects
+// alone), arguments a JSON object or its text (OpenAI's form). Ids default to "call_<i>".
+// invalid_argument names the call and the field at fault. At most kMaxToolCalls, 64 KiB.
+Result<std::vector<ToolCall>> parse_app_tool_calls(std::string_view json);
 
 }  // namespace llmsvc::chat

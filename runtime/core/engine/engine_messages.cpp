@@ -8,6 +8,7 @@
 // and the turn's end), and rewinding cuts the history where message n ended, keeping every KV
 // chunk before it.
 #include <algorithm>
+#include <optional>
 
 #include "runtime/core/engine/engine_impl.h"
 
@@ -103,6 +104,8 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTempla
     const std::string at = "message " + std::to_string(i) + " (" + role_name(m.role) + ")";
     if (m.role == MessageRole::system)
       return Status(Code::invalid_argument, at + ": the system prompt is the context's own, set when it is created");
+    if (m.role != MessageRole::assistant && !m.tool_calls.empty())
+      return Status(Code::invalid_argument, at + ": only an assistant message carries tool calls");
     if (m.role == MessageRole::tool && next != MessageRole::tool)
       return Status(Code::invalid_argument,
                     at + (tools.empty() ? ": the context declares no tools" :
@@ -113,6 +116,7 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTempla
                                             "(user and assistant messages alternate, from a user message; a reply "
                                             "that calls tools is followed by their results)");
     std::vector<int32_t> ids;
+    std::optional<std::string> logged_text;  // what the history keeps, where not the content
     size_t n_same = 1;
     if (m.role == MessageRole::user) {
       ids = turn_tokens(chat, false, at_start && out.ids.empty(), turns + out.users == 0, sys, m.content);
@@ -125,6 +129,20 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTempla
       if (!r.ok()) return Status(r.status().code(), at + ": " + r.status().message());
       ids = std::move(r).value();
       next = MessageRole::assistant;
+    } else if (!m.tool_calls.empty()) {
+      // A reply of the app's history with calls: written as the model writes them (the
+      // template's own rendering), so that reading it back parses the same calls.
+      if (tools.empty() || !chat.jinja) return Status(Code::invalid_argument, at + ": the context declares no tools");
+      auto calls = chat::parse_app_tool_calls(m.tool_calls);
+      if (!calls.ok()) return Status(calls.status().code(), at + ": " + calls.status().message());
+      auto text = chat.jinja->reply_with_calls(m.content, chat::tool_calls_json(*calls, chat::template_arguments(chat.tool_format)));
+      if (!text.ok()) return Status(text.status().code(), at + ": " + text.status().message());
+      if (chat::parse_tool_calls(chat.tool_format, *text).calls.size() != calls->size())
+        return Status(Code::unsupported, at + ": the template writes these calls in a form this library does not "
+                                              "read back");
+      ids = reply_tokens(chat, *text);
+      logged_text = std::move(text).value();
+      next = calls->empty() ? MessageRole::user : MessageRole::tool;
     } else {
       ids = reply_tokens(chat, m.content);
       next = calls_tools(chat, tools, m.content) ? MessageRole::tool : MessageRole::user;
@@ -135,7 +153,7 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTempla
     // A reply's tool results all end where the last one's tokens end.
     for (size_t k = 0; k < n_same; ++k)
       out.logged.push_back({static_cast<uint32_t>(messages[i + k].role), static_cast<uint32_t>(base + out.ids.size()),
-                            chat.user_content(messages[i + k].content)});
+                            logged_text ? *logged_text : chat.user_content(messages[i + k].content)});
     i += n_same - 1;
   }
   return out;

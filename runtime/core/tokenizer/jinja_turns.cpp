@@ -163,6 +163,26 @@ Result<JinjaTurns::ToolResults> JinjaTurns::tool_results(size_t k, std::string_v
   return out;
 }
 
+Result<std::string> JinjaTurns::reply_with_calls(std::string_view content, std::string_view tool_calls_json) const {
+  const nlohmann::json calls = nlohmann::json::parse(tool_calls_json, nullptr, false);
+  if (!calls.is_array()) return Status(Code::internal, "chat template: tool calls are not an array");
+  nlohmann::json list = nlohmann::json::array();
+  list.push_back({{"role", "user"}, {"content", std::string(kEarlierUser)}});
+  auto asked = render(list.dump(), true);
+  if (!asked.ok()) return asked.status();
+  list.push_back({{"role", "assistant"}, {"content", std::string(content)}, {"tool_calls", calls}});
+  auto replied = render(list.dump(), false);
+  if (!replied.ok()) return replied.status();
+  auto grown = increment(*asked, *replied, "a reply with tool calls");
+  if (!grown.ok()) return grown.status();
+  const std::string& text = *grown;
+  if (text.compare(0, reply_prefix_.size(), reply_prefix_) != 0 || text.size() < reply_prefix_.size() + assistant_end_.size() ||
+      text.compare(text.size() - assistant_end_.size(), assistant_end_.size(), assistant_end_) != 0)
+    return Status(Code::unsupported, "chat template: a reply with tool calls is not written between the generation "
+                                     "prompt and the reply's end");
+  return text.substr(reply_prefix_.size(), text.size() - reply_prefix_.size() - assistant_end_.size());
+}
+
 Result<std::pair<std::string, std::string>> JinjaTurns::first_turn(std::string_view system) const {
   auto text = render(messages({{"user", kUser}}, system), true);
   if (!text.ok()) return text.status();

@@ -56,6 +56,10 @@ class JinjaTurns {
     bool as_json = false;
   };
   Result<ToolResults> tool_results(size_t k, std::string_view tool_name) const;
+  // An assistant reply with `content` and the calls `tool_calls_json` (the template's form) as
+  // the history holds it: the text between the generation prompt and assistant_end(), what
+  // the model would have written. Errors: a template that renders such a reply otherwise.
+  Result<std::string> reply_with_calls(std::string_view content, std::string_view tool_calls_json) const;
 
  private:
   JinjaTurns() = default;

@@ -40,9 +40,10 @@ class Role(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Message:
-    """One message of a chat context's conversation. tool_calls: read back, the calls an
-    assistant reply of a context with tools made (OpenAI-style dicts: id, type, function with
-    name and arguments), its content then the text around them."""
+    """One message of a chat context's conversation. tool_calls: the calls an assistant reply
+    of a context with tools made (OpenAI-style dicts: id, type, function with name and
+    arguments), its content then the text around them; read back, and appended (an app's own
+    history: the reply is stored as the model's template writes those calls)."""
     role: Role
     content: str
     tool_calls: Optional[List[Dict[str, Any]]] = None
@@ -53,13 +54,17 @@ class Message:
         mapping (the role as a Role or its name: "user", "assistant", ...)."""
         if isinstance(m, Message):
             return m
-        role, content = (m["role"], m["content"]) if isinstance(m, Mapping) else m
+        calls = None
+        if isinstance(m, Mapping):
+            role, content, calls = m["role"], m.get("content") or "", m.get("tool_calls")
+        else:
+            role, content = m
         if isinstance(role, str):
             try:
                 role = Role[role.upper()]
             except KeyError:
                 raise ValueError(f"no message role {role!r}") from None
-        return Message(Role(role), content)
+        return Message(Role(role), content, list(calls) if calls else None)
 
 
 MessageLike = Union[Message, Mapping[str, object], Sequence[object]]
@@ -69,12 +74,17 @@ def message_array(items: List[Message]) -> "Tuple[ctypes.Array[_lib.Message], Li
     """The messages as an llmsvc_message array, and the bytes it points into (keep both alive
     while the library reads them)."""
     data = [m.content.encode("utf-8") for m in items]
+    calls = [json.dumps(m.tool_calls).encode("utf-8") if m.tool_calls else b"" for m in items]
     array = (_lib.Message * max(1, len(items)))()
-    for i, (m, b) in enumerate(zip(items, data)):
+    for i, (m, b, c) in enumerate(zip(items, data, calls)):
         _lib.lib.llmsvc_message_init(ctypes.byref(array[i]))
+        array[i].struct_size = ctypes.sizeof(_lib.Message)
         array[i].role = int(m.role)
         array[i].content = ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) if b else None
         array[i].content_len = len(b)
+        array[i].tool_calls = ctypes.cast(ctypes.c_char_p(c), ctypes.c_void_p) if c else None
+        array[i].tool_calls_len = len(c)
+    array._tool_calls = calls  # type: ignore[attr-defined]  # kept alive with the array
     return array, data
 
 

@@ -86,7 +86,7 @@ JNIEXPORT jintArray JNICALL Java_org_llmsvc_Native_countTokens(JNIEnv* env, jcla
   char** buffers = NULL;
   size_t n_messages = 0;
   if ((text != NULL && jni_buffer(env, text, &text_c, &text_len) != 0) ||
-      (roles != NULL && jni_messages(env, roles, contents, &messages, &buffers, &n_messages) != 0) ||
+      (roles != NULL && jni_messages(env, roles, contents, NULL, &messages, &buffers, &n_messages) != 0) ||
       jni_cstring(env, system_prompt, &system_c) != 0)
     goto done;
   llmsvc_count_options o;

@@ -15,19 +15,19 @@
 #include "jni_support.h"
 #include "org_llmsvc_Native.h"
 
-int jni_messages(JNIEnv* env, jintArray roles, jobjectArray contents, llmsvc_message** out, char*** buffers,
-                 size_t* count) {
+int jni_messages(JNIEnv* env, jintArray roles, jobjectArray contents, jobjectArray tool_calls, llmsvc_message** out,
+                 char*** buffers, size_t* count) {
   *out = NULL;
   *buffers = NULL;
   *count = 0;
   jsize n = (*env)->GetArrayLength(env, contents);
-  if ((*env)->GetArrayLength(env, roles) != n) {
-    jni_throw(env, "java/lang/IllegalArgumentException", "llmsvc_jni: as many roles as contents");
+  if ((*env)->GetArrayLength(env, roles) != n || (tool_calls != NULL && (*env)->GetArrayLength(env, tool_calls) != n)) {
+    jni_throw(env, "java/lang/IllegalArgumentException", "llmsvc_jni: as many roles and tool calls as contents");
     return -1;
   }
   size_t slots = n > 0 ? (size_t)n : 1;
   llmsvc_message* messages = calloc(slots, sizeof *messages);
-  char** bufs = calloc(slots, sizeof *bufs);
+  char** bufs = calloc(2 * slots, sizeof *bufs); /* [2i]: content i, [2i + 1]: its tool calls */
   jint* role_values = malloc(slots * sizeof *role_values);
   int rc = -1;
   if (messages == NULL || bufs == NULL || role_values == NULL) {
@@ -47,13 +47,23 @@ int jni_messages(JNIEnv* env, jintArray roles, jobjectArray contents, llmsvc_mes
       goto done;
     }
     size_t len = 0;
-    int copied = jni_buffer(env, content, &bufs[i], &len);
+    int copied = jni_buffer(env, content, &bufs[2 * i], &len);
     (*env)->DeleteLocalRef(env, content); /* one local reference per message would pile up */
     if (copied != 0) goto done;
     llmsvc_message_init(&messages[i]);
     messages[i].role = role_values[i];
-    messages[i].content = len > 0 ? bufs[i] : NULL;
+    messages[i].content = len > 0 ? bufs[2 * i] : NULL;
     messages[i].content_len = len;
+    jbyteArray calls = tool_calls != NULL ? (jbyteArray)(*env)->GetObjectArrayElement(env, tool_calls, i) : NULL;
+    if ((*env)->ExceptionCheck(env)) goto done;
+    if (calls != NULL) {
+      size_t calls_len = 0;
+      copied = jni_buffer(env, calls, &bufs[2 * i + 1], &calls_len);
+      (*env)->DeleteLocalRef(env, calls);
+      if (copied != 0) goto done;
+      messages[i].tool_calls = calls_len > 0 ? bufs[2 * i + 1] : NULL;
+      messages[i].tool_calls_len = calls_len;
+    }
   }
   rc = 0;
 done:
@@ -67,19 +77,19 @@ done:
 
 void jni_messages_free(llmsvc_message* messages, char** buffers, size_t count) {
   if (buffers != NULL) {
-    for (size_t i = 0; i < count; i++) free(buffers[i]);
+    for (size_t i = 0; i < 2 * count; i++) free(buffers[i]);
   }
   free(buffers);
   free(messages);
 }
 
 JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextAppend(JNIEnv* env, jclass cls, jlong context, jintArray roles,
-                                                            jobjectArray contents) {
+                                                            jobjectArray contents, jobjectArray tool_calls) {
   (void)cls;
   llmsvc_message* messages = NULL;
   char** buffers = NULL;
   size_t count = 0;
-  if (jni_messages(env, roles, contents, &messages, &buffers, &count) == 0) {
+  if (jni_messages(env, roles, contents, tool_calls, &messages, &buffers, &count) == 0) {
     llmsvc_status st = llmsvc_context_append(jni_context(context), messages, count);
     if (st != LLMSVC_OK) jni_throw_status(env, st);
   }

@@ -51,10 +51,12 @@ int jni_buffer(JNIEnv* env, jbyteArray array, char** out, size_t* len);
 /* A new byte[] holding `len` bytes of `data`; NULL with an exception pending on failure. */
 jbyteArray jni_bytes(JNIEnv* env, const char* data, size_t len);
 
-/* The messages of Java's parallel arrays (role codes, UTF-8 contents; same length) as
- * llmsvc_message[*count] in *out, their contents copied into *buffers (ABI 1.3). Returns 0, or
- * -1 with an exception pending. Either way free with jni_messages_free(*out, *buffers, *count). */
-int jni_messages(JNIEnv* env, jintArray roles, jobjectArray contents, llmsvc_message** out, char*** buffers,
+/* The messages of Java's parallel arrays (role codes, UTF-8 contents, and UTF-8 tool calls with
+ * null entries for none, or no tool_calls array at all; same length) as llmsvc_message[*count]
+ * in *out, their texts copied into *buffers (two per message). Returns 0, or -1 with an
+ * exception pending. Either way free with jni_messages_free(*out, *buffers, *count). */
+int jni_messages(JNIEnv* env, jintArray roles, jobjectArray contents, jobjectArray tool_calls, llmsvc_message** out,
+                 char*** buffers,
                  size_t* count);
 void jni_messages_free(llmsvc_message* messages, char** buffers, size_t count);
 

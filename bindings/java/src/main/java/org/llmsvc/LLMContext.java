@@ -126,7 +126,7 @@ public final class LLMContext implements AutoCloseable {
   public void append(List<Message> messages) {
     MessageArrays m = MessageArrays.of(messages);
     conversation(h -> {
-      Native.contextAppend(h, m.roles, m.contents);
+      Native.contextAppend(h, m.roles, m.contents, m.toolCalls);
       return null;
     });
   }

@@ -39,6 +39,16 @@ public final class Message {
     return new Message(Role.ASSISTANT, content);
   }
 
+  /**
+   * An assistant reply with tool calls, for a context with tools (ABI 1.4): {@code toolCallsJson}
+   * an OpenAI-style array ({@code [{"id", "type": "function", "function": {"name",
+   * "arguments"}}]}, arguments an object or its JSON text); appended, the reply is stored as the
+   * model's chat template writes those calls.
+   */
+  public static Message assistant(String content, String toolCallsJson) {
+    return new Message(Role.ASSISTANT, content, Objects.requireNonNull(toolCallsJson, "toolCallsJson"));
+  }
+
   public Role role() {
     return role;
   }
@@ -50,8 +60,7 @@ public final class Message {
   /**
    * Read back: the tool calls an assistant reply of a context with tools made, as an
    * OpenAI-style JSON array ({@code [{"id", "type": "function", "function": {"name",
-   * "arguments"}}]}), its content then the text around them; {@code null} for none. Not
-   * appended: an assistant message goes in as its text.
+   * "arguments"}}]}), its content then the text around them; {@code null} for none.
    */
   public String toolCalls() {
     return toolCalls;

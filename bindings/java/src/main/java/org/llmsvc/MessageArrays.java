@@ -11,10 +11,12 @@ import java.util.Objects;
 final class MessageArrays {
   final int[] roles;
   final byte[][] contents;
+  final byte[][] toolCalls;  // null entries for none
 
-  private MessageArrays(int[] roles, byte[][] contents) {
+  private MessageArrays(int[] roles, byte[][] contents, byte[][] toolCalls) {
     this.roles = roles;
     this.contents = contents;
+    this.toolCalls = toolCalls;
   }
 
   /**
@@ -27,6 +29,7 @@ final class MessageArrays {
     int n = messages.size();
     int[] roles = new int[n];
     byte[][] contents = new byte[n][];
+    byte[][] toolCalls = new byte[n][];
     int i = 0;
     for (Message m : messages) {
       Objects.requireNonNull(m, "messages[" + i + "]");
@@ -36,8 +39,9 @@ final class MessageArrays {
       }
       roles[i] = m.role().code();
       contents[i] = Utf8.encode(m.content(), "messages[" + i + "].content");
+      if (m.toolCalls() != null) toolCalls[i] = Utf8.encode(m.toolCalls(), "messages[" + i + "].toolCalls");
       i++;
     }
-    return new MessageArrays(roles, contents);
+    return new MessageArrays(roles, contents, toolCalls);
   }
 }

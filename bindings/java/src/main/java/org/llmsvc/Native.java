@@ -167,7 +167,7 @@ final class Native {
       int[] ints, double[] doubles);
 
   /** llmsvc_context_append: {@code roles[i]} and the UTF-8 {@code contents[i]} make message i (same lengths). */
-  static native void contextAppend(long context, int[] roles, byte[][] contents);
+  static native void contextAppend(long context, int[] roles, byte[][] contents, byte[][] toolCalls);
 
   /** llmsvc_context_truncate to the first {@code nMessages} (not negative). */
   static native void contextTruncate(long context, long nMessages);

@@ -97,6 +97,10 @@ class ForkTest extends BoundService {
       assertEquals(0, r.toolCallErrors());
       for (Message m : ctx.messages()) assertEquals(null, m.toolCalls(), m.toString());
       assertThrows(InvalidArgumentException.class, () -> ctx.append(Message.of(Role.TOOL, "{}")));
+      String call = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{}\"}}]";
+      LLMException noTools = assertThrows(InvalidArgumentException.class,
+          () -> ctx.append(Message.user("Weather?"), Message.assistant("", call)));
+      assertTrue(noTools.detail().contains("no tools"), noTools.detail());
     } finally {
       TestSupport.dispose(svc, ctx);
     }
