@@ -6,6 +6,7 @@
 // template renders for that conversation; the mistakes get clear errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -279,6 +280,59 @@ TEST_P(EngineTools, AnAppendedReplyWithCallsIsWrittenAsTheModelWould) {
 
 INSTANTIATE_TEST_SUITE_P(Templates, EngineTools, ::testing::ValuesIn(kFamilies),
                          [](const ::testing::TestParamInfo<Family>& i) { return std::string(i.param.name); });
+
+// Every template of the test set that mentions tools: a context with tools is made, or refused
+// with a clear status (a template whose renders are not prefix-stable with tools, Mistral
+// Nemo's tools before the last user message, cannot grow a turn at a time); where made, a
+// forced call in the template's own syntax (rendered by it) and a result go through. The
+// summary is printed for the record.
+TEST(EngineToolsSurvey, EveryToolTemplateServesToolsOrSaysWhy) {
+  ScratchDir dir;
+  const std::string root = std::string(LLMSVC_TEST_DATA) + "/chat_templates/templates/";
+  std::vector<std::string> served, refused;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    const std::string source = read_text(entry.path().string());
+    if (source.find("tools") == std::string::npos) continue;
+    ModelImage m = ModelImage::load(test_model(kLlama));
+    m.set_string("tokenizer.chat_template", source);
+    const std::string model = dir.file("m.gguf");
+    m.write(model);
+    EngineOptions eo;
+    eo.model_path = model;
+    eo.n_threads = 2;
+    eo.n_ctx = 4096;
+    eo.state_dir = dir.file("state-" + entry.path().stem().string());
+    auto e = Engine::create(eo);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    ContextOptions o;
+    o.tools = kTools;
+    auto made = (*e)->create_context(o);
+    const std::string name = entry.path().stem().string();
+    if (!made.ok()) {
+      EXPECT_TRUE(made.status().code() == Code::unsupported || made.status().code() == Code::invalid_argument)
+          << name << ": " << made.status().message();
+      EXPECT_FALSE(made.status().message().empty());
+      refused.push_back(name + " (" + made.status().message().substr(0, 90) + ")");
+      continue;
+    }
+    // The app's own reply with a call, then its result: the template writes both.
+    ChatMessage called{MessageRole::assistant, ""};
+    called.tool_calls = R"([{"id": "a1b2c3d4e", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}])";
+    Status s = (*e)->append_messages(*made, std::vector<ChatMessage>{{MessageRole::user, "Weather?"}, called,
+                                                                     {MessageRole::tool, "{\"t\": 21}"}}, 0);
+    if (!s.ok()) {
+      EXPECT_NE(s.code(), Code::internal) << name << ": " << s.message();
+      refused.push_back(name + " (calls: " + s.message().substr(0, 90) + ")");
+      continue;
+    }
+    served.push_back(name);
+  }
+  std::printf("tools served by %zu templates:\n", served.size());
+  for (const auto& n : served) std::printf("  %s\n", n.c_str());
+  std::printf("refused by %zu:\n", refused.size());
+  for (const auto& n : refused) std::printf("  %s\n", n.c_str());
+  EXPECT_GE(served.size(), 2u);
+}
 
 // A model whose template renders no tools refuses them (the committed model's ChatML).
 TEST(EngineToolsUnsupported, ATemplateWithoutToolsRefusesThem) {

@@ -74,13 +74,15 @@ class EngineImpl final : public Engine {
                                    const std::string& sys, std::string_view prompt) const;
   // The tokens an assistant message adds to the history (its text, then the turn's end).
   std::vector<int32_t> reply_tokens(const ChatTemplate& chat, std::string_view content) const;
-  // The tokens of a reply's tool results (tool messages), up to the generation prompt.
-  Result<std::vector<int32_t>> tool_result_tokens(const ChatTemplate& chat, const std::string& tools,
+  // The tokens of a reply's tool results (tool messages), up to the generation prompt; `reply`
+  // the text of the reply whose calls they answer.
+  Result<std::vector<int32_t>> tool_result_tokens(const ChatTemplate& chat, std::string_view reply,
                                                   std::span<const ChatMessage> results) const;
   // What `messages` add to a conversation of template `chat` and tools `tools`: at its start
-  // or not, after `turns` user messages, expecting `next`, with system prompt `sys`; `base`
-  // tokens precede them (the messages' token_end count from it). Errors: the turn order,
-  // system messages, tool messages where no reply called a tool.
+  // or not, after `turns` user messages, expecting `next`, with system prompt `sys`, after the
+  // reply `last_reply` (its text, the conversation's last message; "" for none); `base` tokens
+  // precede them (the messages' token_end count from it). Errors: the turn order, system
+  // messages, tool messages where no reply called a tool.
   struct AddedMessages {
     std::vector<int32_t> ids;
     std::vector<persist::LoggedMessage> logged;
@@ -88,7 +90,8 @@ class EngineImpl final : public Engine {
   };
   Result<AddedMessages> tokenize_messages(const ChatTemplate& chat, const std::string& tools,
                                           std::span<const ChatMessage> messages, bool at_start, int turns,
-                                          MessageRole next, const std::string& sys, size_t base) const;
+                                          MessageRole next, const std::string& sys, std::string_view last_reply,
+                                          size_t base) const;
   // The role a conversation takes next, from its last message (empty: user; a reply that
   // called tools: tool; tool results: assistant).
   MessageRole next_role(const ContextState& ctx) const;

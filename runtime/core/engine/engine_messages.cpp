@@ -45,11 +45,12 @@ std::vector<int32_t> EngineImpl::reply_tokens(const ChatTemplate& chat, std::str
   return out;
 }
 
-Result<std::vector<int32_t>> EngineImpl::tool_result_tokens(const ChatTemplate& chat, const std::string& tools,
+Result<std::vector<int32_t>> EngineImpl::tool_result_tokens(const ChatTemplate& chat, std::string_view reply,
                                                             std::span<const ChatMessage> results) const {
   if (!chat.jinja) return Status(Code::internal, "tool results in a context without tools");
-  const std::vector<std::string> names = chat::tool_names(tools);
-  auto turns = chat.jinja->tool_results(results.size(), names.empty() ? std::string_view("tool") : names.front());
+  const chat::ParsedReply parsed = chat::parse_tool_calls(chat.tool_format, reply);
+  auto turns = chat.jinja->tool_results(results.size(),
+                                        chat::tool_calls_json(parsed.calls, chat::template_arguments(chat.tool_format)));
   if (!turns.ok()) return turns.status();
   // The texts around the results are the template's (special tokens parsed), the results the
   // app's (never parsed); without special-token text in them all, tokenized whole.
@@ -97,8 +98,9 @@ MessageRole EngineImpl::next_role(const ContextState& ctx) const {
 Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTemplate& chat, const std::string& tools,
                                                                std::span<const ChatMessage> messages, bool at_start,
                                                                int turns, MessageRole next, const std::string& sys,
-                                                               size_t base) const {
+                                                               std::string_view last_reply, size_t base) const {
   AddedMessages out;
+  std::string reply(last_reply);  // the text of the last reply, whose calls tool results answer
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     const std::string at = "message " + std::to_string(i) + " (" + role_name(m.role) + ")";
@@ -125,7 +127,7 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTempla
     } else if (m.role == MessageRole::tool) {
       // A reply's results render together (a template may join them into one turn).
       while (i + n_same < messages.size() && messages[i + n_same].role == MessageRole::tool) ++n_same;
-      auto r = tool_result_tokens(chat, tools, messages.subspan(i, n_same));
+      auto r = tool_result_tokens(chat, reply, messages.subspan(i, n_same));
       if (!r.ok()) return Status(r.status().code(), at + ": " + r.status().message());
       ids = std::move(r).value();
       next = MessageRole::assistant;
@@ -142,10 +144,12 @@ Result<EngineImpl::AddedMessages> EngineImpl::tokenize_messages(const ChatTempla
                                               "read back");
       ids = reply_tokens(chat, *text);
       logged_text = std::move(text).value();
+      reply = *logged_text;
       next = calls->empty() ? MessageRole::user : MessageRole::tool;
     } else {
       ids = reply_tokens(chat, m.content);
       next = calls_tools(chat, tools, m.content) ? MessageRole::tool : MessageRole::user;
+      reply = m.content;
     }
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
     // Kept as the template holds it (stripped where it strips content): every byte kept is a
@@ -164,7 +168,7 @@ Result<std::vector<int32_t>> EngineImpl::message_ids(const CountParams& p) const
   const ChatTemplate& chat = model_->chat_template();
   LLMSVC_RETURN_IF_ERROR(chat.usable(p.system_prompt));
   auto added = tokenize_messages(chat, {}, p.messages, p.first_turn, p.first_turn ? 0 : 1, MessageRole::user,
-                                 p.system_prompt, 0);
+                                 p.system_prompt, {}, 0);
   if (!added.ok()) return added.status();
   return std::move(added->ids);
 }
@@ -191,8 +195,11 @@ Status EngineImpl::append_messages(std::string_view id, std::span<const ChatMess
   const ChatTemplate& chat = chat_of(ctx);
   LLMSVC_RETURN_IF_ERROR(chat.usable(ctx.system_prompt));
   // Every message is checked and tokenized before any is kept: all go in, or none.
+  const std::string last_reply =
+      !ctx.messages.empty() && MessageRole(ctx.messages.back().role) == MessageRole::assistant ? ctx.messages.back().content
+                                                                                               : std::string();
   auto added = tokenize_messages(chat, ctx.tools, messages, ctx.tokens.empty(), ctx.turns, next_role(ctx),
-                                 ctx.system_prompt, ctx.tokens.size());
+                                 ctx.system_prompt, last_reply, ctx.tokens.size());
   if (!added.ok()) return added.status();
   const size_t total = ctx.tokens.size() + added->ids.size();
   if (total + 1 > static_cast<size_t>(n_ctx_))

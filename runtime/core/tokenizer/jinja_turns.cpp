@@ -2,6 +2,7 @@
 // JinjaTurns: a chat template's turn texts cut from renders of probe conversations.
 #include "runtime/core/tokenizer/jinja_turns.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include <nlohmann/json.hpp>
@@ -117,23 +118,23 @@ Result<std::shared_ptr<const JinjaTurns>> JinjaTurns::make(std::string_view sour
   return std::shared_ptr<const JinjaTurns>(std::move(t));
 }
 
-Result<JinjaTurns::ToolResults> JinjaTurns::tool_results(size_t k, std::string_view tool_name) const {
-  if (k == 0) return Status(Code::internal, "chat template: tool results of no tool");
-  // An exchange whose reply calls a tool, with and without k results after it: the results
+Result<JinjaTurns::ToolResults> JinjaTurns::tool_results(size_t k, std::string_view calls_json) const {
+  const nlohmann::ordered_json calls = nlohmann::ordered_json::parse(calls_json, nullptr, false);
+  if (k == 0 || !calls.is_array() || calls.empty())
+    return Status(Code::internal, "chat template: tool results without the calls they answer");
+  // An exchange whose reply makes the calls, with and without k results after it: the results
   // add [closing and header] result [between] result ... [end, generation prompt].
-  nlohmann::json call = {{"id", "call_0"},
-                         {"type", "function"},
-                         {"function", {{"name", std::string(tool_name)}, {"arguments", nlohmann::json::object()}}}};
-  nlohmann::json list = nlohmann::json::array();
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
   list.push_back({{"role", "user"}, {"content", std::string(kEarlierUser)}});
-  list.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", nlohmann::json::array({call})}});
+  list.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
   auto called = render(list.dump(), false);
   if (!called.ok()) return called.status();
   std::vector<std::string> marks;
   for (size_t i = 0; i < k; ++i) {
     marks.push_back("LLMSVCxTOOLx" + std::to_string(i) + "x7f3a");
-    list.push_back({{"role", "tool"}, {"content", marks.back()}, {"tool_call_id", "call_0"},
-                    {"name", std::string(tool_name)}});
+    const auto& call = calls[std::min(i, calls.size() - 1)];  // result i answers call i
+    list.push_back({{"role", "tool"}, {"content", marks.back()}, {"tool_call_id", call.value("id", "")},
+                    {"name", call.contains("function") ? call["function"].value("name", "") : ""}});
   }
   auto answered = render(list.dump(), true);
   if (!answered.ok()) return answered.status();

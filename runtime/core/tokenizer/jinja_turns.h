@@ -49,13 +49,14 @@ class JinjaTurns {
   // The texts around k >= 1 tool results that answer an assistant reply with tool calls (after
   // the reply and assistant_end()): k + 1 texts, the last ending with the generation prompt;
   // as_json: the template writes a result's content as a JSON string (tojson), quotes and
-  // all, not as it is. `tool_name`: the tool the probe's call names (templates may look it
-  // up). Errors: a template that renders no tool message, or not as a prefix of the next turn.
+  // all, not as it is. `calls_json`: the reply's calls in the template's form (their ids and
+  // names go with the results, in order: templates print or check them). Errors: a template
+  // that renders no tool message, or not as a prefix of the next turn.
   struct ToolResults {
     std::vector<std::string> texts;
     bool as_json = false;
   };
-  Result<ToolResults> tool_results(size_t k, std::string_view tool_name) const;
+  Result<ToolResults> tool_results(size_t k, std::string_view calls_json) const;
   // An assistant reply with `content` and the calls `tool_calls_json` (the template's form) as
   // the history holds it: the text between the generation prompt and assistant_end(), what
   // the model would have written. Errors: a template that renders such a reply otherwise.
