@@ -12,5 +12,6 @@ void add_tokenize_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_ctx_command(CLI::App& app, int& exit_code);
 void add_profile_command(CLI::App& app, int& exit_code);
+void add_elastify_command(CLI::App& app, int& exit_code);
 
 }  // namespace llmsvc::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     llmsvc::cli::add_info_command(app, exit_code);
     llmsvc::cli::add_ctx_command(app, exit_code);
     llmsvc::cli::add_profile_command(app, exit_code);
+    llmsvc::cli::add_elastify_command(app, exit_code);
     CLI11_PARSE(app, argc, argv);
     return exit_code;
   } catch (const std::bad_alloc&) {

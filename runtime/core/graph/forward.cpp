@@ -158,8 +158,29 @@ Status Forward::ensure_arenas() {
   return Status::Ok();
 }
 
+Status Forward::set_level(int level) {
+  const ElasticSpec* spec = model_.elastic();
+  const int full = spec ? spec->full() : 0;
+  if (level < 0 || level == full) {
+    level_ = -1;
+    return Status::Ok();
+  }
+  if (!spec || level > full) return Status(Code::invalid_argument, "forward: no elastic level " + std::to_string(level));
+  if (!model_.levels_status().ok()) return model_.levels_status();
+  if (devices_.size() != 1 || devices_[0] != &model_.device())
+    return Status(Code::unsupported, "forward: elastic levels run on the model's own device only");
+  level_ = level;
+  return Status::Ok();
+}
+
+void Forward::set_skipped_layers(std::vector<bool> skip) {
+  skip_ = std::move(skip);
+  cache_.clear();  // the step lists of every shape change
+  cache_order_.clear();
+}
+
 Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
-  const std::pair key{shape.tokens, shape.outputs};
+  const ShapeKey key{level_, shape.tokens, shape.outputs};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second.get();
   const hal::Graph& g = placed_.graph;
   auto p = std::make_unique<Prepared>();
@@ -188,6 +209,9 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
     s.on_views = !devices_[op.device]->memory().host_visible();
     c.rows = op.rows.at(shape);
     if (c.rows == 0) continue;  // the output rows of a step that wants none
+    if (op.layer >= 0 && static_cast<size_t>(op.layer) < skip_.size() && skip_[op.layer] &&
+        op.kind != hal::OpKind::last_rows)
+      continue;
     if (op.kind == hal::OpKind::last_rows) {
       if (shape.outputs == shape.tokens) continue;  // every row goes on where it is
       c.from_row = shape.tokens - shape.outputs;
@@ -210,9 +234,13 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
       for (int32_t id : op.weight) {
         if (id < 0) continue;
         auto it = weights_.find({op.device, id});
-        c.w[c.n_weights++] = it != weights_.end() ? it->second.get() : model_weight(model_, id);
+        const hal::PreparedWeight* cut = level_ >= 0 ? level_model_weight(model_, level_, id) : nullptr;
+        c.w[c.n_weights++] = cut ? cut : it != weights_.end() ? it->second.get() : model_weight(model_, id);
       }
     }
+    // A level's FFN activations are its kept neurons: the gated product runs over those.
+    if (level_ >= 0 && (op.kind == hal::OpKind::swiglu || op.kind == hal::OpKind::geglu))
+      c.cols_out = model_.elastic()->ffn_keep[level_][op.layer];
     if (op.kind == hal::OpKind::copy) {
       const hal::Tensor& from = g.tensors[op.in[0]];
       const hal::Tensor& to = g.tensors[op.out[0]];
@@ -390,7 +418,7 @@ Status Forward::unbind(Status s) {
 
 Status Forward::run(const Prepared& p, const Run& r) {
   LLMSVC_RETURN_IF_ERROR(bind(r));
-  if (threads_ && !r.before_layer) {
+  if (threads_ && !r.before_layer && !tap_) {
     struct Steps final : StepList {
       Forward& f;
       const Prepared& p;
@@ -441,6 +469,13 @@ Status Forward::run(const Prepared& p, const Run& r) {
     }
     status = run_step(s, r);
     if (!status.ok()) break;
+    if (tap_ && !s.on_views) {
+      if (s.call.kind == hal::OpKind::swiglu || s.call.kind == hal::OpKind::geglu)
+        tap_(s.call.layer, TapPoint::ffn_act, s.out[0], static_cast<int>(s.call.rows), s.call.cols_out);
+      else if (s.call.kind == hal::OpKind::attention)
+        tap_(s.call.layer, TapPoint::attention, s.out[0], static_cast<int>(s.call.rows),
+             int64_t{s.call.i[0]} * s.call.i[2]);
+    }
     ++figures_.devices[s.device].ops;
     figures_.devices[s.device].bytes += s.bytes_out;
   }

@@ -9,6 +9,7 @@
 // weights) and reused, so a decode step does no planning and allocates nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -92,6 +93,24 @@ class Forward {
   Status prepare(int tokens, int outputs);
 
   int max_batch() const { return max_batch_; }
+
+  // Elastic execution: later evals and recomputes run the model's elastic level `level` (an
+  // index into Model::elastic()->levels; -1 or the last: the full model). Switching costs no
+  // copy: each level's steps name prefix views of the same weights, prepared once per shape.
+  // Code::unsupported when the model has no levels or the device cannot slice weights
+  // (Model::levels_status), or the graph is placed on several devices.
+  Status set_level(int level);
+  int level() const { return level_; }
+  // For offline tools (elastify's layer scores, the layer-dropping baseline): the layers whose
+  // ops are left out (the residual stream passes them unchanged). Their KV is not written, so
+  // a sequence evaluated with a layer skipped must not be continued with it.
+  void set_skipped_layers(std::vector<bool> skip);
+  // For offline tools: called after each FFN activation (gated, before the down projection)
+  // and each attention output on a host-visible device, with the step's rows; forces steps
+  // to run in order.
+  enum class TapPoint { ffn_act, attention };
+  using Tap = std::function<void(int layer, TapPoint point, const float* data, int rows, int64_t cols)>;
+  void set_tap(Tap tap) { tap_ = std::move(tap); }
   // Whether eval adds each key's attention mass to the sequence (on by default). Only the
   // policy's compression reads it: where that is off, tracking it is attention work for nothing
   // (on a GPU a kernel per layer and a read-back per step).
@@ -139,8 +158,9 @@ class Forward {
   std::vector<const hal::Buffer*> chunk_memory_;  // the bound micro-batch's KV chunks
   std::vector<hal::KvFormat> chunk_format_;
   std::vector<float*> chunk_mass_;
-  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Prepared>> cache_;  // by (T, O)
-  std::list<std::pair<int64_t, int64_t>> cache_order_;                      // oldest first
+  using ShapeKey = std::array<int64_t, 3>;                 // (level, T, O)
+  std::map<ShapeKey, std::unique_ptr<Prepared>> cache_;
+  std::list<ShapeKey> cache_order_;                       // oldest first
   std::vector<int32_t> pos_;
   std::vector<std::vector<hal::KvChunkView>> views_;  // per device (attention's chunk list)
   std::unique_ptr<DeviceThreads> threads_;           // with several devices
@@ -148,6 +168,9 @@ class Forward {
   std::vector<Status> step_failed_;                   // per device, its first failure in a concurrent run
   GraphFigures figures_;
   bool track_mass_ = true;
+  int level_ = -1;             // -1: full
+  std::vector<bool> skip_;     // per layer (empty: none)
+  Tap tap_;
 };
 
 }  // namespace llmsvc

@@ -156,6 +156,17 @@ const hal::PreparedWeight* model_weight(const Model& model, int32_t id) {
   return nullptr;
 }
 
+const hal::PreparedWeight* level_model_weight(const Model& model, int level, int32_t id) {
+  if (id < 0 || id >= model.config().n_layer * kWeightSlots) return nullptr;
+  const int il = id / kWeightSlots;
+  switch (static_cast<WeightSlot>(id % kWeightSlots)) {
+    case WeightSlot::gate: return model.level_weight(level, il, Model::FfnPart::gate);
+    case WeightSlot::up: return model.level_weight(level, il, Model::FfnPart::up);
+    case WeightSlot::down: return model.level_weight(level, il, Model::FfnPart::down);
+    default: return nullptr;
+  }
+}
+
 const float* model_param(const Model& model, int32_t id) {
   const ModelConfig& c = model.config();
   if (id == output_norm_param_id(c)) return model.output_norm().data();

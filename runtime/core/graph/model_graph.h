@@ -30,5 +30,8 @@ hal::Graph build_model_graph(const ModelConfig& c);
 // What the ids name in `model` (the weights prepared on the model's device; null for none).
 const hal::PreparedWeight* model_weight(const Model& model, int32_t id);
 const float* model_param(const Model& model, int32_t id);
+// The prefix view that elastic level `level` runs in place of weight `id` (Model::level_weight),
+// or nullptr where the level keeps the whole weight.
+const hal::PreparedWeight* level_model_weight(const Model& model, int level, int32_t id);
 
 }  // namespace llmsvc

@@ -90,6 +90,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, hal::Device&
   m->chat_ = make_chat_template(*m->file_);
   m->hash_identity();  // before load_weights drops the pages it has copied
   LLMSVC_RETURN_IF_ERROR(m->load_weights(device));
+  LLMSVC_RETURN_IF_ERROR(m->load_levels(device));
   return m;
 }
 
@@ -181,6 +182,60 @@ Status Model::load_weights(hal::Device& dev) {
   f.advise_sparse(*f.find_tensor("token_embd.weight"));
   weight_bytes_ += tok_embd_.row_bytes * static_cast<uint64_t>(c.n_vocab);
   return Status::Ok();
+}
+
+Status Model::load_levels(hal::Device& dev) {
+  auto spec = read_elastic_spec(*file_, config_);
+  if (!spec.ok()) return spec.status();
+  elastic_ = std::move(spec).value();
+  if (!elastic_) {
+    levels_status_ = Status(Code::unsupported, "the model has no elastic levels (make them with `llmsvc elastify`)");
+    return Status::Ok();
+  }
+  const ElasticSpec& s = *elastic_;
+  const ModelConfig& c = config_;
+  // Reordering moved whole blocks of ffn_down's rows: a unit that splits a block would have
+  // needed re-quantization, so a file claiming one was not made that way.
+  for (int il = 0; il < c.n_layer; ++il) {
+    const hal::WeightRef& down = layers_[il].w_down->ref();
+    const int64_t block = hal::block_elems(down.type);
+    if (s.ffn_unit % block != 0)
+      return Status(Code::model_invalid, "model: llmsvc.elastic.ffn_unit " + std::to_string(s.ffn_unit) +
+                                             " is not a multiple of blk." + std::to_string(il) +
+                                             ".ffn_down.weight's block of " + std::to_string(block));
+  }
+  level_weights_.resize(s.levels.size());
+  for (size_t lv = 0; lv + 1 < s.levels.size(); ++lv) {
+    level_weights_[lv].resize(c.n_layer);
+    for (int il = 0; il < c.n_layer; ++il) {
+      const int keep = s.ffn_keep[lv][il];
+      if (keep == c.n_ff) continue;
+      const LayerWeights& L = layers_[il];
+      auto& views = level_weights_[lv][il];
+      const std::pair<const hal::PreparedWeight*, std::pair<int64_t, int64_t>> cuts[3] = {
+          {L.w_gate.get(), {keep, c.n_embd}}, {L.w_up.get(), {keep, c.n_embd}}, {L.w_down.get(), {c.n_embd, keep}}};
+      for (int part = 0; part < 3; ++part) {
+        auto v = dev.slice_weight(*cuts[part].first, cuts[part].second.first, cuts[part].second.second);
+        if (v.status().code() == Code::unsupported) {
+          // The model still runs whole; only the smaller levels are out of reach here.
+          levels_status_ = v.status();
+          level_weights_.assign(s.levels.size(), {});
+          return Status::Ok();
+        }
+        if (!v.ok()) return Status(v.status().code(), "model: elastic level " + std::to_string(s.levels[lv]) +
+                                                          " %, layer " + std::to_string(il) + ": " + v.status().message());
+        views[part] = std::move(v).value();
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+const hal::PreparedWeight* Model::level_weight(int level, int il, FfnPart part) const {
+  if (level < 0 || static_cast<size_t>(level) >= level_weights_.size()) return nullptr;
+  const auto& layers = level_weights_[level];
+  if (il < 0 || static_cast<size_t>(il) >= layers.size()) return nullptr;
+  return layers[il][static_cast<int>(part)].get();
 }
 
 }  // namespace llmsvc

@@ -3,13 +3,16 @@
 // prepared on a HAL device. Immutable after load; shared by every context.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "hal/device.h"
 #include "runtime/core/gguf/gguf_file.h"
+#include "runtime/core/model/elastic_spec.h"
 #include "runtime/core/model/model_config.h"
 #include "runtime/core/tokenizer/chat_template.h"
 #include "runtime/core/tokenizer/tokenizer.h"
@@ -48,6 +51,15 @@ class Model {
   const hal::PreparedWeight& output() const { return *output_; }
   const FloatParam& output_norm() const { return output_norm_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // The elastic levels when the file has them (llmsvc elastify), else nullptr.
+  const ElasticSpec* elastic() const { return elastic_ ? &*elastic_ : nullptr; }
+  // Whether levels below the full one can run: OK, or why not (the device cannot slice
+  // weights, the model is not elastic).
+  const Status& levels_status() const { return levels_status_; }
+  // Layer il's FFN weight (gate, up or down) at elastic level `level`: a prefix view of the
+  // full weight sharing its memory; nullptr where the level keeps the whole weight.
+  enum class FfnPart { gate, up, down };
+  const hal::PreparedWeight* level_weight(int level, int il, FfnPart part) const;
   // Identity of the file's contents (XXH3-64 of every byte): KV computed with one model is
   // never used with another.
   uint64_t content_hash() const { return content_hash_; }
@@ -62,6 +74,8 @@ class Model {
 
  private:
   Status load_weights(hal::Device& device);
+  // Reads the elastic spec and makes each level's prefix views of the FFN weights.
+  Status load_levels(hal::Device& device);
   void hash_identity();
 
   std::unique_ptr<gguf::GgufFile> file_;
@@ -74,6 +88,10 @@ class Model {
   std::unique_ptr<hal::PreparedWeight> output_;
   FloatParam output_norm_;
   uint64_t weight_bytes_ = 0;
+  std::optional<ElasticSpec> elastic_;
+  Status levels_status_;
+  // [level][layer][part]: views for the layers a level cuts (null where it keeps them whole).
+  std::vector<std::vector<std::array<std::unique_ptr<hal::PreparedWeight>, 3>>> level_weights_;
   uint64_t content_hash_ = 0;
   uint64_t vocab_hash_ = 0;
 };

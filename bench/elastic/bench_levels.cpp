@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N]
+// For each level of an elastic model (the full model only for a plain one): perplexity over the
+// last N tokens of a text held out from elastify's calibration (the tail of the repository's
+// text), the median prefill time of 256 tokens and decode time per token at context 256, and
+// the weight bytes one token's matmuls read (the LM head's share said apart). One JSON line.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hal/devices/device_registry.h"
+#include "policy/kv_chunk_store.h"
+#include "runtime/core/graph/forward.h"
+#include "runtime/core/model/model.h"
+#include "tools/elastify/calibration.h"
+
+using namespace llmsvc;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+uint64_t bytes_of(const hal::PreparedWeight& w, int64_t rows, int64_t cols) {
+  return hal::row_bytes(w.ref().type, cols) * static_cast<uint64_t>(rows);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N]\n");
+    return 2;
+  }
+  std::string model_path = argv[1], text_path = std::string(LLMSVC_SOURCE_DIR) + "/tests/data/golden/ppl_text.txt";
+  int ppl_tokens = 4096, threads = 2, reps = 5;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--text") text_path = argv[i + 1];
+    else if (a == "--ppl-tokens") ppl_tokens = std::atoi(argv[i + 1]);
+    else if (a == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
+  }
+  auto dev = hal::open_device("cpu", hal::DeviceOptions{threads});
+  if (!dev.ok()) return std::fprintf(stderr, "%s\n", dev.status().message().c_str()), 1;
+  auto loaded = Model::load(model_path, **dev);
+  if (!loaded.ok()) return std::fprintf(stderr, "%s\n", loaded.status().message().c_str()), 1;
+  const Model& m = **loaded;
+  const ModelConfig& c = m.config();
+  std::ifstream in(text_path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<int32_t> all = m.tokenizer().encode(ss.str(), true, false);
+  // The tail: elastify calibrates on the head of the same text.
+  const size_t n = std::min<size_t>(all.size(), static_cast<size_t>(ppl_tokens));
+  const std::vector<int32_t> held(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+  const std::vector<int32_t> prompt(all.begin() + 1, all.begin() + 257);
+
+  const ElasticSpec* spec = m.elastic();
+  const int n_levels = spec ? static_cast<int>(spec->levels.size()) : 1;
+  nlohmann::json out;
+  out["model"] = model_path;
+  out["score"] = spec ? spec->score : "";
+  out["anchors"] = nlohmann::json::array();
+  if (spec)
+    for (int il = 0; il < c.n_layer; ++il)
+      if (spec->anchor[il]) out["anchors"].push_back(il);
+  out["held_out_tokens"] = held.size();
+  out["threads"] = threads;
+  Forward fwd(m, **dev, 256);
+  fwd.set_mass_tracking(false);
+  for (int lv = 0; lv < n_levels; ++lv) {
+    if (spec && !fwd.set_level(lv).ok()) return std::fprintf(stderr, "level %d: cannot run\n", lv), 1;
+    nlohmann::json L;
+    L["level"] = spec ? spec->levels[lv] : 100;
+    auto nll = elastify::mean_nll(fwd, m, held, 256);
+    if (!nll.ok()) return std::fprintf(stderr, "%s\n", nll.status().message().c_str()), 1;
+    L["ppl"] = std::exp(*nll);
+    // Weight bytes a token's matmuls read at this level.
+    uint64_t layers = 0;
+    for (int il = 0; il < c.n_layer; ++il) {
+      const LayerWeights& W = m.layers()[il];
+      const int keep = spec ? spec->ffn_keep[lv][il] : c.n_ff;
+      for (const auto* w : {W.wq.get(), W.wk.get(), W.wv.get(), W.wo.get()}) layers += bytes_of(*w, w->ref().rows, w->ref().cols);
+      layers += 2 * bytes_of(*W.w_gate, keep, c.n_embd) + bytes_of(*W.w_down, c.n_embd, keep);
+    }
+    const uint64_t head = bytes_of(m.output(), c.n_vocab, c.n_embd);
+    L["weight_bytes_per_token"] = layers + head;
+    L["lm_head_share"] = static_cast<double>(head) / static_cast<double>(layers + head);
+    // Timings: prefill of 256 tokens, then decode steps at context 256.
+    std::vector<double> pre, dec;
+    std::vector<float> logits;
+    for (int r = 0; r < reps; ++r) {
+      policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+      policy::KvSequence seq(store);
+      double t0 = now_s();
+      if (!fwd.eval(seq, prompt, 0, false, logits).ok()) return 1;
+      pre.push_back(now_s() - t0);
+      for (int i = 0; i < 16; ++i) {
+        const int32_t t[] = {prompt[i]};
+        t0 = now_s();
+        if (!fwd.eval(seq, t, 256 + i, false, logits).ok()) return 1;
+        dec.push_back(now_s() - t0);
+      }
+    }
+    L["ttft_ms"] = 1e3 * median(pre);
+    L["tpot_ms"] = 1e3 * median(dec);
+    out["levels"].push_back(L);
+    std::fprintf(stderr, "level %3d: ppl %.3f, prefill %.1f ms, decode %.2f ms\n", L["level"].get<int>(), L["ppl"].get<double>(),
+                 L["ttft_ms"].get<double>(), L["tpot_ms"].get<double>());
+  }
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}

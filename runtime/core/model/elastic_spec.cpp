@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading and checking an elastic model's levels from its GGUF metadata.
+#include "runtime/core/model/elastic_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/core/gguf/gguf_file.h"
+
+namespace llmsvc {
+namespace {
+
+std::string key(const char* field) { return std::string(kElasticPrefix) + field; }
+
+Status bad(const char* field, const std::string& what) {
+  return Status(Code::model_invalid, "model: " + key(field) + ": " + what);
+}
+
+}  // namespace
+
+int ElasticSpec::level_index(int percent) const {
+  const auto it = std::find(levels.begin(), levels.end(), percent);
+  return it == levels.end() ? -1 : static_cast<int>(it - levels.begin());
+}
+
+int elastic_ffn_keep(int n_ff, int unit, int percent) {
+  const int units = n_ff / unit;
+  const int kept = static_cast<int>(std::lround(static_cast<double>(units) * percent / 100.0));
+  return std::clamp(kept, 1, units) * unit;
+}
+
+Result<std::optional<ElasticSpec>> read_elastic_spec(const gguf::GgufFile& f, const ModelConfig& c) {
+  if (!f.find(key("version"))) return std::optional<ElasticSpec>{};
+  const auto version = f.get_uint(key("version"));
+  if (!version) return bad("version", "not an unsigned integer");
+  if (*version != kElasticVersion)
+    return Status(Code::unsupported, "model: elastic format version " + std::to_string(*version) +
+                                         " (this build reads version " + std::to_string(kElasticVersion) + ")");
+  ElasticSpec s;
+  const std::vector<int64_t>* levels = f.get_int_array(key("levels"));
+  if (!levels || levels->empty()) return bad("levels", "missing or empty");
+  if (levels->size() > kMaxElasticLevels) return bad("levels", "more than " + std::to_string(kMaxElasticLevels) + " levels");
+  for (size_t i = 0; i < levels->size(); ++i) {
+    const int64_t p = (*levels)[i];
+    if (p < 1 || p > 100 || (i > 0 && p <= (*levels)[i - 1]))
+      return bad("levels", "level " + std::to_string(i) + " is " + std::to_string(p) + " (per cent, 1..100, strictly increasing)");
+    s.levels.push_back(static_cast<int>(p));
+  }
+  if (s.levels.back() != 100) return bad("levels", "the last level is not 100 (the full model)");
+
+  const auto unit = f.get_uint(key("ffn_unit"));
+  if (!unit || *unit == 0 || *unit > static_cast<uint64_t>(c.n_ff) || c.n_ff % *unit != 0)
+    return bad("ffn_unit", "missing, or does not divide n_ff " + std::to_string(c.n_ff));
+  s.ffn_unit = static_cast<int>(*unit);
+
+  s.anchor.assign(c.n_layer, false);
+  if (f.find(key("anchor_layers"))) {
+    const std::vector<int64_t>* anchors = f.get_int_array(key("anchor_layers"));
+    if (!anchors) return bad("anchor_layers", "not an array of integers");
+    for (int64_t l : *anchors) {
+      if (l < 0 || l >= c.n_layer) return bad("anchor_layers", "layer " + std::to_string(l) + " out of range");
+      if (s.anchor[l]) return bad("anchor_layers", "layer " + std::to_string(l) + " named twice");
+      s.anchor[l] = true;
+    }
+  }
+
+  const std::vector<int64_t>* keep = f.get_int_array(key("ffn_keep"));
+  const size_t n_levels = s.levels.size();
+  if (!keep || keep->size() != n_levels * c.n_layer)
+    return bad("ffn_keep", "missing, or not levels x n_layer (" + std::to_string(n_levels * c.n_layer) + ") integers");
+  s.ffn_keep.assign(n_levels, std::vector<int>(c.n_layer));
+  for (size_t lv = 0; lv < n_levels; ++lv) {
+    for (int il = 0; il < c.n_layer; ++il) {
+      const int64_t k = (*keep)[lv * c.n_layer + il];
+      const std::string where = "level " + std::to_string(s.levels[lv]) + " %, layer " + std::to_string(il) + ": ";
+      if (k < s.ffn_unit || k > c.n_ff || k % s.ffn_unit != 0)
+        return bad("ffn_keep", where + std::to_string(k) + " neurons (whole units of " + std::to_string(s.ffn_unit) +
+                                   ", at most " + std::to_string(c.n_ff) + ")");
+      if (lv > 0 && k < s.ffn_keep[lv - 1][il]) return bad("ffn_keep", where + "fewer neurons than the level below");
+      if ((s.anchor[il] || lv + 1 == n_levels) && k != c.n_ff)
+        return bad("ffn_keep", where + (s.anchor[il] ? "an anchor layer" : "the full level") + " keeps " +
+                                   std::to_string(k) + " of " + std::to_string(c.n_ff) + " neurons");
+      s.ffn_keep[lv][il] = static_cast<int>(k);
+    }
+  }
+
+  if (f.find(key("score"))) {
+    const auto score = f.get_string(key("score"));
+    if (!score) return bad("score", "not a string");
+    s.score = std::string(*score);
+  }
+  if (f.find(key("layer_importance"))) {
+    const std::vector<double>* imp = f.get_float_array(key("layer_importance"));
+    if (!imp || imp->size() != static_cast<size_t>(c.n_layer)) return bad("layer_importance", "not n_layer floats");
+    for (double v : *imp) {
+      if (!std::isfinite(v)) return bad("layer_importance", "not finite");
+      s.layer_importance.push_back(static_cast<float>(v));
+    }
+  }
+  return std::optional<ElasticSpec>(std::move(s));
+}
+
+}  // namespace llmsvc

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// Calibration passes of `llmsvc elastify`: the model run over a text in fresh windows, for the
+// mean magnitude of every FFN neuron's activation and for the text's loss.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/core/graph/forward.h"
+#include "runtime/core/model/model.h"
+
+namespace llmsvc::elastify {
+
+// Mean |activation| of each FFN neuron (the gated product, the down projection's input) over
+// every token of `tokens`, run in windows of `window` tokens: [layer][neuron].
+Result<std::vector<std::vector<double>>> ffn_mean_abs(const Model& model, hal::Device& device,
+                                                      std::span<const int32_t> tokens, int window);
+
+// Mean next-token negative log-likelihood of `tokens` in windows of `window` tokens (each a
+// fresh sequence; the first half of each window is context only, as llama.cpp's perplexity
+// scores), under `forward` as it is set (level, skipped layers). exp() of it is the perplexity.
+Result<double> mean_nll(Forward& forward, const Model& model, std::span<const int32_t> tokens, int window);
+
+}  // namespace llmsvc::elastify
