@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device: the view-driven path's defaults, for devices that take host pointers only.
+// Device: the defaults of the optional parts (the view-driven path, for devices that take
+// host pointers only; weight slicing).
 #include "hal/device.h"
 
 namespace llmsvc::hal {
@@ -13,5 +14,9 @@ Status not_view_driven(const Device& d) {
 Status Device::begin(const BatchBinding&) { return not_view_driven(*this); }
 Status Device::run(const OpCall&) { return not_view_driven(*this); }
 Status Device::end() { return not_view_driven(*this); }
+
+Result<std::unique_ptr<PreparedWeight>> Device::slice_weight(const PreparedWeight&, int64_t, int64_t) {
+  return Status(Code::unsupported, name() + " cannot slice prepared weights");
+}
 
 }  // namespace llmsvc::hal

@@ -163,6 +163,15 @@ class Device {
   virtual Status end();
 
   virtual Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) = 0;
+  // A view of the first `rows` rows and the first `cols` columns of a weight this device
+  // prepared, sharing its memory (no copy: an elastic model switches sub-model sizes by
+  // pointer moves). Valid while `w` lives. matmul on the view computes exactly (bit for bit)
+  // what matmul on a weight prepared from those rows and columns of the GGUF bytes would.
+  // Its ref() is {w's type and data, rows, cols, w's row_bytes (the stride)}.
+  // 0 < rows <= w.rows, 0 < cols <= w.cols and cols a multiple of the type's block (32 for
+  // the legacy types, 256 for the K-quants, 1 for F32 / F16 / BF16); else
+  // Code::invalid_argument. Code::unsupported where not offered (the default).
+  virtual Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols);
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens. x: n_tokens x w.cols, y: n_tokens x w.rows.
   virtual void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) = 0;

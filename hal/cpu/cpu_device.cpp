@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "hal/cpu/activation_ops.h"
 #include "hal/cpu/norm_ops.h"
@@ -62,6 +63,14 @@ Result<std::unique_ptr<PreparedWeight>> CpuDevice::prepare_weight(const WeightRe
   auto prepared = prepare_cpu_weight(w);
   if (!prepared.ok()) return prepared.status();
   return std::unique_ptr<PreparedWeight>(std::move(prepared).value());
+}
+
+Result<std::unique_ptr<PreparedWeight>> CpuDevice::slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) {
+  const auto* cw = dynamic_cast<const CpuWeight*>(&w);
+  if (cw == nullptr) return Status(Code::invalid_argument, name() + " cannot slice a weight another device prepared");
+  auto view = slice_cpu_weight(*cw, rows, cols);
+  if (!view.ok()) return view.status();
+  return std::unique_ptr<PreparedWeight>(std::move(view).value());
 }
 
 void CpuDevice::matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) {

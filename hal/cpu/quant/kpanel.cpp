@@ -129,18 +129,19 @@ void pack_kpanels(const KPanelFormat& f, WeightType t, const void* src, size_t r
   }
 }
 
-void unpack_kpanel_row(const KPanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out) {
-  const int64_t nsb = cols / kQK_K;
-  const uint8_t* panel = panels + static_cast<size_t>(r / 16) * f.panel_bytes(nsb);
+void unpack_kpanel_row(const KPanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out,
+                       int64_t layout_cols) {
+  const int64_t nsb = cols / kQK_K, lnsb = (layout_cols > 0 ? layout_cols : cols) / kQK_K;
+  const uint8_t* panel = panels + static_cast<size_t>(r / 16) * f.panel_bytes(lnsb);
   const int lane = static_cast<int>(r % 16);
   for (int64_t sb = 0; sb < nsb; ++sb, out += kQK_K) {
     const uint8_t* qs = panel + static_cast<size_t>(sb) * 2048;
-    const uint8_t* qh = panel + f.qh_offset(nsb) + static_cast<size_t>(sb) * f.qh_bytes;
-    const uint8_t* sc = panel + f.sc_offset(nsb) + static_cast<size_t>(sb) * f.sc_bytes;
-    const uint8_t* mn = panel + f.mn_offset(nsb) + static_cast<size_t>(sb) * 128;
+    const uint8_t* qh = panel + f.qh_offset(lnsb) + static_cast<size_t>(sb) * f.qh_bytes;
+    const uint8_t* sc = panel + f.sc_offset(lnsb) + static_cast<size_t>(sb) * f.sc_bytes;
+    const uint8_t* mn = panel + f.mn_offset(lnsb) + static_cast<size_t>(sb) * 128;
     uint16_t dh, dminh = 0;
-    std::memcpy(&dh, panel + f.d_offset(nsb) + static_cast<size_t>(sb) * 32 + 2 * lane, 2);
-    if (f.has_min) std::memcpy(&dminh, panel + f.dmin_offset(nsb) + static_cast<size_t>(sb) * 32 + 2 * lane, 2);
+    std::memcpy(&dh, panel + f.d_offset(lnsb) + static_cast<size_t>(sb) * 32 + 2 * lane, 2);
+    if (f.has_min) std::memcpy(&dminh, panel + f.dmin_offset(lnsb) + static_cast<size_t>(sb) * 32 + 2 * lane, 2);
     const float d = fp16_to_fp32(dh), dmin = fp16_to_fp32(dminh);
     for (int e = 0; e < kQK_K; ++e) {
       const int j = e / 32, k = e % 32, g = k / 4, i = 4 * lane + k % 4;

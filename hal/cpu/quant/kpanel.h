@@ -52,6 +52,8 @@ void pack_kpanels(const KPanelFormat& f, WeightType t, const void* src, size_t r
                   uint8_t* dst, int64_t p_begin, int64_t p_end);
 
 // Dequantizes row r of packed K-panels into out[0..cols), bit-identical to dequantize_row.
-void unpack_kpanel_row(const KPanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out);
+// layout_cols: the columns the panels were packed with (0: cols; more: a column prefix).
+void unpack_kpanel_row(const KPanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out,
+                       int64_t layout_cols = 0);
 
 }  // namespace llmsvc::hal::cpu

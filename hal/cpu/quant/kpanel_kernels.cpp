@@ -357,17 +357,20 @@ template <KPanelKind K>
 void KGemmKind(const KPanelGemmArgs& g) {
   const KPanelFormat& f = *g.fmt;
   const ActQ8K& x = *g.x;
+  // nsb superblocks are summed (and unpacked); the panels hold lnsb (a column prefix: more),
+  // which place the planes and space the panels. KTile indexes each plane from its start.
   const int64_t nsb = g.cols / 256;
-  const size_t pb = f.panel_bytes(nsb);
+  const int64_t lnsb = (g.layout_cols > 0 ? g.layout_cols : g.cols) / 256;
+  const size_t pb = f.panel_bytes(lnsb);
   for (int64_t p = g.p_begin; p < g.p_end; ++p) {
     const uint8_t* panel = g.panels + static_cast<size_t>(p) * pb;
     KTileArgs a{};
     a.qs = panel;
-    a.qh = panel + f.qh_offset(nsb);
-    a.sc = panel + f.sc_offset(nsb);
-    a.mn = panel + f.mn_offset(nsb);
-    a.d = reinterpret_cast<const uint16_t*>(panel + f.d_offset(nsb));
-    a.dmin = reinterpret_cast<const uint16_t*>(panel + f.dmin_offset(nsb));
+    a.qh = panel + f.qh_offset(lnsb);
+    a.sc = panel + f.sc_offset(lnsb);
+    a.mn = panel + f.mn_offset(lnsb);
+    a.d = reinterpret_cast<const uint16_t*>(panel + f.d_offset(lnsb));
+    a.dmin = reinterpret_cast<const uint16_t*>(panel + f.dmin_offset(lnsb));
     a.nsb = nsb;
     a.ldy = g.ldy;
     a.valid_rows = static_cast<int>(std::min<int64_t>(16, g.rows - p * 16));

@@ -13,7 +13,10 @@ namespace llmsvc::hal::cpu {
 struct KPanelGemmArgs {
   const KPanelFormat* fmt = nullptr;
   const uint8_t* panels = nullptr;  // panel 0 of the weight
-  int64_t cols = 0;
+  int64_t cols = 0;                 // columns summed over (x's cols)
+  // Columns the panels were packed with (0: cols): the plane offsets and the panel stride
+  // follow it. More than cols for a column prefix of a weight (CpuWeight views).
+  int64_t layout_cols = 0;
   int64_t rows = 0;                 // valid rows (outputs past it are not written)
   int64_t p_begin = 0, p_end = 0;   // panels to compute
   const ActQ8K* x = nullptr;
@@ -25,7 +28,8 @@ struct KPanelGemmArgs {
   uint8_t* unpacked = nullptr;
 };
 
-// The scratch bytes of KPanelGemmArgs::unpacked for weights of `cols` columns.
+// The scratch bytes of KPanelGemmArgs::unpacked for weights of `cols` columns (the summed
+// superblocks only: KPanelGemmArgs::cols, not layout_cols).
 inline size_t kpanel_unpack_bytes(int64_t cols) { return static_cast<size_t>(cols / 256) * (4096 + 512); }
 
 void kpanel_gemm(const KPanelGemmArgs& a);

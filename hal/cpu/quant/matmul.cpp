@@ -106,6 +106,7 @@ void run_job(const Job& j, int ith, int nth) {
       g.fmt = f;
       g.panels = w.panels();
       g.cols = ref.cols;
+      g.layout_cols = w.layout_cols();
       g.rows = ref.rows;
       g.p_begin = p0;
       g.p_end = p1;
@@ -124,6 +125,7 @@ void run_job(const Job& j, int ith, int nth) {
       g.fmt = kf;
       g.panels = w.panels();
       g.cols = ref.cols;
+      g.layout_cols = w.layout_cols();
       g.rows = ref.rows;
       g.p_begin = p0;
       g.p_end = p1;
@@ -135,6 +137,7 @@ void run_job(const Job& j, int ith, int nth) {
       g.unpacked = j.kernel_bytes ? j.mem + j.kernel_offset + static_cast<size_t>(ith) * j.kernel_bytes : nullptr;
       if (p0 < p1) kpanel_gemm(g);
     } else {
+      // Row-major: a view's ref() already has the prefix's rows and cols and the full stride.
       const auto [r0, r1] = ThreadPool::split(ref.rows, ith, nth);
       RowGemmArgs g;
       g.type = ref.type;
@@ -151,6 +154,23 @@ void run_job(const Job& j, int ith, int nth) {
       if (r0 < r1) row_gemm(g);
     }
   }
+}
+
+const char* type_name(WeightType t) {
+  switch (t) {
+    case WeightType::F32: return "F32";
+    case WeightType::F16: return "F16";
+    case WeightType::BF16: return "BF16";
+    case WeightType::Q4_0: return "Q4_0";
+    case WeightType::Q4_1: return "Q4_1";
+    case WeightType::Q5_0: return "Q5_0";
+    case WeightType::Q5_1: return "Q5_1";
+    case WeightType::Q8_0: return "Q8_0";
+    case WeightType::Q4_K: return "Q4_K";
+    case WeightType::Q5_K: return "Q5_K";
+    case WeightType::Q6_K: return "Q6_K";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -174,6 +194,7 @@ Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w) {
   }
   std::unique_ptr<CpuWeight> cw(new CpuWeight());  // private constructor: make_unique cannot reach it
   cw->ref_ = w;
+  cw->layout_cols_ = w.cols;
   if (const PanelFormat* f = panel_format(w.type)) {
     const int64_t n_panels = (w.rows + kPanelRows - 1) / kPanelRows;
     if (!cw->packed_.allocate(static_cast<size_t>(n_panels) * f->panel_bytes(w.cols / 32))) {
@@ -181,6 +202,7 @@ Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w) {
     }
     pack_panels(*f, w.type, w.data, w.row_bytes, w.rows, w.cols, cw->packed_.data(), 0, n_panels);
     cw->fmt_ = f;
+    cw->panels_ = cw->packed_.data();
   } else if (const KPanelFormat* kf = kpanel_format(w.type)) {
     const int64_t n_panels = (w.rows + kPanelRows - 1) / kPanelRows;
     if (!cw->packed_.allocate(static_cast<size_t>(n_panels) * kf->panel_bytes(w.cols / 256))) {
@@ -188,8 +210,38 @@ Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w) {
     }
     pack_kpanels(*kf, w.type, w.data, w.row_bytes, w.rows, w.cols, cw->packed_.data(), 0, n_panels);
     cw->kfmt_ = kf;
+    cw->panels_ = cw->packed_.data();
   }
   return cw;
+}
+
+Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t rows, int64_t cols) {
+  const WeightRef& ref = w.ref();
+  if (rows <= 0 || rows > ref.rows) {
+    return Status(Code::invalid_argument,
+                  "slice rows " + std::to_string(rows) + " out of range 1.." + std::to_string(ref.rows));
+  }
+  if (cols <= 0 || cols > ref.cols) {
+    return Status(Code::invalid_argument,
+                  "slice cols " + std::to_string(cols) + " out of range 1.." + std::to_string(ref.cols));
+  }
+  const int64_t block = block_elems(ref.type);
+  if (cols % block != 0) {
+    return Status(Code::invalid_argument, "slice cols " + std::to_string(cols) + " not a multiple of the " +
+                                              type_name(ref.type) + " block (" + std::to_string(block) + ")");
+  }
+  std::unique_ptr<CpuWeight> v(new CpuWeight());
+  v->ref_ = ref;
+  v->ref_.rows = rows;
+  v->ref_.cols = cols;  // data and row_bytes (the stride) stay w's
+  v->fmt_ = w.fmt_;
+  v->kfmt_ = w.kfmt_;
+  // Panels hold 16 rows each at a stride set by the packed columns, and every plane is indexed
+  // from its start, so a prefix starts where w does: fewer rows written, fewer blocks summed.
+  v->panels_ = w.panels_;
+  v->layout_cols_ = w.layout_cols_;
+  v->base_ = w.base_ != nullptr ? w.base_ : &w;
+  return v;
 }
 
 void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
@@ -215,8 +267,12 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
     total += j.spec_bytes[j.n_specs] * static_cast<size_t>(copies);
     ++j.n_specs;
   }
-  // Per-thread kernel scratch: several tokens' panel unpacking.
-  const size_t kb = n_tokens > 1 ? std::max(panel_unpack_bytes(j.cols), kpanel_unpack_bytes(j.cols)) : 0;
+  // Per-thread kernel scratch: several tokens' panel unpacking, for the panel kinds present
+  // (float weights may have fewer than 32 columns, which panel_chunk cannot size).
+  size_t kb = 0;
+  for (int si = 0; si < j.n_specs && n_tokens > 1; ++si) {
+    kb = std::max(kb, j.specs[si].kind == ActKind::q8 ? panel_unpack_bytes(j.cols) : kpanel_unpack_bytes(j.cols));
+  }
   if (kb > 0) {
     j.kernel_bytes = (kb + 63) & ~size_t{63};
     j.kernel_offset = total;
@@ -242,11 +298,11 @@ void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) {
 }
 
 void get_rows(const CpuWeight& w, const int32_t* ids, int n, float* out) {
-  const int64_t cols = w.ref().cols;
+  const int64_t cols = w.ref().cols, lc = w.layout_cols();
   if (const PanelFormat* f = w.panel_format()) {
-    for (int i = 0; i < n; ++i) unpack_panel_row(*f, w.panels(), cols, ids[i], out + static_cast<int64_t>(i) * cols);
+    for (int i = 0; i < n; ++i) unpack_panel_row(*f, w.panels(), cols, ids[i], out + static_cast<int64_t>(i) * cols, lc);
   } else if (const KPanelFormat* kf = w.kpanel_format()) {
-    for (int i = 0; i < n; ++i) unpack_kpanel_row(*kf, w.panels(), cols, ids[i], out + static_cast<int64_t>(i) * cols);
+    for (int i = 0; i < n; ++i) unpack_kpanel_row(*kf, w.panels(), cols, ids[i], out + static_cast<int64_t>(i) * cols, lc);
   } else {
     get_rows(w.ref(), ids, n, out);
   }

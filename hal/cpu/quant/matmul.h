@@ -31,34 +31,59 @@ class MatmulScratch {
   AlignedBuffer buf_;
 };
 
-// A weight ready for the CPU kernels: a repacked copy (panel types) or a view of the GGUF bytes.
+// A weight ready for the CPU kernels: a repacked copy (panel types) or a view of the GGUF bytes;
+// or a view of a prefix of another CpuWeight (slice_cpu_weight), which reads that weight's
+// panels in place and owns nothing.
 class CpuWeight final : public PreparedWeight {
  public:
+  // Views hold this weight's address and its panels': it stays where it was prepared.
+  CpuWeight(const CpuWeight&) = delete;
+  CpuWeight& operator=(const CpuWeight&) = delete;
+
   const WeightRef& ref() const override { return ref_; }
   // True when the kernels read a repacked copy; the GGUF bytes behind ref() are then no
   // longer needed by matmul or get_rows(CpuWeight) and may be unmapped / dropped.
   bool repacked() const { return fmt_ != nullptr || kfmt_ != nullptr; }
-  bool owns_copy() const override { return repacked(); }
-  // Bytes this object owns (the repacked copy), for memory accounting.
+  // A view keeps no copy of its own (its base does), so it does not claim one.
+  bool owns_copy() const override { return repacked() && !is_view(); }
+  // Bytes this object owns (the repacked copy), for memory accounting; 0 for a view.
   size_t owned_bytes() const { return packed_.size(); }
   // The (K-)panel format when repacked in that form (else nullptr), and the panels.
   const PanelFormat* panel_format() const { return fmt_; }
   const KPanelFormat* kpanel_format() const { return kfmt_; }
-  const uint8_t* panels() const { return packed_.data(); }
+  const uint8_t* panels() const { return panels_; }
+  // The columns the panels were packed with: ref().cols, or more for a view with a column
+  // prefix (the panels' plane offsets and stride follow it).
+  int64_t layout_cols() const { return layout_cols_; }
+  // The weight whose memory a view reads (nullptr when this is not a view). It must outlive
+  // the view; a view of a view reads (and needs) the same base.
+  const CpuWeight* view_of() const { return base_; }
+  bool is_view() const { return base_ != nullptr; }
 
  private:
   friend Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
+  friend Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t rows, int64_t cols);
   CpuWeight() = default;
 
   WeightRef ref_;
   const PanelFormat* fmt_ = nullptr;    // legacy block types
   const KPanelFormat* kfmt_ = nullptr;  // K-quants; both null: row-major kernels on ref_.data
-  AlignedBuffer packed_;
+  AlignedBuffer packed_;                // the repacked copy (empty for a view)
+  const uint8_t* panels_ = nullptr;     // packed_.data(), or the base's for a view
+  int64_t layout_cols_ = 0;
+  const CpuWeight* base_ = nullptr;     // not owned
 };
 
 // Validates the type and geometry (cols a multiple of the block, row_bytes consistent,
 // data non-null and 2-byte aligned) and repacks panel types.
 Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
+
+// A view of the first `rows` rows and `cols` columns of w, without copying: matmul on it gives
+// the bits of matmul on prepare_cpu_weight({type, data, rows, cols, row_bytes}) of w's bytes.
+// ref() is that WeightRef (w's data and row_bytes: the stride). Valid while w (and, when w is
+// itself a view, w's base) lives. invalid_argument unless 0 < rows <= w's rows,
+// 0 < cols <= w's cols and cols is a multiple of the type's block.
+Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t rows, int64_t cols);
 
 // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens (x: n_tokens x cols, y: n_tokens x rows,
 // both row-major and contiguous). Runs one region on every thread of the pool.
@@ -72,7 +97,7 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
 
 // Dequantizes rows ids[i] (0 <= ids[i] < rows) of w into out (n x cols floats): the embedding lookup.
 void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out);
-// The same from a prepared weight (reads the repacked copy when there is one).
+// The same from a prepared weight (reads the repacked copy when there is one), views included.
 void get_rows(const CpuWeight& w, const int32_t* ids, int n, float* out);
 
 }  // namespace llmsvc::hal::cpu

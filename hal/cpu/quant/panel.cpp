@@ -126,15 +126,16 @@ void pack_panels(const PanelFormat& f, WeightType t, const void* src, size_t row
   }
 }
 
-void unpack_panel_row(const PanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out) {
-  const int64_t nb = cols / kQK;
-  const uint8_t* panel = panels + static_cast<size_t>(r / kPanelRows) * f.panel_bytes(nb);
+void unpack_panel_row(const PanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out,
+                      int64_t layout_cols) {
+  const int64_t nb = cols / kQK, lnb = (layout_cols > 0 ? layout_cols : cols) / kQK;
+  const uint8_t* panel = panels + static_cast<size_t>(r / kPanelRows) * f.panel_bytes(lnb);
   const int lane = static_cast<int>(r % kPanelRows);
   for (int64_t b = 0; b < nb; ++b, out += kQK) {
     const uint8_t* qs = panel + static_cast<size_t>(b) * f.qs_bytes;
     uint16_t dh, mh = 0;
-    std::memcpy(&dh, panel + f.d_offset(nb) + static_cast<size_t>(b) * 32 + lane * 2, 2);
-    if (f.has_min) std::memcpy(&mh, panel + f.m_offset(nb) + static_cast<size_t>(b) * 32 + lane * 2, 2);
+    std::memcpy(&dh, panel + f.d_offset(lnb) + static_cast<size_t>(b) * 32 + lane * 2, 2);
+    if (f.has_min) std::memcpy(&mh, panel + f.m_offset(lnb) + static_cast<size_t>(b) * 32 + lane * 2, 2);
     const float d = fp16_to_fp32(dh), m = fp16_to_fp32(mh);
     for (int k = 0; k < kQK; ++k) {
       const int g = k / 4, i = 4 * lane + k % 4;
@@ -145,7 +146,7 @@ void unpack_panel_row(const PanelFormat& f, const uint8_t* panels, int64_t cols,
         u = g < 4 ? (qs[g * 64 + i] & 0x0F) : (qs[(g - 4) * 64 + i] >> 4);
       }
       if (f.qh_bytes) {
-        const uint8_t* qh = panel + f.qh_offset(nb) + static_cast<size_t>(b) * 64 + g * 8;
+        const uint8_t* qh = panel + f.qh_offset(lnb) + static_cast<size_t>(b) * 64 + g * 8;
         u |= ((qh[i / 8] >> (i % 8)) & 1) << 4;
       }
       // Same float operations as dequantize_row, so both give identical values.

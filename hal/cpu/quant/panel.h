@@ -54,6 +54,8 @@ void pack_panels(const PanelFormat& f, WeightType t, const void* src, size_t row
                  uint8_t* dst, int64_t p_begin, int64_t p_end);
 
 // Dequantizes row r of packed panels (the inverse of pack_panels) into out[0..cols).
-void unpack_panel_row(const PanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out);
+// layout_cols: the columns the panels were packed with (0: cols; more: a column prefix).
+void unpack_panel_row(const PanelFormat& f, const uint8_t* panels, int64_t cols, int64_t r, float* out,
+                      int64_t layout_cols = 0);
 
 }  // namespace llmsvc::hal::cpu

@@ -380,17 +380,20 @@ template <PanelKind K>
 void GemmKind(const PanelGemmArgs& g) {
   const PanelFormat& f = *g.fmt;
   const ActQ8& x = *g.x;
+  // nb blocks are summed; the panels hold lnb (a column prefix: more), which place the planes
+  // and space the panels. The tiles index each plane from its start, so they sum the prefix.
   const int64_t nb = g.cols / 32;
+  const int64_t lnb = (g.layout_cols > 0 ? g.layout_cols : g.cols) / 32;
   TileArgs a{};
-  a.pb = f.panel_bytes(nb);
+  a.pb = f.panel_bytes(lnb);
   a.nb = nb;
   a.ldy = g.ldy;
   auto at_panel = [&](int64_t p) {
     const uint8_t* panel = g.panels + static_cast<size_t>(p) * a.pb;
     a.qs = panel;
-    a.qh = reinterpret_cast<const uint64_t*>(panel + f.qh_offset(nb));
-    a.d = reinterpret_cast<const uint16_t*>(panel + f.d_offset(nb));
-    a.m = reinterpret_cast<const uint16_t*>(panel + f.m_offset(nb));
+    a.qh = reinterpret_cast<const uint64_t*>(panel + f.qh_offset(lnb));
+    a.d = reinterpret_cast<const uint16_t*>(panel + f.d_offset(lnb));
+    a.m = reinterpret_cast<const uint16_t*>(panel + f.m_offset(lnb));
     a.rows_left = g.rows - p * kPanelRows;
   };
   if (x.n_tokens == 1) {
@@ -436,10 +439,18 @@ void GemmKind(const PanelGemmArgs& g) {
       const int t_end = std::min(g.t_end, group * kTokenGroup + x.group_size(group));
       for (int64_t p = p0; p < p1; ++p) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-        // While the first token group passes, the next chunk comes from memory (into L2).
+        // While the first token group passes, the next chunk comes from memory (into L2):
+        // the first nb blocks of each plane, what the kernel reads (a column prefix skips the
+        // rest of the panel; without one, the ranges are the whole panel).
         if (t0 == g.t_begin && p + chunk < g.p_end) {
           const char* next = reinterpret_cast<const char*>(g.panels + static_cast<size_t>(p + chunk) * a.pb);
-          for (size_t off = 0; off < a.pb; off += 64) _mm_prefetch(next + off, _MM_HINT_T1);
+          auto fetch = [next](size_t begin, size_t bytes) {
+            for (size_t off = begin & ~size_t{63}; off < begin + bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T1);
+          };
+          fetch(0, static_cast<size_t>(nb) * f.qs_bytes);
+          if (f.qh_bytes) fetch(f.qh_offset(lnb), static_cast<size_t>(nb) * f.qh_bytes);
+          fetch(f.d_offset(lnb), static_cast<size_t>(nb) * 32);
+          if (f.has_min) fetch(f.m_offset(lnb), static_cast<size_t>(nb) * 32);
         }
 #endif
         at_panel(p);

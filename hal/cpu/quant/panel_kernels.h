@@ -20,7 +20,10 @@ namespace llmsvc::hal::cpu {
 struct PanelGemmArgs {
   const PanelFormat* fmt = nullptr;
   const uint8_t* panels = nullptr;  // panel 0 of the weight
-  int64_t cols = 0;
+  int64_t cols = 0;                 // columns summed over (x's cols)
+  // Columns the panels were packed with (0: cols): the plane offsets and the panel stride
+  // follow it. More than cols for a column prefix of a weight (CpuWeight views).
+  int64_t layout_cols = 0;
   int64_t rows = 0;                 // valid rows (outputs past it are not written)
   int64_t p_begin = 0, p_end = 0;   // panels to compute
   const ActQ8* x = nullptr;         // quantized with zero_point = fmt->zero_point
@@ -33,7 +36,8 @@ struct PanelGemmArgs {
 };
 
 // Panels unpacked at a time (their bytes stay in L2 while every token passes over them), and
-// the scratch bytes of PanelGemmArgs::unpacked for weights of `cols` columns.
+// the scratch bytes of PanelGemmArgs::unpacked for weights of `cols` columns. Only the
+// summed blocks are unpacked, so both take PanelGemmArgs::cols, not layout_cols.
 inline int64_t panel_chunk(int64_t cols) {
   const int64_t per_panel = cols / 32 * 512;
   return per_panel >= (256 << 10) ? 1 : (256 << 10) / per_panel;
