@@ -26,16 +26,26 @@ std::string temp_path_for(const std::string& path) {
   return dir + temp_file_name(name);
 }
 
-Status write_temp(const std::string& tmp, std::span<const uint8_t> bytes, bool drop_cache, const std::string& what) {
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+Status write_temp(const std::string& tmp, const FileFiller& fill, mode_t mode, bool drop_cache, const std::string& what) {
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd.valid()) return io_status(errno, what + ": create temporary file");
-  LLMSVC_RETURN_IF_ERROR(write_all(fd.get(), bytes, what));
+  LLMSVC_RETURN_IF_ERROR(fill(fd.get()));
   // Delayed allocation can surface ENOSPC / EDQUOT only here.
   if (::fdatasync(fd.get()) != 0) return io_status(errno, what + ": fdatasync");
   // The pages are clean after fdatasync, so DONTNEED really evicts them.
   if (drop_cache) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   if (const int err = fd.close(); err != 0) return io_status(err, what + ": close");
   return Status::Ok();
+}
+
+// The temporary file filled, synced and renamed over `path`; on failure, removed.
+Status replace_file(const std::string& path, const FileFiller& fill, mode_t mode, bool drop_cache) {
+  const std::string what = "write " + path;
+  const std::string tmp = temp_path_for(path);
+  Status s = write_temp(tmp, fill, mode, drop_cache, what);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = io_status(errno, what + ": rename");
+  if (!s.ok()) ::unlink(tmp.c_str());  // may not exist (create failed): nothing else to do
+  return s;
 }
 
 }  // namespace
@@ -46,6 +56,8 @@ std::string errno_text(int err) {
     case EDQUOT: return "disk quota exceeded (EDQUOT)";
     case EROFS: return "read-only file system (EROFS)";
     case EACCES: return "permission denied (EACCES)";
+    // A file size limit (RLIMIT_FSIZE) or the file system's largest file.
+    case EFBIG: return "file too large (EFBIG)";
     // Where a path is opened with O_NOFOLLOW (safe_dir.h), a link there is refused this way.
     case ELOOP: return "a symbolic link was refused, or links loop (ELOOP)";
     default: break;
@@ -63,16 +75,16 @@ std::string errno_text(int err) {
 Status io_status(int err, const std::string& what) { return Status(Code::io, what + ": " + errno_text(err)); }
 
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes, bool drop_cache) {
-  const std::string what = "write " + path;
-  const std::string tmp = temp_path_for(path);
-  Status s = write_temp(tmp, bytes, drop_cache, what);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = io_status(errno, what + ": rename");
-  if (!s.ok()) ::unlink(tmp.c_str());  // may not exist (create failed): nothing else to do
-  return s;
+  return replace_file(path, [&](int fd) { return write_all(fd, bytes, "write " + path); }, 0600, drop_cache);
 }
 
 Status write_atomic(const std::string& path, std::span<const uint8_t> bytes) {
   LLMSVC_RETURN_IF_ERROR(write_file_atomic(path, bytes, /*drop_cache=*/false));
+  return sync_directory(parent_directory(path));
+}
+
+Status write_atomic(const std::string& path, const FileFiller& fill, mode_t mode) {
+  LLMSVC_RETURN_IF_ERROR(replace_file(path, fill, mode, /*drop_cache=*/false));
   return sync_directory(parent_directory(path));
 }
 

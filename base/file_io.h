@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -31,6 +32,13 @@ Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes
 // write_file_atomic, then sync_directory of its directory: durable when it returns.
 Status write_atomic(const std::string& path, std::span<const uint8_t> bytes);
 Status write_atomic(const std::string& path, const std::string& text);
+// Writes the contents of a file to the open descriptor (with write_all, say), in as many
+// pieces as it likes, so that a large file is never held whole in memory; returns why not.
+using FileFiller = std::function<Status(int fd)>;
+// write_atomic for contents written by `fill`: the temporary file (created with `mode`,
+// less the umask) is fdatasync'ed, renamed over `path` and the directory fsync'ed. A
+// failure of `fill` or of any step removes the temporary file and leaves `path` untouched.
+Status write_atomic(const std::string& path, const FileFiller& fill, mode_t mode = 0600);
 // fsyncs a directory so that renames and creations in it are durable.
 Status sync_directory(const std::string& dir);
 // The directory part of `path` ("." when it has none).

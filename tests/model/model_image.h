@@ -40,7 +40,7 @@ class ModelImage {
     ModelImage m;
     for (const auto& [key, v] : (*f)->metadata()) {
       if (key == "general.alignment") continue;  // written from `alignment`
-      m.meta_.push_back({key, v.type, payload(v)});
+      m.meta_.push_back({key, v.type, Bytes().value(v)});  // re-encoded as read
     }
     for (const gguf::TensorInfo& t : (*f)->tensors()) {
       m.tensors_.push_back({t.name, static_cast<uint32_t>(t.type), std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
@@ -150,13 +150,10 @@ class ModelImage {
     if (!f) throw std::runtime_error("cannot write " + path);
   }
 
-  // Bytes of a tensor per the reader's type table (0 for an unknown type).
+  // Bytes of a tensor per the reader's rule (0 for an unknown type or a shape it refuses).
   static uint64_t bytes_of(uint32_t type, const std::vector<uint64_t>& ne) {
-    const gguf::TypeTraits* tt = gguf::type_traits(type);
-    if (!tt) return 0;
-    uint64_t n = 1;
-    for (uint64_t d : ne) n *= d;
-    return n / tt->block_elems * tt->block_bytes;
+    const auto size = gguf::tensor_size(type, ne);
+    return size.ok() ? size->bytes : 0;
   }
 
  private:
@@ -175,57 +172,6 @@ class ModelImage {
     for (const auto& e : meta_) b.kv(e.key, e.type, e.payload);
     for (size_t k = 0; k < tensors_.size(); ++k) b.tensor_at(tensors_[k].name, tensors_[k].type, tensors_[k].ne, offsets[k]);
     return b.build();
-  }
-
-  // The bytes after a value's type tag, re-encoded from the parsed value.
-  static Bytes payload(const gguf::Value& v) {
-    Bytes b;
-    if (v.type == ValueType::array) {
-      b.type(v.elem_type);
-      switch (v.elem_type) {
-        case ValueType::string:
-          b.u64(v.strs.size());
-          for (const auto& s : v.strs) b.str(s);
-          break;
-        case ValueType::array:
-          b.u64(v.arr.size());
-          for (const auto& a : v.arr) b.raw(payload(a));
-          break;
-        case ValueType::f32: case ValueType::f64:
-          b.u64(v.floats.size());
-          for (double x : v.floats) scalar(b, v.elem_type, 0, 0, x);
-          break;
-        case ValueType::i8: case ValueType::i16: case ValueType::i32: case ValueType::i64:
-          b.u64(v.ints.size());
-          for (int64_t x : v.ints) scalar(b, v.elem_type, 0, x, 0);
-          break;
-        default:
-          b.u64(v.uints.size());
-          for (uint64_t x : v.uints) scalar(b, v.elem_type, x, 0, 0);
-          break;
-      }
-      return b;
-    }
-    if (v.type == ValueType::string) return b.str(v.s);
-    scalar(b, v.type, v.u, v.i, v.f);
-    return b;
-  }
-
-  static void scalar(Bytes& b, ValueType t, uint64_t u, int64_t i, double f) {
-    switch (t) {
-      case ValueType::u8: b.u8(static_cast<uint8_t>(u)); break;
-      case ValueType::boolean: b.u8(static_cast<uint8_t>(u)); break;
-      case ValueType::i8: b.i8(static_cast<int8_t>(i)); break;
-      case ValueType::u16: b.u16(static_cast<uint16_t>(u)); break;
-      case ValueType::i16: b.i16(static_cast<int16_t>(i)); break;
-      case ValueType::u32: b.u32(static_cast<uint32_t>(u)); break;
-      case ValueType::i32: b.i32(static_cast<int32_t>(i)); break;
-      case ValueType::u64: b.u64(u); break;
-      case ValueType::i64: b.i64(i); break;
-      case ValueType::f32: b.f32(static_cast<float>(f)); break;
-      case ValueType::f64: b.f64(f); break;
-      default: throw std::runtime_error("ModelImage: unexpected scalar type");
-    }
   }
 
   std::vector<Meta> meta_;

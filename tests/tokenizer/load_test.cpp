@@ -1,62 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tokenizer construction from hand-built GGUF images: what the metadata switches on
 // (BOS/EOS, space prefix, byte fallback) and metadata that is refused with a status.
-#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "runtime/core/gguf/gguf_file.h"
+#include "runtime/core/gguf/gguf_writer.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
 namespace llmsvc::test {
 namespace {
 
-// A GGUF v3 image with metadata only (little-endian hosts), written with plain appends.
+// A GGUF image with metadata only, made by the runtime's writer.
 class Meta {
  public:
-  Meta& str(std::string_view key, std::string_view v) { return head(key, kString).text(v); }
-  Meta& u32(std::string_view key, uint32_t v) { return head(key, kU32).put(v); }
-  Meta& flag(std::string_view key, bool v) { return head(key, kBool).put(static_cast<uint8_t>(v)); }
-  Meta& strs(std::string_view key, const std::vector<std::string>& v) {
-    head(key, kArray).put(kString).put(static_cast<uint64_t>(v.size()));
-    for (const auto& s : v) text(s);
-    return *this;
-  }
+  Meta& str(std::string_view key, std::string_view v) { return set(key, gguf::string_value(std::string(v))); }
+  Meta& u32(std::string_view key, uint32_t v) { return set(key, gguf::uint_value(gguf::ValueType::u32, v)); }
+  Meta& flag(std::string_view key, bool v) { return set(key, gguf::bool_value(v)); }
+  Meta& strs(std::string_view key, const std::vector<std::string>& v) { return set(key, gguf::string_array(v)); }
   Meta& i32s(std::string_view key, const std::vector<int32_t>& v) {
-    head(key, kArray).put(kI32).put(static_cast<uint64_t>(v.size()));
-    for (int32_t x : v) put(x);
-    return *this;
+    return set(key, gguf::int_array(gguf::ValueType::i32, std::vector<int64_t>(v.begin(), v.end())));
   }
   std::vector<uint8_t> image() const {
-    Meta h;
-    h.body_ = "GGUF";
-    h.put(uint32_t{3}).put(uint64_t{0}).put(count_);
-    const std::string all = h.body_ + body_;
-    return std::vector<uint8_t>(all.begin(), all.end());
+    auto r = w_.to_bytes();
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? std::move(r).value() : std::vector<uint8_t>{};
   }
 
  private:
-  static constexpr uint32_t kU32 = 4, kI32 = 5, kBool = 7, kString = 8, kArray = 9;
-  template <class T>
-  Meta& put(T v) {
-    char b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    body_.append(b, sizeof(T));
+  Meta& set(std::string_view key, gguf::Value v) {
+    const Status s = w_.set(key, std::move(v));
+    EXPECT_TRUE(s.ok()) << key << ": " << s.message();
     return *this;
   }
-  Meta& text(std::string_view s) {
-    put(static_cast<uint64_t>(s.size()));
-    body_.append(s);
-    return *this;
-  }
-  Meta& head(std::string_view key, uint32_t type) {
-    ++count_;
-    return text(key).put(type);
-  }
-  std::string body_;
-  uint64_t count_ = 0;
+  gguf::GgufWriter w_;
 };
 
 // Keeps the image alive with the file and tokenizer built on it.

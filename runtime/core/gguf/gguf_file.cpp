@@ -26,9 +26,6 @@ namespace llmsvc::gguf {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
-constexpr uint32_t kDefaultAlignment = 32;
-constexpr uint32_t kMaxValueType = static_cast<uint32_t>(ValueType::f64);
 // Smallest possible encodings, used to refuse counts the remaining bytes cannot hold.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;           // key length, type, a u8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // name len, n_dims, ne[0], type, offset
@@ -55,14 +52,6 @@ std::string printable(std::string_view s) {
   if (s.size() > kMax) out += "...";
   return out;
 }
-
-bool is_unsigned_int(ValueType t) {
-  return t == ValueType::u8 || t == ValueType::u16 || t == ValueType::u32 || t == ValueType::u64;
-}
-bool is_signed_int(ValueType t) {
-  return t == ValueType::i8 || t == ValueType::i16 || t == ValueType::i32 || t == ValueType::i64;
-}
-bool is_float(ValueType t) { return t == ValueType::f32 || t == ValueType::f64; }
 
 // Bytes one array element takes at least (exactly, for fixed-size types).
 uint64_t min_elem_bytes(ValueType t) {
@@ -115,7 +104,7 @@ class Parser {
   }
 
   Status read_value(uint32_t type_num, Value& v, uint32_t depth, const std::string& where) {
-    if (type_num > kMaxValueType) {
+    if (!is_value_type(type_num)) {
       return invalid(where + ": invalid value type " + num(type_num));
     }
     v.type = static_cast<ValueType>(type_num);
@@ -172,7 +161,7 @@ class Parser {
     }
     uint32_t et = 0;
     LLMSVC_RETURN_IF_ERROR(read(et, where, "array element type"));
-    if (et > kMaxValueType) {
+    if (!is_value_type(et)) {
       return invalid(where + ": array element type " + num(et) + " is not a valid value type");
     }
     v.elem_type = static_cast<ValueType>(et);
@@ -310,7 +299,7 @@ Status GgufFile::parse_header(detail::Parser& p, const Limits& limits, uint64_t*
 
   uint32_t magic = 0;
   LLMSVC_RETURN_IF_ERROR(p.read(magic, header, "magic"));
-  if (magic != kMagic) {
+  if (magic != kGgufMagic) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "header: bad magic 0x%08" PRIx32 " (expected \"GGUF\")", magic);
     return invalid(buf);
@@ -358,14 +347,15 @@ Status GgufFile::parse_metadata(detail::Parser& p, const Limits& limits, uint64_
     LLMSVC_RETURN_IF_ERROR(p.read(type, where, "value type"));
     Value v;
     LLMSVC_RETURN_IF_ERROR(p.read_value(type, v, 0, where));
-    kv_.emplace(std::move(key), std::move(v));
+    const auto it = kv_.emplace(std::move(key), std::move(v)).first;
+    kv_order_.push_back(it->first);  // map nodes do not move: the view stays valid
   }
   return Status::Ok();
 }
 
 // general.alignment when present: an unsigned power of two within the limit; else 32.
 Status GgufFile::read_alignment(const Limits& limits) {
-  alignment_ = kDefaultAlignment;
+  alignment_ = kGgufDefaultAlignment;
   if (const Value* a = find("general.alignment")) {
     const std::optional<uint64_t> al = get_uint("general.alignment");
     if (!al) {
@@ -381,8 +371,8 @@ Status GgufFile::read_alignment(const Limits& limits) {
   return Status::Ok();
 }
 
-// tensor_count tensor infos: unique names, 1..4 dimensions of non-zero extents without
-// overflow, a known type whose block divides ne[0], an aligned offset.
+// tensor_count tensor infos: unique names, 1..max_dims dimensions, a type and dimensions
+// tensor_size accepts, at most max_tensor_elems elements, an aligned offset.
 Status GgufFile::parse_tensor_infos(detail::Parser& p, const Limits& limits, uint64_t tensor_count) {
   Cursor& cur = p.cursor();
   if (tensor_count > cur.remaining() / kMinTensorInfoBytes) {
@@ -401,32 +391,19 @@ Status GgufFile::parse_tensor_infos(detail::Parser& p, const Limits& limits, uin
     if (t.n_dims < 1 || t.n_dims > max_dims) {
       return invalid(where + ": n_dims " + num(t.n_dims) + " is outside 1.." + num(max_dims));
     }
-    uint64_t elems = 1;
     for (uint32_t d = 0; d < t.n_dims; ++d) {
-      const std::string field = "ne[" + num(d) + "]";
-      LLMSVC_RETURN_IF_ERROR(p.read(t.ne[d], where, field));
-      if (t.ne[d] == 0) return invalid(where + ": " + field + " is 0");
-      if (__builtin_mul_overflow(elems, t.ne[d], &elems)) {
-        return invalid(where + ": element count overflows 64 bits at " + field + " = " + num(t.ne[d]));
-      }
+      LLMSVC_RETURN_IF_ERROR(p.read(t.ne[d], where, "ne[" + num(d) + "]"));
     }
-    if (elems > limits.max_tensor_elems) {
-      return invalid(where + ": " + num(elems) + " elements exceed limit " + num(limits.max_tensor_elems));
-    }
-    t.n_elems = elems;
     uint32_t type = 0;
     LLMSVC_RETURN_IF_ERROR(p.read(type, where, "type"));
-    const TypeTraits* tt = type_traits(type);
-    if (tt == nullptr) return invalid(where + ": unknown tensor type " + num(type));
+    const Result<TensorSize> size = tensor_size(type, std::span<const uint64_t>(t.ne.data(), t.n_dims));
+    if (!size.ok()) return invalid(where + ": " + size.status().message());
+    if (size->elems > limits.max_tensor_elems) {
+      return invalid(where + ": " + num(size->elems) + " elements exceed limit " + num(limits.max_tensor_elems));
+    }
     t.type = static_cast<TensorType>(type);
-    if (t.ne[0] % tt->block_elems != 0) {
-      return invalid(where + ": ne[0] = " + num(t.ne[0]) + " is not a multiple of the " + std::string(tt->name) +
-                     " block size " + num(tt->block_elems));
-    }
-    // ne[0] is a whole number of blocks, hence so is elems.
-    if (__builtin_mul_overflow(elems / tt->block_elems, uint64_t{tt->block_bytes}, &t.n_bytes)) {
-      return invalid(where + ": byte size overflows 64 bits");
-    }
+    t.n_elems = size->elems;
+    t.n_bytes = size->bytes;
     LLMSVC_RETURN_IF_ERROR(p.read(t.offset, where, "offset"));
     if (t.offset % alignment_ != 0) {
       return invalid(where + ": offset " + num(t.offset) + " is not a multiple of alignment " + num(alignment_));

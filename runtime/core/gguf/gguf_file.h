@@ -88,6 +88,8 @@ class GgufFile {
   std::span<const uint8_t> bytes() const { return {base_, static_cast<size_t>(size_)}; }
 
   const std::map<std::string, Value, std::less<>>& metadata() const { return kv_; }
+  // The metadata keys in file order (views of metadata()'s keys): how a copy keeps the order.
+  const std::vector<std::string_view>& metadata_order() const { return kv_order_; }
   const Value* find(std::string_view key) const;
   // Typed getters: nullopt when absent or of an incompatible type (ints of any width are
   // accepted by get_uint/get_int when the value fits; f32/f64 by get_float).
@@ -128,6 +130,7 @@ class GgufFile {
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
   std::map<std::string, Value, std::less<>> kv_;
+  std::vector<std::string_view> kv_order_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };

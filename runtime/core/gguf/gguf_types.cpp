@@ -6,6 +6,8 @@
 // table still says 40 (from when d and s were floats) and is wrong.
 #include "runtime/core/gguf/gguf_types.h"
 
+#include <string>
+
 namespace llmsvc::gguf {
 
 namespace {
@@ -68,6 +70,32 @@ const TypeTraits* type_traits(uint32_t type) {
     if (static_cast<uint32_t>(e.type) == type) return &e.traits;
   }
   return nullptr;
+}
+
+Result<TensorSize> tensor_size(uint32_t type, std::span<const uint64_t> ne) {
+  const auto bad = [](const std::string& msg) { return Status(Code::invalid_argument, msg); };
+  const auto num = [](uint64_t v) { return std::to_string(v); };
+  if (ne.empty() || ne.size() > 4) return bad("n_dims " + num(ne.size()) + " is outside 1..4");
+  TensorSize size;
+  size.elems = 1;
+  for (size_t d = 0; d < ne.size(); ++d) {
+    const std::string field = "ne[" + num(d) + "]";
+    if (ne[d] == 0) return bad(field + " is 0");
+    if (__builtin_mul_overflow(size.elems, ne[d], &size.elems)) {
+      return bad("element count overflows 64 bits at " + field + " = " + num(ne[d]));
+    }
+  }
+  const TypeTraits* tt = type_traits(type);
+  if (tt == nullptr) return bad("unknown tensor type " + num(type));
+  if (ne[0] % tt->block_elems != 0) {
+    return bad("ne[0] = " + num(ne[0]) + " is not a multiple of the " + std::string(tt->name) + " block size " +
+               num(tt->block_elems));
+  }
+  // ne[0] is a whole number of blocks, hence so is elems.
+  if (__builtin_mul_overflow(size.elems / tt->block_elems, uint64_t{tt->block_bytes}, &size.bytes)) {
+    return bad("byte size overflows 64 bits");
+  }
+  return size;
 }
 
 std::string_view value_type_name(uint32_t type) {
