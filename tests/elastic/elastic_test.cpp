@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "hal/devices/device_registry.h"
+#include "hal/weight_type.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/gguf/gguf_writer.h"
 #include "runtime/core/graph/forward.h"
@@ -104,7 +105,7 @@ void write_pruned(const std::string& elastic, int keep, const std::string& out) 
       b.assign(t.data, t.data + row_bytes * keep);
       ASSERT_TRUE(w->add_tensor(t.name, t.type, {t.ne[0], static_cast<uint64_t>(keep)}, b).ok());
     } else {
-      const size_t part = row_bytes / t.ne[0] * keep;  // whole blocks: keep is a multiple of the block
+      const size_t part = hal::row_bytes(static_cast<hal::WeightType>(t.type), keep);  // whole blocks
       for (uint64_t r = 0; r < t.ne[1]; ++r) b.insert(b.end(), t.data + r * row_bytes, t.data + r * row_bytes + part);
       ASSERT_TRUE(w->add_tensor(t.name, t.type, {static_cast<uint64_t>(keep), t.ne[1]}, b).ok());
     }
@@ -135,16 +136,24 @@ TEST_P(Elastic, FullModelIsTheInputsAndEachLevelIsExactlyItsSubModel) {
   EXPECT_EQ(spec.score, "activation");
   const auto tokens = probe_tokens(*elastic, 24);
 
-  // The full level: the input's function (down's block sums reordered: float rounding only).
+  // The full level: the input's function. down's blocks are summed in another order, and a
+  // last-bit difference can move an activation's int8 rounding in a later matmul by one step:
+  // most rows are the same bits, a few differ by such a step, every row's argmax agrees.
   Forward f_in(*original, *dev, 8), f_el(*elastic, *dev, 8);
   const auto a = logits_of(f_in, *original, tokens), b = logits_of(f_el, *elastic, tokens);
   ASSERT_EQ(a.size(), b.size());
+  const int V = elastic->config().n_vocab;
   double max_diff = 0, max_abs = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    max_diff = std::max<double>(max_diff, std::fabs(a[i] - b[i]));
-    max_abs = std::max<double>(max_abs, std::fabs(a[i]));
+  for (size_t r = 0; r < a.size() / V; ++r) {
+    const float* x = a.data() + r * V;
+    const float* y = b.data() + r * V;
+    EXPECT_EQ(std::max_element(x, x + V) - x, std::max_element(y, y + V) - y) << "row " << r;
+    for (int v = 0; v < V; ++v) {
+      max_diff = std::max<double>(max_diff, std::fabs(x[v] - y[v]));
+      max_abs = std::max<double>(max_abs, std::fabs(x[v]));
+    }
   }
-  EXPECT_LE(max_diff, 1e-3 * max_abs);
+  EXPECT_LE(max_diff, 0.02 * max_abs);
 
   // Each level against a file pruned to its neurons: the same bits.
   for (int lv = 0; lv < spec.full(); lv += 3) {
@@ -189,9 +198,10 @@ TEST_P(Elastic, AnchorsStayWholeAndLevelsSwitchWithoutResidue) {
   auto dev = cpu();
   auto m = load(out, *dev);
   const ElasticSpec& spec = *m->elastic();
-  for (int il = 0; il < m->config().n_layer; ++il)
-    for (size_t lv = 0; lv < spec.levels.size(); ++lv)
-      if (spec.anchor[il]) EXPECT_EQ(spec.ffn_keep[lv][il], m->config().n_ff);
+  for (int il = 0; il < m->config().n_layer; ++il) {
+    if (!spec.anchor[il]) continue;
+    for (size_t lv = 0; lv < spec.levels.size(); ++lv) EXPECT_EQ(spec.ffn_keep[lv][il], m->config().n_ff);
+  }
   const auto tokens = probe_tokens(*m, 20);
   // Each level's bits on a fresh forward, then the levels visited in another order on one forward.
   std::vector<std::vector<float>> fresh;
@@ -224,7 +234,8 @@ TEST(ElasticModel, APlainModelHasNoLevels) {
   EXPECT_EQ(m->levels_status().code(), Code::unsupported);
   Forward f(*m, *dev, 8);
   EXPECT_TRUE(f.set_level(-1).ok());
-  EXPECT_FALSE(f.set_level(0).ok());
+  EXPECT_TRUE(f.set_level(0).ok());  // its one level, the full model
+  EXPECT_EQ(f.set_level(1).code(), Code::invalid_argument);
 }
 
 // An elastic file (elastify's output) with one key changed is refused, the field named.
@@ -295,16 +306,16 @@ TEST_F(ElasticMetadata, EachInconsistencyIsNamed) {
   expect_refused("ffn_keep", &short_keep, Code::model_invalid, "levels x n_layer");
   const gguf::Value not_unit = keep_with(0, 40);
   expect_refused("ffn_keep", &not_unit, Code::model_invalid, "layer 0");
-  const gguf::Value full_cut = keep_with((n_levels - 1) * c.n_layer, 64);
+  const int cut_layer = spec.anchor[0] ? 1 : 0;  // a layer the levels cut
+  const gguf::Value full_cut = keep_with((n_levels - 1) * c.n_layer + cut_layer, 64);
   expect_refused("ffn_keep", &full_cut, Code::model_invalid, "the full level");
-  const gguf::Value shrinking = keep_with(c.n_layer, 32);  // level 1 below level 0
+  const gguf::Value shrinking = keep_with(cut_layer, spec.ffn_keep[1][cut_layer] + 32);  // level 0 above level 1
   expect_refused("ffn_keep", &shrinking, Code::model_invalid, "fewer neurons than the level below");
   const gguf::Value far_anchor = gguf::uint_array(ValueType::u32, {static_cast<uint64_t>(c.n_layer)});
   expect_refused("anchor_layers", &far_anchor, Code::model_invalid, "out of range");
   const gguf::Value twice = gguf::uint_array(ValueType::u32, {0, 0});
   expect_refused("anchor_layers", &twice, Code::model_invalid, "named twice");
-  // Layer 0 made an anchor although its levels cut it.
-  const int cut_layer = spec.anchor[0] ? 1 : 0;
+  // A layer made an anchor although its levels cut it.
   const gguf::Value cut_anchor = gguf::uint_array(ValueType::u32, {static_cast<uint64_t>(cut_layer)});
   expect_refused("anchor_layers", &cut_anchor, Code::model_invalid, "an anchor layer");
   const gguf::Value nan_imp = gguf::float_array(ValueType::f32, std::vector<double>(c.n_layer, std::nan("")));
@@ -352,7 +363,10 @@ TEST(Elastify, TaylorScoresOrderTheUnitsAndRandomOrderFollowsItsSeed) {
   std::string json = R"({"ffn": [)";
   for (int il = 0; il < c.n_layer; ++il) {
     json += il ? ",[" : "[";
-    for (int j = 0; j < c.n_ff; ++j) json += (j ? "," : "") + std::to_string(j);
+    for (int j = 0; j < c.n_ff; ++j) {
+      if (j) json.push_back(',');
+      json.append(std::to_string(j));
+    }
     json += "]";
   }
   json += "]}";

@@ -196,7 +196,7 @@ Result<Report> run(const Options& o, const Progress& progress) {
   if (!out_model.ok()) return Status(out_model.status().code(), "elastify: the written file: " + out_model.status().message());
   const auto probe = calib.first(std::min<size_t>(calib.size(), o.window));
   std::vector<float> la, lb;
-  for (auto [m, logits] : {std::pair{&model, &la}, std::pair{out_model->get(), &lb}}) {
+  for (auto [m, logits] : {std::pair<const Model*, std::vector<float>*>{&model, &la}, {out_model->get(), &lb}}) {
     policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
     policy::KvSequence seq(store);
     Forward fwd(*m, dev, std::min(o.window, Forward::kDefaultBatch));

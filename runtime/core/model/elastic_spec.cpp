@@ -77,10 +77,10 @@ Result<std::optional<ElasticSpec>> read_elastic_spec(const gguf::GgufFile& f, co
       if (k < s.ffn_unit || k > c.n_ff || k % s.ffn_unit != 0)
         return bad("ffn_keep", where + std::to_string(k) + " neurons (whole units of " + std::to_string(s.ffn_unit) +
                                    ", at most " + std::to_string(c.n_ff) + ")");
-      if (lv > 0 && k < s.ffn_keep[lv - 1][il]) return bad("ffn_keep", where + "fewer neurons than the level below");
       if ((s.anchor[il] || lv + 1 == n_levels) && k != c.n_ff)
         return bad("ffn_keep", where + (s.anchor[il] ? "an anchor layer" : "the full level") + " keeps " +
                                    std::to_string(k) + " of " + std::to_string(c.n_ff) + " neurons");
+      if (lv > 0 && k < s.ffn_keep[lv - 1][il]) return bad("ffn_keep", where + "fewer neurons than the level below");
       s.ffn_keep[lv][il] = static_cast<int>(k);
     }
   }

@@ -219,7 +219,7 @@ Status Model::load_levels(hal::Device& dev) {
         if (v.status().code() == Code::unsupported) {
           // The model still runs whole; only the smaller levels are out of reach here.
           levels_status_ = v.status();
-          level_weights_.assign(s.levels.size(), {});
+          level_weights_.clear();
           return Status::Ok();
         }
         if (!v.ok()) return Status(v.status().code(), "model: elastic level " + std::to_string(s.levels[lv]) +
