@@ -33,10 +33,6 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-uint64_t bytes_of(const hal::PreparedWeight& w, int64_t rows, int64_t cols) {
-  return hal::row_bytes(w.ref().type, cols) * static_cast<uint64_t>(rows);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,17 +84,9 @@ int main(int argc, char** argv) {
     auto nll = elastify::mean_nll(fwd, m, held, 256);
     if (!nll.ok()) return std::fprintf(stderr, "%s\n", nll.status().message().c_str()), 1;
     L["ppl"] = std::exp(*nll);
-    // Weight bytes a token's matmuls read at this level.
-    uint64_t layers = 0;
-    for (int il = 0; il < c.n_layer; ++il) {
-      const LayerWeights& W = m.layers()[il];
-      const int keep = spec ? spec->ffn_keep[lv][il] : c.n_ff;
-      for (const auto* w : {W.wq.get(), W.wk.get(), W.wv.get(), W.wo.get()}) layers += bytes_of(*w, w->ref().rows, w->ref().cols);
-      layers += 2 * bytes_of(*W.w_gate, keep, c.n_embd) + bytes_of(*W.w_down, c.n_embd, keep);
-    }
-    const uint64_t head = bytes_of(m.output(), c.n_vocab, c.n_embd);
-    L["weight_bytes_per_token"] = layers + head;
-    L["lm_head_share"] = static_cast<double>(head) / static_cast<double>(layers + head);
+    const uint64_t bytes = m.level_matmul_bytes(spec ? lv : -1), head = m.output_matmul_bytes();
+    L["weight_bytes_per_token"] = bytes;
+    L["lm_head_share"] = static_cast<double>(head) / static_cast<double>(bytes);
     // Timings: prefill of 256 tokens, then decode steps at context 256.
     std::vector<double> pre, dec;
     std::vector<float> logits;

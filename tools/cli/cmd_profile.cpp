@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `llmsvc profile`: measures the switch costs the swap-recompute planner uses (recompute and
-// cold chunk-file loads on this device and storage) and writes them as a profile.
+// cold chunk-file loads on this device and storage) and writes them as a profile; for an
+// elastic model also each level's TTFT and TPOT, which choose a call's level from its SLO.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "base/file_io.h"
 #include "hal/devices/device_registry.h"
+#include "runtime/core/graph/level_profiler.h"
 #include "runtime/core/graph/switch_profiler.h"
 #include "runtime/core/persist/state_dir.h"
 #include "runtime/core/persist/state_root.h"
@@ -21,8 +23,27 @@ namespace {
 struct ProfileArgs {
   ModelArgs model;
   std::string out;  // empty: <state root>/switch-profile.json
+  std::string levels_out;  // empty: <state root>/level-profile.json
   int reps = 3;
 };
+
+// An elastic model's levels: TTFT and TPOT of each on this device (policy/planning/level_cost.h).
+int write_level_profile(const ProfileArgs& a, const Model& model, hal::Device& device, const std::string& root,
+                        const fileio::SafeDir& dir) {
+  std::fprintf(stderr, "profiling the elastic levels ...\n");
+  auto costs = profile_levels(model, device, a.reps);
+  if (!costs.ok()) return report(costs.status());
+  std::printf("\n%-6s %14s %14s %10s\n", "level", "ttft fixed ms", "ttft ms/token", "tpot ms");
+  for (const policy::LevelCost& l : costs->levels)
+    std::printf("%5d%% %14.3f %14.4f %10.3f\n", l.percent, l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms);
+  const std::string text = policy::level_costs_to_json(*costs);
+  const Status written = a.levels_out.empty() ? dir.write_atomic(persist::layout::kLevelProfile, text)
+                                              : fileio::write_atomic(a.levels_out, text);
+  if (!written.ok()) return report(written);
+  std::printf("wrote %s\n", a.levels_out.empty() ? (root + "/" + std::string(persist::layout::kLevelProfile)).c_str()
+                                                    : a.levels_out.c_str());
+  return 0;
+}
 
 int run_profile(const ProfileArgs& a) {
   auto path = model_path(a.model);
@@ -55,6 +76,7 @@ int run_profile(const ProfileArgs& a) {
                                        : fileio::write_atomic(out, text);
   if (!written.ok()) return report(written);
   std::printf("wrote %s\n", out.c_str());
+  if ((*model)->elastic()) return write_level_profile(a, **model, *device, *root, *state->dir);
   return 0;
 }
 
@@ -65,6 +87,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("profile", "Measure recompute and swap-load costs for the swap-recompute planner");
   add_model_options(*cmd, args->model);
   cmd->add_option("--out", args->out, "Profile file (default: <state dir>/switch-profile.json)");
+  cmd->add_option("--levels-out", args->levels_out, "Level profile of an elastic model (default: <state dir>/level-profile.json)");
   cmd->add_option("--reps", args->reps, "Repetitions per measured point")->check(CLI::Range(1, 50));
   cmd->callback([args, &exit_code] { exit_code = run_profile(*args); });
 }

@@ -238,4 +238,28 @@ const hal::PreparedWeight* Model::level_weight(int level, int il, FfnPart part) 
   return layers[il][static_cast<int>(part)].get();
 }
 
+namespace {
+
+uint64_t matmul_bytes(const hal::PreparedWeight& w, int64_t rows, int64_t cols) {
+  return hal::row_bytes(w.ref().type, cols) * static_cast<uint64_t>(rows);
+}
+
+}  // namespace
+
+uint64_t Model::output_matmul_bytes() const { return matmul_bytes(*output_, config_.n_vocab, config_.n_embd); }
+
+uint64_t Model::level_matmul_bytes(int level) const {
+  const ModelConfig& c = config_;
+  const bool cut = elastic_ && level >= 0 && level < elastic_->full();
+  uint64_t bytes = output_matmul_bytes();
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& L = layers_[il];
+    const int keep = cut ? elastic_->ffn_keep[level][il] : c.n_ff;
+    for (const auto* w : {L.wq.get(), L.wk.get(), L.wv.get(), L.wo.get()}) bytes += matmul_bytes(*w, w->ref().rows, w->ref().cols);
+    bytes += matmul_bytes(*L.w_gate, keep, c.n_embd) + matmul_bytes(*L.w_up, keep, c.n_embd) +
+             matmul_bytes(*L.w_down, c.n_embd, keep);
+  }
+  return bytes;
+}
+
 }  // namespace llmsvc

@@ -60,6 +60,10 @@ class Model {
   // full weight sharing its memory; nullptr where the level keeps the whole weight.
   enum class FfnPart { gate, up, down };
   const hal::PreparedWeight* level_weight(int level, int il, FfnPart part) const;
+  // Weight bytes one token's matmuls read at elastic level `level` (-1: the full model), and
+  // the output projection's share of them (it bounds how small a level's cost can go).
+  uint64_t level_matmul_bytes(int level) const;
+  uint64_t output_matmul_bytes() const;
   // Identity of the file's contents (XXH3-64 of every byte): KV computed with one model is
   // never used with another.
   uint64_t content_hash() const { return content_hash_; }

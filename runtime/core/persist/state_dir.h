@@ -42,6 +42,8 @@ inline constexpr std::string_view kHistory = "history.log";
 inline constexpr std::string_view kChunks = "chunks";
 inline constexpr std::string_view kChunkTable = "chunks.table";
 inline constexpr std::string_view kSwitchProfile = "switch-profile.json";
+// An elastic model's level costs (`llmsvc profile`), for choosing a call's level from its SLO.
+inline constexpr std::string_view kLevelProfile = "level-profile.json";
 
 inline std::string context_dir(std::string_view key) { return std::string(kContexts) + "/" + std::string(key); }
 inline std::string in_context(std::string_view key, std::string_view name) {

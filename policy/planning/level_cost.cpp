@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// Level choice against an SLO, and level-cost profiles as JSON.
+#include "policy/planning/level_cost.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace llmsvc::policy {
+namespace {
+
+constexpr int kProfileVersion = 1;
+
+Status bad(const std::string& what) { return Status(Code::invalid_argument, "level profile: " + what); }
+
+}  // namespace
+
+LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, int prompt_tokens,
+                         double overhead_ms) {
+  LevelChoice c;
+  if (costs.levels.empty()) return c;
+  const LevelCost& full = costs.levels.back();
+  const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt_tokens) : HUGE_VAL;
+  const double tpot_bound = tpot_ratio > 0 ? tpot_ratio * full.tpot_ms : HUGE_VAL;
+  for (int i = static_cast<int>(costs.levels.size()) - 1; i >= 0; --i) {
+    const LevelCost& l = costs.levels[i];
+    c.index = i;
+    c.ttft_ms = l.ttft_ms(prompt_tokens) + overhead_ms;
+    c.tpot_ms = l.tpot_ms;
+    if (c.ttft_ms <= ttft_bound && c.tpot_ms <= tpot_bound) return c;
+  }
+  c.slo_met = false;  // the smallest level, the nearest to the SLO
+  return c;
+}
+
+std::string level_costs_to_json(const LevelCosts& costs) {
+  nlohmann::json j;
+  j["version"] = kProfileVersion;
+  j["source"] = costs.source;
+  j["model"] = costs.model;
+  for (const LevelCost& l : costs.levels)
+    j["levels"].push_back({{"percent", l.percent}, {"ttft_fixed_ms", l.ttft_fixed_ms}, {"ttft_token_ms", l.ttft_token_ms},
+                           {"tpot_ms", l.tpot_ms}});
+  return j.dump(1) + "\n";
+}
+
+Result<LevelCosts> level_costs_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return bad("not a JSON object");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kProfileVersion)
+    return bad("field 'version' missing or not " + std::to_string(kProfileVersion));
+  if (!j.contains("levels") || !j["levels"].is_array() || j["levels"].empty() || j["levels"].size() > 100)
+    return bad("field 'levels' missing, empty or too long");
+  LevelCosts c;
+  c.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "profile";
+  c.model = j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : "";
+  for (const auto& e : j["levels"]) {
+    const std::string at = "levels[" + std::to_string(c.levels.size()) + "]";
+    if (!e.is_object() || !e.contains("percent") || !e["percent"].is_number_integer()) return bad(at + ".percent missing");
+    LevelCost l;
+    const int64_t p = e["percent"].get<int64_t>();
+    if (p < 1 || p > 100 || (!c.levels.empty() && p <= c.levels.back().percent))
+      return bad(at + ".percent " + std::to_string(p) + " (1..100, increasing)");
+    l.percent = static_cast<int>(p);
+    for (auto [name, member] : {std::pair{"ttft_fixed_ms", &LevelCost::ttft_fixed_ms},
+                                std::pair{"ttft_token_ms", &LevelCost::ttft_token_ms}, std::pair{"tpot_ms", &LevelCost::tpot_ms}}) {
+      if (!e.contains(name) || !e[name].is_number()) return bad(at + "." + name + " missing or not a number");
+      const double v = e[name].get<double>();
+      if (!std::isfinite(v) || v < 0) return bad(at + "." + name + " must be finite and >= 0");
+      l.*member = v;
+    }
+    c.levels.push_back(l);
+  }
+  if (c.levels.back().percent != 100) return bad("the last level is not 100");
+  return c;
+}
+
+}  // namespace llmsvc::policy

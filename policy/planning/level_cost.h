@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// What each level of an elastic model costs on this machine, and the choice of a call's level
+// from its SLO (ElastiLM): the largest level whose predicted TTFT and TPOT are within the
+// call's ratios of the full model's. `llmsvc profile` measures the costs; without a profile
+// they are estimated from the weight bytes each level reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace llmsvc::policy {
+
+struct LevelCost {
+  int percent = 100;
+  // Time to first token of a prompt of n new tokens: ttft_fixed_ms + n * ttft_token_ms.
+  double ttft_fixed_ms = 0;
+  double ttft_token_ms = 0;
+  double tpot_ms = 0;  // a decode step
+  double ttft_ms(int n_tokens) const { return ttft_fixed_ms + n_tokens * ttft_token_ms; }
+};
+
+struct LevelCosts {
+  std::vector<LevelCost> levels;  // by increasing percent; the last is 100 (the full model)
+  std::string source;             // "profile" (measured) or "weights" (estimated)
+  std::string model;              // the model file's identity the costs were measured on (hex)
+};
+
+struct LevelChoice {
+  int index = 0;         // into LevelCosts::levels
+  bool slo_met = true;   // false: no level meets the SLO, and `index` is the smallest
+  double ttft_ms = 0;    // predicted, the overhead included
+  double tpot_ms = 0;
+};
+
+// The largest level with ttft(n) + overhead_ms <= ttft_ratio * full ttft(n) and
+// tpot <= tpot_ratio * full tpot; a ratio of 0 bounds nothing. With no such level, the
+// smallest, slo_met false. `overhead_ms`: what the decision and a level switch add.
+LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, int prompt_tokens,
+                         double overhead_ms);
+
+// JSON text of a profile, and back: levels increasing and ending at 100, every time finite
+// and >= 0 (Code::invalid_argument naming the field otherwise).
+std::string level_costs_to_json(const LevelCosts& costs);
+Result<LevelCosts> level_costs_from_json(const std::string& text);
+
+}  // namespace llmsvc::policy

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which elastic level a call runs at (ElastiLM): the level it asks for, or, for a call with an
+// SLO, the largest whose predicted TTFT and TPOT are within the SLO's ratios of the full
+// model's (policy::choose_level). Costs come from the level profile `llmsvc profile` wrote for
+// this model (<state root>/level-profile.json), else from the weight bytes each level reads.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "base/safe_dir.h"
+#include "base/status.h"
+#include "policy/planning/level_cost.h"
+#include "runtime/core/model/model.h"
+
+namespace llmsvc {
+
+class LevelSelector {
+ public:
+  using Warn = std::function<void(const std::string&)>;
+  // profile_path: a level profile to use ("": the state root's, when it is this model's).
+  // A profile that is unreadable, invalid or another model's is warned about and estimates
+  // are used instead.
+  LevelSelector(const Model& model, const fileio::SafeDir* state_root, const std::string& profile_path, const Warn& warn);
+
+  struct Choice {
+    int index = -1;        // Forward::set_level's argument (-1: the full model)
+    int percent = 100;
+    bool slo_missed = false;  // the SLO asked more than any level can give: the smallest ran
+  };
+  // level_percent: the call's own (0: choose; else one of the model's levels, or 100).
+  // Code::invalid_argument naming the model's levels for one it does not have.
+  Result<Choice> choose(int level_percent, float slo_ttft_ratio, float slo_tpot_ratio, int prompt_tokens) const;
+
+  const policy::LevelCosts& costs() const { return costs_; }
+
+ private:
+  const Model& model_;
+  policy::LevelCosts costs_;
+};
+
+}  // namespace llmsvc

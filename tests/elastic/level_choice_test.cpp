@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// Choosing a call's elastic level: policy::choose_level over level costs, the level profile's
+// JSON, and the engine's LevelSelector on an elastic model (asked levels, SLO choices,
+// profiles of another model ignored).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "hal/devices/device_registry.h"
+#include "policy/planning/level_cost.h"
+#include "runtime/core/engine/level_selector.h"
+#include "runtime/core/graph/level_profiler.h"
+#include "tests/model/bad_input_util.h"
+#include "tools/elastify/elastify.h"
+
+namespace llmsvc {
+namespace {
+
+policy::LevelCosts three_levels() {
+  policy::LevelCosts c;
+  c.levels = {{20, 1.0, 0.2, 2.0}, {60, 1.0, 0.5, 5.0}, {100, 1.0, 1.0, 10.0}};
+  return c;
+}
+
+TEST(LevelChoice, TheLargestLevelThatMeetsBothRatios) {
+  const policy::LevelCosts c = three_levels();
+  // Prompt of 100 tokens: TTFT 21 / 51 / 101 ms, TPOT 2 / 5 / 10 ms.
+  EXPECT_EQ(policy::choose_level(c, 0, 0, 100, 0).index, 2);     // no SLO: the full model
+  EXPECT_EQ(policy::choose_level(c, 1.0, 1.0, 100, 0).index, 2);
+  EXPECT_EQ(policy::choose_level(c, 0.6, 0, 100, 0).index, 1);   // 51 <= 60.6
+  EXPECT_EQ(policy::choose_level(c, 0.5, 0, 100, 0).index, 0);   // 51 > 50.5
+  EXPECT_EQ(policy::choose_level(c, 0, 0.5, 100, 0).index, 1);   // TPOT alone
+  EXPECT_EQ(policy::choose_level(c, 0.9, 0.3, 100, 0).index, 0); // TPOT binds harder
+  // An overhead counts inside the TTFT.
+  EXPECT_EQ(policy::choose_level(c, 0.6, 0, 100, 20.0).index, 0);
+  const policy::LevelChoice none = policy::choose_level(c, 0.1, 0, 100, 0);
+  EXPECT_EQ(none.index, 0);
+  EXPECT_FALSE(none.slo_met);
+  EXPECT_TRUE(policy::choose_level(c, 0.6, 0, 100, 0).slo_met);
+}
+
+TEST(LevelChoice, ProfileJsonRoundTripsAndBadOnesAreNamed) {
+  policy::LevelCosts c = three_levels();
+  c.source = "profile";
+  c.model = "00ff";
+  auto back = policy::level_costs_from_json(policy::level_costs_to_json(c));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->levels.size(), 3u);
+  EXPECT_EQ(back->levels[1].percent, 60);
+  EXPECT_DOUBLE_EQ(back->levels[1].tpot_ms, 5.0);
+  EXPECT_EQ(back->model, "00ff");
+  auto refused = [](const std::string& text, const std::string& says) {
+    auto r = policy::level_costs_from_json(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), Code::invalid_argument);
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  };
+  refused("[]", "not a JSON object");
+  refused(R"({"version": 2, "levels": []})", "version");
+  refused(R"({"version": 1, "levels": []})", "levels");
+  refused(R"({"version": 1, "levels": [{"percent": 50, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1}]})",
+          "the last level is not 100");
+  refused(R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": -1}]})",
+          "levels[0].tpot_ms");
+  refused(R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "tpot_ms": 1}]})", "levels[0].ttft_token_ms");
+  refused(R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1},)"
+          R"({"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1}]})",
+          "levels[1].percent");
+}
+
+class LevelSelection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    elastify::Options o;
+    o.input = test::test_model(test::kLlama);
+    o.output = dir_.file("elastic.gguf");
+    o.calib_tokens = 256;
+    o.layer_tokens = 128;
+    o.window = 64;
+    o.threads = 2;
+    o.anchor_share = 0;
+    ASSERT_TRUE(elastify::run(o).ok());
+    auto d = hal::open_device("cpu", hal::DeviceOptions{2});
+    ASSERT_TRUE(d.ok());
+    dev_ = std::move(d).value();
+    auto m = Model::load(o.output, *dev_);
+    ASSERT_TRUE(m.ok());
+    model_ = std::move(m).value();
+  }
+  test::ScratchDir dir_;
+  std::unique_ptr<hal::Device> dev_;
+  std::unique_ptr<Model> model_;
+  std::vector<std::string> warnings_;
+  LevelSelector::Warn warn() {
+    return [this](const std::string& w) { warnings_.push_back(w); };
+  }
+};
+
+TEST_F(LevelSelection, AskedLevelsAndTheirErrors) {
+  LevelSelector sel(*model_, nullptr, "", warn());
+  EXPECT_EQ(sel.costs().source, "weights");
+  auto full = sel.choose(0, 0, 0, 10);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->index, -1);
+  EXPECT_EQ(full->percent, 100);
+  auto l30 = sel.choose(30, 0, 0, 10);
+  ASSERT_TRUE(l30.ok());
+  EXPECT_EQ(l30->index, 1);
+  EXPECT_EQ(l30->percent, 30);
+  auto bad = sel.choose(35, 0, 0, 10);
+  EXPECT_EQ(bad.status().code(), Code::invalid_argument);
+  EXPECT_NE(bad.status().message().find("20, 30, 40"), std::string::npos) << bad.status().message();
+  EXPECT_TRUE(warnings_.empty());
+}
+
+TEST_F(LevelSelection, SloChoicesFollowTheCosts) {
+  LevelSelector est(*model_, nullptr, "", warn());
+  // Estimates: costs in proportion to weight bytes, so a ratio above 1 keeps the full model,
+  // a tighter one never picks a larger level, and one below every level's share misses.
+  int last = 100;
+  for (float r : {1.0f, 0.95f, 0.9f, 0.8f, 0.7f, 0.6f}) {
+    auto c = est.choose(0, 0, r, 10);
+    ASSERT_TRUE(c.ok());
+    EXPECT_LE(c->percent, last) << r;
+    last = c->percent;
+  }
+  auto missed = est.choose(0, 0, 0.01f, 10);
+  ASSERT_TRUE(missed.ok());
+  EXPECT_TRUE(missed->slo_missed);
+  EXPECT_EQ(missed->percent, 20);
+  // A measured profile of this model is used; one of another model is ignored with a warning.
+  policy::LevelCosts measured = estimate_level_costs(*model_);
+  measured.source = "profile";
+  for (auto& l : measured.levels) l.tpot_ms = l.percent <= 50 ? 1.0 : 10.0;  // a cliff at 50 %
+  std::ofstream(dir_.file("mine.json")) << policy::level_costs_to_json(measured);
+  LevelSelector prof(*model_, nullptr, dir_.file("mine.json"), warn());
+  EXPECT_EQ(prof.costs().source, "profile");
+  EXPECT_EQ(prof.choose(0, 0, 0.5f, 10)->percent, 50);
+  EXPECT_TRUE(warnings_.empty());
+  measured.model = "0123456789abcdef";
+  std::ofstream(dir_.file("theirs.json")) << policy::level_costs_to_json(measured);
+  LevelSelector other(*model_, nullptr, dir_.file("theirs.json"), warn());
+  EXPECT_EQ(other.costs().source, "weights");
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("another model"), std::string::npos) << warnings_[0];
+}
+
+}  // namespace
+}  // namespace llmsvc
