@@ -19,6 +19,7 @@ static const conf_group kGroups[] = {
     {conf_determinism_tests}, {conf_stats_tests}, {conf_persist_tests},     {conf_thread_tests},
     {conf_isolation_tests},   {conf_model_info_tests}, {conf_token_stream_tests},
     {conf_messages_tests}, {conf_structured_tests}, {conf_fork_tests}, {conf_tools_tests},
+    {conf_level_tests},
 };
 
 static int usage(const char* argv0) {

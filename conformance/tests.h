@@ -20,5 +20,6 @@ extern const conf_test conf_messages_tests[];    /* MSG-*     test_messages.c */
 extern const conf_test conf_structured_tests[];  /* JSON-*    test_structured.c */
 extern const conf_test conf_fork_tests[];        /* FORK-*    test_fork.c */
 extern const conf_test conf_tools_tests[];       /* TOOL-*    test_tools.c */
+extern const conf_test conf_level_tests[];       /* LEVEL-*   test_level.c */
 
 #endif /* LLMSVC_CONFORMANCE_TESTS_H */

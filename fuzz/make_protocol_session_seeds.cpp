@@ -378,6 +378,17 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .send(1, p::ContextFork{"notes", "b"})  // the client's state refuses it at version 5
                      .rogue(2, p::ContextFork{"notes", std::nullopt})  // sent anyway: a connection error
                      .both());
+  v.emplace_back("version_7_level",
+                 [] {
+                   p::Call c = call(7, "small");
+                   c.options.level_percent = 20;
+                   p::CallResult r = result();
+                   r.stats.level_percent = 20;
+                   Seed s;
+                   s.handshake().send(1, context_new("lv")).c2s().answer(1, p::ContextOpened{7, "lv"}).s2c();
+                   s.send(2, c).c2s().answer(2, p::Piece{101, "Hi", {}, {}}).answer(2, r).s2c();
+                   return s;
+                 }());
   v.emplace_back("version_2_server",
                  Seed(1, 8, p::kDefaultMaxPayload, 2)
                      .handshake()
@@ -423,7 +434,7 @@ std::vector<std::pair<std::string, Seed>> sessions() {
                      .s2c());
   v.emplace_back("stream_in_flight",
                  Seed().handshake().send(1, p::Stats{}).rogue(1, p::ContextList{}).both().answer(1, stats()).s2c());
-  v.emplace_back("no_common_version", Seed().handshake(7, 9).send(1, p::Stats{}).both());
+  v.emplace_back("no_common_version", Seed().handshake(8, 9).send(1, p::Stats{}).both());
   v.emplace_back("before_handshake",
                  Seed()
                      .send(1, p::Stats{})  // refused by the client

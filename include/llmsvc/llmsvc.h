@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 4
+#define LLMSVC_ABI_VERSION_MINOR 5
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -285,6 +285,15 @@ typedef struct llmsvc_call_options {
    * maxLength, pattern-free strings. */
   const char* json_schema;
   const char* grammar;
+  /* Since ABI 1.5: the elastic level to run the call at, in per cent (0: the service chooses;
+   * today the full model). An elastic model (made by `llmsvc elastify`) has levels such as 20,
+   * 30, ..., 100: each a smaller sub-model of the full one (100) that costs less time per
+   * token; a plain model has one level, 100. Any other value (outside 0..100, or a level the
+   * model does not have) is LLMSVC_ERR_INVALID_ARGUMENT, its detail naming the model's levels,
+   * and the context is unchanged. Each call runs at its own level, whatever level concurrent
+   * calls run at; llmsvc_call_result.level_percent reports it. Through a daemon older than this
+   * (protocol < 7) a level other than 0 is LLMSVC_ERR_UNSUPPORTED, before anything is sent. */
+  int32_t level_percent;
 } llmsvc_call_options;
 
 LLMSVC_API void llmsvc_call_options_init(llmsvc_call_options* options);
@@ -320,6 +329,9 @@ typedef struct llmsvc_call_result {
    * them), and 1 when the reply started a call that did not parse (it stays text). */
   int32_t tool_calls;
   int32_t tool_call_errors;
+  /* Since ABI 1.5: the elastic level the call ran at, in per cent (100: the full model; see
+   * llmsvc_call_options.level_percent); 0 through a daemon older than this (protocol < 7). */
+  int32_t level_percent;
 } llmsvc_call_result;
 
 LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);

@@ -52,6 +52,7 @@ void init(llmsvc_call_options* o) {
   o->n_stop = 0;
   o->slo_ttft_ratio = 0.0f;
   o->slo_tpot_ratio = 0.0f;
+  o->level_percent = 0;  // the service chooses
 }
 
 void init(llmsvc_call_result* r) {
@@ -184,8 +185,9 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
     LLMSVC_RETURN_IF_ERROR(check_cstr(o.grammar, "grammar"));
     p.grammar = o.grammar;
   }
+  p.level_percent = o.level_percent;
   LLMSVC_RETURN_IF_ERROR(check_call_params(p));
-  return p;  // (the SLO ratios are carried; the engine has no elastic levels yet to honour them)
+  return p;  // (the SLO ratios are carried; the engine does not choose levels by them yet)
 }
 
 Status check_result_size(size_t struct_size, size_t v1_size, const char* what) {

@@ -70,6 +70,7 @@ Status fill_call_options(const Args& a, llmsvc_call_options* o, std::vector<cons
     o->json_schema = a.json_schema.empty() ? nullptr : a.json_schema.c_str();
     o->grammar = a.grammar.empty() ? nullptr : a.grammar.c_str();
   }
+  if constexpr (requires { a.level_percent; }) o->level_percent = a.level_percent;
   stops.clear();
   for (const std::string& s : a.stop) {
     if (s.find('\0') != std::string::npos) return Status(Code::invalid_argument, "a stop string holds a NUL byte");

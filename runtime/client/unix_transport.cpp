@@ -134,6 +134,8 @@ class UnixTransport final : public Transport {
     if (params.reply_only) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionMessages, "generating a reply"));
     if (!params.json_schema.empty() || !params.grammar.empty())
       LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionMessages, "structured output"));
+    // An older daemon would not hear the level and run the call at whatever level it runs.
+    if (params.level_percent != 0) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionLevels, "an elastic level"));
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);

@@ -55,6 +55,7 @@ CallOptions to_wire(const CallParams& params) {
   o.reply_only = params.reply_only;
   o.json_schema = params.json_schema;
   o.grammar = params.grammar;
+  o.level_percent = params.level_percent;
   return o;
 }
 
@@ -65,6 +66,7 @@ CallParams from_wire(const CallOptions& options) {
   p.reply_only = options.reply_only;
   p.json_schema = options.json_schema;
   p.grammar = options.grammar;
+  p.level_percent = options.level_percent;
   return p;
 }
 

@@ -276,6 +276,7 @@ struct CallOptions {
   bool reply_only = false; // version 5: no prompt, the reply to the conversation (llmsvc_context_generate)
   std::string json_schema; // version 5: structured output ("": none)
   std::string grammar;
+  int32_t level_percent = 0; // version 7: the elastic level in per cent (0: the service chooses)
   bool operator==(const CallOptions&) const = default;
 };
 
@@ -309,7 +310,9 @@ struct Call {
     if (io.version() < kVersionMessages) return Status::Ok();
     LLMSVC_RETURN_IF_ERROR(io.boolean("options.reply_only", o.reply_only));
     LLMSVC_RETURN_IF_ERROR(io.text("options.json_schema", o.json_schema, Bounds{0, kMaxConstraintBytes}));
-    return io.text("options.grammar", o.grammar, Bounds{0, kMaxConstraintBytes});
+    LLMSVC_RETURN_IF_ERROR(io.text("options.grammar", o.grammar, Bounds{0, kMaxConstraintBytes}));
+    if (io.version() < kVersionLevels) return Status::Ok();
+    return io.i32("options.level_percent", o.level_percent);
   }
   bool operator==(const Call&) const = default;
 };

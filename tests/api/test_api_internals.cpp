@@ -83,6 +83,7 @@ TEST(Options, CallDefaultsMapToSampler) {
   EXPECT_EQ(p->max_tokens, 256);
   EXPECT_TRUE(p->stop.empty());
   EXPECT_EQ(p->cancel, nullptr);
+  EXPECT_EQ(p->level_percent, 0);  // the service chooses
 }
 
 TEST(Options, CallCopiesFields) {
@@ -99,8 +100,10 @@ TEST(Options, CallCopiesFields) {
   const char* stops[] = {"\n\n", "User:"};
   o.stop = stops;
   o.n_stop = 2;
+  o.level_percent = 30;
   auto p = read_call_options(&o);
   ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->level_percent, 30);
   EXPECT_EQ(p->sampling.seed, 99u);
   EXPECT_EQ(p->sampling.top_k, 40);
   EXPECT_EQ(p->sampling.min_p, 0.05f);
@@ -131,6 +134,8 @@ TEST(Options, CallRefusesBadValues) {
       {"repeat_last_n", [](llmsvc_call_options& o) { o.repeat_last_n = -2; }, Code::invalid_argument},
       {"max_tokens", [](llmsvc_call_options& o) { o.max_tokens = -1; }, Code::invalid_argument},
       {"slo", [](llmsvc_call_options& o) { o.slo_ttft_ratio = -1.0f; }, Code::invalid_argument},
+      {"level_percent 101", [](llmsvc_call_options& o) { o.level_percent = 101; }, Code::invalid_argument},
+      {"level_percent -1", [](llmsvc_call_options& o) { o.level_percent = -1; }, Code::invalid_argument},
       {"stop NULL", [](llmsvc_call_options& o) { o.n_stop = 1; }, Code::invalid_argument},
       {"n_stop",
        [](llmsvc_call_options& o) {
@@ -334,6 +339,12 @@ TEST(Options, CallTokenStreamCrosses) {
   const int32_t three[] = {1, 2, 3};
   EXPECT_FALSE(p->on_tokens(TokenPiece{"", -1, three, {}}));
   EXPECT_FALSE(seen.logprobs);
+  o.level_percent = 50;
+  o.struct_size = offsetof(llmsvc_call_options, level_percent);  // an ABI 1.4 caller: no level
+  auto v14 = read_call_options(&o);
+  ASSERT_TRUE(v14.ok());
+  EXPECT_TRUE(v14->logprobs);
+  EXPECT_EQ(v14->level_percent, 0);
   o.struct_size = kCallOptionsV1;  // an ABI 1.0 caller: the fields past it are not read
   auto old = read_call_options(&o);
   ASSERT_TRUE(old.ok());

@@ -155,9 +155,10 @@ TEST_F(CliModel, RunJsonHasTheFields) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"n_prompt_tokens", "n_tokens", "tokens", "text", "prefill_ms", "decode_ms", "ttft_ms",
-                        "tokens_per_s", "finish_reason"}) {
+                        "tokens_per_s", "finish_reason", "level"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
+  EXPECT_EQ(j["level"], 100);  // the default model is plain: its one level, chosen for a call without --level
   EXPECT_GT(j["n_prompt_tokens"].get<int>(), 0);
   EXPECT_GT(j["n_tokens"].get<int>(), 0);
   EXPECT_LE(j["n_tokens"].get<int>(), 8);
@@ -175,6 +176,20 @@ TEST_F(CliModel, RunJsonHasTheFields) {
   ASSERT_EQ(s.exit_code, 0) << s.err;
   std::string text = j["text"];
   EXPECT_EQ(s.out.substr(0, text.size()), text);
+
+  // --level: 100 is the plain model's level, the same reply; a level it does not have is
+  // refused naming the levels it has.
+  Outcome full = cli({"run", "--json", "--level", "100", "--max-tokens", "8", "--threads", "2",
+                      "What is the capital of France?"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  auto jf = nlohmann::json::parse(full.out);
+  EXPECT_EQ(jf["level"], 100);
+  EXPECT_EQ(jf["tokens"], j["tokens"]);
+  Outcome half = cli({"run", "--level", "50", "--max-tokens", "8", "--threads", "2", "Hi"});
+  EXPECT_NE(half.exit_code, 0);
+  EXPECT_NE(half.err.find("LLMSVC_ERR_INVALID_ARGUMENT"), std::string::npos) << half.err;
+  EXPECT_NE(half.err.find("its one level is 100"), std::string::npos) << half.err;
+  EXPECT_NE(cli({"run", "--level", "101", "Hi"}).exit_code, 0);  // refused before a model loads
 }
 
 // Issue 22: --json listed one id per streamed piece (the last token of each), so a reply whose

@@ -16,6 +16,7 @@
 #include "runtime/core/gguf/gguf_writer.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/elastic_spec.h"
+#include "tests/elastic/elastic_util.h"
 #include "tests/model/bad_input_util.h"
 #include "tools/elastify/elastify.h"
 
@@ -23,6 +24,7 @@ namespace llmsvc {
 namespace {
 
 using test::ScratchDir;
+using test::small_options;
 
 std::unique_ptr<hal::Device> cpu() {
   auto d = hal::open_device("cpu", hal::DeviceOptions{2});
@@ -64,17 +66,6 @@ std::vector<float> logits_of(Forward& fwd, const Model& m, const std::vector<int
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-elastify::Options small_options(const std::string& in, const std::string& out) {
-  elastify::Options o;
-  o.input = in;
-  o.output = out;
-  o.calib_tokens = 256;
-  o.layer_tokens = 128;
-  o.window = 64;
-  o.threads = 2;
-  return o;
 }
 
 // `elastic` with every layer cut to its first `keep` neurons as a plain model of n_ff = keep:

@@ -171,6 +171,13 @@ inline std::vector<Sample> protocol_samples() {
   tooled.tool_calls = 2;
   tooled.tool_call_errors = 1;
   v.push_back({S, 34, CallResult{0, "", 1, tooled}});
+  // Version 7: a call's elastic level, asked for and reported.
+  CallOptions level = o;
+  level.level_percent = 20;
+  v.push_back({C, 36, Call{4, "Briefly?", level}});
+  CallStats leveled = tooled;
+  leveled.level_percent = 20;
+  v.push_back({S, 36, CallResult{0, "", 2, leveled}});
   return v;
 }
 

@@ -56,10 +56,15 @@ TEST(ProtocolEngineTypes, CallParamsCrossWhole) {
   c.stop = {"end", "\n\n"};
   c.slo_ttft_ratio = 0.3f;
   c.slo_tpot_ratio = 0.6f;
+  c.level_percent = 30;
   Call call;
   call.handle = 1;
   call.options = to_wire(c);
   const llmsvc::CallParams back = from_wire(through_wire(call, kMaxVersion).options);
+  EXPECT_EQ(back.level_percent, 30);
+  // Version 6 has no level: the daemon hears 0, its own choice (the client refuses to send one).
+  EXPECT_EQ(from_wire(through_wire(call, 6).options).level_percent, 0);
+  EXPECT_EQ(from_wire(through_wire(call, 6).options).max_tokens, 44);
   EXPECT_EQ(back.sampling.seed, 7u);
   EXPECT_EQ(back.sampling.temperature, 0.5f);
   EXPECT_EQ(back.sampling.top_k, 9);
@@ -103,6 +108,16 @@ TEST(ProtocolEngineTypes, CallStatsArriveWhole) {
   EXPECT_EQ(old.tokens_recomputed, 0);
   EXPECT_EQ(old.chunks_swapped_out, 0);
   EXPECT_EQ(old.swap_out_ms, 0.0);
+
+  // The level (version 7) arrives at 7 and reads 0 at 6.
+  llmsvc::CallStats leveled = in;
+  leveled.level_percent = 40;
+  llmsvc::CallStats at7, at6;
+  from_wire(through_wire(to_wire(Status::Ok(), leveled), 7), &at7);
+  from_wire(through_wire(to_wire(Status::Ok(), leveled), 6), &at6);
+  EXPECT_EQ(at7.level_percent, 40);
+  EXPECT_EQ(at6.level_percent, 0);
+  EXPECT_EQ(at6.chunks_loaded, 14);
 }
 
 TEST(ProtocolEngineTypes, EngineStatsArriveWhole) {

@@ -111,7 +111,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 b200 0000 03000000 14000000 03000000 03000000 01000000 da250000 c6000000"));
   // Version 5: a CALL that only replies, and a context's conversation.
   o.reply_only = true;
-  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}),
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}, 5),
             unhex("4c4c4d53 2000 0000 02000000 48000000"
                   "01000000 00000000"
                   "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
@@ -130,6 +130,21 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
             unhex("4c4c4d53 1900 0000 07000000 14000000 05000000 6e6f746573 07000000 6e6f7465732d62"));
   EXPECT_EQ(frame_of(Role::server, 7, ContextOpened{2, "notes-b"}),
             unhex("4c4c4d53 9000 0000 07000000 0f000000 02000000 07000000 6e6f7465732d62"));
+  // Version 7: the reply-only CALL above at elastic level 20, and a RESULT reporting it (the
+  // version-2 RESULT above, with the figures of versions 5 and 6 as 0).
+  o.level_percent = 20;
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}),
+            unhex("4c4c4d53 2000 0000 02000000 4c000000"
+                  "01000000 00000000"
+                  "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
+                  "01000000 01000000 0a"
+                  "00000000 00000000 01 01 01 00000000 00000000 14000000"));
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}, 6), frame_of(Role::client, 2, Call{1, "", o}, 5));
+  cs.level_percent = 20;
+  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}),
+            unhex("4c4c4d53 a100 0000 05000000 6d000000" + v1_part +
+                  "06000000 01000000 00000000 10000000 02000000 000000000000d03f"
+                  "0000000000000000 00000000 00000000 14000000"));
 }
 
 // Every sample frame one side sends, back to back.

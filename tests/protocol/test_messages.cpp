@@ -25,6 +25,10 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionLevels) {
+    if (auto* call = std::get_if<Call>(&m)) call->options.level_percent = 0;
+    if (auto* result = std::get_if<CallResult>(&m)) result->stats.level_percent = 0;
+  }
   if (version < kVersionFork) {
     if (auto* info = std::get_if<ContextInfoReply>(&m)) info->chunks_shared = 0;
     if (auto* made = std::get_if<ContextNew>(&m)) made->tools.clear();

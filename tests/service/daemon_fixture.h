@@ -76,6 +76,20 @@ inline llmsvc_service* bind_embedded(const char* device = nullptr) {
   return svc;
 }
 
+// Binds the embedded engine on `model` with 2 threads and its state in `state_dir`; nullptr (and
+// a test failure) when it cannot.
+inline llmsvc_service* bind_embedded_model(const std::string& model, const std::string& state_dir) {
+  llmsvc_bind_options o;
+  llmsvc_bind_options_init(&o);
+  o.target = "embedded";
+  o.model_path = model.c_str();
+  o.n_threads = 2;
+  o.state_dir = state_dir.c_str();
+  llmsvc_service* svc = nullptr;
+  EXPECT_EQ(llmsvc_bind(&o, &svc), LLMSVC_OK) << last_api_error();
+  return svc;
+}
+
 // Creates the context `id`; nullptr (and a test failure) when it cannot.
 inline llmsvc_context* create_context(llmsvc_service* svc, const char* id, bool raw = false) {
   llmsvc_context_options o;

@@ -253,6 +253,14 @@ TEST_F(DaemonInfo, OlderDaemonAnswersUnsupportedCleanly) {
   o.on_tokens_user = &pieces;
   EXPECT_EQ(llmsvc_call(ctx, "Hello", 5, &o, nullptr, nullptr, nullptr), LLMSVC_ERR_UNSUPPORTED);
   EXPECT_EQ(pieces, 0);
+  // An elastic level (protocol 7), any but 0 (the service's choice): the old daemon would not
+  // hear it and run its own.
+  for (int32_t level : {20, 100}) {
+    llmsvc_call_options lv = greedy_options(4);
+    lv.level_percent = level;
+    EXPECT_EQ(llmsvc_call(ctx, "Hello", 5, &lv, nullptr, nullptr, nullptr), LLMSVC_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(llmsvc_last_error()).find("protocol version 7"), std::string::npos) << llmsvc_last_error();
+  }
   // The connection goes on: nothing the old daemon does not speak was sent.
   llmsvc_stats st;
   llmsvc_stats_init(&st);

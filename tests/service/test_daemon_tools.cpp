@@ -96,15 +96,8 @@ TEST_F(DaemonTools, ACallAndItsResultGoThroughTheDaemonAsEmbedded) {
   const Outcome daemon = converse(remote, "weather");
   llmsvc_unbind(remote);
 
-  llmsvc_bind_options o;
-  llmsvc_bind_options_init(&o);
-  o.target = "embedded";
-  o.model_path = model.c_str();
-  o.n_threads = 2;
-  const std::string state = dir_ + "/embedded-state";
-  o.state_dir = state.c_str();
-  llmsvc_service* local = nullptr;
-  ASSERT_EQ(llmsvc_bind(&o, &local), LLMSVC_OK) << last_api_error();
+  llmsvc_service* local = bind_embedded_model(model, dir_ + "/embedded-state");
+  ASSERT_TRUE(local);
   const Outcome embedded = converse(local, "weather");
   llmsvc_unbind(local);
 

@@ -38,6 +38,11 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
   cmd.add_option("--stop", args.stop, "stop string (repeatable)");
   cmd.add_option("--json-schema", args.json_schema, "hold the reply to this JSON Schema (structured output)");
   cmd.add_option("--grammar", args.grammar, "hold the reply to this GBNF grammar (llama.cpp's format)");
+  cmd.add_option("--level", args.level_percent,
+                 "elastic level in per cent: one of an elastic model's levels (llmsvc elastify), 100 the full "
+                 "model (0: the service chooses)")
+      ->option_text("PERCENT")
+      ->capture_default_str();
   // The same from files: schemas and grammars are usually longer than a command line likes.
   cmd.add_option_function<std::string>(
          "--json-schema-file", [&args](const std::string& path) { args.json_schema = read_text_file(path); },

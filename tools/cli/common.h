@@ -39,6 +39,7 @@ struct SamplingArgs {
   std::vector<std::string> stop;
   std::string json_schema;  // structured output ("": none), from --json-schema or its file
   std::string grammar;      // GBNF ("": none)
+  int level_percent = 0;    // --level: the elastic level in per cent (0: the service chooses)
 };
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args);
 // A whole file's bytes (CLI::ValidationError when it cannot be read).

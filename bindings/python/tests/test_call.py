@@ -68,3 +68,25 @@ def test_an_exception_in_the_callback_reaches_the_caller(svc, fresh_id):
             ctx.call("Hello!", max_tokens=16, on_piece=boom)
         assert ctx.call("Hello again!", max_tokens=2).generated_tokens > 0  # the context still works
     svc.delete_context(fresh_id)
+
+
+def test_the_elastic_level_is_reported_and_checked(svc, fresh_id):
+    # The suite's model is plain: its one level is 100, the one a call without a level runs at.
+    with svc.new_context(fresh_id) as a, svc.new_context(fresh_id + "-b") as b:
+        chosen = a.call("Name a colour.", max_tokens=6)
+        assert chosen.level_percent == 100
+        tokens = b.info().tokens
+        with pytest.raises(llmsvc.InvalidArgumentError) as e:
+            b.call("Name a colour.", max_tokens=6, level=50)
+        assert "level_percent 50" in e.value.detail and "100" in e.value.detail
+        for bad in (101, -1):
+            with pytest.raises(llmsvc.InvalidArgumentError):
+                b.call("Name a colour.", max_tokens=6, level=bad)
+        assert b.info().tokens == tokens  # nothing added by the refused calls
+        full = b.call("Name a colour.", max_tokens=6, level=100)
+        assert full.level_percent == 100 and full.tokens == chosen.tokens
+        streamed = b.stream("And another?", max_tokens=4, level=100)
+        pieces = list(streamed)
+        assert pieces and streamed.reply is not None and streamed.reply.level_percent == 100
+    svc.delete_context(fresh_id)
+    svc.delete_context(fresh_id + "-b")

@@ -42,6 +42,8 @@ Status check_call_params(const CallParams& p) {
   if (!p.json_schema.empty() && !p.grammar.empty()) return bad("json_schema and grammar are both set: one at most");
   if (p.json_schema.size() > kMaxConstraintBytes) return bad("json_schema is longer than 64 KiB");
   if (p.grammar.size() > kMaxConstraintBytes) return bad("grammar is longer than 64 KiB");
+  if (p.level_percent < 0 || p.level_percent > 100)
+    return bad("level_percent is " + std::to_string(p.level_percent) + ": 0 (the service chooses) or a level in 1..100");
   return Status::Ok();
 }
 

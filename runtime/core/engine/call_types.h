@@ -77,12 +77,18 @@ struct CallParams {
   // text is complete, and max_tokens leaves room to complete it. Stop strings are not applied.
   std::string json_schema;
   std::string grammar;
+  // The elastic level to run the call at, in per cent (an elastic model's levels, written by
+  // `llmsvc elastify`: Model::elastic(); a plain model has one level, 100). 0: the engine
+  // chooses (today the full model). A level the model does not have is invalid_argument, naming
+  // the levels it has. CallStats::level_percent reports the level the call ran at.
+  int32_t level_percent = 0;
 };
 
 // The rules every CallParams meets, wherever it comes from (the C API's struct, the daemon's
 // CALL, the CLI's flags): finite sampling values in their ranges, max_tokens >= 0, SLO ratios
 // >= 0, at most kMaxStopStrings stop strings of 1..kMaxStopBytes bytes, a JSON Schema or a
-// grammar (not both) of at most kMaxConstraintBytes. invalid_argument naming the field.
+// grammar (not both) of at most kMaxConstraintBytes, level_percent 0 or 1..100 (whether the
+// model has that level is the engine's to check). invalid_argument naming the field.
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopBytes = 256;
 inline constexpr size_t kMaxConstraintBytes = 64 * 1024;  // a JSON Schema or a grammar

@@ -107,6 +107,10 @@ EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::u
           [this](policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
                  int n_valid, const Forward::LayerHook& hook) {
             std::lock_guard<FairMutex> lock(compute_mu_);
+            // Switch-in recomputes dropped chunks at the full level, whatever level the call
+            // runs at: a KV chunk does not yet record the level that made it (issue 23, item
+            // 4), so the full model's K/V is the one answer that is right for every chunk.
+            LLMSVC_RETURN_IF_ERROR(forward_->set_level(-1));
             return forward_->recompute(seq, tokens, positions, n_valid, hook);
           },
           [this](const std::string& msg) { warn(msg); }),
@@ -472,7 +476,29 @@ std::vector<int32_t> EngineImpl::turn_tokens(const ChatTemplate& chat, bool raw,
   return out;
 }
 
-Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
+int32_t EngineImpl::choose_level(const CallParams& params) const {
+  return params.level_percent == 0 ? 100 : params.level_percent;
+}
+
+Result<int> EngineImpl::level_index(int32_t percent) {
+  if (percent == 100) return -1;  // every model's full level
+  const ElasticSpec* spec = model_->elastic();
+  const int index = spec ? spec->level_index(percent) : -1;
+  if (index < 0) {
+    std::string levels;
+    for (int l : spec ? spec->levels : std::vector<int>{100}) levels += (levels.empty() ? "" : ", ") + std::to_string(l);
+    return Status(Code::invalid_argument, "level_percent " + std::to_string(percent) + " is not a level of this model (" +
+                                              (spec ? "its levels: " + levels : "a plain model: its one level is 100") +
+                                              "; 0: the service chooses)");
+  }
+  // Whether the Forward can run it (levels_status: the device slices weights; one device):
+  // set here as each evaluation sets it again.
+  std::lock_guard<FairMutex> lock(compute_mu_);
+  LLMSVC_RETURN_IF_ERROR(forward_->set_level(index));
+  return index;
+}
+
+Status EngineImpl::eval_pending(ContextState& ctx, int level, std::vector<float>& logits) {
   if (ctx.tokens.empty()) return Status(Code::invalid_argument, "the context is empty and the prompt adds no tokens");
   // One micro-batch per turn at the compute lock, so a long prompt lets other calls' tokens
   // through between its micro-batches. They are the micro-batches one eval of the whole
@@ -481,6 +507,8 @@ Status EngineImpl::eval_pending(ContextState& ctx, std::vector<float>& logits) {
   while (ctx.n_evaluated < total) {
     const int n = std::min(forward_->max_batch(), total - ctx.n_evaluated);
     std::lock_guard<FairMutex> lock(compute_mu_);
+    // The call's level, under the same turn: another call may have set its own since.
+    LLMSVC_RETURN_IF_ERROR(forward_->set_level(level));
     LLMSVC_RETURN_IF_ERROR(forward_->eval(
         ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(static_cast<size_t>(ctx.n_evaluated), static_cast<size_t>(n)),
         ctx.n_evaluated, false, logits));
@@ -536,14 +564,19 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
                                             std::to_string(ctx->tokens.size()) + " of at most " +
                                             std::to_string(params.max_context_tokens) + " tokens");
   }
-  // A schema or grammar that does not compile fails the call before the context changes.
+  // The elastic level, and a schema or grammar that does not compile, fail the call before the
+  // context changes.
+  const int32_t level_percent = choose_level(params);
+  auto level = level_index(level_percent);
+  if (!level.ok()) return level.status();
   auto constraint = make_constraint(params);
   if (!constraint.ok()) return constraint.status();
+  st.level_percent = level_percent;
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   const size_t old_size = ctx->tokens.size();
   std::string reply;
-  Status s = generate(*ctx, ids, params, constraint->get(), on_piece, st, &reply);
+  Status s = generate(*ctx, ids, params, *level, constraint->get(), on_piece, st, &reply);
   recycle_constraint(params, std::move(constraint).value());
   if (ctx->keeps_messages && ctx->tokens.size() > old_size) {  // the prompt went in: its turn and the reply
     std::lock_guard<std::mutex> lock(ctx->messages_mu);
@@ -611,7 +644,7 @@ Status EngineImpl::persist(ContextState& ctx) {
 }
 
 Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
-                            constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st,
+                            int level, constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st,
                             std::string* reply) {
   const auto t0 = Clock::now();
   const Tokenizer& tok = model_->tokenizer();
@@ -630,7 +663,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   st.switch_in_ms = ms_since(t0);
   std::vector<float> logits;
   const auto t_prefill = Clock::now();
-  if (s.ok()) s = eval_pending(ctx, logits);
+  if (s.ok()) s = eval_pending(ctx, level, logits);
   st.prefill_ms = ms_since(t_prefill);
   if (!s.ok()) {
     // A failed prompt leaves the context exactly as it was.
@@ -709,7 +742,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
       break;
     }
     if (cancelled) break;
-    s = eval_pending(ctx, logits);
+    s = eval_pending(ctx, level, logits);
     if (!s.ok()) break;  // the tokens so far stay; the caller learns why generation stopped
   }
   if (!stops.matched()) emit(stops.push(utf8.flush()), -1);

@@ -106,14 +106,25 @@ class EngineImpl final : public Engine {
   Result<ContextState*> enter(std::string_view id);
   // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.
   Status check_keeps_messages(const ContextState& ctx) const;
-  Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
+  // The elastic level a call runs at, in per cent: the one it asks for, else the engine's
+  // choice. Today that choice is the full model (100); the SLO-driven choice (issue 23) is to
+  // replace this function.
+  int32_t choose_level(const CallParams& params) const;
+  // The Forward's level index of `percent` per cent (-1: the full model), checked against the
+  // model (invalid_argument naming its levels) and against what the Forward can run
+  // (Forward::set_level's unsupported).
+  Result<int> level_index(int32_t percent);
+  // `level`: the Forward's level index every evaluation of the call runs at (level_index).
+  Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params, int level,
                   constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st, std::string* reply);
   // The call's structured-output constraint (null without one): its schema or grammar
   // compiled once per text (engine_constrain.cpp), over the model's vocabulary; one that a
   // finished call gave back (recycle_constraint) is reused with its mask caches warm.
   Result<std::unique_ptr<constrain::Constraint>> make_constraint(const CallParams& params);
   void recycle_constraint(const CallParams& params, std::unique_ptr<constrain::Constraint> c);
-  Status eval_pending(ContextState& ctx, std::vector<float>& logits);
+  // Evaluates the context's tokens not yet evaluated at elastic level `level` (a Forward level
+  // index; -1: full), one micro-batch per turn at the compute lock.
+  Status eval_pending(ContextState& ctx, int level, std::vector<float>& logits);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's
   // relative paths), never through a symbolic link.
@@ -158,7 +169,10 @@ class EngineImpl final : public Engine {
   std::map<std::string, Compiled, std::less<>> compiled_;
   uint64_t compiled_clock_ = 0;
 
-  FairMutex compute_mu_;  // forward_ and the devices: one evaluation at a time, turns in order of arrival
+  // forward_ and the devices: one evaluation at a time, turns in order of arrival. forward_'s
+  // elastic level is state every turn sets again (Forward::set_level, a pointer move) before
+  // it evaluates: concurrent calls at different levels interleave per micro-batch and token.
+  FairMutex compute_mu_;
 };
 
 }  // namespace llmsvc

@@ -56,7 +56,9 @@ enum class StatSource : uint8_t {
   /* Tools (a context that declares them): calls parsed from the reply, and replies that */         \
   /* started a call that did not parse (1: the reply stays text). */                               \
   X(int32_t, tool_calls, 6, yes)                                                                    \
-  X(int32_t, tool_call_errors, 6, yes)
+  X(int32_t, tool_call_errors, 6, yes)                                                              \
+  /* The elastic level the call ran at, in per cent (100: the full model; CallParams). */           \
+  X(int32_t, level_percent, 7, yes)
 
 // The service's figures (EngineStats, STATS_REPLY, llmsvc_stats).
 #define LLMSVC_ENGINE_STATS_FIELDS(X)                                                               \

@@ -53,7 +53,8 @@ class CallOptions(Structure):
                 ("top_p", c_float), ("min_p", c_float), ("repeat_penalty", c_float), ("repeat_last_n", c_int32),
                 ("max_tokens", c_int32), ("stop", POINTER(c_char_p)), ("n_stop", c_size_t),
                 ("slo_ttft_ratio", c_float), ("slo_tpot_ratio", c_float), ("on_tokens", PIECE_FN),
-                ("on_tokens_user", c_void_p), ("logprobs", c_int32), ("json_schema", c_char_p), ("grammar", c_char_p)]
+                ("on_tokens_user", c_void_p), ("logprobs", c_int32), ("json_schema", c_char_p), ("grammar", c_char_p),
+                ("level_percent", c_int32)]
 
 
 class CallResult(Structure):
@@ -61,7 +62,7 @@ class CallResult(Structure):
                 ("context_tokens", c_int32), ("finish_reason", c_int32), ("switch_in_ms", c_double),
                 ("ttft_ms", c_double), ("prefill_ms", c_double), ("decode_ms", c_double), ("tpot_ms", c_double),
                 ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32), ("constrain_ms", c_double),
-                ("tool_calls", c_int32), ("tool_call_errors", c_int32)]
+                ("tool_calls", c_int32), ("tool_call_errors", c_int32), ("level_percent", c_int32)]
 
 
 class Stats(Structure):

@@ -119,11 +119,12 @@ class Reply:
     constrain_ms: float = 0.0
     tool_calls: int = 0  # calls parsed from the reply (a context with tools; read them from messages())
     tool_call_errors: int = 0  # 1: the reply started a call that did not parse (it stays text)
+    level_percent: int = 0  # the elastic level the call ran at (100: the full model; 0 before ABI 1.5 / protocol 7)
 
     def _take(self, r: _lib.CallResult) -> None:
         for name in ("prompt_tokens", "generated_tokens", "context_tokens", "switch_in_ms", "ttft_ms", "prefill_ms",
                      "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed", "constrain_ms", "tool_calls",
-                     "tool_call_errors"):
+                     "tool_call_errors", "level_percent"):
             setattr(self, name, getattr(r, name))
         self.finish_reason = FinishReason(r.finish_reason)
 
@@ -158,6 +159,7 @@ class ContextInfo:
 _TOKEN_IDS_ABI = (1 << 16) | 2  # llmsvc_call_options.on_tokens
 _MESSAGE_TOOLS_SIZE = ctypes.sizeof(_lib.Message)  # a library's llmsvc_message with tool_calls
 _MESSAGES_ABI = (1 << 16) | 3  # llmsvc_context_append and the rest
+_LEVELS_ABI = (1 << 16) | 5  # llmsvc_call_options.level_percent
 
 
 def _need_messages() -> None:
@@ -240,7 +242,9 @@ class Context(Handle):
         """Appends `prompt` (a user turn, unless the context is raw) and generates the reply.
         Options: max_tokens (256), temperature (0: greedy), seed, top_k, top_p, min_p,
         repeat_penalty, repeat_last_n, stop (strings), logprobs (bool), json_schema (a JSON Schema,
-        as a str or a dict) or grammar (GBNF) to hold the reply to, on_piece (sees each Piece as
+        as a str or a dict) or grammar (GBNF) to hold the reply to, level (the elastic level in
+        per cent: one of an elastic model's levels, 100 the full model; 0, the default: the
+        service chooses; the Reply's level_percent says which ran), on_piece (sees each Piece as
         it streams; a true return value cancels the call). Cancelled: CancelledError, its
         `result` the Reply so far (kept in the context)."""
         return self._run(prompt, **options)  # type: ignore[arg-type]
@@ -248,7 +252,8 @@ class Context(Handle):
     def _run(self, prompt: Optional[str], *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0, top_k: int = 0,
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
              stop: Sequence[str] = (), logprobs: bool = False, json_schema: Union[str, Mapping[str, object], None] = None,
-             grammar: Optional[str] = None, on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
+             grammar: Optional[str] = None, level: int = 0,
+             on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
         """call(prompt), or generate() when prompt is None."""
         handle = self._h()
         reply = Reply(logprobs=[] if logprobs else None)
@@ -293,6 +298,10 @@ class Context(Handle):
                 json_schema = json.dumps(json_schema)
             o.json_schema = json_schema.encode("utf-8") if json_schema is not None else None
             o.grammar = grammar.encode("utf-8") if grammar is not None else None
+        if level:
+            if _lib.lib.llmsvc_abi_version() < _LEVELS_ABI:  # an older library would not read the field
+                raise UnsupportedError(5, "the loaded libllmsvc is older than elastic levels (ABI 1.5)")
+            o.level_percent = level
         if want_ids:
             o.on_tokens, o.logprobs = on_tokens, int(logprobs)
         elif logprobs:

@@ -3,7 +3,8 @@
  * jni_call.c — org.llmsvc.Native.call: one llmsvc_call (or, without a prompt, one
  * llmsvc_context_generate: the reply to the conversation), its pieces streamed to a Java
  * PieceSink (with their token ids, through llmsvc_call_options.on_tokens, when the sink wants them),
- * with the options of CallOptions (ABI 1.3: the structured output's json_schema or grammar too).
+ * with the options of CallOptions (ABI 1.3: the structured output's json_schema or grammar too;
+ * ABI 1.5: the elastic level).
  *
  * The piece callback runs inside llmsvc_call, on the calling thread, within this native frame.
  * It never leaves a Java exception pending while the library runs: a throwing sink is caught
@@ -129,6 +130,7 @@ static int write_result(JNIEnv* env, const llmsvc_call_result* r, jintArray ints
   iv[org_llmsvc_Native_RESULT_CHUNKS_RECOMPUTED] = r->chunks_recomputed;
   iv[org_llmsvc_Native_RESULT_TOOL_CALLS] = r->tool_calls; /* 0 from a library before ABI 1.4 */
   iv[org_llmsvc_Native_RESULT_TOOL_CALL_ERRORS] = r->tool_call_errors;
+  iv[org_llmsvc_Native_RESULT_LEVEL_PERCENT] = r->level_percent; /* 0 from a library before ABI 1.5 */
   (*env)->SetIntArrayRegion(env, ints, 0, org_llmsvc_Native_RESULT_INTS, iv);
   if ((*env)->ExceptionCheck(env)) return -1;
   jdouble dv[org_llmsvc_Native_RESULT_DOUBLES];
@@ -146,8 +148,8 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
                                                    jlong seed, jfloat temperature, jint top_k, jfloat top_p,
                                                    jfloat min_p, jfloat repeat_penalty, jint repeat_last_n,
                                                    jint max_tokens, jfloat slo_ttft_ratio, jfloat slo_tpot_ratio,
-                                                   jobjectArray stop, jbyteArray json_schema, jbyteArray grammar,
-                                                   jboolean token_ids, jboolean logprobs,
+                                                   jint level_percent, jobjectArray stop, jbyteArray json_schema,
+                                                   jbyteArray grammar, jboolean token_ids, jboolean logprobs,
                                                    jobject sink, jintArray ints, jdoubleArray doubles) {
   (void)cls;
   char* prompt_c = NULL;
@@ -175,6 +177,7 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   if (set & org_llmsvc_Native_CALL_MAX_TOKENS) o.max_tokens = max_tokens;
   if (set & org_llmsvc_Native_CALL_SLO_TTFT) o.slo_ttft_ratio = slo_ttft_ratio;
   if (set & org_llmsvc_Native_CALL_SLO_TPOT) o.slo_tpot_ratio = slo_tpot_ratio;
+  if (set & org_llmsvc_Native_CALL_LEVEL) o.level_percent = level_percent; /* ABI 1.5 (checked on the Java side) */
   o.stop = (const char* const*)stops;
   o.n_stop = n_stop;
   o.json_schema = json_schema_c;

@@ -23,6 +23,7 @@ public final class CallOptions {
   int maxTokens;
   float sloTtftRatio;
   float sloTpotRatio;
+  int levelPercent;
   boolean logprobs;
   String jsonSchema;
   String grammar;
@@ -101,6 +102,21 @@ public final class CallOptions {
   public CallOptions sloTpotRatio(float ratio) {
     this.sloTpotRatio = ratio;
     set |= Native.CALL_SLO_TPOT;
+    return this;
+  }
+
+  /**
+   * The elastic level to run the call at, in per cent (ABI 1.5): one of an elastic model's levels
+   * (made by {@code llmsvc elastify}, e.g. 20, 30, ..., 100), 100 the full model; 0, the default:
+   * the service chooses. A plain model has one level, 100. Another value is {@link
+   * InvalidArgumentException}, its detail naming the model's levels; {@link
+   * CallResult#levelPercent()} says which level ran. With a {@code libllmsvc} older than ABI 1.5
+   * (or through a daemon older than protocol 7) a level other than 0 is {@link
+   * Status#UNSUPPORTED}.
+   */
+  public CallOptions levelPercent(int percent) {
+    this.levelPercent = percent;
+    set |= Native.CALL_LEVEL;
     return this;
   }
 

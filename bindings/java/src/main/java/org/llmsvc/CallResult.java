@@ -92,6 +92,15 @@ public final class CallResult {
     return ints[Native.RESULT_TOOL_CALL_ERRORS];
   }
 
+  /**
+   * The elastic level the call ran at, in per cent ({@link CallOptions#levelPercent(int)}): 100,
+   * the full model, unless a smaller level was asked for; 0 from a library before ABI 1.5 or
+   * through a daemon before protocol 7.
+   */
+  public int levelPercent() {
+    return ints[Native.RESULT_LEVEL_PERCENT];
+  }
+
   @Override
   public String toString() {
     return "CallResult{finish=" + finishReason() + ", prompt=" + promptTokens() + ", generated=" + generatedTokens()

@@ -40,6 +40,7 @@ final class Native {
   static final int CALL_MAX_TOKENS = 1 << 7;
   static final int CALL_SLO_TTFT = 1 << 8;
   static final int CALL_SLO_TPOT = 1 << 9;
+  static final int CALL_LEVEL = 1 << 10;
 
   // llmsvc_call_result, as an int[] and a double[].
   static final int RESULT_PROMPT_TOKENS = 0;
@@ -50,7 +51,8 @@ final class Native {
   static final int RESULT_CHUNKS_RECOMPUTED = 5;
   static final int RESULT_TOOL_CALLS = 6;
   static final int RESULT_TOOL_CALL_ERRORS = 7;
-  static final int RESULT_INTS = 8;
+  static final int RESULT_LEVEL_PERCENT = 8;
+  static final int RESULT_INTS = 9;
   static final int RESULT_SWITCH_IN_MS = 0;
   static final int RESULT_TTFT_MS = 1;
   static final int RESULT_PREFILL_MS = 2;
@@ -153,18 +155,22 @@ final class Native {
   /** ABI 1.4: llmsvc_context_fork and llmsvc_context_info.chunks_shared. */
   static final int FORK_ABI = (1 << 16) | 4;
 
+  /** ABI 1.5: llmsvc_call_options.level_percent and llmsvc_call_result.level_percent. */
+  static final int LEVELS_ABI = (1 << 16) | 5;
+
   /**
    * Runs one call ({@code prompt} null: llmsvc_context_generate, the reply to the conversation),
    * streaming each piece to {@code sink.piece(byte[], int)}, or with {@code tokenIds} to
    * {@code sink.tokens(byte[], int[], float[])}. Fills {@code ints} and
    * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
    * sink throws, the call is cancelled and that same throwable is rethrown. {@code jsonSchema} and
-   * {@code grammar}: UTF-8 C strings, or null (none).
+   * {@code grammar}: UTF-8 C strings, or null (none). {@code levelPercent}: read when {@code set}
+   * has CALL_LEVEL.
    */
   static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
       float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
-      byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds, boolean logprobs, PieceSink sink,
-      int[] ints, double[] doubles);
+      int levelPercent, byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds, boolean logprobs,
+      PieceSink sink, int[] ints, double[] doubles);
 
   /** llmsvc_context_append: {@code roles[i]} and the UTF-8 {@code contents[i]} make message i (same lengths). */
   static native void contextAppend(long context, int[] roles, byte[][] contents, byte[][] toolCalls);

@@ -3,6 +3,7 @@ package org.llmsvc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
@@ -83,6 +84,35 @@ class CallTest extends BoundService {
       CallResult r = b.call("The alphabet: A B C D", TestSupport.greedy(8).stop(stop));
       assertEquals(FinishReason.STOP, r.finishReason(), r.toString());
       assertEquals(full.substring(0, full.indexOf(stop)), r.text());
+    } finally {
+      TestSupport.dispose(svc, a);
+      TestSupport.dispose(svc, b);
+    }
+  }
+
+  /**
+   * The elastic level (ABI 1.5): the suite's model is plain, so its one level is 100: a call
+   * without a level or at 100 reports 100 and gives the same reply; a level it lacks (50), or one
+   * outside 0..100, is refused naming its levels, the context unchanged.
+   */
+  @Test
+  void elasticLevelIsReportedAndChecked() {
+    LLMContext a = TestSupport.newContext(svc, "level-a");
+    LLMContext b = TestSupport.newContext(svc, "level-b");
+    try {
+      CallResult chosen = a.call("Name a colour.", TestSupport.greedy(6));
+      assertEquals(100, chosen.levelPercent(), chosen.toString());
+      int tokens = b.info().tokens();
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> b.call("Name a colour.", TestSupport.greedy(6).levelPercent(50)));
+      assertTrue(e.detail().contains("level_percent 50"), e.detail());
+      assertTrue(e.detail().contains("100"), e.detail());
+      assertThrows(InvalidArgumentException.class, () -> b.call("Name a colour.", TestSupport.greedy(6).levelPercent(101)));
+      assertThrows(InvalidArgumentException.class, () -> b.call("Name a colour.", TestSupport.greedy(6).levelPercent(-1)));
+      assertEquals(tokens, b.info().tokens(), "nothing added by the refused calls");
+      CallResult full = b.call("Name a colour.", TestSupport.greedy(6).levelPercent(100));
+      assertEquals(100, full.levelPercent(), full.toString());
+      assertEquals(chosen.text(), full.text(), "level 100 is the level chosen for the plain model");
     } finally {
       TestSupport.dispose(svc, a);
       TestSupport.dispose(svc, b);
