@@ -124,6 +124,31 @@ static void out_of_range(conf_t* t) {
   conf_teardown(t, &f);
 }
 
+/* LEVEL-6: SLO ratios (llmsvc_call_options.slo_ttft_ratio / slo_tpot_ratio) with level 0: the
+ * plain model's one level meets ratios of 1 and more (slo_missed 0) and no smaller one: a ratio
+ * below 1 runs the full model all the same and reports slo_missed 1; no SLO, slo_missed 0. */
+static void slo_choice(conf_t* t) {
+  conf_fixture f;
+  if (!conf_setup(t, &f, "level6", 0)) return;
+  const float ratios[][2] = {{0.0f, 0.0f}, {1.0f, 1.0f}, {2.0f, 0.0f}, {0.5f, 0.0f}, {0.0f, 0.3f}, {1.0f, 0.9f}};
+  const int32_t missed[] = {0, 0, 0, 1, 1, 1};
+  for (size_t i = 0; i < sizeof missed / sizeof missed[0]; ++i) {
+    llmsvc_call_options o = conf_greedy(2);
+    o.slo_ttft_ratio = ratios[i][0];
+    o.slo_tpot_ratio = ratios[i][1];
+    llmsvc_call_result r;
+    llmsvc_call_result_init(&r);
+    r.slo_missed = -7;
+    conf_text out;
+    conf_text_init(&out);
+    CONF_STATUS(t, llmsvc_call(f.ctx, kPrompt, strlen(kPrompt), &o, conf_collect, &out, &r), LLMSVC_OK);
+    CONF_CHECK(t, r.level_percent == 100 && r.slo_missed == missed[i], "SLO %.1f / %.1f: level %d, slo_missed %d",
+               (double)ratios[i][0], (double)ratios[i][1], (int)r.level_percent, (int)r.slo_missed);
+    conf_text_free(&out);
+  }
+  conf_teardown(t, &f);
+}
+
 /* LEVEL-5: a caller built before ABI 1.5 (options and result without level_percent): its
  * options' struct_size ends before the field, so bytes there are never read (the service
  * chooses), and its result's struct_size ends before the result's field, which is not written. */
@@ -151,5 +176,6 @@ const conf_test conf_level_tests[] = {
     {"LEVEL-4", "a level outside 0..100 (101, -1): INVALID_ARGUMENT, nothing changed", out_of_range},
     {"LEVEL-5", "a pre-1.5 caller's structs: level_percent neither read past its options nor written past its result",
      older_structs},
+    {"LEVEL-6", "SLO ratios on a plain model: the full model runs; slo_missed 1 for a ratio below 1, else 0", slo_choice},
     {NULL, NULL, NULL},
 };

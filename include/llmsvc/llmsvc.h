@@ -261,7 +261,10 @@ typedef struct llmsvc_call_options {
   int32_t max_tokens;       /* generated tokens at most (default 256; 0 = prefill only) */
   const char* const* stop;  /* stop strings (UTF-8, 1..256 bytes), `n_stop` (<= 16) of them; not part of the output */
   size_t n_stop;
-  /* SLO: requested ratios of time-to-first-token and time-per-token to the full model (0 = none). */
+  /* SLO: requested ratios of time-to-first-token and time-per-token to the full model's (0 =
+   * none). With level_percent 0, an elastic model runs the call at the largest level predicted
+   * to meet both (from the level profile `llmsvc profile` measures, else from each level's
+   * weight bytes); when none can, the smallest, and llmsvc_call_result.slo_missed is 1. */
   float slo_ttft_ratio;
   float slo_tpot_ratio;
   /* Since ABI 1.2: streaming with token ids. `on_tokens` (NULL: none) is called for every piece
@@ -285,8 +288,8 @@ typedef struct llmsvc_call_options {
    * maxLength, pattern-free strings. */
   const char* json_schema;
   const char* grammar;
-  /* Since ABI 1.5: the elastic level to run the call at, in per cent (0: the service chooses;
-   * today the full model). An elastic model (made by `llmsvc elastify`) has levels such as 20,
+  /* Since ABI 1.5: the elastic level to run the call at, in per cent (0: the service chooses:
+   * by the SLO ratios above, the full model without them). An elastic model (made by `llmsvc elastify`) has levels such as 20,
    * 30, ..., 100: each a smaller sub-model of the full one (100) that costs less time per
    * token; a plain model has one level, 100. Any other value (outside 0..100, or a level the
    * model does not have) is LLMSVC_ERR_INVALID_ARGUMENT, its detail naming the model's levels,
@@ -332,6 +335,9 @@ typedef struct llmsvc_call_result {
   /* Since ABI 1.5: the elastic level the call ran at, in per cent (100: the full model; see
    * llmsvc_call_options.level_percent); 0 through a daemon older than this (protocol < 7). */
   int32_t level_percent;
+  /* Since ABI 1.5: 1 when the call's SLO ratios asked more than any level is predicted to give
+   * (the smallest level ran, or the full model where the device runs no other), else 0. */
+  int32_t slo_missed;
 } llmsvc_call_result;
 
 LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);

@@ -208,5 +208,43 @@ TEST_F(ElasticEngine, ALevelNotInTheFileIsRefusedNamingTheLevels) {
   EXPECT_EQ(call(*e, id, " and", 40, 4).level_percent, 40);
 }
 
+// With no level asked, the SLO picks one: from the estimates (each level's share of the weight
+// bytes, no profile in the state directory), a TPOT ratio of 1 keeps the full model, a tighter
+// one runs a smaller level that the result reports, and one below every level runs the
+// smallest with the SLO missed (profiles: LevelSelection in level_choice_test.cpp).
+TEST_F(ElasticEngine, TheSloChoosesTheLevel) {
+  auto e = engine("slo");
+  const std::string prompt = "A short note:";
+  auto at = [&](float ttft, float tpot) {
+    CallParams p;
+    p.max_tokens = 2;
+    p.slo_ttft_ratio = ttft;
+    p.slo_tpot_ratio = tpot;
+    CallStats st;
+    const std::string id = raw_context(*e);
+    EXPECT_TRUE(e->call(id, prompt, p, [](std::string_view, int32_t) { return true; }, &st).ok());
+    return st;
+  };
+  const CallStats none = at(0, 0), one = at(1, 1), tight = at(0, 0.9f), lost = at(0, 0.01f);
+  EXPECT_EQ(none.level_percent, 100);
+  EXPECT_EQ(none.slo_missed, 0);
+  EXPECT_EQ(one.level_percent, 100);
+  EXPECT_EQ(one.slo_missed, 0);
+  EXPECT_LT(tight.level_percent, 100);
+  EXPECT_GT(tight.level_percent, 20);
+  EXPECT_EQ(tight.slo_missed, 0);
+  EXPECT_EQ(lost.level_percent, 20);
+  EXPECT_EQ(lost.slo_missed, 1);
+  // An asked level wins over the SLO.
+  CallParams p;
+  p.max_tokens = 2;
+  p.level_percent = 100;
+  p.slo_tpot_ratio = 0.01f;
+  CallStats st;
+  ASSERT_TRUE(e->call(raw_context(*e), prompt, p, [](std::string_view, int32_t) { return true; }, &st).ok());
+  EXPECT_EQ(st.level_percent, 100);
+  EXPECT_EQ(st.slo_missed, 0);
+}
+
 }  // namespace
 }  // namespace llmsvc

@@ -131,7 +131,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   EXPECT_EQ(frame_of(Role::server, 7, ContextOpened{2, "notes-b"}),
             unhex("4c4c4d53 9000 0000 07000000 0f000000 02000000 07000000 6e6f7465732d62"));
   // Version 7: the reply-only CALL above at elastic level 20, and a RESULT reporting it (the
-  // version-2 RESULT above, with the figures of versions 5 and 6 as 0).
+  // version-2 RESULT above, with the figures of versions 5 and 6 as 0, the SLO not missed).
   o.level_percent = 20;
   EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}),
             unhex("4c4c4d53 2000 0000 02000000 4c000000"
@@ -142,9 +142,9 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}, 6), frame_of(Role::client, 2, Call{1, "", o}, 5));
   cs.level_percent = 20;
   EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}),
-            unhex("4c4c4d53 a100 0000 05000000 6d000000" + v1_part +
+            unhex("4c4c4d53 a100 0000 05000000 71000000" + v1_part +
                   "06000000 01000000 00000000 10000000 02000000 000000000000d03f"
-                  "0000000000000000 00000000 00000000 14000000"));
+                  "0000000000000000 00000000 00000000 14000000 00000000"));
 }
 
 // Every sample frame one side sends, back to back.

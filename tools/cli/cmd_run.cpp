@@ -89,6 +89,7 @@ nlohmann::json report_json(const RunArgs& args, const Reply& reply, const std::v
       r.generated_tokens > 1 && r.decode_ms > 0 ? (r.generated_tokens - 1) * 1000.0 / r.decode_ms : 0.0;
   j["finish_reason"] = finish_name(r.finish_reason);
   j["level"] = r.level_percent;  // the elastic level the call ran at, in per cent
+  j["slo_missed"] = r.slo_missed != 0;
   j["seed"] = args.sampling.seed;
   return j;
 }

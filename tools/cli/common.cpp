@@ -43,6 +43,12 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
                  "model (0: the service chooses)")
       ->option_text("PERCENT")
       ->capture_default_str();
+  cmd.add_option("--slo-ttft", args.slo_ttft_ratio,
+                 "SLO: time to first token as a ratio of the full model's; with --level 0 an elastic model runs "
+                 "the largest level predicted to meet the SLO (0: none)")
+      ->option_text("R");
+  cmd.add_option("--slo-tpot", args.slo_tpot_ratio, "SLO: time per output token as a ratio of the full model's (0: none)")
+      ->option_text("R");
   // The same from files: schemas and grammars are usually longer than a command line likes.
   cmd.add_option_function<std::string>(
          "--json-schema-file", [&args](const std::string& path) { args.json_schema = read_text_file(path); },

@@ -40,6 +40,7 @@ struct SamplingArgs {
   std::string json_schema;  // structured output ("": none), from --json-schema or its file
   std::string grammar;      // GBNF ("": none)
   int level_percent = 0;    // --level: the elastic level in per cent (0: the service chooses)
+  float slo_ttft_ratio = 0.0f, slo_tpot_ratio = 0.0f;  // --slo-ttft / --slo-tpot (0: none)
 };
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args);
 // A whole file's bytes (CLI::ValidationError when it cannot be read).

@@ -83,6 +83,9 @@ struct EngineOptions {
   bool swap_recompute_pipeline = true;
   // The switch-cost profile; empty: <state root>/switch-profile.json if it exists.
   std::string switch_profile;
+  // An elastic model's level profile (`llmsvc profile`); empty: <state root>/level-profile.json
+  // if it exists and is this model's. Without one, levels' costs are estimated from weight bytes.
+  std::string level_profile;
 };
 
 class Engine {

@@ -114,6 +114,7 @@ EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::u
             return forward_->recompute(seq, tokens, positions, n_valid, hook);
           },
           [this](const std::string& msg) { warn(msg); }),
+      levels_(*model_, state_.dir().get(), o.level_profile, [this](const std::string& msg) { warn(msg); }),
       id_rng_(std::random_device{}()) {
   stats_.weight_bytes = model_->weight_bytes();
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
@@ -476,26 +477,16 @@ std::vector<int32_t> EngineImpl::turn_tokens(const ChatTemplate& chat, bool raw,
   return out;
 }
 
-int32_t EngineImpl::choose_level(const CallParams& params) const {
-  return params.level_percent == 0 ? 100 : params.level_percent;
-}
-
-Result<int> EngineImpl::level_index(int32_t percent) {
-  if (percent == 100) return -1;  // every model's full level
-  const ElasticSpec* spec = model_->elastic();
-  const int index = spec ? spec->level_index(percent) : -1;
-  if (index < 0) {
-    std::string levels;
-    for (int l : spec ? spec->levels : std::vector<int>{100}) levels += (levels.empty() ? "" : ", ") + std::to_string(l);
-    return Status(Code::invalid_argument, "level_percent " + std::to_string(percent) + " is not a level of this model (" +
-                                              (spec ? "its levels: " + levels : "a plain model: its one level is 100") +
-                                              "; 0: the service chooses)");
-  }
-  // Whether the Forward can run it (levels_status: the device slices weights; one device):
-  // set here as each evaluation sets it again.
+Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, int prompt_tokens) {
+  auto choice = levels_.choose(params.level_percent, params.slo_ttft_ratio, params.slo_tpot_ratio, prompt_tokens);
+  if (!choice.ok() || choice->index < 0) return choice;
+  // Whether the Forward can run it (one device that slices weights): set here as each
+  // evaluation sets it again.
   std::lock_guard<FairMutex> lock(compute_mu_);
-  LLMSVC_RETURN_IF_ERROR(forward_->set_level(index));
-  return index;
+  Status runnable = forward_->set_level(choice->index);
+  if (runnable.ok()) return choice;
+  if (params.level_percent != 0) return runnable;
+  return LevelSelector::Choice{-1, 100, true};
 }
 
 Status EngineImpl::eval_pending(ContextState& ctx, int level, std::vector<float>& logits) {
@@ -566,17 +557,17 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   }
   // The elastic level, and a schema or grammar that does not compile, fail the call before the
   // context changes.
-  const int32_t level_percent = choose_level(params);
-  auto level = level_index(level_percent);
+  auto level = call_level(params, static_cast<int>(ids.size()));
   if (!level.ok()) return level.status();
   auto constraint = make_constraint(params);
   if (!constraint.ok()) return constraint.status();
-  st.level_percent = level_percent;
+  st.level_percent = level->percent;
+  st.slo_missed = level->slo_missed ? 1 : 0;
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   const size_t old_size = ctx->tokens.size();
   std::string reply;
-  Status s = generate(*ctx, ids, params, *level, constraint->get(), on_piece, st, &reply);
+  Status s = generate(*ctx, ids, params, level->index, constraint->get(), on_piece, st, &reply);
   recycle_constraint(params, std::move(constraint).value());
   if (ctx->keeps_messages && ctx->tokens.size() > old_size) {  // the prompt went in: its turn and the reply
     std::lock_guard<std::mutex> lock(ctx->messages_mu);

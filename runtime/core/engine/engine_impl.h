@@ -16,6 +16,7 @@
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/engine/kv_residency.h"
+#include "runtime/core/engine/level_selector.h"
 #include "runtime/core/constrain/constraint.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
@@ -106,14 +107,11 @@ class EngineImpl final : public Engine {
   Result<ContextState*> enter(std::string_view id);
   // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.
   Status check_keeps_messages(const ContextState& ctx) const;
-  // The elastic level a call runs at, in per cent: the one it asks for, else the engine's
-  // choice. Today that choice is the full model (100); the SLO-driven choice (issue 23) is to
-  // replace this function.
-  int32_t choose_level(const CallParams& params) const;
-  // The Forward's level index of `percent` per cent (-1: the full model), checked against the
-  // model (invalid_argument naming its levels) and against what the Forward can run
-  // (Forward::set_level's unsupported).
-  Result<int> level_index(int32_t percent);
+  // The elastic level a call of `prompt_tokens` new tokens runs at (LevelSelector: the one it
+  // asks for, else the SLO's choice), checked against what the Forward can run
+  // (Forward::set_level's unsupported: an asked level fails the call, an SLO's choice falls
+  // back to the full model with the SLO missed).
+  Result<LevelSelector::Choice> call_level(const CallParams& params, int prompt_tokens);
   // `level`: the Forward's level index every evaluation of the call runs at (level_index).
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params, int level,
                   constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st, std::string* reply);
@@ -144,6 +142,7 @@ class EngineImpl final : public Engine {
   persist::StateDir state_;
   bool recompute_on_model_change_;
   KvResidency kv_;  // the chunk store, swap files, switch-in and swap-out
+  LevelSelector levels_;  // elastic models: each call's level
 
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;

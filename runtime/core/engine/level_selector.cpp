@@ -54,22 +54,27 @@ Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo
     if (level_percent == 100) return c;
     const int index = spec ? spec->level_index(level_percent) : -1;
     if (index < 0) {
-      std::string have = "100";
-      if (spec) {
-        have.clear();
-        for (int p : spec->levels) {
-          if (!have.empty()) have.append(", ");
-          have.append(std::to_string(p));
-        }
+      std::string have;
+      for (int p : spec ? spec->levels : std::vector<int>{100}) {
+        if (!have.empty()) have.append(", ");
+        have.append(std::to_string(p));
       }
-      return Status(Code::invalid_argument, "level " + std::to_string(level_percent) + " %: the model's levels are " + have);
+      return Status(Code::invalid_argument, "level_percent " + std::to_string(level_percent) +
+                                                " is not a level of this model (" +
+                                                (spec ? "its levels: " + have : "a plain model: its one level is 100") +
+                                                "; 0: the service chooses)");
     }
     if (!model_.levels_status().ok()) return model_.levels_status();
     c.index = index;
     c.percent = level_percent;
     return c;
   }
-  if (!spec || (slo_ttft <= 0 && slo_tpot <= 0)) return c;
+  if (slo_ttft <= 0 && slo_tpot <= 0) return c;
+  if (!spec) {
+    // One level, the full model: it meets ratios of 1 and more, and no smaller one.
+    c.slo_missed = (slo_ttft > 0 && slo_ttft < 1) || (slo_tpot > 0 && slo_tpot < 1);
+    return c;
+  }
   // The decision is a scan of a few levels and a switch is a pointer move: no overhead worth adding.
   const policy::LevelChoice pick = policy::choose_level(costs_, slo_ttft, slo_tpot, prompt_tokens, 0.0);
   if (pick.index < spec->full() && !model_.levels_status().ok()) {

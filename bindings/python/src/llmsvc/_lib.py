@@ -62,7 +62,8 @@ class CallResult(Structure):
                 ("context_tokens", c_int32), ("finish_reason", c_int32), ("switch_in_ms", c_double),
                 ("ttft_ms", c_double), ("prefill_ms", c_double), ("decode_ms", c_double), ("tpot_ms", c_double),
                 ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32), ("constrain_ms", c_double),
-                ("tool_calls", c_int32), ("tool_call_errors", c_int32), ("level_percent", c_int32)]
+                ("tool_calls", c_int32), ("tool_call_errors", c_int32), ("level_percent", c_int32),
+                ("slo_missed", c_int32)]
 
 
 class Stats(Structure):

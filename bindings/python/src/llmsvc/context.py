@@ -120,11 +120,12 @@ class Reply:
     tool_calls: int = 0  # calls parsed from the reply (a context with tools; read them from messages())
     tool_call_errors: int = 0  # 1: the reply started a call that did not parse (it stays text)
     level_percent: int = 0  # the elastic level the call ran at (100: the full model; 0 before ABI 1.5 / protocol 7)
+    slo_missed: int = 0  # 1: the SLO ratios asked more than any level gives (the smallest ran)
 
     def _take(self, r: _lib.CallResult) -> None:
         for name in ("prompt_tokens", "generated_tokens", "context_tokens", "switch_in_ms", "ttft_ms", "prefill_ms",
                      "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed", "constrain_ms", "tool_calls",
-                     "tool_call_errors", "level_percent"):
+                     "tool_call_errors", "level_percent", "slo_missed"):
             setattr(self, name, getattr(r, name))
         self.finish_reason = FinishReason(r.finish_reason)
 
@@ -244,7 +245,9 @@ class Context(Handle):
         repeat_penalty, repeat_last_n, stop (strings), logprobs (bool), json_schema (a JSON Schema,
         as a str or a dict) or grammar (GBNF) to hold the reply to, level (the elastic level in
         per cent: one of an elastic model's levels, 100 the full model; 0, the default: the
-        service chooses; the Reply's level_percent says which ran), on_piece (sees each Piece as
+        service chooses; the Reply's level_percent says which ran), slo_ttft and slo_tpot (ratios of
+        the full model's time to first token and per token: with level 0, the largest level
+        predicted to meet both runs; the Reply's slo_missed is 1 when none can), on_piece (sees each Piece as
         it streams; a true return value cancels the call). Cancelled: CancelledError, its
         `result` the Reply so far (kept in the context)."""
         return self._run(prompt, **options)  # type: ignore[arg-type]
@@ -252,7 +255,7 @@ class Context(Handle):
     def _run(self, prompt: Optional[str], *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0, top_k: int = 0,
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
              stop: Sequence[str] = (), logprobs: bool = False, json_schema: Union[str, Mapping[str, object], None] = None,
-             grammar: Optional[str] = None, level: int = 0,
+             grammar: Optional[str] = None, level: int = 0, slo_ttft: float = 0.0, slo_tpot: float = 0.0,
              on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
         """call(prompt), or generate() when prompt is None."""
         handle = self._h()
@@ -289,6 +292,7 @@ class Context(Handle):
         o = _lib.new_struct(_lib.CallOptions, "llmsvc_call_options_init")
         o.seed, o.temperature, o.top_k, o.top_p, o.min_p = seed, temperature, top_k, top_p, min_p
         o.repeat_penalty, o.repeat_last_n, o.max_tokens = repeat_penalty, repeat_last_n, max_tokens
+        o.slo_ttft_ratio, o.slo_tpot_ratio = slo_ttft, slo_tpot
         stops = [s.encode("utf-8") for s in stop]
         stop_array = (ctypes.c_char_p * max(1, len(stops)))(*stops)
         o.stop, o.n_stop = (stop_array if stops else None), len(stops)

@@ -131,6 +131,7 @@ static int write_result(JNIEnv* env, const llmsvc_call_result* r, jintArray ints
   iv[org_llmsvc_Native_RESULT_TOOL_CALLS] = r->tool_calls; /* 0 from a library before ABI 1.4 */
   iv[org_llmsvc_Native_RESULT_TOOL_CALL_ERRORS] = r->tool_call_errors;
   iv[org_llmsvc_Native_RESULT_LEVEL_PERCENT] = r->level_percent; /* 0 from a library before ABI 1.5 */
+  iv[org_llmsvc_Native_RESULT_SLO_MISSED] = r->slo_missed;
   (*env)->SetIntArrayRegion(env, ints, 0, org_llmsvc_Native_RESULT_INTS, iv);
   if ((*env)->ExceptionCheck(env)) return -1;
   jdouble dv[org_llmsvc_Native_RESULT_DOUBLES];

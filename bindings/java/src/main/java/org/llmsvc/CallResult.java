@@ -94,11 +94,19 @@ public final class CallResult {
 
   /**
    * The elastic level the call ran at, in per cent ({@link CallOptions#levelPercent(int)}): 100,
-   * the full model, unless a smaller level was asked for; 0 from a library before ABI 1.5 or
+   * the full model, unless a smaller level was asked for or chosen for the call's SLO; 0 from a library before ABI 1.5 or
    * through a daemon before protocol 7.
    */
   public int levelPercent() {
     return ints[Native.RESULT_LEVEL_PERCENT];
+  }
+
+  /**
+   * Whether the call's SLO ratios ({@link CallOptions}) asked more than any elastic level is
+   * predicted to give: the smallest level ran. False before ABI 1.5 / protocol 7.
+   */
+  public boolean sloMissed() {
+    return ints[Native.RESULT_SLO_MISSED] != 0;
   }
 
   @Override

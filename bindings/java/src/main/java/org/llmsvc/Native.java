@@ -52,7 +52,8 @@ final class Native {
   static final int RESULT_TOOL_CALLS = 6;
   static final int RESULT_TOOL_CALL_ERRORS = 7;
   static final int RESULT_LEVEL_PERCENT = 8;
-  static final int RESULT_INTS = 9;
+  static final int RESULT_SLO_MISSED = 9;
+  static final int RESULT_INTS = 10;
   static final int RESULT_SWITCH_IN_MS = 0;
   static final int RESULT_TTFT_MS = 1;
   static final int RESULT_PREFILL_MS = 2;
