@@ -3,7 +3,8 @@
 // For each level of an elastic model (the full model only for a plain one): perplexity over the
 // last N tokens of a text held out from elastify's calibration (the tail of the repository's
 // text), the median prefill time of 256 tokens and decode time per token at context 256, and
-// the weight bytes one token's matmuls read (the LM head's share said apart). One JSON line.
+// the weight bytes one token's matmuls read (the LM head's share said apart); then the cost of
+// switching levels against a reload and a copy re-layout. One JSON line.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +110,64 @@ int main(int argc, char** argv) {
     out["levels"].push_back(L);
     std::fprintf(stderr, "level %3d: ppl %.3f, prefill %.1f ms, decode %.2f ms\n", L["level"].get<int>(), L["ppl"].get<double>(),
                  L["ttft_ms"].get<double>(), L["tpot_ms"].get<double>());
+  }
+  // Switching: a level switch (an index stored; the steps were prepared above), a decode step
+  // right after a switch against steady decode at one level, a reload of the model, and a
+  // copy re-layout (the smallest level's FFN weights prepared anew as matrices of their own).
+  if (spec && n_levels > 1) {
+    nlohmann::json sw;
+    std::vector<double> set_ns, switched, steady;
+    policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+    policy::KvSequence seq(store);
+    std::vector<float> logits;
+    if (!fwd.eval(seq, prompt, 0, false, logits).ok()) return 1;
+    for (int i = 0; i < 64; ++i) {
+      const int lv = i % 2 ? 0 : spec->full();
+      double t0 = now_s();
+      (void)fwd.set_level(lv);
+      set_ns.push_back(1e9 * (now_s() - t0));
+      const int32_t t[] = {prompt[i]};
+      t0 = now_s();
+      if (!fwd.eval(seq, t, 256 + i, false, logits).ok()) return 1;
+      (i % 2 ? switched : steady).push_back(1e3 * (now_s() - t0));
+    }
+    std::vector<double> same;
+    (void)fwd.set_level(0);
+    for (int i = 0; i < 32; ++i) {
+      const int32_t t[] = {prompt[i]};
+      const double t0 = now_s();
+      if (!fwd.eval(seq, t, 320 + i, false, logits).ok()) return 1;
+      same.push_back(1e3 * (now_s() - t0));
+    }
+    sw["set_level_ns"] = median(set_ns);
+    sw["decode_after_switch_to_smallest_ms"] = median(switched);
+    sw["decode_smallest_without_switch_ms"] = median(same);
+    double t0 = now_s();
+    auto again = Model::load(model_path, **dev);
+    sw["reload_ms"] = 1e3 * (now_s() - t0);
+    if (!again.ok()) return 1;
+    again->reset();
+    t0 = now_s();
+    std::vector<std::unique_ptr<hal::PreparedWeight>> copies;
+    for (int il = 0; il < c.n_layer; ++il) {
+      const LayerWeights& W = m.layers()[il];
+      const int keep = spec->ffn_keep[0][il];
+      for (auto [w, rows, cols] : {std::tuple{W.w_gate.get(), keep, c.n_embd}, std::tuple{W.w_up.get(), keep, c.n_embd},
+                                   std::tuple{W.w_down.get(), c.n_embd, keep}}) {
+        hal::WeightRef r = w->ref();
+        r.rows = rows;
+        r.cols = cols;
+        auto p = (*dev)->prepare_weight(r);
+        if (!p.ok()) return 1;
+        copies.push_back(std::move(p).value());
+      }
+    }
+    sw["relayout_smallest_ms"] = 1e3 * (now_s() - t0);
+    out["switch"] = sw;
+    std::fprintf(stderr, "switch: set_level %.0f ns; decode after a switch %.2f ms vs %.2f ms; reload %.0f ms; re-layout %.0f ms\n",
+                 sw["set_level_ns"].get<double>(), sw["decode_after_switch_to_smallest_ms"].get<double>(),
+                 sw["decode_smallest_without_switch_ms"].get<double>(), sw["reload_ms"].get<double>(),
+                 sw["relayout_smallest_ms"].get<double>());
   }
   std::printf("%s\n", out.dump().c_str());
   return 0;
