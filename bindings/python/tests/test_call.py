@@ -88,5 +88,10 @@ def test_the_elastic_level_is_reported_and_checked(svc, fresh_id):
         streamed = b.stream("And another?", max_tokens=4, level=100)
         pieces = list(streamed)
         assert pieces and streamed.reply is not None and streamed.reply.level_percent == 100
+        # SLO ratios: the plain model's one level meets ratios of 1, not 0.5 (it runs, missed).
+        met = b.call("One more?", max_tokens=2, slo_ttft=1.0, slo_tpot=1.0)
+        assert met.level_percent == 100 and met.slo_missed == 0
+        missed = b.call("And one more?", max_tokens=2, slo_tpot=0.5)
+        assert missed.level_percent == 100 and missed.slo_missed == 1
     svc.delete_context(fresh_id)
     svc.delete_context(fresh_id + "-b")

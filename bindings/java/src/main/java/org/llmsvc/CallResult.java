@@ -112,6 +112,7 @@ public final class CallResult {
   @Override
   public String toString() {
     return "CallResult{finish=" + finishReason() + ", prompt=" + promptTokens() + ", generated=" + generatedTokens()
-        + ", context=" + contextTokens() + ", ttftMs=" + ttftMs() + ", text=" + text + "}";
+        + ", context=" + contextTokens() + ", ttftMs=" + ttftMs() + ", level=" + levelPercent() + ", sloMissed="
+        + sloMissed() + ", text=" + text + "}";
   }
 }

@@ -113,6 +113,11 @@ class CallTest extends BoundService {
       CallResult full = b.call("Name a colour.", TestSupport.greedy(6).levelPercent(100));
       assertEquals(100, full.levelPercent(), full.toString());
       assertEquals(chosen.text(), full.text(), "level 100 is the level chosen for the plain model");
+      assertFalse(full.sloMissed(), full.toString());
+      // SLO ratios: the plain model's one level cannot take half the full model's time per token.
+      CallResult missed = b.call("One more?", TestSupport.greedy(2).sloTpotRatio(0.5f));
+      assertEquals(100, missed.levelPercent(), missed.toString());
+      assertTrue(missed.sloMissed(), missed.toString());
     } finally {
       TestSupport.dispose(svc, a);
       TestSupport.dispose(svc, b);
