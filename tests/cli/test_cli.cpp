@@ -273,3 +273,41 @@ TEST_F(CliModel, ChatTakesOneTurnPerLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// `llmsvc elastify` on a committed random model: a report (anchors, unit, the check against the
+// input), a file the run command takes at its levels, and clear failures for bad input.
+TEST_F(Cli, ElastifyWritesAModelWhoseLevelsRun) {
+  const std::string in = std::string(LLMSVC_TEST_DATA) + "/models/llama-Q8_0.gguf", out = (dir_ / "e.gguf").string();
+  Outcome r = cli({"elastify", in, "-o", out, "--json", "-q", "--calib-tokens", "256", "--layer-tokens", "128", "--window",
+                   "64", "-t", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ffn_unit"], 32);
+  EXPECT_EQ(j["anchors"].size(), 1u);  // 20 % of 2 layers, rounded up
+  EXPECT_EQ(j["check"]["argmax_agree"], j["check"]["positions"]);
+  EXPECT_EQ(j["levels"].back(), 100);
+  ASSERT_TRUE(fs::exists(out));
+  Outcome small = cli({"run", "--model", out, "--raw", "--json", "--level", "20", "--max-tokens", "4", "--threads", "2",
+                       "Once upon a time"});
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_EQ(nlohmann::json::parse(small.out)["level"], 20);
+  Outcome slo = cli({"run", "--model", out, "--raw", "--json", "--slo-tpot", "0.01", "--max-tokens", "2", "--threads",
+                     "2", "Once upon a time"});
+  ASSERT_EQ(slo.exit_code, 0) << slo.err;
+  auto js = nlohmann::json::parse(slo.out);
+  EXPECT_EQ(js["level"], 20);  // the smallest, and the SLO missed
+  EXPECT_EQ(js["slo_missed"], true);
+  // Bad input: an elastic file again, an unknown order, a missing calibration text.
+  Outcome again = cli({"elastify", out, "-o", (dir_ / "e2.gguf").string(), "-q"});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("elastic already"), std::string::npos) << again.err;
+  EXPECT_NE(cli({"elastify", in, "-o", (dir_ / "e3.gguf").string(), "--score", "magic", "-q"}).exit_code, 0);
+  Outcome no_text = cli({"elastify", in, "-o", (dir_ / "e4.gguf").string(), "--calib", (dir_ / "none.txt").string(), "-q"});
+  EXPECT_NE(no_text.exit_code, 0);
+  EXPECT_NE(no_text.err.find("none.txt"), std::string::npos) << no_text.err;
+  EXPECT_FALSE(fs::exists(dir_ / "e2.gguf"));
+}
+
+}  // namespace
