@@ -4,6 +4,7 @@
 // profiles of another model ignored).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "hal/devices/device_registry.h"
@@ -143,6 +144,25 @@ TEST_F(LevelSelection, SloChoicesFollowTheCosts) {
   EXPECT_EQ(other.costs().source, "weights");
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_NE(warnings_[0].find("another model"), std::string::npos) << warnings_[0];
+}
+
+// `llmsvc profile`'s level costs: one per level of the file, in its order, every figure finite
+// and >= 0; they round-trip through JSON, and the selector takes them for this model.
+TEST_F(LevelSelection, AMeasuredProfileIsOneThisModelsSelectorTakes) {
+  auto costs = profile_levels(*model_, *dev_, 1);
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  EXPECT_EQ(costs->source, "profile");
+  EXPECT_EQ(costs->model, level_profile_identity(*model_));
+  ASSERT_EQ(costs->levels.size(), model_->elastic()->levels.size());
+  for (size_t i = 0; i < costs->levels.size(); ++i) {
+    const policy::LevelCost& l = costs->levels[i];
+    EXPECT_EQ(l.percent, model_->elastic()->levels[i]);
+    for (double v : {l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms}) EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
+  }
+  std::ofstream(dir_.file("measured.json")) << policy::level_costs_to_json(*costs);
+  LevelSelector sel(*model_, nullptr, dir_.file("measured.json"), warn());
+  EXPECT_EQ(sel.costs().source, "profile");
+  EXPECT_TRUE(warnings_.empty());
 }
 
 }  // namespace

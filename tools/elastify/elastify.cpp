@@ -7,7 +7,6 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
-#include <sstream>
 #include <thread>
 
 #include "hal/devices/device_registry.h"
@@ -30,13 +29,19 @@ constexpr char kDefaultCalib[] = {
 
 std::string key(const char* field) { return std::string(kElasticPrefix) + field; }
 
-Result<std::string> calibration_text(const Options& o) {
+// The calibration text, as much of it as `tokens` tokens can take (no token is longer than
+// kMaxTokenBytes): a large file is not read whole to be cut after tokenizing.
+Result<std::string> calibration_text(const Options& o, int tokens) {
+  constexpr size_t kMaxTokenBytes = 64;
   if (o.calib_path.empty()) return std::string(kDefaultCalib, sizeof kDefaultCalib);
   std::ifstream in(o.calib_path, std::ios::binary);
   if (!in) return Status(Code::not_found, "elastify: cannot read the calibration text " + o.calib_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text(static_cast<size_t>(tokens) * kMaxTokenBytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.gcount() == static_cast<std::streamsize>(tokens * kMaxTokenBytes))
+    while (!text.empty() && static_cast<unsigned char>(text.back()) >= 0x80) text.pop_back();  // no cut character
+  return text;
 }
 
 // The unit: whole blocks of every layer's ffn_down input (the largest block; all divide it).
@@ -96,10 +101,10 @@ Result<Report> run(const Options& o, const Progress& progress) {
   rep.n_ff = c.n_ff;
   rep.ffn_unit = *unit;
 
-  auto text = calibration_text(o);
+  const int need = std::max(o.calib_tokens, o.layer_tokens);
+  auto text = calibration_text(o, need);
   if (!text.ok()) return text.status();
   std::vector<int32_t> tokens = model.tokenizer().encode(*text, true, false);
-  const int need = std::max(o.calib_tokens, o.layer_tokens);
   if (static_cast<int>(tokens.size()) < o.window)
     return Status(Code::invalid_argument, "elastify: the calibration text has " + std::to_string(tokens.size()) +
                                               " tokens, fewer than one window of " + std::to_string(o.window));

@@ -9,18 +9,10 @@
 
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/graph/forward.h"
+#include "runtime/core/graph/profile_fit.h"
 
 namespace llmsvc {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 int n_levels(const Model& m) { return m.elastic() ? static_cast<int>(m.elastic()->levels.size()) : 1; }
 int percent(const Model& m, int lv) { return m.elastic() ? m.elastic()->levels[lv] : 100; }
@@ -42,30 +34,28 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
   costs.model = level_profile_identity(m);
   Forward fwd(m, device, 256);
   fwd.set_mass_tracking(false);
-  std::vector<int32_t> ids(256);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % c.n_vocab);
+  const std::vector<int32_t> ids = profile::tokens(256, c.n_vocab);
   std::vector<float> logits;
   policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
   for (int lv = 0; lv < n_levels(m); ++lv) {
     if (m.elastic()) LLMSVC_RETURN_IF_ERROR(fwd.set_level(lv));
-    // Least squares of the median prefill times against the prompt length.
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    // The median prefill times fitted to fixed + n * per-token.
+    std::vector<ProfileSample> prefill;
     for (int n : kLengths) {
       std::vector<double> t;
       for (int r = 0; r < reps + 1; ++r) {  // the first run warms the step shape
         policy::KvSequence seq(store);
         const auto t0 = std::chrono::steady_clock::now();
         LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, std::span<const int32_t>(ids).first(n), 0, false, logits));
-        if (r > 0) t.push_back(ms_since(t0));
+        if (r > 0) t.push_back(profile::seconds_since(t0));
       }
-      const double y = median(t);
-      sx += n, sy += y, sxx += double(n) * n, sxy += n * y;
+      prefill.push_back({"prefill", double(n), 0, profile::median(t), 0});
     }
-    const double k = std::size(kLengths), slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
+    const auto fitted = profile::fit(prefill);
     policy::LevelCost l;
     l.percent = percent(m, lv);
-    l.ttft_token_ms = std::max(0.0, slope);
-    l.ttft_fixed_ms = std::max(0.0, (sy - slope * sx) / k);
+    l.ttft_fixed_ms = 1e3 * fitted[0];
+    l.ttft_token_ms = 1e3 * fitted[1];
     std::vector<double> steps;
     for (int r = 0; r < reps; ++r) {
       policy::KvSequence seq(store);
@@ -74,10 +64,10 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
         const int32_t one[] = {ids[i]};
         const auto t0 = std::chrono::steady_clock::now();
         LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, one, kDecodeContext + i, false, logits));
-        steps.push_back(ms_since(t0));
+        steps.push_back(profile::seconds_since(t0));
       }
     }
-    l.tpot_ms = median(steps);
+    l.tpot_ms = 1e3 * profile::median(steps);
     costs.levels.push_back(l);
   }
   return costs;

@@ -18,69 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Least squares y ~ c0 + c1 x1 + c2 x2 (normal equations, 3x3, Gaussian elimination);
-// coefficients that come out negative are fixed at 0 and the rest refitted.
-std::array<double, 3> fit(const std::vector<ProfileSample>& s) {
-  std::array<bool, 3> used{true, true, true};
-  std::array<double, 3> c{};
-  for (int round = 0; round < 3; ++round) {
-    double a[3][4] = {};
-    for (const ProfileSample& p : s) {
-      const double f[3] = {1.0, p.x1, p.x2};
-      for (int i = 0; i < 3; ++i) {
-        if (!used[i]) continue;
-        for (int j = 0; j < 3; ++j)
-          if (used[j]) a[i][j] += f[i] * f[j];
-        a[i][3] += f[i] * p.seconds;
-      }
-    }
-    for (int i = 0; i < 3; ++i)
-      if (!used[i]) a[i][i] = 1.0;  // c_i = 0
-    for (int col = 0; col < 3; ++col) {
-      int piv = col;
-      for (int r = col + 1; r < 3; ++r)
-        if (std::abs(a[r][col]) > std::abs(a[piv][col])) piv = r;
-      std::swap(a[col], a[piv]);
-      if (std::abs(a[col][col]) < 1e-300) continue;
-      for (int r = 0; r < 3; ++r) {
-        if (r == col) continue;
-        const double k = a[r][col] / a[col][col];
-        for (int j = col; j < 4; ++j) a[r][j] -= k * a[col][j];
-      }
-    }
-    bool ok = true;
-    for (int i = 0; i < 3; ++i) {
-      c[i] = used[i] && std::abs(a[i][i]) > 1e-300 ? a[i][3] / a[i][i] : 0.0;
-      if (c[i] < 0) {
-        used[i] = false;
-        ok = false;
-      }
-    }
-    if (ok) break;
-  }
-  for (double& x : c) x = std::max(x, 0.0);
-  return c;
-}
-
-// A deterministic token stream (ids spread over the vocabulary, no specials needed: the
-// cost of a forward pass does not depend on which ids go in).
-std::vector<int32_t> tokens_for(int n, int n_vocab) {
-  std::vector<int32_t> t(n);
-  uint32_t x = 12345;
-  for (int i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    t[i] = static_cast<int32_t>(x % static_cast<uint32_t>(std::max(n_vocab - 1, 1))) + 1;
-  }
-  return t;
-}
-
 }  // namespace
 
 Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& device, const fileio::SafeDir& scratch,
@@ -105,7 +42,7 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
   std::unique_ptr<policy::KvSequence> keep;  // the longest context, reused for the I/O part
   for (int m : contexts) {
     auto seq = std::make_unique<policy::KvSequence>(store);
-    const std::vector<int32_t> toks = tokens_for(m, cfg.n_vocab);
+    const std::vector<int32_t> toks = profile::tokens(m, cfg.n_vocab);
     LLMSVC_RETURN_IF_ERROR(fwd.eval(*seq, toks, 0, false, logits));
     for (int n : counts) {
       if (n > m) continue;
@@ -119,15 +56,15 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
         }
         const auto t0 = Clock::now();
         LLMSVC_RETURN_IF_ERROR(fwd.recompute(*seq, ids, pos, m));
-        t.push_back(seconds_since(t0) / L);
+        t.push_back(profile::seconds_since(t0) / L);
       }
-      rc.push_back({"recompute", double(n), double(m), median(t), 0});
+      rc.push_back({"recompute", double(n), double(m), profile::median(t), 0});
     }
     if (m == max_ctx) keep = std::move(seq);
   }
   // The model is a + n (b + m c): fitted on the features n and n * m.
   for (ProfileSample& p : rc) p.x2 = p.x1 * p.x2;
-  const auto rcc = fit(rc);
+  const auto rcc = profile::fit(rc);
   out.cost.rc_fixed_s = rcc[0];
   out.cost.rc_token_s = rcc[1];
   out.cost.rc_token_ctx_s = rcc[2];
@@ -191,15 +128,15 @@ Result<SwitchProfile> profile_switch_cost(const Model& model, hal::Device& devic
           if (!s.ok()) status = s;
         for (int c = 0; c < k && copy_in && status.ok(); ++c)
           status = keep->write_chunk(c, static_cast<size_t>(layer) * layer_bytes, bufs[c]);
-        t.push_back(seconds_since(t0));
+        t.push_back(profile::seconds_since(t0));
       }
       if (!status.ok()) break;
-      ld.push_back({"load", double(k), double(k) * double(layer_bytes), median(t), 0});
+      ld.push_back({"load", double(k), double(k) * double(layer_bytes), profile::median(t), 0});
     }
   }
   (void)scratch.remove_tree(dir);
   LLMSVC_RETURN_IF_ERROR(status);
-  const auto ioc = fit(ld);
+  const auto ioc = profile::fit(ld);
   out.cost.io_fixed_s = ioc[0];
   out.cost.io_chunk_s = ioc[1];
   out.cost.io_byte_s = ioc[2];

@@ -11,16 +11,11 @@
 #include "base/safe_dir.h"
 #include "base/status.h"
 #include "policy/planning/switch_cost.h"
+#include "runtime/core/graph/profile_fit.h"
 #include "runtime/core/model/model.h"
 
 namespace llmsvc {
 
-struct ProfileSample {
-  std::string what;  // "recompute" or "load"
-  double x1 = 0, x2 = 0;  // recompute: tokens, context; load: chunks, bytes (per layer)
-  double seconds = 0;     // per layer, median of the repetitions
-  double fitted = 0;      // what the fitted model predicts
-};
 
 struct SwitchProfile {
   policy::SwitchCost cost;
