@@ -480,10 +480,8 @@ std::vector<int32_t> EngineImpl::turn_tokens(const ChatTemplate& chat, bool raw,
 Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, int prompt_tokens) {
   auto choice = levels_.choose(params.level_percent, params.slo_ttft_ratio, params.slo_tpot_ratio, prompt_tokens);
   if (!choice.ok() || choice->index < 0) return choice;
-  // Whether the Forward can run it (one device that slices weights): set here as each
-  // evaluation sets it again.
-  std::lock_guard<FairMutex> lock(compute_mu_);
-  Status runnable = forward_->set_level(choice->index);
+  // Whether the Forward can run it (one device that slices weights); each evaluation sets it.
+  Status runnable = forward_->check_level(choice->index);
   if (runnable.ok()) return choice;
   if (params.level_percent != 0) return runnable;
   return LevelSelector::Choice{-1, 100, true};

@@ -109,10 +109,10 @@ class EngineImpl final : public Engine {
   Status check_keeps_messages(const ContextState& ctx) const;
   // The elastic level a call of `prompt_tokens` new tokens runs at (LevelSelector: the one it
   // asks for, else the SLO's choice), checked against what the Forward can run
-  // (Forward::set_level's unsupported: an asked level fails the call, an SLO's choice falls
+  // (Forward::check_level's unsupported: an asked level fails the call, an SLO's choice falls
   // back to the full model with the SLO missed).
   Result<LevelSelector::Choice> call_level(const CallParams& params, int prompt_tokens);
-  // `level`: the Forward's level index every evaluation of the call runs at (level_index).
+  // `level`: the Forward's level index every evaluation of the call runs at (call_level).
   Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params, int level,
                   constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st, std::string* reply);
   // The call's structured-output constraint (null without one): its schema or grammar

@@ -158,18 +158,21 @@ Status Forward::ensure_arenas() {
   return Status::Ok();
 }
 
-Status Forward::set_level(int level) {
+Status Forward::check_level(int level) const {
   const ElasticSpec* spec = model_.elastic();
   const int full = spec ? spec->full() : 0;
-  if (level < 0 || level == full) {
-    level_ = -1;
-    return Status::Ok();
-  }
+  if (level < 0 || level == full) return Status::Ok();
   if (!spec || level > full) return Status(Code::invalid_argument, "forward: no elastic level " + std::to_string(level));
   if (!model_.levels_status().ok()) return model_.levels_status();
   if (devices_.size() != 1 || devices_[0] != &model_.device())
     return Status(Code::unsupported, "forward: elastic levels run on the model's own device only");
-  level_ = level;
+  return Status::Ok();
+}
+
+Status Forward::set_level(int level) {
+  LLMSVC_RETURN_IF_ERROR(check_level(level));
+  const ElasticSpec* spec = model_.elastic();
+  level_ = level < 0 || !spec || level == spec->full() ? -1 : level;
   return Status::Ok();
 }
 

@@ -100,6 +100,9 @@ class Forward {
   // Code::unsupported when the model has no levels or the device cannot slice weights
   // (Model::levels_status), or the graph is placed on several devices.
   Status set_level(int level);
+  // What set_level(level) would answer, without setting it (no state touched: callable without
+  // the lock that serializes evaluations).
+  Status check_level(int level) const;
   int level() const { return level_; }
   // For offline tools (elastify's layer scores, the layer-dropping baseline): the layers whose
   // ops are left out (the residual stream passes them unchanged). Their KV is not written, so
