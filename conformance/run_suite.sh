@@ -10,7 +10,8 @@
 # The daemon is stopped with SIGTERM at the end and must exit 0. LLMSVC_CONF_KEEP=1 keeps the
 # directory (logs, state). The model: llmsvcd's and the library's default ($LLMSVC_MODEL_DIR).
 # LLMSVC_CONF_DEVICES="opencl,cpu" runs the model there: the suite's embedded bindings take it as
-# their device list, the daemon's configuration as its devices.
+# their device list, the daemon's configuration as its devices. LLMSVC_CONF_ADAPTERS="NAME=PATH;..."
+# offers LoRA adapters: the embedded bindings' llmsvc_bind_options.adapters, the daemon's [adapters].
 set -u
 
 # Starts llmsvcd in $1 (socket s.sock, state state/, log llmsvcd.N.log) and waits until it
@@ -91,6 +92,10 @@ case "$mode" in
     {
       if [ -n "${LLMSVC_CONF_DEVICES:-}" ]; then
         printf 'devices = ["%s"]\n' "$(echo "$LLMSVC_CONF_DEVICES" | sed 's/,/", "/g')"
+      fi
+      if [ -n "${LLMSVC_CONF_ADAPTERS:-}" ]; then
+        printf '[adapters]\n'
+        echo "$LLMSVC_CONF_ADAPTERS" | tr ';' '\n' | sed -n 's/^\([^=]*\)=\(.*\)$/\1 = "\2"/p'
       fi
       printf '[quotas]\ncontexts = %s\n' "$quota_contexts"
     } >"$dir/llmsvcd.toml"

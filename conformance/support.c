@@ -15,6 +15,8 @@ llmsvc_service* conf_bind(conf_t* t, const char* target) {
   o.target = target;
   /* The devices of an embedded binding (a daemon's come from its configuration). */
   o.device = getenv("LLMSVC_CONF_DEVICES");
+  /* The adapters an embedded binding offers (a daemon's come from its configuration). */
+  o.adapters = getenv("LLMSVC_CONF_ADAPTERS");
   llmsvc_service* svc = NULL;
   llmsvc_status st = llmsvc_bind(&o, &svc);
   if (st != LLMSVC_OK) {

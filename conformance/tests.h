@@ -21,5 +21,6 @@ extern const conf_test conf_structured_tests[];  /* JSON-*    test_structured.c 
 extern const conf_test conf_fork_tests[];        /* FORK-*    test_fork.c */
 extern const conf_test conf_tools_tests[];       /* TOOL-*    test_tools.c */
 extern const conf_test conf_level_tests[];       /* LEVEL-*   test_level.c */
+extern const conf_test conf_adapter_tests[];     /* ADAPTER-* test_adapter.c */
 
 #endif /* LLMSVC_CONFORMANCE_TESTS_H */

@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 5
+#define LLMSVC_ABI_VERSION_MINOR 6
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -125,6 +125,13 @@ typedef struct llmsvc_bind_options {
    *  first); NULL or "": the default (the CPU). One not present here is LLMSVC_ERR_UNSUPPORTED,
    *  its detail naming the devices present. Since ABI 1.1. */
   const char* device;
+  /** Embedded, since ABI 1.6: LoRA adapters the service offers, "NAME=PATH" entries separated
+   *  by ';' (a NAME is 1..64 bytes of [A-Za-z0-9._-]; PATH a GGUF adapter in llama.cpp's
+   *  format, made for this model). Loaded by bind: a missing or bad file, or one made for
+   *  another model, fails it (the detail names the adapter). NULL or "": none. Contexts and
+   *  calls choose one by name (llmsvc_context_options.adapter, llmsvc_call_options.adapter);
+   *  llmsvc_adapter_list lists them. Through llmsvcd the daemon's configuration offers them. */
+  const char* adapters;
 } llmsvc_bind_options;
 
 LLMSVC_API void llmsvc_bind_options_init(llmsvc_bind_options* options);
@@ -157,6 +164,12 @@ typedef struct llmsvc_context_options {
    *  [A-Za-z0-9_.-], each once), LLMSVC_ERR_UNSUPPORTED for a model whose template renders
    *  no tools or whose call syntax the library does not parse. */
   const char* tools_json;
+  /** Since ABI 1.6: the LoRA adapter every call of this context runs with, by name (one the
+   *  service offers: llmsvc_adapter_list); NULL or "": none. Kept with the context (reopened,
+   *  forked, after a restart). A name the service does not offer is
+   *  LLMSVC_ERR_INVALID_ARGUMENT naming those it does; through a daemon older than this
+   *  (protocol < 8) a name is LLMSVC_ERR_UNSUPPORTED. */
+  const char* adapter;
 } llmsvc_context_options;
 
 LLMSVC_API void llmsvc_context_options_init(llmsvc_context_options* options);
@@ -297,6 +310,11 @@ typedef struct llmsvc_call_options {
    * calls run at; llmsvc_call_result.level_percent reports it. Through a daemon older than this
    * (protocol < 7) a level other than 0 is LLMSVC_ERR_UNSUPPORTED, before anything is sent. */
   int32_t level_percent;
+  /** Since ABI 1.6: the LoRA adapter this call runs with in place of its context's, by name;
+   *  NULL or "": the context's own. The tokens the call adds (prompt and reply) get their
+   *  state from it; when the service later recomputes that state (after memory pressure) it
+   *  uses the context's adapter. Errors as llmsvc_context_options.adapter. */
+  const char* adapter;
 } llmsvc_call_options;
 
 LLMSVC_API void llmsvc_call_options_init(llmsvc_call_options* options);
@@ -437,6 +455,13 @@ LLMSVC_API void llmsvc_model_info_init(llmsvc_model_info* info);
  *  that cannot be reached is LLMSVC_ERR_UNAVAILABLE, one older than this function (protocol
  *  < 4) LLMSVC_ERR_UNSUPPORTED. Thread-safe. */
 LLMSVC_API llmsvc_status llmsvc_model_info_get(llmsvc_service* service, llmsvc_model_info* out);
+
+/** Called once per name, in order; return non-zero to stop early. */
+typedef int (*llmsvc_name_fn)(const char* name, void* user);
+/** The LoRA adapters the service offers, by name, in the order they were given (since ABI
+ *  1.6; embedded: llmsvc_bind_options.adapters; through llmsvcd: its configuration's). A
+ *  daemon older than this (protocol < 8) is LLMSVC_ERR_UNSUPPORTED. Thread-safe. */
+LLMSVC_API llmsvc_status llmsvc_adapter_list(llmsvc_service* service, llmsvc_name_fn fn, void* user);
 
 /** How llmsvc_count_tokens() counts. */
 typedef struct llmsvc_count_options {

@@ -41,6 +41,18 @@ llmsvc_status llmsvc_model_info_get(llmsvc_service* service, llmsvc_model_info* 
   });
 }
 
+llmsvc_status llmsvc_adapter_list(llmsvc_service* service, llmsvc_name_fn fn, void* user) {
+  return guarded([&] {
+    if (!service) return fail(LLMSVC_ERR_INVALID_ARGUMENT, "service is NULL");
+    if (!fn) return fail(LLMSVC_ERR_INVALID_ARGUMENT, "fn is NULL");
+    auto names = service->service->transport().adapters();
+    if (!names.ok()) return fail(names.status());
+    for (const std::string& name : *names)
+      if (fn(name.c_str(), user) != 0) break;
+    return LLMSVC_OK;
+  });
+}
+
 llmsvc_status llmsvc_count_tokens(llmsvc_service* service, const char* text, size_t len,
                                   const llmsvc_count_options* options, int32_t* out_count) {
   return guarded([&] {

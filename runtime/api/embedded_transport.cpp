@@ -32,6 +32,7 @@ class EmbeddedTransport final : public Transport {
   Result<std::vector<std::string>> list_contexts() override { return engine_->list_contexts(); }
   Result<ContextInfo> context_info(std::string_view id) override { return engine_->context_info(id); }
   Result<ModelInfo> model_info() override { return engine_->model_info(); }
+  Result<std::vector<std::string>> adapters() override { return engine_->model_info().adapters; }
   Status append_messages(std::string_view id, std::span<const ChatMessage> messages) override {
     return engine_->append_messages(id, messages, 0);
   }

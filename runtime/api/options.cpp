@@ -106,6 +106,12 @@ Result<BindConfig> read_bind_options(const llmsvc_bind_options* options) {
     LLMSVC_RETURN_IF_ERROR(check_cstr(o.device, "device"));
     config.engine.device = o.device;
   }
+  if (o.adapters != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.adapters, "adapters"));
+    auto list = parse_adapter_list(o.adapters);
+    if (!list.ok()) return list.status();
+    config.engine.adapters = std::move(list).value();
+  }
   config.engine.recompute_on_model_change = o.recompute_on_model_change != 0;
   config.engine.kv_budget_bytes = o.kv_budget_bytes;
   if (!std::isfinite(o.kv_ratio) || o.kv_ratio > 1.0f) return bad("kv_ratio must be at most 1 (negative: no compression)");
@@ -140,6 +146,11 @@ Result<ContextOptions> read_context_options(const llmsvc_context_options* option
   if (in->tools_json != nullptr) {
     LLMSVC_RETURN_IF_ERROR(check_cstr(in->tools_json, "tools_json"));
     out.tools = in->tools_json;
+  }
+  if (in->adapter != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(in->adapter, "adapter"));
+    out.adapter = in->adapter;
+    if (!out.adapter.empty()) LLMSVC_RETURN_IF_ERROR(check_adapter_name(out.adapter, "adapter"));
   }
   return out;
 }
@@ -186,6 +197,10 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
     p.grammar = o.grammar;
   }
   p.level_percent = o.level_percent;
+  if (o.adapter != nullptr) {
+    LLMSVC_RETURN_IF_ERROR(check_cstr(o.adapter, "adapter"));
+    p.adapter = o.adapter;
+  }
   LLMSVC_RETURN_IF_ERROR(check_call_params(p));
   return p;  // (the SLO ratios are carried; the engine does not choose levels by them yet)
 }

@@ -56,6 +56,10 @@ class UnixTransport final : public Transport {
                                                   " bytes");
       req.tools = options.tools;
     }
+    if (!options.adapter.empty()) {
+      LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionAdapters, "a LoRA adapter"));
+      req.adapter = options.adapter;
+    }
     auto opened = single<p::ContextOpened>((*conn)->round_trip(req));
     if (!opened.ok()) return opened.status();
     open_[opened->id].handle = opened->handle;
@@ -136,6 +140,7 @@ class UnixTransport final : public Transport {
       LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionMessages, "structured output"));
     // An older daemon would not hear the level and run the call at whatever level it runs.
     if (params.level_percent != 0) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionLevels, "an elastic level"));
+    if (!params.adapter.empty()) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionAdapters, "a LoRA adapter"));
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);
@@ -241,6 +246,17 @@ class UnixTransport final : public Transport {
     auto r = single<p::ModelInfoReply>((*conn)->round_trip(p::ModelInfoRequest{}));
     if (!r.ok()) return r.status();
     return std::move(r->info);
+  }
+
+  Result<std::vector<std::string>> adapters() override {
+    {
+      auto conn = connection();
+      if (!conn.ok()) return conn.status();
+      LLMSVC_RETURN_IF_ERROR(need_version(**conn, p::kVersionAdapters, "listing adapters"));
+    }
+    auto info = model_info();
+    if (!info.ok()) return info.status();
+    return std::move(info->adapters);
   }
 
   Status append_messages(std::string_view id, std::span<const ChatMessage> messages) override {

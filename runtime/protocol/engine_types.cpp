@@ -56,6 +56,7 @@ CallOptions to_wire(const CallParams& params) {
   o.json_schema = params.json_schema;
   o.grammar = params.grammar;
   o.level_percent = params.level_percent;
+  o.adapter = params.adapter;
   return o;
 }
 
@@ -67,6 +68,7 @@ CallParams from_wire(const CallOptions& options) {
   p.json_schema = options.json_schema;
   p.grammar = options.grammar;
   p.level_percent = options.level_percent;
+  p.adapter = options.adapter;
   return p;
 }
 

@@ -165,6 +165,7 @@ struct ContextNew {
   std::optional<std::string> system_prompt;  // absent: none / the template's default
   bool raw = false;
   std::string tools{};  // version 6: the tools the conversation may call (JSON; "": none)
+  std::string adapter{};  // version 8: its LoRA adapter's name ("": none)
 
   template <class IO, class M>
   static Status fields(IO& io, M& m) {
@@ -172,7 +173,9 @@ struct ContextNew {
     LLMSVC_RETURN_IF_ERROR(io.opt_text("system_prompt", m.system_prompt, kAnyText));
     LLMSVC_RETURN_IF_ERROR(io.boolean("raw", m.raw));
     if (io.version() < kVersionFork) return Status::Ok();
-    return io.text("tools", m.tools, Bounds{0, kMaxToolsBytes});
+    LLMSVC_RETURN_IF_ERROR(io.text("tools", m.tools, Bounds{0, kMaxToolsBytes}));
+    if (io.version() < kVersionAdapters) return Status::Ok();
+    return io.text("adapter", m.adapter, Bounds{0, 64});
   }
   bool operator==(const ContextNew&) const = default;
 };
@@ -277,6 +280,7 @@ struct CallOptions {
   std::string json_schema; // version 5: structured output ("": none)
   std::string grammar;
   int32_t level_percent = 0; // version 7: the elastic level in per cent (0: the service chooses)
+  std::string adapter;       // version 8: the LoRA adapter's name ("": the context's)
   bool operator==(const CallOptions&) const = default;
 };
 
@@ -312,7 +316,9 @@ struct Call {
     LLMSVC_RETURN_IF_ERROR(io.text("options.json_schema", o.json_schema, Bounds{0, kMaxConstraintBytes}));
     LLMSVC_RETURN_IF_ERROR(io.text("options.grammar", o.grammar, Bounds{0, kMaxConstraintBytes}));
     if (io.version() < kVersionLevels) return Status::Ok();
-    return io.i32("options.level_percent", o.level_percent);
+    LLMSVC_RETURN_IF_ERROR(io.i32("options.level_percent", o.level_percent));
+    if (io.version() < kVersionAdapters) return Status::Ok();
+    return io.text("options.adapter", o.adapter, Bounds{0, 64});
   }
   bool operator==(const Call&) const = default;
 };
@@ -446,7 +452,9 @@ struct ModelInfoReply {
     LLMSVC_RETURN_IF_ERROR(special_token(io, "bos.id", "bos.text", i.bos));
     LLMSVC_RETURN_IF_ERROR(special_token(io, "eos.id", "eos.text", i.eos));
     LLMSVC_RETURN_IF_ERROR(special_token(io, "eot.id", "eot.text", i.eot));
-    return io.text_list("devices", i.devices, kMaxInfoDevices, Bounds{1, 64});
+    LLMSVC_RETURN_IF_ERROR(io.text_list("devices", i.devices, kMaxInfoDevices, Bounds{1, 64}));
+    if (io.version() < kVersionAdapters) return Status::Ok();
+    return io.text_list("adapters", i.adapters, llmsvc::kMaxAdapters, Bounds{1, 64});
   }
   bool operator==(const ModelInfoReply&) const = default;
 };

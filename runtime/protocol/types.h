@@ -18,15 +18,17 @@ namespace llmsvc::protocol {
 // log-probabilities) in PIECE. Version 5 adds a context's conversation: CONTEXT_APPEND,
 // CONTEXT_TRUNCATE, CONTEXT_MESSAGES and its reply, and CALL's reply_only. Version 6 adds
 // CONTEXT_FORK, and the count of shared chunks to CONTEXT_INFO_REPLY. Version 7 appends the
-// elastic level to CALL's options and to RESULT's stats.
+// elastic level to CALL's options and to RESULT's stats. Version 8 adds LoRA adapters: a name
+// in CONTEXT_NEW and in CALL's options, and the names offered in MODEL_INFO_REPLY.
 inline constexpr uint16_t kMinVersion = 1;
-inline constexpr uint16_t kMaxVersion = 7;
+inline constexpr uint16_t kMaxVersion = 8;
 inline constexpr uint16_t kVersionPolicyFigures = 2;
 inline constexpr uint16_t kVersionQ3Chunks = 3;
 inline constexpr uint16_t kVersionModelInfo = 4;
 inline constexpr uint16_t kVersionMessages = 5;
 inline constexpr uint16_t kVersionFork = 6;
 inline constexpr uint16_t kVersionLevels = 7;
+inline constexpr uint16_t kVersionAdapters = 8;
 
 // Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
 inline constexpr size_t kHeaderBytes = 16;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "base/file_io.h"
+#include "runtime/core/engine/call_types.h"
+#include "runtime/core/engine/info_types.h"
 
 namespace llmsvc::service {
 namespace {
@@ -63,7 +65,7 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
                                               "kv_budget_bytes", "kv_ratio", "idle_timeout_ms", "exit_idle_ms", "max_calls",
                                               "stop_timeout_ms", "max_unsent_bytes", "write_timeout_ms", "quotas",
                                               "min_rate_bytes_per_s", "rate_window_ms", "max_connections", "fd_reserve",
-                                              "devices", "placement"};
+                                              "devices", "placement", "adapters"};
   for (const auto& [k, v] : t) {
     if (!kKeys.count(std::string(k.str()))) return bad(path, "unknown key '" + std::string(k.str()) + "'");
   }
@@ -175,6 +177,18 @@ Status load_config_file(const std::string& path, DaemonConfig& c) {
         c.quotas.by_uid[*uid] = app;
       }
     }
+  }
+  if (t.contains("adapters")) {
+    const toml::table* a = t["adapters"].as_table();
+    if (!a) return bad(path, "adapters must be a table of NAME = \"PATH\" ([adapters])");
+    for (const auto& [k, v] : *a) {
+      const std::string name(k.str());
+      if (Status s = check_adapter_name(name, "adapters." + name); !s.ok()) return bad(path, s.message());
+      auto file = v.value<std::string>();
+      if (!file || file->empty()) return bad(path, "adapters." + name + " must be a file path");
+      c.adapters.emplace_back(name, *file);
+    }
+    if (c.adapters.size() > kMaxAdapters) return bad(path, "adapters: more than " + std::to_string(kMaxAdapters));
   }
   if (t.contains("kv_ratio")) {
     auto v = t["kv_ratio"].value<double>();

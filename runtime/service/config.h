@@ -31,6 +31,9 @@
 //   max_connections = 0               # connections at once, all apps; 0: the descriptor limit
 //                                     #   less fd_reserve
 //   fd_reserve = 64                   # descriptors kept for the daemon's own files
+//   [adapters]                        # LoRA adapters offered to apps, by name (sorted):
+//   summarize = "/usr/share/llmsvc/adapters/summarize.gguf"  # NAME = GGUF path; NAME 1..64 of
+//                                     #   [A-Za-z0-9._-]; a bad file stops the start
 //   [quotas]                          # per app (uid), each; 0: no limit (QUOTA_EXCEEDED past one)
 //   contexts = 64                     # contexts held, open or stored
 //   context_tokens = 0                # tokens in one context (0: the engine's n_ctx)
@@ -45,6 +48,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -59,6 +63,7 @@ struct DaemonConfig {
   // are spread: "" by capability and cost, "layers:N", "ops:KIND[+KIND...]".
   std::vector<std::string> devices;
   std::string placement;
+  std::vector<std::pair<std::string, std::string>> adapters;  // (name, path), by name
   std::string state_dir;
   bool fix_state_permissions = false;  // persist/state_root.h: chmod 0700 rather than refuse
   std::string listen;

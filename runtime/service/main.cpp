@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
   eo.n_threads = cfg.threads;
   for (const std::string& d : cfg.devices) eo.device += (eo.device.empty() ? "" : ",") + d;
   eo.placement = cfg.placement;
+  eo.adapters = cfg.adapters;
   eo.n_ctx = cfg.n_ctx;
   eo.kv_budget_bytes = cfg.kv_budget_bytes;
   eo.kv_ratio = cfg.kv_ratio;

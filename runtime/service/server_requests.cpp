@@ -124,6 +124,7 @@ void Server::handle_request(const SessionPtr& s, uint32_t stream, const p::Messa
     o.system_prompt = req->system_prompt.value_or("");
     o.raw = req->raw;
     o.tools = req->tools;
+    o.adapter = req->adapter;
     ++s->ops_in_flight;
     ops_->post([this, app, o, answer, fail] {
       auto id = apps_.create(app, o);

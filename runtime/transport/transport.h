@@ -41,6 +41,9 @@ class Transport {
   virtual Result<ContextInfo> context_info(std::string_view id) = 0;
   // The model and where it runs (a daemon too old to say: Code::unsupported).
   virtual Result<ModelInfo> model_info() { return Status(Code::unsupported, "this transport has no model information"); }
+  // The LoRA adapters the service offers, by name (ModelInfo::adapters, where the far end
+  // reports them: unsupported where it cannot).
+  virtual Result<std::vector<std::string>> adapters() { return Status(Code::unsupported, "this transport lists no adapters"); }
   // A context's conversation (Engine::append_messages, truncate_messages, messages); a daemon
   // too old for them: Code::unsupported. A call with CallParams::reply_only generates a reply.
   virtual Status append_messages(std::string_view /*id*/, std::span<const ChatMessage> /*messages*/) {

@@ -178,6 +178,17 @@ inline std::vector<Sample> protocol_samples() {
   CallStats leveled = tooled;
   leveled.level_percent = 20;
   v.push_back({S, 36, CallResult{0, "", 2, leveled}});
+  // Version 8: LoRA adapters, a context's and a call's, and those a daemon offers.
+  ContextNew adapted;
+  adapted.id = "adapted";
+  adapted.adapter = "summarize";
+  v.push_back({C, 37, adapted});
+  CallOptions with_adapter = level;
+  with_adapter.adapter = "rewrite.v2";
+  v.push_back({C, 38, Call{5, "Shorter?", with_adapter}});
+  ModelInfo offering = mi;
+  offering.adapters = {"summarize", "rewrite.v2"};
+  v.push_back({S, 39, ModelInfoReply{offering}});
   return v;
 }
 

@@ -57,11 +57,16 @@ TEST(ProtocolEngineTypes, CallParamsCrossWhole) {
   c.slo_ttft_ratio = 0.3f;
   c.slo_tpot_ratio = 0.6f;
   c.level_percent = 30;
+  c.adapter = "summarize";
   Call call;
   call.handle = 1;
   call.options = to_wire(c);
   const llmsvc::CallParams back = from_wire(through_wire(call, kMaxVersion).options);
   EXPECT_EQ(back.level_percent, 30);
+  EXPECT_EQ(back.adapter, "summarize");
+  // Version 7 has no adapter: the client refuses to send one (unix_transport), the daemon hears none.
+  EXPECT_EQ(from_wire(through_wire(call, 7).options).adapter, "");
+  EXPECT_EQ(from_wire(through_wire(call, 7).options).level_percent, 30);
   // Version 6 has no level: the daemon hears 0, its own choice (the client refuses to send one).
   EXPECT_EQ(from_wire(through_wire(call, 6).options).level_percent, 0);
   EXPECT_EQ(from_wire(through_wire(call, 6).options).max_tokens, 44);

@@ -25,6 +25,11 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionAdapters) {
+    if (auto* call = std::get_if<Call>(&m)) call->options.adapter.clear();
+    if (auto* made = std::get_if<ContextNew>(&m)) made->adapter.clear();
+    if (auto* info = std::get_if<ModelInfoReply>(&m)) info->info.adapters.clear();
+  }
   if (version < kVersionLevels) {
     if (auto* call = std::get_if<Call>(&m)) call->options.level_percent = 0;
     if (auto* result = std::get_if<CallResult>(&m)) result->stats.level_percent = 0;
@@ -324,6 +329,9 @@ TEST(ProtocolMessages, ValuesOutOfRange) {
   mi = {};
   mi.devices = {""};
   refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.devices[0]: is empty");
+  mi.devices = {"cpu"};
+  mi.adapters = {std::string(65, 'a')};
+  refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.adapters[0]: ");
   mi = {};
   mi.weight_types = {{"", 1, 4}};
   refuses(ModelInfoReply{mi}, "MODEL_INFO_REPLY.weight_types.type: is empty");

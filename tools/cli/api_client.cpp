@@ -25,6 +25,7 @@ Result<ServicePtr> bind_service(const ModelArgs& args) {
   o.n_ctx = args.n_ctx;
   o.state_dir = args.state_dir.empty() ? nullptr : args.state_dir.c_str();
   o.device = args.device.empty() ? nullptr : args.device.c_str();
+  o.adapters = args.adapters.empty() ? nullptr : args.adapters.c_str();
   // The reader llmsvc_bind uses, run first only to know what it will bind to.
   auto config = api::read_bind_options(&o);
   if (!config.ok()) return config.status();
@@ -32,10 +33,10 @@ Result<ServicePtr> bind_service(const ModelArgs& args) {
   if (config->target == api::TargetKind::embedded) {
     progress = std::make_unique<LoadProgress>("loading " + config->engine.model_path);
   } else if (!args.model.empty() || args.threads != 0 || args.n_ctx != 0 || !args.state_dir.empty() ||
-             !args.device.empty()) {
+             !args.device.empty() || !args.adapters.empty()) {
     std::fprintf(stderr,
-                 "llmsvc: note: --model, --threads, --ctx, --device and --state-dir are ignored: the daemon at %s has "
-                 "its own\n",
+                 "llmsvc: note: --model, --threads, --ctx, --device, --lora and --state-dir are ignored: the daemon at "
+                 "%s has its own\n",
                  config->socket_path.c_str());
   }
   llmsvc_service* svc = nullptr;

@@ -22,6 +22,17 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("--ctx", args.n_ctx, "tokens per context (0: the model's trained length)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--device", args.device, "the devices that run the model, comma-separated in order of preference (cpu, cpu:1, opencl, opencl:N or opencl:NAME; default: cpu)");
+  cmd.add_option_function<std::vector<std::string>>(
+         "--lora",
+         [&args](const std::vector<std::string>& list) {
+           for (const std::string& s : list) {
+             if (s.find(';') != std::string::npos) throw CLI::ValidationError("--lora", "a ';' in '" + s + "'");
+             args.adapters.append(args.adapters.empty() ? "" : ";").append(s);
+           }
+         },
+         "offer a LoRA adapter (a GGUF in llama.cpp's format) under NAME (repeatable; embedded only: a daemon "
+         "offers its configured ones); calls choose it with --adapter NAME")
+      ->option_text("NAME=PATH");
   cmd.add_option("--state-dir", args.state_dir, "where persistent contexts live (default: $LLMSVC_STATE_DIR, "
                                                 "$XDG_STATE_HOME/llmsvc or ~/.local/state/llmsvc)");
 }
@@ -49,6 +60,8 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
       ->option_text("R");
   cmd.add_option("--slo-tpot", args.slo_tpot_ratio, "SLO: time per output token as a ratio of the full model's (0: none)")
       ->option_text("R");
+  cmd.add_option("--adapter", args.adapter, "run the call with this LoRA adapter the service offers (--lora)")
+      ->option_text("NAME");
   // The same from files: schemas and grammars are usually longer than a command line likes.
   cmd.add_option_function<std::string>(
          "--json-schema-file", [&args](const std::string& path) { args.json_schema = read_text_file(path); },

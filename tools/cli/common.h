@@ -24,6 +24,7 @@ struct ModelArgs {
   int n_ctx = 0;
   std::string state_dir;  // empty: $LLMSVC_STATE_DIR, $XDG_STATE_HOME/llmsvc, ~/.local/state/llmsvc
   std::string device;     // empty: the default device
+  std::string adapters;   // --lora NAME=PATH, repeated: "NAME=PATH;..." (llmsvc_bind_options.adapters)
 };
 void add_model_options(CLI::App& cmd, ModelArgs& args);
 
@@ -41,6 +42,7 @@ struct SamplingArgs {
   std::string grammar;      // GBNF ("": none)
   int level_percent = 0;    // --level: the elastic level in per cent (0: the service chooses)
   float slo_ttft_ratio = 0.0f, slo_tpot_ratio = 0.0f;  // --slo-ttft / --slo-tpot (0: none)
+  std::string adapter;      // --adapter: the LoRA adapter the call runs with ("": the context's)
 };
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args);
 // A whole file's bytes (CLI::ValidationError when it cannot be read).

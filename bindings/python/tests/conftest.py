@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The target the suite runs against: LLMSVC_PY_TARGET=embedded (default; the engine in this
 process, state in a fresh directory) or daemon (a real llmsvcd, the binary named by $LLMSVCD,
-started on a fresh socket for the session and stopped with SIGTERM: it must exit 0)."""
+started on a fresh socket for the session and stopped with SIGTERM: it must exit 0).
+LLMSVC_PY_ADAPTER names a LoRA adapter for the model that the service offers as "suite"."""
 import os
 import subprocess
 import tempfile
@@ -13,9 +14,17 @@ import pytest
 import llmsvc
 
 
+ADAPTER = os.environ.get("LLMSVC_PY_ADAPTER", "")
+
+
 def _start_daemon(binary: str, root: str) -> "subprocess.Popen[bytes]":
     sock = os.path.join(root, "s.sock")
     args = [binary, "--listen", sock, "--state-dir", os.path.join(root, "state"), "--threads", "2"]
+    if ADAPTER:
+        config = os.path.join(root, "llmsvcd.toml")
+        with open(config, "w") as f:
+            f.write(f'[adapters]\nsuite = "{ADAPTER}"\n')
+        args += ["--config", config]
     if os.getuid() == 0:
         args.append("--allow-root")  # it drops every capability; as root (CI) it must be told
     log = open(os.path.join(root, "llmsvcd.log"), "wb")
@@ -57,7 +66,8 @@ def embedded(target: str) -> bool:
 
 @pytest.fixture
 def svc(target: str) -> Iterator[llmsvc.Service]:
-    with llmsvc.Service(target, n_threads=2) as s:
+    adapters = {"suite": ADAPTER} if ADAPTER and target == "embedded" else None
+    with llmsvc.Service(target, n_threads=2, adapters=adapters) as s:
         yield s
 
 

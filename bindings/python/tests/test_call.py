@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Calls: a whole reply, its tokens and log-probabilities, options, determinism."""
 import math
+import os
 
 import pytest
 
@@ -95,3 +96,23 @@ def test_the_elastic_level_is_reported_and_checked(svc, fresh_id):
         assert missed.level_percent == 100 and missed.slo_missed == 1
     svc.delete_context(fresh_id)
     svc.delete_context(fresh_id + "-b")
+
+
+def test_adapter_by_context_and_by_call(svc: llmsvc.Service, fresh_id: str) -> None:
+    if not os.environ.get("LLMSVC_PY_ADAPTER"):
+        pytest.skip("no adapter offered (LLMSVC_PY_ADAPTER)")
+    assert svc.adapters() == ["suite"]
+    prompt = "Name three colours."
+    with svc.new_context(fresh_id + "-a", adapter="suite") as a, svc.new_context(fresh_id + "-b") as b, \
+            svc.new_context(fresh_id + "-c") as c:
+        by_context = a.call(prompt, max_tokens=8)
+        by_call = b.call(prompt, max_tokens=8, adapter="suite")
+        plain = c.call(prompt, max_tokens=8)
+        assert by_context.tokens == by_call.tokens
+        assert by_context.tokens != plain.tokens
+        with pytest.raises(llmsvc.InvalidArgumentError):
+            c.call(prompt, max_tokens=4, adapter="no-such-adapter")
+    for suffix in ("-a", "-b", "-c"):
+        svc.delete_context(fresh_id + suffix)
+    with pytest.raises(llmsvc.InvalidArgumentError):
+        svc.new_context(fresh_id + "-d", adapter="no-such-adapter")

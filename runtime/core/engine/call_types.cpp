@@ -2,6 +2,9 @@
 // The rules of CallParams, in one place; the roles' names.
 #include "runtime/core/engine/call_types.h"
 
+#include "runtime/core/persist/state_dir.h"
+
+#include <algorithm>
 #include <cmath>
 
 namespace llmsvc {
@@ -44,7 +47,31 @@ Status check_call_params(const CallParams& p) {
   if (p.grammar.size() > kMaxConstraintBytes) return bad("grammar is longer than 64 KiB");
   if (p.level_percent < 0 || p.level_percent > 100)
     return bad("level_percent is " + std::to_string(p.level_percent) + ": 0 (the service chooses) or a level in 1..100");
+  if (!p.adapter.empty()) return check_adapter_name(p.adapter, "adapter");
   return Status::Ok();
+}
+
+Status check_adapter_name(std::string_view name, std::string_view what) {
+  if (!persist::valid_context_id(name))
+    return bad(std::string(what) + ": an adapter name is 1..64 bytes of [A-Za-z0-9._-], not '.' or '..'");
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_adapter_list(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find(';'), text.size());
+    const std::string_view entry = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    if (entry.empty()) continue;
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || eq + 1 == entry.size())
+      return Status(Code::invalid_argument, "adapters: '" + std::string(entry) + "' is not NAME=PATH");
+    std::string name(entry.substr(0, eq));
+    LLMSVC_RETURN_IF_ERROR(check_adapter_name(name, "adapters: '" + std::string(entry) + "'"));
+    out.emplace_back(std::move(name), std::string(entry.substr(eq + 1)));
+  }
+  return out;
 }
 
 }  // namespace llmsvc

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -39,6 +40,9 @@ struct ContextOptions {
   // Chat only: tools the conversation may call (the app's JSON; chat/tool_spec.h normalizes
   // it). The template renders them into the first turn; replies are parsed for calls.
   std::string tools;
+  // The LoRA adapter every call of the context runs with (a name the engine offers,
+  // EngineOptions::adapters; "": none). Kept with the context.
+  std::string adapter;
 };
 
 // One streamed piece with the tokens behind it (TokenPieceFn): `text` as PieceFn gets it (may
@@ -82,17 +86,28 @@ struct CallParams {
   // chooses (today the full model). A level the model does not have is invalid_argument, naming
   // the levels it has. CallStats::level_percent reports the level the call ran at.
   int32_t level_percent = 0;
+  // The LoRA adapter this call runs with, in place of its context's (a name the engine offers;
+  // "": the context's own). The tokens the call evaluates get their K/V from it; a recompute
+  // of them later uses the context's adapter.
+  std::string adapter;
 };
 
 // The rules every CallParams meets, wherever it comes from (the C API's struct, the daemon's
 // CALL, the CLI's flags): finite sampling values in their ranges, max_tokens >= 0, SLO ratios
 // >= 0, at most kMaxStopStrings stop strings of 1..kMaxStopBytes bytes, a JSON Schema or a
 // grammar (not both) of at most kMaxConstraintBytes, level_percent 0 or 1..100 (whether the
-// model has that level is the engine's to check). invalid_argument naming the field.
+// model has that level is the engine's to check), an adapter name that is "" or a valid name
+// (check_adapter_name). invalid_argument naming the field.
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopBytes = 256;
 inline constexpr size_t kMaxConstraintBytes = 64 * 1024;  // a JSON Schema or a grammar
 Status check_call_params(const CallParams& params);
+// An adapter's name, spelt as a context id: 1..64 bytes of [A-Za-z0-9._-], not '.' or '..'.
+// invalid_argument naming `what`.
+Status check_adapter_name(std::string_view name, std::string_view what);
+// Parses the C API's and the CLI's adapter list, "NAME=PATH" entries separated by ';' (empty
+// entries skipped). invalid_argument naming the entry without '=' or with a bad name.
+Result<std::vector<std::pair<std::string, std::string>>> parse_adapter_list(std::string_view text);
 
 enum class FinishReason { none = 0, eos = 1, length = 2, stop = 3, cancelled = 4, context_full = 5 };
 

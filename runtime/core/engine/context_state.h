@@ -30,6 +30,7 @@ struct ContextState {
   // without tools: the model's own).
   std::string tools;
   std::shared_ptr<const ChatTemplate> chat;
+  std::string adapter;              // its LoRA adapter's name ("": none)
   bool raw = false;
   bool busy = false;                // inside a call
   std::vector<int32_t> tokens;      // every token of the context, in order

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -86,6 +87,11 @@ struct EngineOptions {
   // An elastic model's level profile (`llmsvc profile`); empty: <state root>/level-profile.json
   // if it exists and is this model's. Without one, levels' costs are estimated from weight bytes.
   std::string level_profile;
+  // LoRA adapters the engine offers, by name (1..64 bytes of [A-Za-z0-9._-], each once) and
+  // GGUF path (llama.cpp's adapter format, made for this model); loaded at creation, a bad one
+  // failing it with the name. Contexts and calls choose one by name
+  // (ContextOptions::adapter, CallParams::adapter).
+  std::vector<std::pair<std::string, std::string>> adapters;
 };
 
 class Engine {

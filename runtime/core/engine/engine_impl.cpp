@@ -66,6 +66,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (!rule.ok()) return rule.status();
   auto forward = Forward::create(**model, order, *rule, Forward::batch_for(order));
   if (!forward.ok()) return forward.status();
+  auto adapters = AdapterSet::load(o.adapters, **model, *devices->front());
+  if (!adapters.ok()) return adapters.status();
+  // The graph takes the adapters' side branches (and an elastic model's recovery adapters).
+  LLMSVC_RETURN_IF_ERROR((*forward)->set_adapters(adapters->choices()));
   // KV chunks kept in a GPU's own memory: the budget is at most what its arena holds; swap
   // and compression copy chunks through the device's transfer queue as the CPU's are read in
   // place. Key mass comes from the prompt kernels and from the one-launch decode kernel as
@@ -89,29 +93,34 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (io.ok()) swap_io = std::move(io).value();
   else std::fprintf(stderr, "llmsvc: warning: KV swap is off: %s\n", io.status().message().c_str());
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(devices).value(), std::move(model).value(),
-                                                              std::move(forward).value(), eo, n_ctx, std::move(state),
-                                                              std::move(swap_io)));
+                                                              std::move(forward).value(), std::move(adapters).value(), eo,
+                                                              n_ctx, std::move(state), std::move(swap_io)));
 }
 
 
 EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::unique_ptr<Model> model,
-                       std::unique_ptr<Forward> forward, const EngineOptions& o, int n_ctx, persist::StateDir state,
-                       std::unique_ptr<policy::SwapIo> swap_io)
+                       std::unique_ptr<Forward> forward, AdapterSet adapters, const EngineOptions& o, int n_ctx,
+                       persist::StateDir state, std::unique_ptr<policy::SwapIo> swap_io)
     : devices_(std::move(devices)),
       model_(std::move(model)),
       forward_(std::move(forward)),
+      adapters_(std::move(adapters)),
       n_ctx_(n_ctx),
       state_(std::move(state)),
       recompute_on_model_change_(o.recompute_on_model_change),
       kv_(*model_, o, state_, std::move(swap_io), &forward_->kv_memory(),
-          [this](policy::KvSequence& seq, std::span<const int32_t> tokens, std::span<const int32_t> positions,
+          [this](ContextState& ctx, std::span<const int32_t> tokens, std::span<const int32_t> positions,
                  int n_valid, const Forward::LayerHook& hook) {
+            // With the context's own adapter (a chunk does not record a call's adapter).
+            auto adapter = adapters_.find(ctx.adapter);
+            if (!adapter.ok()) return adapter.status();
             std::lock_guard<FairMutex> lock(compute_mu_);
             // Switch-in recomputes dropped chunks at the full level, whatever level the call
             // runs at: a KV chunk does not yet record the level that made it (issue 23, item
             // 4), so the full model's K/V is the one answer that is right for every chunk.
             LLMSVC_RETURN_IF_ERROR(forward_->set_level(-1));
-            return forward_->recompute(seq, tokens, positions, n_valid, hook);
+            LLMSVC_RETURN_IF_ERROR(forward_->set_adapter(*adapter));
+            return forward_->recompute(ctx.kv, tokens, positions, n_valid, hook);
           },
           [this](const std::string& msg) { warn(msg); }),
       levels_(*model_, state_.dir().get(), o.level_profile, [this](const std::string& msg) { warn(msg); }),
@@ -141,6 +150,7 @@ Result<std::shared_ptr<const ChatTemplate>> EngineImpl::tools_template(const std
 
 Result<std::string> EngineImpl::create_context(const ContextOptions& options) {
   ContextOptions o = options;
+  if (auto a = adapters_.find(o.adapter); !a.ok()) return a.status();
   std::shared_ptr<const ChatTemplate> tool_chat;
   if (!o.tools.empty()) {
     if (o.raw) return Status(Code::invalid_argument, "tools: a raw context has no conversation to call them from");
@@ -205,6 +215,7 @@ Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o,
   meta.raw = o.raw;
   meta.system_prompt = o.system_prompt;
   meta.tools = o.tools;
+  meta.adapter = o.adapter;
   meta.chunk_tokens = kv_.store().geometry().chunk_tokens;
   meta.created_unix = static_cast<int64_t>(::time(nullptr));
   Status s = log.ok() ? persist::write_context_meta(root, persist::layout::meta(id), meta) : log.status();
@@ -217,6 +228,7 @@ Result<ContextState*> EngineImpl::new_context_locked(const ContextOptions& o,
   ctx->raw = o.raw;
   ctx->system_prompt = o.system_prompt;
   ctx->tools = o.tools;
+  ctx->adapter = o.adapter;
   ctx->chat = std::move(chat);
   ctx->log = std::move(log).value();
   ctx->keeps_messages = !o.raw && ctx->log->keeps_messages();
@@ -259,6 +271,7 @@ Result<ContextState*> EngineImpl::load_locked(std::string_view id) {
   ctx->raw = meta->raw;
   ctx->system_prompt = meta->system_prompt;
   ctx->tools = meta->tools;
+  ctx->adapter = meta->adapter;  // checked by parse_context_meta; whether it is offered, by each call
   ctx->chat = std::move(tool_chat);
   ctx->tokens = std::move(hist.tokens);
   ctx->turns = ctx->persisted_turns = hist.turns;
@@ -331,6 +344,7 @@ Result<std::string> EngineImpl::fork_context(std::string_view parent_id, std::st
   o.raw = parent->raw;
   o.system_prompt = parent->system_prompt;
   o.tools = parent->tools;
+  o.adapter = parent->adapter;
   std::lock_guard<std::mutex> lock(mu_);
   auto made = new_context_locked(o, parent->chat);
   if (!made.ok()) return made.status();
@@ -445,6 +459,7 @@ ModelInfo EngineImpl::model_info() const {
     if (info.devices.size() == kMaxInfoDevices) break;
     info.devices.push_back(name.substr(0, name.find(" (")));
   }
+  info.adapters = adapters_.names();
   return info;
 }
 
@@ -487,7 +502,14 @@ Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, i
   return LevelSelector::Choice{-1, 100, true};
 }
 
-Status EngineImpl::eval_pending(ContextState& ctx, int level, std::vector<float>& logits) {
+Result<int> EngineImpl::call_adapter(const ContextState& ctx, const CallParams& params) const {
+  auto index = adapters_.find(params.adapter.empty() ? ctx.adapter : params.adapter);
+  if (!index.ok() && params.adapter.empty())
+    return Status(index.status().code(), "context '" + ctx.id + "': " + index.status().message());
+  return index;
+}
+
+Status EngineImpl::eval_pending(ContextState& ctx, EvalVariant variant, std::vector<float>& logits) {
   if (ctx.tokens.empty()) return Status(Code::invalid_argument, "the context is empty and the prompt adds no tokens");
   // One micro-batch per turn at the compute lock, so a long prompt lets other calls' tokens
   // through between its micro-batches. They are the micro-batches one eval of the whole
@@ -496,8 +518,9 @@ Status EngineImpl::eval_pending(ContextState& ctx, int level, std::vector<float>
   while (ctx.n_evaluated < total) {
     const int n = std::min(forward_->max_batch(), total - ctx.n_evaluated);
     std::lock_guard<FairMutex> lock(compute_mu_);
-    // The call's level, under the same turn: another call may have set its own since.
-    LLMSVC_RETURN_IF_ERROR(forward_->set_level(level));
+    // The call's level and adapter, under the same turn: another call may have set its own since.
+    LLMSVC_RETURN_IF_ERROR(forward_->set_level(variant.level));
+    LLMSVC_RETURN_IF_ERROR(forward_->set_adapter(variant.adapter));
     LLMSVC_RETURN_IF_ERROR(forward_->eval(
         ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(static_cast<size_t>(ctx.n_evaluated), static_cast<size_t>(n)),
         ctx.n_evaluated, false, logits));
@@ -557,6 +580,8 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   // context changes.
   auto level = call_level(params, static_cast<int>(ids.size()));
   if (!level.ok()) return level.status();
+  auto adapter = call_adapter(*ctx, params);
+  if (!adapter.ok()) return adapter.status();
   auto constraint = make_constraint(params);
   if (!constraint.ok()) return constraint.status();
   st.level_percent = level->percent;
@@ -565,7 +590,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   const size_t old_size = ctx->tokens.size();
   std::string reply;
-  Status s = generate(*ctx, ids, params, level->index, constraint->get(), on_piece, st, &reply);
+  Status s = generate(*ctx, ids, params, EvalVariant{level->index, *adapter}, constraint->get(), on_piece, st, &reply);
   recycle_constraint(params, std::move(constraint).value());
   if (ctx->keeps_messages && ctx->tokens.size() > old_size) {  // the prompt went in: its turn and the reply
     std::lock_guard<std::mutex> lock(ctx->messages_mu);
@@ -633,7 +658,7 @@ Status EngineImpl::persist(ContextState& ctx) {
 }
 
 Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
-                            int level, constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st,
+                            EvalVariant variant, constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st,
                             std::string* reply) {
   const auto t0 = Clock::now();
   const Tokenizer& tok = model_->tokenizer();
@@ -652,7 +677,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   st.switch_in_ms = ms_since(t0);
   std::vector<float> logits;
   const auto t_prefill = Clock::now();
-  if (s.ok()) s = eval_pending(ctx, level, logits);
+  if (s.ok()) s = eval_pending(ctx, variant, logits);
   st.prefill_ms = ms_since(t_prefill);
   if (!s.ok()) {
     // A failed prompt leaves the context exactly as it was.
@@ -731,7 +756,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
       break;
     }
     if (cancelled) break;
-    s = eval_pending(ctx, level, logits);
+    s = eval_pending(ctx, variant, logits);
     if (!s.ok()) break;  // the tokens so far stay; the caller learns why generation stopped
   }
   if (!stops.matched()) emit(stops.push(utf8.flush()), -1);

@@ -13,6 +13,7 @@
 #include "base/fair_mutex.h"
 #include "hal/device.h"
 #include "policy/swap/swap_io.h"
+#include "runtime/core/engine/adapter_set.h"
 #include "runtime/core/engine/context_state.h"
 #include "runtime/core/engine/engine.h"
 #include "runtime/core/engine/kv_residency.h"
@@ -27,8 +28,8 @@ namespace llmsvc {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::unique_ptr<Model> model,
-             std::unique_ptr<Forward> forward, const EngineOptions& options, int n_ctx, persist::StateDir state,
-             std::unique_ptr<policy::SwapIo> swap_io);
+             std::unique_ptr<Forward> forward, AdapterSet adapters, const EngineOptions& options, int n_ctx,
+             persist::StateDir state, std::unique_ptr<policy::SwapIo> swap_io);
   // Waits for the swap writes still queued (their callbacks reach the contexts).
   ~EngineImpl() override;
 
@@ -112,17 +113,26 @@ class EngineImpl final : public Engine {
   // (Forward::check_level's unsupported: an asked level fails the call, an SLO's choice falls
   // back to the full model with the SLO missed).
   Result<LevelSelector::Choice> call_level(const CallParams& params, int prompt_tokens);
-  // `level`: the Forward's level index every evaluation of the call runs at (call_level).
-  Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params, int level,
+  // What every evaluation of a call runs: the Forward's elastic level index (-1: full) and
+  // adapter index (-1: none), set again at each compute turn.
+  struct EvalVariant {
+    int level = -1;
+    int adapter = -1;
+  };
+  // The adapter a call runs with: its own, else its context's (AdapterSet::find's errors; a
+  // context whose adapter the service no longer offers cannot be called).
+  Result<int> call_adapter(const ContextState& ctx, const CallParams& params) const;
+  // `variant`: what every evaluation of the call runs (call_level, call_adapter).
+  Status generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params, EvalVariant variant,
                   constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st, std::string* reply);
   // The call's structured-output constraint (null without one): its schema or grammar
   // compiled once per text (engine_constrain.cpp), over the model's vocabulary; one that a
   // finished call gave back (recycle_constraint) is reused with its mask caches warm.
   Result<std::unique_ptr<constrain::Constraint>> make_constraint(const CallParams& params);
   void recycle_constraint(const CallParams& params, std::unique_ptr<constrain::Constraint> c);
-  // Evaluates the context's tokens not yet evaluated at elastic level `level` (a Forward level
-  // index; -1: full), one micro-batch per turn at the compute lock.
-  Status eval_pending(ContextState& ctx, int level, std::vector<float>& logits);
+  // Evaluates the context's tokens not yet evaluated with `variant`, one micro-batch per turn
+  // at the compute lock.
+  Status eval_pending(ContextState& ctx, EvalVariant variant, std::vector<float>& logits);
   void warn(const std::string& msg) const;
   // The state root, held open: every state file is reached beneath it (persist::layout's
   // relative paths), never through a symbolic link.
@@ -138,6 +148,7 @@ class EngineImpl final : public Engine {
   std::vector<std::unique_ptr<hal::Device>> devices_;  // the embedder's order; the weights load on the first
   std::unique_ptr<Model> model_;
   std::unique_ptr<Forward> forward_;  // guarded by compute_mu_
+  AdapterSet adapters_;               // the LoRA adapters offered (forward_'s adapter choices)
   int n_ctx_;
   persist::StateDir state_;
   bool recompute_on_model_change_;

@@ -30,6 +30,7 @@ struct SpecialToken {
 inline constexpr size_t kMaxWeightTypes = 16;     // distinct GGUF tensor types reported
 inline constexpr size_t kMaxInfoNameBytes = 256;  // model name, architecture, token texts
 inline constexpr size_t kMaxInfoDevices = 16;     // devices named
+inline constexpr size_t kMaxAdapters = 64;        // LoRA adapters an engine offers
 
 // The model a service runs and whether it is ready (llmsvc_model_info).
 struct ModelInfo {
@@ -49,6 +50,7 @@ struct ModelInfo {
   bool has_chat_template = false;  // tokenizer.chat_template is in the file
   SpecialToken bos, eos, eot;
   std::vector<std::string> devices;  // where the model runs, in the embedder's order
+  std::vector<std::string> adapters;  // the LoRA adapters offered, by name (EngineOptions::adapters)
   bool operator==(const ModelInfo&) const = default;
 };
 

@@ -232,7 +232,7 @@ Status KvResidency::switch_in(ContextState& ctx, CallStats& st) {
     if (toks.empty()) return Status::Ok();
     Forward::LayerHook hook;
     if (overlap) hook = [overlap](int layer) { return overlap->before_layer(layer); };
-    LLMSVC_RETURN_IF_ERROR(recompute_(ctx.kv, toks, pos, ctx.n_evaluated, hook));
+    LLMSVC_RETURN_IF_ERROR(recompute_(ctx, toks, pos, ctx.n_evaluated, hook));
     st.chunks_recomputed += static_cast<int32_t>(chunks.size());
     st.tokens_recomputed += static_cast<int32_t>(toks.size());
     return Status::Ok();

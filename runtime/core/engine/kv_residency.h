@@ -30,9 +30,9 @@ namespace llmsvc {
 
 class KvResidency {
  public:
-  // Recomputes K/V of `tokens` at `positions` into `seq` (Forward::recompute, with the
-  // engine's compute turn held).
-  using Recompute = std::function<Status(policy::KvSequence& seq, std::span<const int32_t> tokens,
+  // Recomputes K/V of `tokens` at `positions` into the context's sequence (Forward::recompute,
+  // with the engine's compute turn held and the context's adapter).
+  using Recompute = std::function<Status(ContextState& ctx, std::span<const int32_t> tokens,
                                          std::span<const int32_t> positions, int n_valid,
                                          const Forward::LayerHook& before_layer)>;
   using Warn = std::function<void(const std::string&)>;

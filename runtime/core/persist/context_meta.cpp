@@ -43,6 +43,7 @@ std::string to_json(const ContextMeta& m) {
                       {"chunk_tokens", m.chunk_tokens},
                       {"created_unix", m.created_unix}};
   if (!m.tools.empty()) j["tools"] = m.tools;  // absent in files of contexts without tools
+  if (!m.adapter.empty()) j["adapter"] = m.adapter;  // likewise without an adapter
   return j.dump(2) + "\n";
 }
 
@@ -76,6 +77,10 @@ Result<ContextMeta> parse_context_meta(const std::string& text) {
   if (j.contains("tools")) {  // checked again (normalize_tools) by whoever renders them
     if (!j["tools"].is_string()) return bad("tools");
     m.tools = j["tools"].get<std::string>();
+  }
+  if (j.contains("adapter")) {  // a name, as context ids are spelt
+    if (!j["adapter"].is_string() || !valid_context_id(j["adapter"].get<std::string>())) return bad("adapter");
+    m.adapter = j["adapter"].get<std::string>();
   }
   return m;
 }

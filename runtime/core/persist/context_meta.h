@@ -22,6 +22,7 @@ struct ContextMeta {
   bool raw = false;
   std::string system_prompt;
   std::string tools;         // the tools' normalized JSON array (runtime/core/chat/tool_spec.h); "" none
+  std::string adapter;       // the name of its LoRA adapter ("" none); spelt as an id
   int32_t chunk_tokens = 16;
   int64_t created_unix = 0;
 };

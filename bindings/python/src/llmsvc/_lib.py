@@ -22,12 +22,12 @@ class BindOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("target", c_char_p), ("model_path", c_char_p),
                 ("n_threads", c_int32), ("n_ctx", c_int32), ("chunk_tokens", c_int32), ("state_dir", c_char_p),
                 ("recompute_on_model_change", c_int32), ("kv_budget_bytes", c_uint64), ("kv_ratio", c_float),
-                ("device", c_char_p)]
+                ("device", c_char_p), ("adapters", c_char_p)]
 
 
 class ContextOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("id", c_char_p), ("system_prompt", c_char_p), ("raw", c_int32),
-                ("tools_json", c_char_p)]
+                ("tools_json", c_char_p), ("adapter", c_char_p)]
 
 
 class ContextInfo(Structure):
@@ -54,7 +54,7 @@ class CallOptions(Structure):
                 ("max_tokens", c_int32), ("stop", POINTER(c_char_p)), ("n_stop", c_size_t),
                 ("slo_ttft_ratio", c_float), ("slo_tpot_ratio", c_float), ("on_tokens", PIECE_FN),
                 ("on_tokens_user", c_void_p), ("logprobs", c_int32), ("json_schema", c_char_p), ("grammar", c_char_p),
-                ("level_percent", c_int32)]
+                ("level_percent", c_int32), ("adapter", c_char_p)]
 
 
 class CallResult(Structure):
@@ -159,6 +159,7 @@ _SIGNATURES = {
     "llmsvc_context_truncate": (_status, [c_void_p, c_size_t]),
     "llmsvc_context_messages": (_status, [c_void_p, c_size_t, MESSAGE_FN, c_void_p]),
     "llmsvc_context_fork": (_status, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "llmsvc_adapter_list": (_status, [c_void_p, CONTEXT_FN, c_void_p]),
 }
 
 missing = []

@@ -161,6 +161,7 @@ _TOKEN_IDS_ABI = (1 << 16) | 2  # llmsvc_call_options.on_tokens
 _MESSAGE_TOOLS_SIZE = ctypes.sizeof(_lib.Message)  # a library's llmsvc_message with tool_calls
 _MESSAGES_ABI = (1 << 16) | 3  # llmsvc_context_append and the rest
 _LEVELS_ABI = (1 << 16) | 5  # llmsvc_call_options.level_percent
+_ADAPTERS_ABI = (1 << 16) | 6  # llmsvc_call_options.adapter
 
 
 def _need_messages() -> None:
@@ -247,7 +248,8 @@ class Context(Handle):
         per cent: one of an elastic model's levels, 100 the full model; 0, the default: the
         service chooses; the Reply's level_percent says which ran), slo_ttft and slo_tpot (ratios of
         the full model's time to first token and per token: with level 0, the largest level
-        predicted to meet both runs; the Reply's slo_missed is 1 when none can), on_piece (sees each Piece as
+        predicted to meet both runs; the Reply's slo_missed is 1 when none can), adapter (the name of
+        a LoRA adapter the service offers to run this call with, in place of the context's), on_piece (sees each Piece as
         it streams; a true return value cancels the call). Cancelled: CancelledError, its
         `result` the Reply so far (kept in the context)."""
         return self._run(prompt, **options)  # type: ignore[arg-type]
@@ -256,7 +258,7 @@ class Context(Handle):
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
              stop: Sequence[str] = (), logprobs: bool = False, json_schema: Union[str, Mapping[str, object], None] = None,
              grammar: Optional[str] = None, level: int = 0, slo_ttft: float = 0.0, slo_tpot: float = 0.0,
-             on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
+             adapter: Optional[str] = None, on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
         """call(prompt), or generate() when prompt is None."""
         handle = self._h()
         reply = Reply(logprobs=[] if logprobs else None)
@@ -306,6 +308,10 @@ class Context(Handle):
             if _lib.lib.llmsvc_abi_version() < _LEVELS_ABI:  # an older library would not read the field
                 raise UnsupportedError(5, "the loaded libllmsvc is older than elastic levels (ABI 1.5)")
             o.level_percent = level
+        if adapter:
+            if _lib.lib.llmsvc_abi_version() < _ADAPTERS_ABI:
+                raise UnsupportedError(5, "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)")
+            o.adapter = adapter.encode("utf-8")
         if want_ids:
             o.on_tokens, o.logprobs = on_tokens, int(logprobs)
         elif logprobs:

@@ -67,6 +67,11 @@ class Stats:
     swap_out_failures: int
 
 
+def _need_adapters() -> None:
+    if _lib.lib.llmsvc_abi_version() < ((1 << 16) | 6) or not _lib.has("llmsvc_adapter_list"):
+        raise UnsupportedError(5, "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)")
+
+
 def _opt(s: Optional[str]) -> Optional[bytes]:
     return s.encode("utf-8") if s is not None else None
 
@@ -83,9 +88,15 @@ class Service(Handle):
     def __init__(self, target: Optional[str] = None, *, model_path: Optional[str] = None, n_threads: int = 0,
                  n_ctx: int = 0, chunk_tokens: int = 0, state_dir: Optional[str] = None,
                  recompute_on_model_change: bool = False, kv_budget_bytes: int = 0, kv_ratio: float = 0.0,
-                 device: Optional[str] = None) -> None:
+                 device: Optional[str] = None, adapters: Optional[Mapping[str, str]] = None) -> None:
         o = _lib.new_struct(_lib.BindOptions, "llmsvc_bind_options_init")
         o.target, o.model_path, o.state_dir, o.device = _opt(target), _opt(model_path), _opt(state_dir), _opt(device)
+        if adapters:  # embedded: the LoRA adapters offered, {name: GGUF path}
+            _need_adapters()
+            for name, path in adapters.items():
+                if ";" in name + path or "=" in name:
+                    raise ValueError(f"adapter {name!r}: a name or path with ';' (or a name with '=')")
+            o.adapters = ";".join(f"{n}={p}" for n, p in adapters.items()).encode("utf-8")
         o.n_threads, o.n_ctx, o.chunk_tokens = n_threads, n_ctx, chunk_tokens
         o.recompute_on_model_change, o.kv_budget_bytes, o.kv_ratio = int(recompute_on_model_change), kv_budget_bytes, kv_ratio
         handle = ctypes.c_void_p()
@@ -99,13 +110,18 @@ class Service(Handle):
     # -------------------------------------------------------------- contexts
 
     def new_context(self, id: Optional[str] = None, *, system_prompt: Optional[str] = None,
-                    raw: bool = False, tools: Optional[Union[str, Sequence[Mapping[str, Any]]]] = None) -> Context:
+                    raw: bool = False, tools: Optional[Union[str, Sequence[Mapping[str, Any]]]] = None,
+                    adapter: Optional[str] = None) -> Context:
         """A new persistent context (`id` None: a fresh one is generated). `tools`: the tools its
         conversation may call, OpenAI-style ({"type": "function", "function": {"name",
         "description", "parameters"}}), as a list or its JSON text; replies are parsed for calls
-        (Reply.tool_calls, Message.tool_calls) and results go back as Role.TOOL messages."""
+        (Reply.tool_calls, Message.tool_calls) and results go back as Role.TOOL messages.
+        `adapter`: the LoRA adapter (one of adapters()) every call of the context runs with."""
         o = _lib.new_struct(_lib.ContextOptions, "llmsvc_context_options_init")
         o.id, o.system_prompt, o.raw = _opt(id), _opt(system_prompt), int(raw)
+        if adapter:
+            _need_adapters()
+            o.adapter = adapter.encode("utf-8")
         if tools is not None:
             if _lib.lib.llmsvc_abi_version() < ((1 << 16) | 4):
                 raise UnsupportedError(5, "the loaded libllmsvc is older than tools (ABI 1.4)")
@@ -142,6 +158,20 @@ class Service(Handle):
         return ids
 
     # -------------------------------------------------------------- model, tokens, stats
+
+    def adapters(self) -> List[str]:
+        """The LoRA adapters the service offers, by name (embedded: the adapters given to the
+        constructor; through llmsvcd: its configuration's)."""
+        _need_adapters()
+        names: List[str] = []
+
+        @_lib.CONTEXT_FN
+        def add(name: bytes, _user: object) -> int:
+            names.append(name.decode("utf-8"))
+            return 0
+
+        check(_lib.lib.llmsvc_adapter_list(self._h(), add, None))
+        return names
 
     def model_info(self) -> ModelInfo:
         """The service's model; `ready` says whether calls are served now (ABI 1.2)."""

@@ -149,7 +149,8 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
                                                    jlong seed, jfloat temperature, jint top_k, jfloat top_p,
                                                    jfloat min_p, jfloat repeat_penalty, jint repeat_last_n,
                                                    jint max_tokens, jfloat slo_ttft_ratio, jfloat slo_tpot_ratio,
-                                                   jint level_percent, jobjectArray stop, jbyteArray json_schema,
+                                                   jint level_percent, jbyteArray adapter, jobjectArray stop,
+                                                   jbyteArray json_schema,
                                                    jbyteArray grammar, jboolean token_ids, jboolean logprobs,
                                                    jobject sink, jintArray ints, jdoubleArray doubles) {
   (void)cls;
@@ -159,10 +160,11 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   size_t n_stop = 0;
   char* json_schema_c = NULL; /* structured output (ABI 1.3): NULL, none */
   char* grammar_c = NULL;
+  char* adapter_c = NULL; /* ABI 1.6 (checked on the Java side): NULL, the context's */
   /* A null prompt: generate, the reply to the conversation (which ends with a user message). */
   if ((prompt != NULL && jni_buffer(env, prompt, &prompt_c, &prompt_len) != 0) ||
       copy_stops(env, stop, &stops, &n_stop) != 0 || jni_cstring(env, json_schema, &json_schema_c) != 0 ||
-      jni_cstring(env, grammar, &grammar_c) != 0)
+      jni_cstring(env, grammar, &grammar_c) != 0 || jni_cstring(env, adapter, &adapter_c) != 0)
     goto done;
 
   llmsvc_call_options o;
@@ -183,6 +185,7 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   o.n_stop = n_stop;
   o.json_schema = json_schema_c;
   o.grammar = grammar_c;
+  o.adapter = adapter_c;
   call_state st = {env, sink, NULL, 0, 0};
   if (token_ids) { /* the pieces with their ids, to sink.tokens instead of sink.piece */
     o.on_tokens = on_tokens;
@@ -223,4 +226,5 @@ done:
   free_stops(stops, n_stop);
   free(json_schema_c);
   free(grammar_c);
+  free(adapter_c);
 }

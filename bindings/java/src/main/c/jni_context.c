@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* jni_context.c — org.llmsvc.Native's context methods: new, open, fork, id, close, delete, info, list, cancel. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,14 +8,16 @@
 #include "org_llmsvc_Native.h"
 
 JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextNew(JNIEnv* env, jclass cls, jlong service, jbyteArray id,
-                                                          jbyteArray system_prompt, jboolean raw, jbyteArray tools) {
+                                                          jbyteArray system_prompt, jboolean raw, jbyteArray tools,
+                                                          jbyteArray adapter) {
   (void)cls;
   char* id_c = NULL;
   char* system_c = NULL;
   char* tools_c = NULL;
+  char* adapter_c = NULL;
   jlong handle = 0;
   if (jni_cstring(env, id, &id_c) == 0 && jni_cstring(env, system_prompt, &system_c) == 0 &&
-      jni_cstring(env, tools, &tools_c) == 0) {
+      jni_cstring(env, tools, &tools_c) == 0 && jni_cstring(env, adapter, &adapter_c) == 0) {
     llmsvc_context_options o;
     memset(&o, 0, sizeof o);
     llmsvc_context_options_init(&o);
@@ -22,6 +25,7 @@ JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextNew(JNIEnv* env, jclass cl
     o.system_prompt = system_c;
     o.raw = raw ? 1 : 0;
     o.tools_json = tools_c;
+    o.adapter = adapter_c; /* ABI 1.6 (checked on the Java side) */
     llmsvc_context* context = NULL;
     llmsvc_status st = llmsvc_context_new(jni_service(service), &o, &context);
     if (st != LLMSVC_OK) {
@@ -33,6 +37,7 @@ JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_contextNew(JNIEnv* env, jclass cl
   free(id_c);
   free(system_c);
   free(tools_c);
+  free(adapter_c);
   return handle;
 }
 
@@ -155,15 +160,18 @@ static int collect_id(const char* id, void* user) {
   return 0;
 }
 
-JNIEXPORT jobjectArray JNICALL Java_org_llmsvc_Native_contextList(JNIEnv* env, jclass cls, jlong service) {
-  (void)cls;
+/* The names a list function gives (llmsvc_context_list, llmsvc_adapter_list), as byte[][]. */
+static jobjectArray name_list(JNIEnv* env, llmsvc_status (*list_fn)(llmsvc_service*, llmsvc_name_fn, void*),
+                              jlong service, const char* what) {
   id_list list = {0};
   jobjectArray out = NULL;
-  llmsvc_status st = llmsvc_context_list(jni_service(service), collect_id, &list);
+  llmsvc_status st = list_fn(jni_service(service), collect_id, &list);
   if (st != LLMSVC_OK) {
     jni_throw_status(env, st);
   } else if (list.out_of_memory) {
-    jni_throw(env, "java/lang/OutOfMemoryError", "llmsvc_jni: no memory for the context list");
+    char msg[96];
+    snprintf(msg, sizeof msg, "llmsvc_jni: no memory for the %s", what);
+    jni_throw(env, "java/lang/OutOfMemoryError", msg);
   } else if ((out = (*env)->NewObjectArray(env, list.count, llmsvc_jni.byte_array_class, NULL)) != NULL) {
     const char* id = list.bytes;
     for (jsize i = 0; i < list.count; i++) {
@@ -175,12 +183,22 @@ JNIEXPORT jobjectArray JNICALL Java_org_llmsvc_Native_contextList(JNIEnv* env, j
         break;
       }
       (*env)->SetObjectArrayElement(env, out, i, bytes);
-      (*env)->DeleteLocalRef(env, bytes); /* one local reference per id would pile up */
+      (*env)->DeleteLocalRef(env, bytes); /* one local reference per name would pile up */
       id += n + 1;
     }
   }
   free(list.bytes);
   return out;
+}
+
+JNIEXPORT jobjectArray JNICALL Java_org_llmsvc_Native_contextList(JNIEnv* env, jclass cls, jlong service) {
+  (void)cls;
+  return name_list(env, llmsvc_context_list, service, "context list");
+}
+
+JNIEXPORT jobjectArray JNICALL Java_org_llmsvc_Native_adapterList(JNIEnv* env, jclass cls, jlong service) {
+  (void)cls;
+  return name_list(env, llmsvc_adapter_list, service, "adapter list");
 }
 
 JNIEXPORT void JNICALL Java_org_llmsvc_Native_contextCancel(JNIEnv* env, jclass cls, jlong context) {

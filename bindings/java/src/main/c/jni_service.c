@@ -21,14 +21,15 @@ JNIEXPORT jstring JNICALL Java_org_llmsvc_Native_statusName(JNIEnv* env, jclass 
 JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_bind(JNIEnv* env, jclass cls, jbyteArray target, jbyteArray model_path,
                                                     jbyteArray state_dir, jint set, jint n_threads, jint n_ctx,
                                                     jint chunk_tokens, jboolean recompute, jlong kv_budget_bytes,
-                                                    jfloat kv_ratio) {
+                                                    jfloat kv_ratio, jbyteArray adapters) {
   (void)cls;
   char* target_c = NULL;
   char* model_c = NULL;
   char* state_c = NULL;
+  char* adapters_c = NULL;
   jlong handle = 0;
   if (jni_cstring(env, target, &target_c) != 0 || jni_cstring(env, model_path, &model_c) != 0 ||
-      jni_cstring(env, state_dir, &state_c) != 0) {
+      jni_cstring(env, state_dir, &state_c) != 0 || jni_cstring(env, adapters, &adapters_c) != 0) {
     goto done;
   }
   llmsvc_bind_options o;
@@ -38,6 +39,7 @@ JNIEXPORT jlong JNICALL Java_org_llmsvc_Native_bind(JNIEnv* env, jclass cls, jby
   o.target = target_c;
   o.model_path = model_c;
   o.state_dir = state_c;
+  o.adapters = adapters_c; /* ABI 1.6 (checked on the Java side) */
   if (set & org_llmsvc_Native_BIND_THREADS) o.n_threads = n_threads;
   if (set & org_llmsvc_Native_BIND_N_CTX) o.n_ctx = n_ctx;
   if (set & org_llmsvc_Native_BIND_CHUNK_TOKENS) o.chunk_tokens = chunk_tokens;
@@ -55,6 +57,7 @@ done:
   free(target_c);
   free(model_c);
   free(state_c);
+  free(adapters_c);
   return handle;
 }
 

@@ -17,6 +17,7 @@ public final class BindOptions {
   boolean recomputeOnModelChange;
   long kvBudgetBytes;
   float kvRatio;
+  String adapters;
 
   /**
    * {@code "embedded"} (the engine in this process) or {@code "unix:PATH"} (the llmsvcd daemon on
@@ -75,6 +76,20 @@ public final class BindOptions {
     }
     this.kvBudgetBytes = bytes;
     set |= Native.BIND_KV_BUDGET;
+    return this;
+  }
+
+  /**
+   * Embedded (ABI 1.6): offer a LoRA adapter (a GGUF in llama.cpp's format, made for the model)
+   * under {@code name} (1..64 characters of [A-Za-z0-9._-]); repeatable. A bad or missing file
+   * fails the bind, naming it. Through the daemon its configuration offers the adapters.
+   */
+  public BindOptions adapter(String name, String path) {
+    if (name.contains("=") || name.contains(";") || path.contains(";")) {
+      throw (InvalidArgumentException) LLMException.of(Status.INVALID_ARGUMENT.code(),
+          "adapter " + name + ": a name with '=' or ';', or a path with ';'");
+    }
+    this.adapters = (adapters == null ? "" : adapters + ";") + name + "=" + path;
     return this;
   }
 

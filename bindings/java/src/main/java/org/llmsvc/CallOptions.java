@@ -24,6 +24,7 @@ public final class CallOptions {
   float sloTtftRatio;
   float sloTpotRatio;
   int levelPercent;
+  String adapter;
   boolean logprobs;
   String jsonSchema;
   String grammar;
@@ -117,6 +118,16 @@ public final class CallOptions {
   public CallOptions levelPercent(int percent) {
     this.levelPercent = percent;
     set |= Native.CALL_LEVEL;
+    return this;
+  }
+
+  /**
+   * The LoRA adapter to run this call with, in place of its context's (ABI 1.6): a name the
+   * service offers ({@link LLMService#adapters()}); unset: the context's own. One not offered is
+   * {@link InvalidArgumentException}, naming those that are.
+   */
+  public CallOptions adapter(String name) {
+    this.adapter = name;
     return this;
   }
 

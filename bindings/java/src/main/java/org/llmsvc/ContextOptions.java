@@ -7,6 +7,7 @@ public final class ContextOptions {
   String systemPrompt;
   boolean raw;
   String toolsJson;
+  String adapter;
 
   /** A stable id: 1..64 characters of [A-Za-z0-9._-], not "." or "..". Unset: a fresh one is generated. */
   public ContextOptions id(String id) {
@@ -37,6 +38,15 @@ public final class ContextOptions {
    */
   public ContextOptions toolsJson(String toolsJson) {
     this.toolsJson = toolsJson;
+    return this;
+  }
+
+  /**
+   * The LoRA adapter every call of the context runs with (ABI 1.6), by name: one the service
+   * offers ({@link LLMService#adapters()}); kept with the context. Unset: none.
+   */
+  public ContextOptions adapter(String name) {
+    this.adapter = name;
     return this;
   }
 }

@@ -304,12 +304,16 @@ public final class LLMContext implements AutoCloseable {
       // An older library would ignore the field and run its own level.
       throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than elastic levels (ABI 1.5)");
     }
+    byte[] adapter = Utf8.cString(o.adapter, "adapter");
+    if (adapter != null && Native.abiVersion() < Native.ADAPTERS_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)");
+    }
     return exclusive("is inside another call", h -> {
       int[] ints = new int[Native.RESULT_INTS];
       double[] doubles = new double[Native.RESULT_DOUBLES];
       try {
         Native.call(h, utf8, o.set, o.seed, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN,
-            o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, o.levelPercent, stop, jsonSchema, grammar,
+            o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, o.levelPercent, adapter, stop, jsonSchema, grammar,
             sink.wantsTokens(), o.logprobs, sink, ints, doubles);
       } catch (CancelledException e) {
         e.setPartialResult(new CallResult(sink.text(), ints, doubles));

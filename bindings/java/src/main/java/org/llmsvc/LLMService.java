@@ -80,8 +80,16 @@ public final class LLMService implements AutoCloseable {
     BindOptions o = options != null ? options : new BindOptions();
     long h = Native.bind(Utf8.cString(o.target, "target"), Utf8.cString(o.modelPath, "model path"),
         Utf8.cString(o.stateDir, "state dir"), o.set, o.threads, o.contextLength, o.chunkTokens,
-        o.recomputeOnModelChange, o.kvBudgetBytes, o.kvRatio);
+        o.recomputeOnModelChange, o.kvBudgetBytes, o.kvRatio, adapters(o));
     return new LLMService(h);
+  }
+
+  private static byte[] adapters(BindOptions o) {
+    byte[] a = Utf8.cString(o.adapters, "adapters");
+    if (a != null && Native.abiVersion() < Native.ADAPTERS_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)");
+    }
+    return a;
   }
 
   /** The loaded library's ABI version: (major << 16) | minor. */
@@ -113,9 +121,13 @@ public final class LLMService implements AutoCloseable {
     if (tools != null && Native.abiVersion() < Native.FORK_ABI) {
       throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than tools (ABI 1.4)");
     }
+    byte[] adapter = Utf8.cString(o.adapter, "adapter");
+    if (adapter != null && Native.abiVersion() < Native.ADAPTERS_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)");
+    }
     long s = guard.acquire();
     try {
-      return wrap(Native.contextNew(s, id, system, o.raw, tools));
+      return wrap(Native.contextNew(s, id, system, o.raw, tools, adapter));
     } finally {
       guard.release();
     }
@@ -182,6 +194,26 @@ public final class LLMService implements AutoCloseable {
     } finally {
       guard.release();
     }
+  }
+
+  /**
+   * The LoRA adapters the service offers, by name (ABI 1.6; embedded: {@link
+   * BindOptions#adapter(String, String)}; through llmsvcd: its configuration's).
+   */
+  public List<String> adapters() {
+    if (Native.abiVersion() < Native.ADAPTERS_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)");
+    }
+    byte[][] names;
+    long s = guard.acquire();
+    try {
+      names = Native.adapterList(s);
+    } finally {
+      guard.release();
+    }
+    List<String> out = new ArrayList<>(names.length);
+    for (byte[] n : names) out.add(Utf8.decode(n));
+    return Collections.unmodifiableList(out);
   }
 
   /** The ids of the contexts the service holds for this app (open or not). */

@@ -123,12 +123,17 @@ final class Native {
 
   static native String statusName(int status);
 
+  /** {@code adapters}: llmsvc_bind_options.adapters as a UTF-8 C string, or null. */
   static native long bind(byte[] target, byte[] modelPath, byte[] stateDir, int set, int nThreads, int nCtx,
-      int chunkTokens, boolean recompute, long kvBudgetBytes, float kvRatio);
+      int chunkTokens, boolean recompute, long kvBudgetBytes, float kvRatio, byte[] adapters);
 
   static native void unbind(long service);
 
-  static native long contextNew(long service, byte[] id, byte[] systemPrompt, boolean raw, byte[] toolsJson);
+  static native long contextNew(long service, byte[] id, byte[] systemPrompt, boolean raw, byte[] toolsJson,
+      byte[] adapter);
+
+  /** llmsvc_adapter_list: the names, each UTF-8. */
+  static native byte[][] adapterList(long service);
 
   static native long contextOpen(long service, byte[] id);
 
@@ -159,6 +164,9 @@ final class Native {
   /** ABI 1.5: llmsvc_call_options.level_percent and llmsvc_call_result.level_percent. */
   static final int LEVELS_ABI = (1 << 16) | 5;
 
+  /** ABI 1.6: LoRA adapters (llmsvc_adapter_list, the adapter fields of the options). */
+  static final int ADAPTERS_ABI = (1 << 16) | 6;
+
   /**
    * Runs one call ({@code prompt} null: llmsvc_context_generate, the reply to the conversation),
    * streaming each piece to {@code sink.piece(byte[], int)}, or with {@code tokenIds} to
@@ -166,12 +174,12 @@ final class Native {
    * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
    * sink throws, the call is cancelled and that same throwable is rethrown. {@code jsonSchema} and
    * {@code grammar}: UTF-8 C strings, or null (none). {@code levelPercent}: read when {@code set}
-   * has CALL_LEVEL.
+   * has CALL_LEVEL. {@code adapter}: a UTF-8 C string, or null (the context's).
    */
   static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
       float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
-      int levelPercent, byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds, boolean logprobs,
-      PieceSink sink, int[] ints, double[] doubles);
+      int levelPercent, byte[] adapter, byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds,
+      boolean logprobs, PieceSink sink, int[] ints, double[] doubles);
 
   /** llmsvc_context_append: {@code roles[i]} and the UTF-8 {@code contents[i]} make message i (same lengths). */
   static native void contextAppend(long context, int[] roles, byte[][] contents, byte[][] toolCalls);

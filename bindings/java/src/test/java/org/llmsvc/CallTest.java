@@ -124,6 +124,27 @@ class CallTest extends BoundService {
     }
   }
 
+  /** Adapters the service does not offer are refused, for a context and for a call, changing nothing. */
+  @Test
+  void unknownAdaptersAreRefused() {
+    for (String name : svc.adapters()) assertFalse(name.isEmpty());
+    String id = TestSupport.uniqueId("adapter");
+    InvalidArgumentException made = assertThrows(InvalidArgumentException.class,
+        () -> svc.newLLMCtx(new ContextOptions().id(id).adapter("no-such-adapter")));
+    assertTrue(made.detail().contains("no-such-adapter"), made.detail());
+    assertFalse(svc.listContexts().contains(id), "no context was made");
+    LLMContext ctx = TestSupport.newContext(svc, "adapter-call");
+    try {
+      ctx.call("Name a colour.", TestSupport.greedy(2));
+      int tokens = ctx.info().tokens();
+      assertThrows(InvalidArgumentException.class,
+          () -> ctx.call("Name a colour.", TestSupport.greedy(2).adapter("no-such-adapter")));
+      assertEquals(tokens, ctx.info().tokens(), "nothing added by the refused call");
+    } finally {
+      TestSupport.dispose(svc, ctx);
+    }
+  }
+
   @Test
   void statsCountCalls() {
     ServiceStats before = svc.stats();
