@@ -10,7 +10,8 @@
 namespace llmsvc {
 namespace {
 
-constexpr size_t kMaxPreparedShapes = 32;  // prompt tails of many lengths: the oldest shapes go
+// Prompt tails of many lengths, at a few (level, adapter) pairs: the oldest shapes go.
+constexpr size_t kMaxPreparedShapes = 64;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -85,7 +86,10 @@ Result<std::unique_ptr<Forward>> Forward::create(const Model& model, std::span<h
   return f;
 }
 
+bool Forward::on_model_device() const { return devices_.size() == 1 && devices_[0] == &model_.device(); }
+
 Status Forward::place(const hal::PlacementRule& rule) {
+  rule_ = rule;
   const hal::Device* home = &model_.device();
   // A device runs a matmul when it takes the weights' type; the model's own device has them ready.
   auto can_run = [&](const hal::Op& op, const hal::Device& d) {
@@ -94,7 +98,27 @@ Status Forward::place(const hal::PlacementRule& rule) {
       if (id >= 0 && !d.supports(model_weight(model_, id)->ref().type)) return false;
     return true;
   };
-  auto placed = hal::place(build_model_graph(cfg_), devices_, rule, can_run);
+  // Adapters run on the model's own device only (their weights are prepared there): the
+  // choices' matrices in slot 0, the levels' recovery adapters' in slot 1.
+  AdapterTargets targets;
+  if (on_model_device()) {
+    std::vector<const LoraAdapter*> recovery;
+    if (const ElasticSpec* spec = model_.elastic())
+      for (int lv = 0; lv <= spec->full(); ++lv)
+        if (const LoraAdapter* a = model_.recovery_adapter(lv)) recovery.push_back(a);
+    const std::vector<const LoraAdapter*>* per_slot[kAdapterSlots] = {&choices_, &recovery};
+    for (int slot = 0; slot < kAdapterSlots; ++slot) {
+      for (const LoraAdapter* a : *per_slot[slot]) {
+        auto& t = targets.touches[slot];
+        t.resize(static_cast<size_t>(cfg_.n_layer) * kLoraMatrices);
+        for (int il = 0; il < cfg_.n_layer; ++il)
+          for (int m = 0; m < kLoraMatrices; ++m)
+            if (a->has(il, static_cast<LoraMatrix>(m))) t[static_cast<size_t>(il) * kLoraMatrices + m] = true;
+        targets.rank[slot] = std::max(targets.rank[slot], a->rank());
+      }
+    }
+  }
+  auto placed = hal::place(build_model_graph(cfg_, targets), devices_, rule, can_run);
   if (!placed.ok()) return placed.status();
   placed_ = std::move(placed).value();
   plan_ = hal::plan_activations(placed_.graph, hal::Shape{max_batch_, max_batch_}, placed_.n_spaces);
@@ -166,7 +190,64 @@ Status Forward::check_level(int level) const {
   if (!model_.levels_status().ok()) return model_.levels_status();
   if (devices_.size() != 1 || devices_[0] != &model_.device())
     return Status(Code::unsupported, "forward: elastic levels run on the model's own device only");
+  // The adapters that would run there must have views of the level's neurons.
+  if (adapter_ >= 0 && !choices_[adapter_]->levels_status().ok()) return choices_[adapter_]->levels_status();
+  if (const LoraAdapter* r = recovery_ ? model_.recovery_adapter(level) : nullptr; r && !r->levels_status().ok())
+    return r->levels_status();
   return Status::Ok();
+}
+
+Status Forward::set_adapters(std::vector<const LoraAdapter*> choices) {
+  LLMSVC_RETURN_IF_ERROR(init_);
+  for (const LoraAdapter* a : choices) {
+    if (!a) return Status(Code::invalid_argument, "forward: a null adapter");
+    if (&a->model() != &model_) return Status(Code::invalid_argument, "forward: adapter " + a->name() + " was made for another model");
+  }
+  if (!choices.empty() && !on_model_device())
+    return Status(Code::unsupported, "forward: adapters run on the model's own device only");
+  std::vector<const LoraAdapter*> old = std::move(choices_);
+  choices_ = std::move(choices);
+  adapter_ = -1;
+  cache_.clear();
+  cache_order_.clear();
+  arenas_.clear();  // the plan changes with the branches: the next eval allocates again
+  figures_.arena_bytes = 0;
+  Status s = place(rule_);
+  if (!s.ok()) {
+    choices_ = std::move(old);
+    Status back = place(rule_);
+    (void)back;  // the graph that was placed before places again
+  }
+  return s;
+}
+
+Status Forward::check_adapter(int index) const {
+  if (index == -1) return Status::Ok();
+  if (index < -1 || static_cast<size_t>(index) >= choices_.size())
+    return Status(Code::invalid_argument, "forward: no adapter " + std::to_string(index) + " (" +
+                                              std::to_string(choices_.size()) + " configured)");
+  if (level_ >= 0 && !choices_[index]->levels_status().ok()) return choices_[index]->levels_status();
+  return Status::Ok();
+}
+
+Status Forward::set_adapter(int index) {
+  LLMSVC_RETURN_IF_ERROR(check_adapter(index));
+  adapter_ = index;
+  return Status::Ok();
+}
+
+void Forward::set_recovery(bool on) {
+  if (on == recovery_) return;
+  recovery_ = on;
+  cache_.clear();  // slot 1's steps change at every level
+  cache_order_.clear();
+}
+
+const LoraAdapter* Forward::slot_adapter(int slot) const {
+  if (slot == 0) return adapter_ >= 0 ? choices_[adapter_] : nullptr;
+  if (!recovery_) return nullptr;
+  const ElasticSpec* spec = model_.elastic();
+  return spec ? model_.recovery_adapter(level_ >= 0 ? level_ : spec->full()) : nullptr;
 }
 
 Status Forward::set_level(int level) {
@@ -183,7 +264,7 @@ void Forward::set_skipped_layers(std::vector<bool> skip) {
 }
 
 Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
-  const ShapeKey key{level_, shape.tokens, shape.outputs};
+  const ShapeKey key{level_, adapter_, shape.tokens, shape.outputs};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second.get();
   const hal::Graph& g = placed_.graph;
   auto p = std::make_unique<Prepared>();
@@ -234,12 +315,38 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
       if (s.on_views) c.table = tables_.at(op.device).get();
     }
     if (op.kind == hal::OpKind::matmul) {
-      for (int32_t id : op.weight) {
+      for (int k = 0; k < 3; ++k) {
+        const int32_t id = op.weight[k];
         if (id < 0) continue;
-        auto it = weights_.find({op.device, id});
-        const hal::PreparedWeight* cut = level_ >= 0 ? level_model_weight(model_, level_, id) : nullptr;
-        c.w[c.n_weights++] = cut ? cut : it != weights_.end() ? it->second.get() : model_weight(model_, id);
+        const hal::PreparedWeight* w = nullptr;
+        if (const auto aw = adapter_weight(cfg_, id)) {
+          // A LoRA branch: the weight of the adapter its slot runs now, or nothing (left out).
+          const LoraAdapter* a = slot_adapter(aw->slot);
+          w = a ? a->weight(level_, aw->layer, static_cast<LoraMatrix>(aw->w), aw->part) : nullptr;
+          if (!w) continue;
+        } else {
+          auto it = weights_.find({op.device, id});
+          const hal::PreparedWeight* cut = level_ >= 0 ? level_model_weight(model_, level_, id) : nullptr;
+          w = cut ? cut : it != weights_.end() ? it->second.get() : model_weight(model_, id);
+        }
+        // Outputs move down with their weights where a branch before them was left out.
+        s.out[c.n_weights] = addr(op.out[k]);
+        c.out[c.n_weights] = view(op.out[k]);
+        if (c.n_weights == 0 && op.out[k] >= 0) c.cols_out = g.tensors[op.out[k]].cols;
+        c.w[c.n_weights++] = w;
       }
+      if (c.n_weights == 0) continue;
+      for (int k = c.n_weights; k < 3; ++k) s.out[k] = nullptr, c.out[k] = {};
+    }
+    if ((op.kind == hal::OpKind::scale || op.kind == hal::OpKind::add) && op.weight[0] >= 0) {
+      // The scale and add of a LoRA branch: left out with it; the scale is its adapter's.
+      const auto aw = adapter_weight(cfg_, op.weight[0]);
+      const LoraAdapter* a = aw ? slot_adapter(aw->slot) : nullptr;
+      if (!a || !a->has(aw->layer, static_cast<LoraMatrix>(aw->w))) continue;
+      if (op.kind == hal::OpKind::scale) c.f[0] = a->scale();
+      // At a level, gate and up hold the kept neurons only.
+      if (level_ >= 0 && (aw->w == WeightSlot::gate || aw->w == WeightSlot::up))
+        c.cols_in = c.cols_out = model_.elastic()->ffn_keep[level_][op.layer];
     }
     // A level's FFN activations are its kept neurons: the gated product runs over those.
     if (level_ >= 0 && (op.kind == hal::OpKind::swiglu || op.kind == hal::OpKind::geglu))

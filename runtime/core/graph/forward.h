@@ -25,6 +25,7 @@
 #include "hal/placement.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/graph/device_threads.h"
+#include "runtime/core/model/lora_adapter.h"
 #include "runtime/core/model/model.h"
 
 namespace llmsvc {
@@ -104,6 +105,24 @@ class Forward {
   // the lock that serializes evaluations).
   Status check_level(int level) const;
   int level() const { return level_; }
+
+  // LoRA adapters (runtime/core/model/lora_adapter.h): `choices` are the adapters later evals
+  // may choose between with set_adapter (each made for this forward's model; they must outlive
+  // it or the next set_adapters). Re-places the graph with the union of their matrices (and the
+  // recovery adapters of the model's levels, always included) and drops every prepared step
+  // list; the chosen adapter goes back to none. Code::unsupported on several devices;
+  // Code::invalid_argument for a null adapter or one made for another model.
+  Status set_adapters(std::vector<const LoraAdapter*> choices);
+  // Later evals and recomputes add adapter `index` of the choices (-1: none). Switching costs
+  // no copy (each (level, adapter) has its own prepared steps). Code::invalid_argument for an
+  // index out of range; at a level below the full one, the adapter's levels_status.
+  Status set_adapter(int index);
+  // What set_adapter(index) would answer, without setting it (as check_level).
+  Status check_adapter(int index) const;
+  int adapter() const { return adapter_; }
+  // Whether the running elastic level adds its recovery adapter (Model::recovery_adapter) when
+  // the model has one (on by default; off for benchmarks and comparisons).
+  void set_recovery(bool on);
   // For offline tools (elastify's layer scores, the layer-dropping baseline): the layers whose
   // ops are left out (the residual stream passes them unchanged). Their KV is not written, so
   // a sequence evaluated with a layer skipped must not be continued with it.
@@ -131,6 +150,10 @@ class Forward {
   struct Run;  // one micro-batch's bindings
   Forward(const Model& model, std::vector<hal::Device*> devices, int max_batch);
   Status place(const hal::PlacementRule& rule);
+  // The adapter slot `slot` runs now (0: the chosen one, 1: the level's recovery adapter), or null.
+  const LoraAdapter* slot_adapter(int slot) const;
+  // Whether this forward may run adapters (one device, the model's).
+  bool on_model_device() const;
   Status ensure_arenas();
   Result<const Prepared*> prepared(const hal::Shape& shape);
   Status run(const Prepared& p, const Run& r);
@@ -161,7 +184,7 @@ class Forward {
   std::vector<const hal::Buffer*> chunk_memory_;  // the bound micro-batch's KV chunks
   std::vector<hal::KvFormat> chunk_format_;
   std::vector<float*> chunk_mass_;
-  using ShapeKey = std::array<int64_t, 3>;                 // (level, T, O)
+  using ShapeKey = std::array<int64_t, 4>;                 // (level, adapter, T, O)
   std::map<ShapeKey, std::unique_ptr<Prepared>> cache_;
   std::list<ShapeKey> cache_order_;                       // oldest first
   std::vector<int32_t> pos_;
@@ -172,6 +195,10 @@ class Forward {
   GraphFigures figures_;
   bool track_mass_ = true;
   int level_ = -1;             // -1: full
+  hal::PlacementRule rule_;    // what the graph was placed by (set_adapters places it again)
+  std::vector<const LoraAdapter*> choices_;
+  int adapter_ = -1;           // index into choices_, -1: none
+  bool recovery_ = true;
   std::vector<bool> skip_;     // per layer (empty: none)
   Tap tap_;
 };

@@ -19,7 +19,42 @@ int32_t embedding_weight_id(const ModelConfig& c) { return c.n_layer * kWeightSl
 int32_t param_id(int layer, ParamSlot slot) { return layer * kParamSlots + static_cast<int32_t>(slot); }
 int32_t output_norm_param_id(const ModelConfig& c) { return c.n_layer * kParamSlots; }
 
-hal::Graph build_model_graph(const ModelConfig& c) {
+bool AdapterTargets::touched(int slot, int layer, WeightSlot w) const {
+  const auto& t = touches[slot];
+  const size_t i = static_cast<size_t>(layer) * kWeightSlots + static_cast<size_t>(w);
+  return i < t.size() && t[i];
+}
+
+bool AdapterTargets::empty() const {
+  for (const auto& t : touches)
+    for (bool b : t)
+      if (b) return false;
+  return true;
+}
+
+namespace {
+int32_t first_adapter_id(const ModelConfig& c) { return c.n_layer * kWeightSlots + 2; }
+}  // namespace
+
+int32_t adapter_weight_id(const ModelConfig& c, int slot, int layer, WeightSlot w, LoraPart part) {
+  return first_adapter_id(c) +
+         ((slot * c.n_layer + layer) * kWeightSlots + static_cast<int32_t>(w)) * 2 + static_cast<int32_t>(part);
+}
+
+std::optional<AdapterWeight> adapter_weight(const ModelConfig& c, int32_t id) {
+  int32_t i = id - first_adapter_id(c);
+  if (i < 0 || i >= kAdapterSlots * c.n_layer * kWeightSlots * 2) return std::nullopt;
+  AdapterWeight a;
+  a.part = static_cast<LoraPart>(i % 2);
+  i /= 2;
+  a.w = static_cast<WeightSlot>(i % kWeightSlots);
+  i /= kWeightSlots;
+  a.layer = i % c.n_layer;
+  a.slot = i / c.n_layer;
+  return a;
+}
+
+hal::Graph build_model_graph(const ModelConfig& c, const AdapterTargets& adapters) {
   using hal::OpKind;
   hal::Graph g;
   const int64_t E = c.n_embd, QD = int64_t{c.n_head} * c.head_dim, KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
@@ -68,6 +103,41 @@ hal::Graph build_model_graph(const ModelConfig& c) {
     }
   };
 
+  // The LoRA branches of the matrices in `outs` (base output tensor, its slot), which share
+  // the input `in`: per adapter slot, one fused matmul of their A's, then per matrix B, scale, add.
+  auto lora = [&](int il, hal::Dim rows, int32_t in, std::initializer_list<std::pair<int32_t, WeightSlot>> outs) {
+    static constexpr const char* kNames[] = {"q", "k", "v", "o", "gate", "up", "down"};
+    for (int slot = 0; slot < kAdapterSlots; ++slot) {
+      std::vector<std::pair<int32_t, WeightSlot>> ts;
+      for (auto t : outs)
+        if (adapters.touched(slot, il, t.second)) ts.push_back(t);
+      if (ts.empty()) continue;
+      std::string pre = "L";  // appended (GCC 12 warns falsely of a "literal" + string chain)
+      pre.append(std::to_string(il)).append(".lora").append(std::to_string(slot)).append(".");
+      hal::Op& a = g.add_op(OpKind::matmul, il, rows);
+      a.in[0] = in;
+      std::vector<int32_t> mid;
+      for (size_t n = 0; n < ts.size(); ++n) {
+        const int32_t t = g.add_tensor(pre + kNames[static_cast<int>(ts[n].second)] + ".a", rows, adapters.rank[slot]);
+        mid.push_back(t);
+        hal::Op& op = g.ops.back();  // add_tensor leaves the ops alone
+        op.out[n] = t;
+        op.weight[n] = adapter_weight_id(c, slot, il, ts[n].second, LoraPart::a);
+        op.work += 2.0 * static_cast<double>(g.tensors[in].cols) * adapters.rank[slot];
+      }
+      for (size_t n = 0; n < ts.size(); ++n) {
+        const auto [out, w] = ts[n];
+        const int32_t b_id = adapter_weight_id(c, slot, il, w, LoraPart::b);
+        const int32_t b = g.add_tensor(pre + kNames[static_cast<int>(w)] + ".b", rows, g.tensors[out].cols);
+        matmul(il, rows, mid[n], {{b, b_id}});
+        hal::Op& sc = in_place(OpKind::scale, il, rows, b);
+        sc.f[0] = 1.0f;
+        sc.weight[0] = b_id;
+        in_place(OpKind::add, il, rows, out, b).weight[0] = b_id;
+      }
+    }
+  };
+
   for (int il = 0; il < c.n_layer; ++il) {
     std::string L = "L";
     L.append(std::to_string(il)).append(".");
@@ -82,6 +152,7 @@ hal::Graph build_model_graph(const ModelConfig& c) {
     // Attention block: Q, K and V share their input (one fused matmul).
     norm(il, hal::T(), x, h, param_id(il, ParamSlot::attn_norm), E);
     matmul(il, hal::T(), h, {{q, weight_id(il, WeightSlot::q)}, {k, weight_id(il, WeightSlot::k)}, {v, weight_id(il, WeightSlot::v)}});
+    lora(il, hal::T(), h, {{q, WeightSlot::q}, {k, WeightSlot::k}, {v, WeightSlot::v}});
     if (c.has_qkv_bias) {
       in_place(OpKind::add_bias, il, hal::T(), q).param = param_id(il, ParamSlot::bq);
       in_place(OpKind::add_bias, il, hal::T(), k).param = param_id(il, ParamSlot::bk);
@@ -119,14 +190,17 @@ hal::Graph build_model_graph(const ModelConfig& c) {
       in_place(OpKind::last_rows, il, rows, x);
     }
     matmul(il, rows, attn, {{o, weight_id(il, WeightSlot::o)}});
+    lora(il, rows, attn, {{o, WeightSlot::o}});
     if (c.has_post_norms) norm(il, rows, o, o, param_id(il, ParamSlot::attn_post_norm), E);
     in_place(OpKind::add, il, rows, x, o);
 
     // Feed-forward block.
     norm(il, rows, x, hf, param_id(il, ParamSlot::ffn_norm), E);
     matmul(il, rows, hf, {{gate, weight_id(il, WeightSlot::gate)}, {up, weight_id(il, WeightSlot::up)}});
+    lora(il, rows, hf, {{gate, WeightSlot::gate}, {up, WeightSlot::up}});
     in_place(c.gelu_ffn ? OpKind::geglu : OpKind::swiglu, il, rows, gate, up);
     matmul(il, rows, gate, {{d, weight_id(il, WeightSlot::down)}});
+    lora(il, rows, gate, {{d, WeightSlot::down}});
     if (c.has_post_norms) norm(il, rows, d, d, param_id(il, ParamSlot::ffn_post_norm), E);
     in_place(OpKind::add, il, rows, x, d);
   }

@@ -3,10 +3,14 @@
 // shapes (T tokens in a step, O output rows), and the ids its ops use for the model's weights.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "hal/device.h"
 #include "hal/graph.h"
+#include "runtime/core/model/lora_adapter.h"
 #include "runtime/core/model/model.h"
 
 namespace llmsvc {
@@ -22,10 +26,38 @@ int32_t embedding_weight_id(const ModelConfig& c);
 int32_t param_id(int layer, ParamSlot slot);
 int32_t output_norm_param_id(const ModelConfig& c);
 
+// LoRA side branches (runtime/core/model/lora_adapter.h) in two adapter slots: 0 runs the
+// adapter the caller chose, 1 the recovery adapter of the running elastic level.
+inline constexpr int kAdapterSlots = 2;
+static_assert(kLoraMatrices == static_cast<int>(WeightSlot::count_));
+struct AdapterTargets {
+  // [slot][layer * WeightSlot::count_ + slot]: whether an adapter of that slot may touch the
+  // matrix (empty: none in that slot).
+  std::array<std::vector<bool>, kAdapterSlots> touches;
+  std::array<int, kAdapterSlots> rank{};  // the slot's largest rank: its A outputs' width
+  bool touched(int slot, int layer, WeightSlot w) const;
+  bool empty() const;
+};
+// Adapter weight ids, after the model's: (slot, layer, matrix, A or B).
+int32_t adapter_weight_id(const ModelConfig& c, int slot, int layer, WeightSlot w, LoraPart part);
+struct AdapterWeight {
+  int slot = 0, layer = 0;
+  WeightSlot w = WeightSlot::q;
+  LoraPart part = LoraPart::a;
+};
+std::optional<AdapterWeight> adapter_weight(const ModelConfig& c, int32_t id);
+
 // The graph of one step. Bound tensors: token ids [T], positions [T], logits [O][n_vocab].
 // store_kv and attention ops carry their layer; attention's context length comes from the KV
 // binding when the step runs.
-hal::Graph build_model_graph(const ModelConfig& c);
+//
+// For each matrix `adapters` touches, right after its base matmul (before biases, q/k norms
+// and post-norms, as llama.cpp's build_lora_mm): a matmul of A (the A's of matrices sharing an
+// input fused in one op, as Q/K/V), a matmul of B, a scale (f[0], set when the step is
+// prepared: the adapter's scale) and an add into the base output. The scale and add carry
+// their branch's B id in weight[0], so that the step list leaves them out with the branch
+// when the chosen adapter has no such pair. Empty targets: exactly the graph without adapters.
+hal::Graph build_model_graph(const ModelConfig& c, const AdapterTargets& adapters = {});
 
 // What the ids name in `model` (the weights prepared on the model's device; null for none).
 const hal::PreparedWeight* model_weight(const Model& model, int32_t id);

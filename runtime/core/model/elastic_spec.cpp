@@ -24,6 +24,8 @@ int ElasticSpec::level_index(int percent) const {
   return it == levels.end() ? -1 : static_cast<int>(it - levels.begin());
 }
 
+std::string recovery_prefix(int percent) { return "rcv." + std::to_string(percent) + "."; }
+
 int elastic_ffn_keep(int n_ff, int unit, int percent) {
   const int units = n_ff / unit;
   const int kept = static_cast<int>(std::lround(static_cast<double>(units) * percent / 100.0));
@@ -96,6 +98,23 @@ Result<std::optional<ElasticSpec>> read_elastic_spec(const gguf::GgufFile& f, co
     for (double v : *imp) {
       if (!std::isfinite(v)) return bad("layer_importance", "not finite");
       s.layer_importance.push_back(static_cast<float>(v));
+    }
+  }
+  if (f.find(key("recovery")) || f.find(key("recovery_alpha"))) {
+    const std::vector<int64_t>* rec = f.get_int_array(key("recovery"));
+    if (!rec) return bad("recovery", "missing or not an array of integers");
+    const std::vector<double>* alpha = f.get_float_array(key("recovery_alpha"));
+    if (!alpha || alpha->size() != rec->size()) return bad("recovery_alpha", "missing, or not one float per recovery level");
+    for (size_t i = 0; i < rec->size(); ++i) {
+      const int64_t p = (*rec)[i];
+      if (p < 1 || p > 100 || s.level_index(static_cast<int>(p)) < 0)
+        return bad("recovery", std::to_string(p) + " is not one of the levels");
+      if (std::find(s.recovery.begin(), s.recovery.end(), p) != s.recovery.end())
+        return bad("recovery", "level " + std::to_string(p) + " named twice");
+      if (!std::isfinite((*alpha)[i]) || std::fabs((*alpha)[i]) > 3.0e38)
+        return bad("recovery_alpha", "not finite");
+      s.recovery.push_back(static_cast<int>(p));
+      s.recovery_alpha.push_back(static_cast<float>((*alpha)[i]));
     }
   }
   return std::optional<ElasticSpec>(std::move(s));

@@ -16,6 +16,10 @@
 //   anchor_layers     [u32] layer indices locked at full size (may be empty)
 //   score             str   how units were ordered ("activation", "taylor", "random")
 //   layer_importance  [f32] n_layer, optional: loss increase when the layer is removed
+//   recovery          [u32] optional: the level percents that have a recovery adapter, tensors
+//                           "rcv.<percent>.<base>.lora_a/.lora_b" (runtime/core/model/lora_adapter.h)
+//                           that the forward pass adds at that level only
+//   recovery_alpha    [f32] with recovery, as many: each adapter's LoRA alpha
 #pragma once
 
 #include <optional>
@@ -40,6 +44,8 @@ struct ElasticSpec {
   std::vector<bool> anchor;                 // [layer]
   std::string score;
   std::vector<float> layer_importance;      // [layer], or empty
+  std::vector<int> recovery;                // level percents with a recovery adapter (may be empty)
+  std::vector<float> recovery_alpha;        // [recovery]
 
   int full() const { return static_cast<int>(levels.size()) - 1; }
   // The index of the level of `percent` per cent, or -1 when the file has none such.
@@ -48,6 +54,9 @@ struct ElasticSpec {
 
 // Neurons a non-anchor layer keeps at `percent` per cent of its units: the nearest whole
 // number of units, at least one.
+// The tensor-name prefix of the recovery adapter of the level of `percent` per cent.
+std::string recovery_prefix(int percent);
+
 int elastic_ffn_keep(int n_ff, int unit, int percent);
 
 // Reads the spec when the file has "llmsvc.elastic.version" (nullopt when it has not), and

@@ -10,6 +10,7 @@
 
 #include "hal/weight_type.h"
 #include "runtime/core/gguf/gguf_file.h"
+#include "runtime/core/model/lora_adapter.h"
 
 namespace llmsvc {
 namespace {
@@ -91,6 +92,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, hal::Device&
   m->hash_identity();  // before load_weights drops the pages it has copied
   LLMSVC_RETURN_IF_ERROR(m->load_weights(device));
   LLMSVC_RETURN_IF_ERROR(m->load_levels(device));
+  LLMSVC_RETURN_IF_ERROR(m->load_recovery(device));
   return m;
 }
 
@@ -229,6 +231,24 @@ Status Model::load_levels(hal::Device& dev) {
     }
   }
   return Status::Ok();
+}
+
+Status Model::load_recovery(hal::Device& dev) {
+  if (!elastic_ || elastic_->recovery.empty()) return Status::Ok();
+  recovery_.resize(elastic_->levels.size());
+  for (size_t i = 0; i < elastic_->recovery.size(); ++i) {
+    const int percent = elastic_->recovery[i];
+    auto a = LoraAdapter::from_model_file(*this, dev, recovery_prefix(percent), elastic_->recovery_alpha[i]);
+    if (!a.ok()) return Status(a.status().code(), "model: llmsvc.elastic.recovery level " + std::to_string(percent) +
+                                                      " %: " + a.status().message());
+    recovery_[elastic_->level_index(percent)] = std::move(a).value();
+  }
+  return Status::Ok();
+}
+
+const LoraAdapter* Model::recovery_adapter(int level) const {
+  if (level < 0 || static_cast<size_t>(level) >= recovery_.size()) return nullptr;
+  return recovery_[level].get();
 }
 
 const hal::PreparedWeight* Model::level_weight(int level, int il, FfnPart part) const {

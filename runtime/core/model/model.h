@@ -19,6 +19,8 @@
 
 namespace llmsvc {
 
+class LoraAdapter;
+
 // A small float vector (norm weights, biases), always a copy of its own: one read of a few
 // bytes in the mapping would keep a whole page (or a 2 MiB folio) of the file resident.
 struct FloatParam {
@@ -60,6 +62,9 @@ class Model {
   // full weight sharing its memory; nullptr where the level keeps the whole weight.
   enum class FfnPart { gate, up, down };
   const hal::PreparedWeight* level_weight(int level, int il, FfnPart part) const;
+  // The recovery adapter stored in the file for elastic level `level` (an index into
+  // elastic()->levels; llmsvc.elastic.recovery), or nullptr.
+  const LoraAdapter* recovery_adapter(int level) const;
   // Weight bytes one token's matmuls read at elastic level `level` (-1: the full model), and
   // the output projection's share of them (it bounds how small a level's cost can go).
   uint64_t level_matmul_bytes(int level) const;
@@ -80,6 +85,8 @@ class Model {
   Status load_weights(hal::Device& device);
   // Reads the elastic spec and makes each level's prefix views of the FFN weights.
   Status load_levels(hal::Device& device);
+  // Prepares the recovery adapters the elastic spec names.
+  Status load_recovery(hal::Device& device);
   void hash_identity();
 
   std::unique_ptr<gguf::GgufFile> file_;
@@ -96,6 +103,7 @@ class Model {
   Status levels_status_;
   // [level][layer][part]: views for the layers a level cuts (null where it keeps them whole).
   std::vector<std::vector<std::array<std::unique_ptr<hal::PreparedWeight>, 3>>> level_weights_;
+  std::vector<std::unique_ptr<LoraAdapter>> recovery_;  // [level], null where none
   uint64_t content_hash_ = 0;
   uint64_t vocab_hash_ = 0;
 };
