@@ -13,13 +13,12 @@
 #include "hal/device.h"
 #include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/model/elastic_spec.h"
+#include "runtime/core/model/lora_adapter.h"
 #include "runtime/core/model/model_config.h"
 #include "runtime/core/tokenizer/chat_template.h"
 #include "runtime/core/tokenizer/tokenizer.h"
 
 namespace llmsvc {
-
-class LoraAdapter;
 
 // A small float vector (norm weights, biases), always a copy of its own: one read of a few
 // bytes in the mapping would keep a whole page (or a 2 MiB folio) of the file resident.
