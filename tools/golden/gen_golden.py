@@ -408,6 +408,24 @@ def golden_for(lc, path: str, model_file_field: str, prompts, n_gen: int, n_ctx:
     return res
 
 
+_NULL_LOG = None  # the log callback must outlive every llama.cpp call
+
+
+def open_llama_cpp():
+    """The llama_cpp module, initialized and silenced; None (after saying why) when it is not
+    the pinned version."""
+    global _NULL_LOG
+    import llama_cpp as lc
+
+    if lc.__version__ != LLAMA_CPP_PYTHON:
+        print(f"need llama-cpp-python {LLAMA_CPP_PYTHON}, have {lc.__version__}", file=sys.stderr)
+        return None
+    lc.llama_backend_init()
+    _NULL_LOG = lc.llama_log_callback(lambda level, text, user: None)
+    lc.llama_log_set(_NULL_LOG, ctypes.c_void_p(0))
+    return lc
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=None, help="comma-separated model stems")
@@ -415,14 +433,9 @@ def main() -> int:
     ap.add_argument("--model-dir", default=os.environ.get("LLMSVC_MODEL_DIR",
                                                            os.path.expanduser("~/.cache/llmsvc/models")))
     args = ap.parse_args()
-    import llama_cpp as lc
-
-    if lc.__version__ != LLAMA_CPP_PYTHON:
-        print(f"need llama-cpp-python {LLAMA_CPP_PYTHON}, have {lc.__version__}", file=sys.stderr)
+    lc = open_llama_cpp()
+    if lc is None:
         return 1
-    lc.llama_backend_init()
-    null_log = lc.llama_log_callback(lambda level, text, user: None)
-    lc.llama_log_set(null_log, ctypes.c_void_p(0))
 
     os.makedirs(GOLDEN_DIR, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None

@@ -18,7 +18,6 @@ parameters are gen_golden.py's (its Llama wrapper).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import sys
@@ -74,14 +73,9 @@ def write_adapter(path: str, model_path: str, matrices, rank: int, alpha: float,
 
 
 def main() -> int:
-    import llama_cpp as lc
-
-    if lc.__version__ != gg.LLAMA_CPP_PYTHON:
-        print(f"need llama-cpp-python {gg.LLAMA_CPP_PYTHON}, have {lc.__version__}", file=sys.stderr)
+    lc = gg.open_llama_cpp()
+    if lc is None:
         return 1
-    lc.llama_backend_init()
-    null_log = lc.llama_log_callback(lambda level, text, user: None)
-    lc.llama_log_set(null_log, ctypes.c_void_p(0))
     os.makedirs(LORA_MODELS, exist_ok=True)
     os.makedirs(LORA_GOLDEN, exist_ok=True)
     for case, model, matrices, rank, alpha, dtype, seed in CASES:

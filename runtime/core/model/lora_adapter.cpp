@@ -98,9 +98,17 @@ std::string file_name(const std::string& path) {
 LoraAdapter::~LoraAdapter() = default;
 
 Result<std::unique_ptr<LoraAdapter>> LoraAdapter::load(const std::string& path, const Model& model, hal::Device& device) {
-  const std::string who = file_name(path);
+  return from_file(gguf::GgufFile::open(path), file_name(path), model, device);
+}
+
+Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_memory(std::span<const uint8_t> bytes, const Model& model,
+                                                              hal::Device& device) {
+  return from_file(gguf::GgufFile::from_memory(bytes), "(in memory)", model, device);
+}
+
+Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_file(Result<std::unique_ptr<gguf::GgufFile>> file,
+                                                            std::string who, const Model& model, hal::Device& device) {
   if (&device != &model.device()) return bad(Code::invalid_argument, who, "must be prepared on the model's own device");
-  auto file = gguf::GgufFile::open(path);
   if (!file.ok()) return Status(file.status().code(), "lora adapter " + who + ": " + file.status().message());
   const gguf::GgufFile& f = **file;
   const auto type = f.get_string("general.type");
@@ -126,7 +134,7 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::load(const std::string& path, 
     alpha = static_cast<float>(*a);
   }
   const gguf::GgufFile* fp = file->get();
-  auto a = build(std::move(file).value(), *fp, "", true, model, device);
+  auto a = build(std::move(file).value(), *fp, "", true, model, device, who);
   if (!a.ok()) return a.status();
   (*a)->alpha_ = alpha;
   return a;
@@ -137,7 +145,7 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_model_file(const Model& m
   const std::string who = quoted(prefix) + " of the model";
   if (&device != &model.device()) return bad(Code::invalid_argument, who, "must be prepared on the model's own device");
   if (!std::isfinite(alpha)) return bad(Code::model_invalid, who, "alpha is not finite");
-  auto a = build(nullptr, model.file(), prefix, false, model, device);
+  auto a = build(nullptr, model.file(), prefix, false, model, device, who);
   if (!a.ok()) return a.status();
   (*a)->alpha_ = alpha;
   return a;
@@ -145,8 +153,7 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_model_file(const Model& m
 
 Result<std::unique_ptr<LoraAdapter>> LoraAdapter::build(std::unique_ptr<gguf::GgufFile> own, const gguf::GgufFile& f,
                                                         std::string_view prefix, bool whole_file, const Model& model,
-                                                        hal::Device& device) {
-  const std::string who = own ? file_name(f.path()) : quoted(prefix) + " of the model";
+                                                        hal::Device& device, const std::string& who) {
   const ModelConfig& c = model.config();
   // Pair the tensors by base name first: every complaint below can then name the pair.
   std::map<std::string, std::array<const gguf::TensorInfo*, 2>> pairs;

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,10 @@ class LoraAdapter {
   // ranks that differ or lie outside 1..kMaxRank, a type the device cannot prepare;
   // Code::invalid_argument: `device` is not the model's.
   static Result<std::unique_ptr<LoraAdapter>> load(const std::string& path, const Model& model, hal::Device& device);
+  // The same from an in-memory file image (not copied: it must outlive the adapter). For
+  // fuzzing and tests.
+  static Result<std::unique_ptr<LoraAdapter>> from_memory(std::span<const uint8_t> bytes, const Model& model,
+                                                          hal::Device& device);
   // The same from the model's own GGUF: tensors "<prefix><base>.lora_a/.lora_b" (an elastic
   // model's recovery adapters, "rcv.<percent>."), with `alpha` given by the caller.
   static Result<std::unique_ptr<LoraAdapter>> from_model_file(const Model& model, hal::Device& device,
@@ -80,9 +85,12 @@ class LoraAdapter {
   explicit LoraAdapter(Key) {}
 
  private:
+  // load and from_memory: the metadata checks, then build.
+  static Result<std::unique_ptr<LoraAdapter>> from_file(Result<std::unique_ptr<gguf::GgufFile>> file, std::string who,
+                                                        const Model& model, hal::Device& device);
   static Result<std::unique_ptr<LoraAdapter>> build(std::unique_ptr<gguf::GgufFile> own, const gguf::GgufFile& f,
                                                     std::string_view prefix, bool whole_file, const Model& model,
-                                                    hal::Device& device);
+                                                    hal::Device& device, const std::string& who);
   Status make_level_views(const Model& model, hal::Device& device);
 
   std::string name_;
