@@ -175,7 +175,9 @@ static void adapter_runs(conf_t* t) {
   llmsvc_unbind(svc);
 }
 
-/* ADAPTER-5: a fork keeps its parent's adapter: its next greedy turn is the parent's. */
+/* ADAPTER-5: a fork keeps its parent's adapter: a fork called without an adapter answers as its
+ * twin called with the parent's adapter by name (a fork that lost it would run the plain model),
+ * and its first token is the parent's. */
 static void fork_keeps_adapter(conf_t* t) {
   llmsvc_service* svc = conf_bind(t, t->env->target);
   CONF_REQUIRE(t, svc != NULL);
@@ -187,22 +189,29 @@ static void fork_keeps_adapter(conf_t* t) {
   }
   char id[80];
   conf_unique_id(id, sizeof id, "adapter5");
-  llmsvc_context *parent = NULL, *child = NULL;
+  llmsvc_context *parent = NULL, *a = NULL, *b = NULL;
   CONF_STATUS(t, new_with_adapter(svc, id, name, &parent), LLMSVC_OK);
   if (parent) {
-    conf_text first, p, c;
+    conf_text first, ra, rb, rp;
     CONF_STATUS(t, call_with(parent, NULL, &first), LLMSVC_OK);
     conf_text_free(&first);
-    CONF_STATUS(t, llmsvc_context_fork(parent, NULL, &child), LLMSVC_OK);
-    if (child) {
-      CONF_STATUS(t, call_with(parent, NULL, &p), LLMSVC_OK);
-      CONF_STATUS(t, call_with(child, NULL, &c), LLMSVC_OK);
-      CONF_CHECK(t, conf_same_tokens(&p, &c), "parent \"%s\" != fork \"%s\"", p.data, c.data);
-      conf_text_free(&p);
-      conf_text_free(&c);
+    CONF_STATUS(t, llmsvc_context_fork(parent, NULL, &a), LLMSVC_OK);
+    CONF_STATUS(t, llmsvc_context_fork(parent, NULL, &b), LLMSVC_OK);
+    if (a && b) {
+      CONF_STATUS(t, call_with(a, NULL, &ra), LLMSVC_OK);
+      CONF_STATUS(t, call_with(b, name, &rb), LLMSVC_OK);
+      CONF_STATUS(t, call_with(parent, NULL, &rp), LLMSVC_OK);
+      CONF_CHECK(t, ra.pieces > 0 && conf_same_tokens(&ra, &rb), "fork \"%s\" != its twin with the adapter named \"%s\"",
+                 ra.data, rb.data);
+      CONF_CHECK(t, ra.pieces > 0 && rp.pieces > 0 && ra.tokens[0] == rp.tokens[0], "fork \"%s\" parent \"%s\"",
+                 ra.data, rp.data);
+      conf_text_free(&ra);
+      conf_text_free(&rb);
+      conf_text_free(&rp);
     }
   }
-  conf_close_and_delete(t, svc, child);
+  conf_close_and_delete(t, svc, a);
+  conf_close_and_delete(t, svc, b);
   conf_close_and_delete(t, svc, parent);
   llmsvc_unbind(svc);
 }

@@ -79,34 +79,50 @@ int main(int argc, char** argv) {
   out["threads"] = threads;
   Forward fwd(m, **dev, 256);
   fwd.set_mass_tracking(false);
-  for (int lv = 0; lv < n_levels; ++lv) {
-    if (spec && !fwd.set_level(lv).ok()) return std::fprintf(stderr, "level %d: cannot run\n", lv), 1;
-    nlohmann::json L;
-    L["level"] = spec ? spec->levels[lv] : 100;
+  // Held-out perplexity, then prefill of 256 tokens and decode steps at context 256, medians.
+  auto measure = [&](nlohmann::json& L) -> bool {
     auto nll = elastify::mean_nll(fwd, m, held, 256);
-    if (!nll.ok()) return std::fprintf(stderr, "%s\n", nll.status().message().c_str()), 1;
+    if (!nll.ok()) return std::fprintf(stderr, "%s\n", nll.status().message().c_str()), false;
     L["ppl"] = std::exp(*nll);
-    const uint64_t bytes = m.level_matmul_bytes(spec ? lv : -1), head = m.output_matmul_bytes();
-    L["weight_bytes_per_token"] = bytes;
-    L["lm_head_share"] = static_cast<double>(head) / static_cast<double>(bytes);
-    // Timings: prefill of 256 tokens, then decode steps at context 256.
     std::vector<double> pre, dec;
     std::vector<float> logits;
     for (int r = 0; r < reps; ++r) {
       policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
       policy::KvSequence seq(store);
       double t0 = now_s();
-      if (!fwd.eval(seq, prompt, 0, false, logits).ok()) return 1;
+      if (!fwd.eval(seq, prompt, 0, false, logits).ok()) return false;
       pre.push_back(now_s() - t0);
       for (int i = 0; i < 16; ++i) {
         const int32_t t[] = {prompt[i]};
         t0 = now_s();
-        if (!fwd.eval(seq, t, 256 + i, false, logits).ok()) return 1;
+        if (!fwd.eval(seq, t, 256 + i, false, logits).ok()) return false;
         dec.push_back(now_s() - t0);
       }
     }
     L["ttft_ms"] = 1e3 * median(pre);
     L["tpot_ms"] = 1e3 * median(dec);
+    return true;
+  };
+  for (int lv = 0; lv < n_levels; ++lv) {
+    if (spec && !fwd.set_level(lv).ok()) return std::fprintf(stderr, "level %d: cannot run\n", lv), 1;
+    nlohmann::json L;
+    L["level"] = spec ? spec->levels[lv] : 100;
+    if (!measure(L)) return 1;
+    const uint64_t bytes = m.level_matmul_bytes(spec ? lv : -1), head = m.output_matmul_bytes();
+    L["weight_bytes_per_token"] = bytes;
+    L["lm_head_share"] = static_cast<double>(head) / static_cast<double>(bytes);
+    // A level with a recovery adapter (llmsvc elastify --recovery): the same without it.
+    if (spec && m.recovery_adapter(lv)) {
+      L["recovery_adapter_bytes"] = m.recovery_adapter(lv)->bytes();
+      fwd.set_recovery(false);
+      nlohmann::json plain;
+      if (!measure(plain)) return 1;
+      fwd.set_recovery(true);
+      L["without_recovery"] = plain;
+      std::fprintf(stderr, "level %3d without recovery: ppl %.3f, prefill %.1f ms, decode %.2f ms\n",
+                   L["level"].get<int>(), plain["ppl"].get<double>(), plain["ttft_ms"].get<double>(),
+                   plain["tpot_ms"].get<double>());
+    }
     out["levels"].push_back(L);
     std::fprintf(stderr, "level %3d: ppl %.3f, prefill %.1f ms, decode %.2f ms\n", L["level"].get<int>(), L["ppl"].get<double>(),
                  L["ttft_ms"].get<double>(), L["tpot_ms"].get<double>());

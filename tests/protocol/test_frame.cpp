@@ -53,9 +53,13 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   EXPECT_EQ(frame_of(Role::server, 0, Welcome{2, kDefaultMaxPayload, 262144, 4096, 4, 30000, "llmsvcd", "m"}),
             unhex("4c4c4d53 0200 0000 00000000 26000000"
                   "0200 00001000 00000400 00100000 04000000 30750000 07000000 6c6c6d73766364 01000000 6d"));
-  EXPECT_EQ(frame_of(Role::client, 1, ContextNew{"notes", std::nullopt, false}),
+  EXPECT_EQ(frame_of(Role::client, 1, ContextNew{"notes", std::nullopt, false}, 7),
             unhex("4c4c4d53 1000 0000 01000000 12000000"
                   "05000000 6e6f746573 ffffffff 00 00000000"));
+  // Version 8 appends the adapter ("": none).
+  EXPECT_EQ(frame_of(Role::client, 1, ContextNew{"notes", std::nullopt, false}),
+            unhex("4c4c4d53 1000 0000 01000000 16000000"
+                  "05000000 6e6f746573 ffffffff 00 00000000 00000000"));
   EXPECT_EQ(frame_of(Role::server, 1, ContextOpened{1, "notes"}),
             unhex("4c4c4d53 9000 0000 01000000 0d000000"
                   "01000000 05000000 6e6f746573"));
@@ -133,7 +137,7 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
   // Version 7: the reply-only CALL above at elastic level 20, and a RESULT reporting it (the
   // version-2 RESULT above, with the figures of versions 5 and 6 as 0, the SLO not missed).
   o.level_percent = 20;
-  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}),
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}, 7),
             unhex("4c4c4d53 2000 0000 02000000 4c000000"
                   "01000000 00000000"
                   "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"

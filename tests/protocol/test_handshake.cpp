@@ -20,18 +20,18 @@ TEST(ProtocolHandshake, PicksTheHighestCommonVersion) {
 }
 
 TEST(ProtocolHandshake, NoCommonVersion) {
-  auto v = negotiate(Hello{8, 9, kDefaultMaxPayload, ""});
+  auto v = negotiate(Hello{9, 10, kDefaultMaxPayload, ""});
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), Code::unsupported);
-  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 8..9, the server 1..7");
+  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 9..10, the server 1..8");
   EXPECT_FALSE(negotiate(Hello{1, 1, kDefaultMaxPayload, ""}, 2, 2).ok());
 }
 
-// This build speaks 1..7: an old client (1..1 or 1..2) still gets its version from the new
-// daemon, and the new client (it offers 1..7) gets 1 to 6 from an old daemon, 7 from a new one.
+// This build speaks 1..8: an old client (1..1 or 1..2) still gets its version from the new
+// daemon, and the new client (it offers 1..8) gets 1 to 7 from an old daemon, 8 from a new one.
 TEST(ProtocolHandshake, NewestMeetsOlderPeers) {
   EXPECT_EQ(kMinVersion, 1);
-  EXPECT_EQ(kMaxVersion, 7);
+  EXPECT_EQ(kMaxVersion, 8);
   auto v2 = negotiate(Hello{1, 2, kDefaultMaxPayload, "version-2 client"});
   ASSERT_TRUE(v2.ok());
   EXPECT_EQ(*v2, 2);
@@ -40,7 +40,7 @@ TEST(ProtocolHandshake, NewestMeetsOlderPeers) {
   EXPECT_EQ(*v, 1);
   const Hello ours;  // what the client sends
   EXPECT_EQ(ours.min_version, 1);
-  EXPECT_EQ(ours.max_version, 7);
+  EXPECT_EQ(ours.max_version, 8);
   v = negotiate(ours, 1, 1);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 1);
@@ -59,9 +59,12 @@ TEST(ProtocolHandshake, NewestMeetsOlderPeers) {
   v = negotiate(ours, 1, 6);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 6);
-  v = negotiate(ours);
+  v = negotiate(ours, 1, 7);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 7);
+  v = negotiate(ours);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 8);
 }
 
 TEST(ProtocolHandshake, ClientChecksTheWelcome) {

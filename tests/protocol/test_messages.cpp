@@ -128,7 +128,8 @@ TEST(ProtocolMessages, LaterVersionsOnlyAppend) {
   }
   EXPECT_EQ(grew, (std::set<MsgType>{MsgType::context_info_reply, MsgType::call_result, MsgType::stats_reply,
                                      MsgType::call, MsgType::piece, MsgType::count_tokens, MsgType::context_new,
-                                     MsgType::context_messages_reply, MsgType::context_append}));
+                                     MsgType::context_messages_reply, MsgType::context_append,
+                                     MsgType::model_info_reply}));
 }
 
 TEST(ProtocolMessages, DecodedAsAnotherTypeFailsOrDiffers) {

@@ -5,9 +5,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
+#include "tools/elastify/attach_recovery.h"
 #include "tools/elastify/elastify.h"
 
 namespace llmsvc::cli {
@@ -18,13 +20,37 @@ struct ElastifyArgs {
   std::string model;
   bool json = false;
   bool quiet = false;
+  std::vector<std::string> recovery;  // adapters to store in an elastic model (attach mode)
 };
+
+// --recovery: the model is elastic already; its levels' recovery adapters go into the output.
+int run_attach(const ElastifyArgs& args, const std::string& input) {
+  elastify::AttachOptions o;
+  o.input = input;
+  o.output = args.options.output;
+  o.adapters = args.recovery;
+  auto rep = elastify::attach_recovery(o);
+  if (!rep.ok()) return report(rep.status());
+  if (args.json) {
+    nlohmann::json j;
+    j["output"] = o.output;
+    j["recovery_levels"] = rep->levels;
+    j["adapter_bytes"] = rep->adapter_bytes;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("wrote %s: recovery adapters for levels", o.output.c_str());
+    for (int l : rep->levels) std::printf(" %d", l);
+    std::printf(" (%.1f MB added)\n", static_cast<double>(rep->adapter_bytes) / 1e6);
+  }
+  return 0;
+}
 
 int run_elastify(ElastifyArgs& args) {
   ModelArgs m;
   m.model = args.model;
   auto path = model_path(m);
   if (!path.ok()) return report(path.status());
+  if (!args.recovery.empty()) return run_attach(args, *path);
   args.options.input = *path;
   auto rep = elastify::run(args.options, [&](const std::string& line) {
     if (!args.quiet) std::fprintf(stderr, "%s\n", line.c_str());
@@ -80,6 +106,12 @@ void add_elastify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--anchors", o.anchor_share, "share of layers locked at full size")->capture_default_str();
   cmd->add_option("--levels", o.levels, "levels in per cent, ending at 100")->delimiter(',');
   cmd->add_option("-t,--threads", o.threads, "CPU threads (default: every core)");
+  cmd->add_option("--recovery", args->recovery,
+                 "store these recovery adapters (LoRA, one per level: tools/elastify/torch/train_recovery.py) in "
+                 "the elastic MODEL instead of elastifying it; each level then runs with its own (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
   cmd->callback([args, &exit_code] { exit_code = run_elastify(*args); });

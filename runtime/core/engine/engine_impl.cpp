@@ -68,8 +68,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (!forward.ok()) return forward.status();
   auto adapters = AdapterSet::load(o.adapters, **model, *devices->front());
   if (!adapters.ok()) return adapters.status();
-  // The graph takes the adapters' side branches (and an elastic model's recovery adapters).
-  LLMSVC_RETURN_IF_ERROR((*forward)->set_adapters(adapters->choices()));
+  // The graph takes the adapters' side branches (an elastic model's recovery adapters it has).
+  if (!adapters->empty()) LLMSVC_RETURN_IF_ERROR((*forward)->set_adapters(adapters->choices()));
   // KV chunks kept in a GPU's own memory: the budget is at most what its arena holds; swap
   // and compression copy chunks through the device's transfer queue as the CPU's are read in
   // place. Key mass comes from the prompt kernels and from the one-launch decode kernel as
