@@ -18,6 +18,7 @@ namespace {
 // Below this many activations per call every thread quantizes the input itself: cheaper
 // than the barrier that sharing the work would need (decode steps).
 constexpr int64_t kPrivateQuantLimit = 8192;
+constexpr int64_t kInlineMacs = 64 * 1024;  // below this many multiply-adds one thread wins
 
 enum class ActKind { none, q8, q8k };
 
@@ -255,7 +256,12 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
   j.n_tokens = n_tokens;
   j.cols = ws[0]->ref().cols;
   j.pool = &pool;
-  j.private_quant = pool.size() == 1 || static_cast<int64_t>(n_tokens) * j.cols <= kPrivateQuantLimit;
+  // Waking the team costs microseconds: a product this small (a LoRA branch's at decode) runs
+  // on the calling thread alone. Every row is computed the same way whatever the split.
+  int64_t macs = 0;
+  for (int i = 0; i < n_weights; ++i) macs += ws[i]->ref().rows * j.cols * n_tokens;
+  const bool inline_run = macs <= kInlineMacs;
+  j.private_quant = inline_run || pool.size() == 1 || static_cast<int64_t>(n_tokens) * j.cols <= kPrivateQuantLimit;
   const int copies = j.private_quant ? pool.size() : 1;
   size_t total = 0;
   for (int i = 0; i < n_weights; ++i) {
@@ -280,6 +286,7 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
   }
   j.mem = static_cast<uint8_t*>(scratch.reserve(total));
   if (total > 0 && j.mem == nullptr) return;  // out of memory: nothing sensible to compute
+  if (inline_run) return run_job(j, 0, 1);
   const Job* jp = &j;
   pool.run([jp](int ith, int nth) { run_job(*jp, ith, nth); });
 }

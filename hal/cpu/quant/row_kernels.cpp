@@ -28,6 +28,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // multiplies with that weight type (ggml converts them to the weight's vec_dot type), so
 // float-weight models give llama.cpp's logits, not merely close ones.
 struct LoadF32 {
+  static constexpr int kBits = 32;       // per element
   static constexpr int kColsPerLane = 1;  // columns one lane of llama.cpp's GEMM takes per step
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D, hn::Vec<D> x) const { return x; }
@@ -48,6 +49,7 @@ struct LoadF32 {
   }
 };
 struct LoadF16 {
+  static constexpr int kBits = 16;
   static constexpr int kColsPerLane = 1;
   template <class D>
   HWY_INLINE hn::Vec<D> round_x(D df, hn::Vec<D> x) const {
@@ -81,6 +83,7 @@ struct LoadF16 {
   }
 };
 struct LoadBF16 {
+  static constexpr int kBits = 16;
   static constexpr int kColsPerLane = 2;
   // Round to nearest even in the upper 16 bits, as ggml's fp32 -> bf16.
   template <class D>
@@ -214,6 +217,69 @@ HWY_INLINE void FloatRowScalable(const RowGemmArgs& a, int64_t r, const Load& lo
   }
 }
 
+// Few columns (a LoRA adapter's B: K = its rank): a dot product per (row, token) would be all
+// reduction and tail. Instead a block of rows is converted once into k-major floats and every
+// token takes one multiply-add per column across the block's rows, in the arithmetic of
+// llama.cpp's tail for such shapes, so the bits are the same: F32 fused in float, F16 and BF16
+// products in float added in double, the columns in order.
+#if HWY_TARGET != HWY_SCALAR
+constexpr int64_t kSmallK = kGgmlStep;
+
+template <class Load>
+void SmallKRows(const RowGemmArgs& a, const Load& load) {
+  const hn::ScalableTag<float> df;
+  constexpr int64_t N = static_cast<int64_t>(hn::MaxLanes(df));
+  const int64_t K = a.cols;
+  HWY_ALIGN float wt[kSmallK * N];  // [k][lane]
+  HWY_ALIGN float block[kSmallK * N];  // [lane][k]
+  HWY_ALIGN float xs[kSmallK];
+  // Rows packed back to back (a whole weight, not a view): the block converts as one vector run
+  // (a decode step has one token to spread the conversion over).
+  constexpr bool kVectorLoad = !std::is_same_v<Load, LoadBF16>;
+  const bool packed = static_cast<int64_t>(a.row_bytes) * 8 == K * Load::kBits;
+  int64_t r = a.r_begin;
+  for (; r + N <= a.r_end; r += N) {
+    const uint8_t* first = a.w + static_cast<size_t>(r) * a.row_bytes;
+    if (kVectorLoad && packed) {
+      if constexpr (kVectorLoad)
+        for (int64_t c = 0; c < N * K; c += N) hn::Store(load(df, first, c), df, block + c);
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t k = 0; k < K; ++k) wt[k * N + i] = block[i * K + k];
+    } else {
+      for (int64_t i = 0; i < N; ++i) {
+        const uint8_t* row = first + static_cast<size_t>(i) * a.row_bytes;
+        for (int64_t k = 0; k < K; ++k) wt[k * N + i] = load.scalar(row, k);
+      }
+    }
+    for (int t = 0; t < a.n_tokens; ++t) {
+      for (int64_t k = 0; k < K; ++k) xs[k] = load.round_x(a.x[t * K + k]);
+      float* y = a.y + t * a.ldy + r;
+      if constexpr (std::is_same_v<Load, LoadF32>) {
+        auto acc = hn::Zero(df);
+        for (int64_t k = 0; k < K; ++k) acc = hn::MulAdd(hn::Load(df, wt + k * N), hn::Set(df, xs[k]), acc);
+        hn::StoreU(acc, df, y);
+      } else {
+        const hn::Half<decltype(df)> dh;
+        const hn::Rebind<double, decltype(dh)> dd;
+        auto lo = hn::Zero(dd), hi = hn::Zero(dd);
+        for (int64_t k = 0; k < K; ++k) {
+          const auto p = hn::Mul(hn::Load(df, wt + k * N), hn::Set(df, xs[k]));
+          lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, p)));
+          hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, p)));
+        }
+        hn::StoreU(hn::DemoteTo(dh, lo), dh, y);
+        hn::StoreU(hn::DemoteTo(dh, hi), dh, y + N / 2);
+      }
+    }
+  }
+  // The last rows, as FloatDot's tail computes them.
+  for (; r < a.r_end; ++r) {
+    const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
+    for (int t = 0; t < a.n_tokens; ++t) a.y[t * a.ldy + r] = load.tail(0.0f, row, a.x + t * K, 0, K);
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 template <class Load>
 void FloatRows(const RowGemmArgs& a, const Load& load) {
 #if HWY_HAVE_SCALABLE
@@ -222,6 +288,9 @@ void FloatRows(const RowGemmArgs& a, const Load& load) {
   constexpr bool kBf16 = std::is_same_v<Load, LoadBF16>;
   // llamafile takes k % KN == 0 (KN: 16 floats, 32 bf16) and m % 4 == 0 (m: the weight's rows).
   const bool gemm = a.n_tokens > 1 && a.cols % (Load::kColsPerLane * kGgmlLanes) == 0 && a.rows % 4 == 0;
+#if HWY_TARGET != HWY_SCALAR
+  if (!gemm && a.cols < kSmallK) return SmallKRows(a, load);  // FloatDot would be all tail
+#endif
   for (int64_t r = a.r_begin; r < a.r_end; ++r) {
     if (!gemm) {
       for (int t = 0; t < a.n_tokens; ++t) {
