@@ -162,11 +162,11 @@ class GGUFModel(torch.nn.Module):
             self._rope_cache[key] = (ang.cos().float(), ang.sin().float())  # [T, d/2]
         return self._rope_cache[key]
 
-    def rope(self, x, base: float):
-        # x: [B, H, T, hd]; rotates the first rope_dims of each head
+    def rope(self, x, base: float, pos: int = 0):
+        # x: [B, H, T, hd] at positions pos..pos+T-1; rotates the first rope_dims of each head
         T, d = x.shape[2], self.cfg.rope_dims
-        cos, sin = self.rope_tables(T, base, x.device)
-        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        cos, sin = self.rope_tables(pos + T, base, x.device)
+        cos, sin = cos[pos:].to(x.dtype), sin[pos:].to(x.dtype)
         xr, xp = x[..., :d], x[..., d:]
         if self.cfg.neox:
             x0, x1 = xr[..., : d // 2], xr[..., d // 2:]
@@ -195,20 +195,22 @@ class GGUFModel(torch.nn.Module):
 
     # ----------------------------------------------------------------- forward
     def forward(self, tokens: torch.Tensor, keep: list | None = None, lora=None, last_only: bool = False,
-                ffn_weights: dict | None = None):
+                ffn_weights: dict | None = None, cache: list | None = None, pos: int = 0):
         """tokens [B, T] -> logits [B, T, n_vocab] (float32). keep: per-layer FFN neurons kept
-        (None: all). ffn_weights: name -> tensor overriding stored FFN weights (for gradients)."""
+        (None: all). ffn_weights: name -> tensor overriding stored FFN weights (for gradients).
+        cache: a list (one (k, v) per layer, appended to) for generation; tokens are at pos.."""
         c = self.cfg
         B, T = tokens.shape
         dt = torch.get_autocast_dtype("cuda") if (tokens.is_cuda and torch.is_autocast_enabled("cuda")) else torch.float32
         x = F.embedding(tokens, self.w["token_embd.weight"]).to(dt)
         if c.embd_scale != 1.0:
             x = x * c.embd_scale
-        causal = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril()
+        qpos = torch.arange(pos, pos + T, device=tokens.device)
+        kpos = torch.arange(pos + T, device=tokens.device)
+        mask = kpos[None, :] <= qpos[:, None]
         swa_mask = None
-        if c.sliding_window and T > c.sliding_window:
-            i = torch.arange(T, device=tokens.device)
-            swa_mask = causal & ((i[:, None] - i[None, :]) < c.sliding_window)
+        if c.sliding_window and pos + T > c.sliding_window:
+            swa_mask = mask & ((qpos[:, None] - kpos[None, :]) < c.sliding_window)
         for il in range(c.n_layer):
             p = f"blk.{il}."
             h = self.rms(x, self.w[p + "attn_norm.weight"])
@@ -219,14 +221,22 @@ class GGUFModel(torch.nn.Module):
                 q = self.rms(q, self.w[p + "attn_q_norm.weight"])
                 k = self.rms(k, self.w[p + "attn_k_norm.weight"])
             base = c.rope_base_swa if c.layer_is_swa[il] else c.rope_base
-            q, k = self.rope(q, base), self.rope(k, base)
+            q, k = self.rope(q, base, pos), self.rope(k, base, pos)
+            if cache is not None:
+                if len(cache) > il:
+                    k, v = torch.cat([cache[il][0], k], 2), torch.cat([cache[il][1], v], 2)
+                    cache[il] = (k, v)
+                else:
+                    cache.append((k, v))
             if c.n_head_kv != c.n_head:
                 rep = c.n_head // c.n_head_kv
                 k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
             if c.layer_is_swa[il] and swa_mask is not None:
                 a = F.scaled_dot_product_attention(q, k, v, attn_mask=swa_mask, scale=c.attn_scale)
-            else:
+            elif pos == 0:
                 a = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=c.attn_scale)
+            else:
+                a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=c.attn_scale)
             a = a.transpose(1, 2).reshape(B, T, c.n_head * c.head_dim)
             a = self.linear(a, p + "attn_output.weight", lora)
             if c.post_norms:
@@ -246,6 +256,28 @@ class GGUFModel(torch.nn.Module):
             x = x[:, -1:]
         x = self.rms(x, self.w["output_norm.weight"])
         return F.linear(x, self.w["output.weight"].to(x.dtype)).float()
+
+
+@torch.no_grad()
+def generate(model: GGUFModel, prompts: torch.Tensor, length: int, temperature: float = 1.0, top_p: float = 0.95,
+             seed: int = 0, keep=None) -> torch.Tensor:
+    """Sample continuations of prompts [B, P] to `length` tokens in all (KV cache; top-p nucleus)."""
+    gen = torch.Generator(device=prompts.device).manual_seed(seed)
+    cache: list = []
+    out = prompts
+    with autocast(model.device):
+        logits = model(prompts, keep=keep, last_only=True, cache=cache)
+        while out.shape[1] < length:
+            probs = torch.softmax(logits[:, -1].float() / temperature, -1)
+            sp, si = probs.sort(-1, descending=True)
+            cum = sp.cumsum(-1)
+            sp[(cum - sp) > top_p] = 0  # keep the smallest prefix whose mass reaches top_p
+            nxt = si.gather(-1, torch.multinomial(sp, 1, generator=gen))
+            pos = out.shape[1]
+            out = torch.cat([out, nxt], 1)
+            if out.shape[1] < length:
+                logits = model(nxt, keep=keep, last_only=True, cache=cache, pos=pos)
+    return out
 
 
 class LoRA(torch.nn.Module):
