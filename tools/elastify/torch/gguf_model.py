@@ -201,8 +201,8 @@ class GGUFModel(torch.nn.Module):
         cache: a list (one (k, v) per layer, appended to) for generation; tokens are at pos.."""
         c = self.cfg
         B, T = tokens.shape
-        dt = torch.get_autocast_dtype("cuda") if (tokens.is_cuda and torch.is_autocast_enabled("cuda")) else torch.float32
-        x = F.embedding(tokens, self.w["token_embd.weight"]).to(dt)
+        # The residual stream stays float32; under autocast the matmuls run in bf16.
+        x = F.embedding(tokens, self.w["token_embd.weight"]).float()
         if c.embd_scale != 1.0:
             x = x * c.embd_scale
         qpos = torch.arange(pos, pos + T, device=tokens.device)

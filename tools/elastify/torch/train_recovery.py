@@ -140,6 +140,7 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
     os.makedirs(a.out, exist_ok=True)
     t_start = time.time()
 
