@@ -24,11 +24,8 @@ class AdapterEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
-    test::RandomLora o;
-    o.b_scale = 0.1f;
-    ASSERT_TRUE(test::write_random_lora(test::test_model(test::kLlama), path("a"), o).ok());
-    o.seed = 2;
-    ASSERT_TRUE(test::write_random_lora(test::test_model(test::kLlama), path("b"), o).ok());
+    test::write_random_lora(test::test_model(test::kLlama), path("a"), 8, 16.0f, 1, 0.1f);
+    test::write_random_lora(test::test_model(test::kLlama), path("b"), 8, 16.0f, 2, 0.1f);
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -172,7 +169,7 @@ TEST_F(AdapterEngine, BadAdapterFilesFailTheEngineNamingThem) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("adapter 'missing'"), std::string::npos) << e.status().message();
   // An adapter made for another model (another shape): refused.
-  ASSERT_TRUE(test::write_random_lora(test::test_model("gemma3-F16.gguf"), dir_->file("gemma.lora.gguf")).ok());
+  test::write_random_lora(test::test_model("gemma3-F16.gguf"), dir_->file("gemma.lora.gguf"), 8, 16.0f, 3);
   eo.adapters = {{"other", dir_->file("gemma.lora.gguf")}};
   e = Engine::create(eo);
   ASSERT_FALSE(e.ok());

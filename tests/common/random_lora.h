@@ -1,67 +1,108 @@
 // SPDX-License-Identifier: Apache-2.0
-// Random LoRA adapters in llama.cpp's GGUF format, for a given model: what tests and the
-// conformance suite run adapters with (a real model has no published adapter to fetch here).
+// Random LoRA adapters in llama.cpp's GGUF format for a given model (F32 A and B), written with
+// GgufWriter: what the LoRA tests, the engine's adapter tests and the black-box suites (through
+// tests/adapter/make_random_lora) run adapters with; a real model has no published adapter here.
+// Failures throw (test code).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "base/status.h"
 #include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/gguf/gguf_writer.h"
 
 namespace llmsvc::test {
 
-struct RandomLora {
-  int rank = 8;
-  float alpha = 16.0f;
-  uint64_t seed = 1;
-  float b_scale = 0.02f;  // B's elements ~ N(0, b_scale); A's ~ N(0, 1/sqrt(n_in))
-  // Matrices given an adapter, by their name's suffix; empty: every layer's seven.
-  std::vector<std::string> targets;
+inline constexpr const char* kMatrixName[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+
+// One adapted matrix: A [r][n_in], B [n_out][r], row-major F32.
+struct LoraPair {
+  std::string base;  // "blk.<il>.<matrix>.weight"
+  int64_t n_in = 0, n_out = 0;
+  std::vector<float> a, b;
 };
 
-// Writes an adapter for the model at `model_path` to `out` (F32 A and B for each target
-// matrix): general.type "adapter", adapter.type "lora", adapter.lora.alpha, the model's
-// general.architecture; `<tensor>.lora_a` ne [n_in, r], `<tensor>.lora_b` ne [r, n_out].
-inline Status write_random_lora(const std::string& model_path, const std::string& out, const RandomLora& o = {}) {
-  auto model = gguf::GgufFile::open(model_path);
-  if (!model.ok()) return model.status();
-  auto arch = (*model)->get_string("general.architecture");
-  if (!arch) return Status(Code::invalid_argument, model_path + ": no general.architecture");
-  std::vector<std::string> targets = o.targets;
-  if (targets.empty())
-    targets = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-               "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
-  gguf::GgufWriter w;
-  LLMSVC_RETURN_IF_ERROR(w.set("general.architecture", gguf::string_value(std::string(*arch))));
-  LLMSVC_RETURN_IF_ERROR(w.set("general.type", gguf::string_value("adapter")));
-  LLMSVC_RETURN_IF_ERROR(w.set("adapter.type", gguf::string_value("lora")));
-  LLMSVC_RETURN_IF_ERROR(w.set("adapter.lora.alpha", gguf::float_value(gguf::ValueType::f32, o.alpha)));
-  std::mt19937_64 rng(o.seed);
-  std::vector<std::vector<float>> data;  // kept alive until write()
-  for (const gguf::TensorInfo& t : (*model)->tensors()) {
-    const std::string name(t.name);
-    bool wanted = false;
-    for (const std::string& s : targets) wanted |= name.starts_with("blk.") && name.ends_with("." + s);
-    if (!wanted) continue;
-    const uint64_t n_in = t.ne[0], n_out = t.ne[1], r = static_cast<uint64_t>(o.rank);
-    std::normal_distribution<float> a_dist(0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
-    std::normal_distribution<float> b_dist(0.0f, o.b_scale);
-    auto& a = data.emplace_back(n_in * r);
-    for (float& v : a) v = a_dist(rng);
-    LLMSVC_RETURN_IF_ERROR(w.add_tensor(name + ".lora_a", gguf::TensorType::F32, {n_in, r},
-                                        {reinterpret_cast<const uint8_t*>(a.data()), a.size() * sizeof(float)}));
-    auto& b = data.emplace_back(r * n_out);
-    for (float& v : b) v = b_dist(rng);
-    LLMSVC_RETURN_IF_ERROR(w.add_tensor(name + ".lora_b", gguf::TensorType::F32, {r, n_out},
-                                        {reinterpret_cast<const uint8_t*>(b.data()), b.size() * sizeof(float)}));
+struct RandomLora {
+  int rank = 0;
+  float alpha = 0;
+  std::vector<LoraPair> pairs;
+  float scale() const { return alpha == 0 ? 1.0f : alpha / static_cast<float>(rank); }
+};
+
+// A random adapter of `rank` on `matrices` (indices into kMatrixName) of every layer of `model`:
+// A ~ N(0, 1/n_in), B ~ N(0, b_std^2) (b_std 0: sqrt(0.5 / rank)).
+inline RandomLora random_lora(const std::string& model, int rank, float alpha, std::vector<int> matrices, uint32_t seed,
+                              float b_std = 0.0f) {
+  auto f = gguf::GgufFile::open(model);
+  if (!f.ok()) throw std::runtime_error(f.status().message());
+  RandomLora l;
+  l.rank = rank;
+  l.alpha = alpha;
+  std::mt19937 rng(seed);
+  for (int il = 0;; ++il) {
+    if (!(*f)->find_tensor("blk." + std::to_string(il) + ".attn_q.weight")) break;
+    for (int m : matrices) {
+      LoraPair p;
+      p.base = "blk." + std::to_string(il) + "." + kMatrixName[m] + ".weight";
+      const gguf::TensorInfo* t = (*f)->find_tensor(p.base);
+      p.n_in = static_cast<int64_t>(t->ne[0]);
+      p.n_out = static_cast<int64_t>(t->ne[1]);
+      std::normal_distribution<float> na(0.0f, 1.0f / std::sqrt(static_cast<float>(p.n_in)));
+      std::normal_distribution<float> nb(0.0f, b_std > 0.0f ? b_std : std::sqrt(0.5f / static_cast<float>(rank)));
+      for (int64_t i = 0; i < rank * p.n_in; ++i) p.a.push_back(na(rng));
+      for (int64_t i = 0; i < p.n_out * rank; ++i) p.b.push_back(nb(rng));
+      l.pairs.push_back(std::move(p));
+    }
   }
-  if (w.tensor_count() == 0) return Status(Code::invalid_argument, model_path + ": no tensor to adapt");
-  return w.write(out);
+  return l;
+}
+
+inline std::span<const uint8_t> bytes_of(const std::vector<float>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
+}
+
+// The adapter's tensors, named `prefix` + base + ".lora_a/.lora_b", added to `w`.
+inline void add_lora_tensors(gguf::GgufWriter& w, const RandomLora& l, const std::string& prefix = "") {
+  for (const LoraPair& p : l.pairs) {
+    const Status a = w.add_tensor(prefix + p.base + ".lora_a", gguf::TensorType::F32,
+                                  {static_cast<uint64_t>(p.n_in), static_cast<uint64_t>(l.rank)}, bytes_of(p.a));
+    const Status b = w.add_tensor(prefix + p.base + ".lora_b", gguf::TensorType::F32,
+                                  {static_cast<uint64_t>(l.rank), static_cast<uint64_t>(p.n_out)}, bytes_of(p.b));
+    if (!a.ok() || !b.ok()) throw std::runtime_error(a.ok() ? b.message() : a.message());
+  }
+}
+
+// An adapter file's metadata for architecture `arch`.
+inline gguf::GgufWriter adapter_writer(const std::string& arch, float alpha) {
+  gguf::GgufWriter w;
+  (void)w.set("general.type", gguf::string_value("adapter"));
+  (void)w.set("general.architecture", gguf::string_value(arch));
+  (void)w.set("adapter.type", gguf::string_value("lora"));
+  (void)w.set("adapter.lora.alpha", gguf::float_value(gguf::ValueType::f32, alpha));
+  return w;
+}
+
+inline void write_adapter(const RandomLora& l, const std::string& arch, const std::string& path) {
+  gguf::GgufWriter w = adapter_writer(arch, l.alpha);
+  add_lora_tensors(w, l);
+  const Status s = w.write(path);
+  if (!s.ok()) throw std::runtime_error(s.message());
+}
+
+// A random adapter on every layer's seven matrices of the model at `model`, written to `out`
+// for that model's architecture.
+inline void write_random_lora(const std::string& model, const std::string& out, int rank, float alpha, uint32_t seed,
+                              float b_std = 0.0f) {
+  auto f = gguf::GgufFile::open(model);
+  if (!f.ok()) throw std::runtime_error(f.status().message());
+  const auto arch = (*f)->get_string("general.architecture");
+  if (!arch) throw std::runtime_error(model + ": no general.architecture");
+  write_adapter(random_lora(model, rank, alpha, {0, 1, 2, 3, 4, 5, 6}, seed, b_std), std::string(*arch), out);
 }
 
 }  // namespace llmsvc::test

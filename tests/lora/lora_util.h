@@ -12,83 +12,10 @@
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/gguf/gguf_writer.h"
 #include "runtime/core/graph/forward.h"
+#include "tests/common/random_lora.h"
 #include "tests/model/bad_input_util.h"
 
 namespace llmsvc::test {
-
-inline constexpr const char* kMatrixName[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
-
-// One adapted matrix: A [r][n_in], B [n_out][r], row-major F32.
-struct LoraPair {
-  std::string base;  // "blk.<il>.<matrix>.weight"
-  int64_t n_in = 0, n_out = 0;
-  std::vector<float> a, b;
-};
-
-struct RandomLora {
-  int rank = 0;
-  float alpha = 0;
-  std::vector<LoraPair> pairs;
-  float scale() const { return alpha == 0 ? 1.0f : alpha / static_cast<float>(rank); }
-};
-
-// A random adapter of `rank` on `matrices` (indices into kMatrixName) of every layer of `model`.
-inline RandomLora random_lora(const std::string& model, int rank, float alpha, std::vector<int> matrices, uint32_t seed) {
-  auto f = gguf::GgufFile::open(model);
-  if (!f.ok()) throw std::runtime_error(f.status().message());
-  RandomLora l;
-  l.rank = rank;
-  l.alpha = alpha;
-  std::mt19937 rng(seed);
-  for (int il = 0;; ++il) {
-    if (!(*f)->find_tensor("blk." + std::to_string(il) + ".attn_q.weight")) break;
-    for (int m : matrices) {
-      LoraPair p;
-      p.base = "blk." + std::to_string(il) + "." + kMatrixName[m] + ".weight";
-      const gguf::TensorInfo* t = (*f)->find_tensor(p.base);
-      p.n_in = static_cast<int64_t>(t->ne[0]);
-      p.n_out = static_cast<int64_t>(t->ne[1]);
-      std::normal_distribution<float> na(0.0f, 1.0f / std::sqrt(static_cast<float>(p.n_in)));
-      std::normal_distribution<float> nb(0.0f, std::sqrt(0.5f / static_cast<float>(rank)));
-      for (int64_t i = 0; i < rank * p.n_in; ++i) p.a.push_back(na(rng));
-      for (int64_t i = 0; i < p.n_out * rank; ++i) p.b.push_back(nb(rng));
-      l.pairs.push_back(std::move(p));
-    }
-  }
-  return l;
-}
-
-inline std::span<const uint8_t> bytes_of(const std::vector<float>& v) {
-  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
-}
-
-// The adapter's tensors, named `prefix` + base + ".lora_a/.lora_b", added to `w`.
-inline void add_lora_tensors(gguf::GgufWriter& w, const RandomLora& l, const std::string& prefix = "") {
-  for (const LoraPair& p : l.pairs) {
-    const Status a = w.add_tensor(prefix + p.base + ".lora_a", gguf::TensorType::F32,
-                                  {static_cast<uint64_t>(p.n_in), static_cast<uint64_t>(l.rank)}, bytes_of(p.a));
-    const Status b = w.add_tensor(prefix + p.base + ".lora_b", gguf::TensorType::F32,
-                                  {static_cast<uint64_t>(l.rank), static_cast<uint64_t>(p.n_out)}, bytes_of(p.b));
-    if (!a.ok() || !b.ok()) throw std::runtime_error(a.ok() ? b.message() : a.message());
-  }
-}
-
-// An adapter file's metadata for architecture `arch`.
-inline gguf::GgufWriter adapter_writer(const std::string& arch, float alpha) {
-  gguf::GgufWriter w;
-  (void)w.set("general.type", gguf::string_value("adapter"));
-  (void)w.set("general.architecture", gguf::string_value(arch));
-  (void)w.set("adapter.type", gguf::string_value("lora"));
-  (void)w.set("adapter.lora.alpha", gguf::float_value(gguf::ValueType::f32, alpha));
-  return w;
-}
-
-inline void write_adapter(const RandomLora& l, const std::string& arch, const std::string& path) {
-  gguf::GgufWriter w = adapter_writer(arch, l.alpha);
-  add_lora_tensors(w, l);
-  const Status s = w.write(path);
-  if (!s.ok()) throw std::runtime_error(s.message());
-}
 
 // `model` (F32 weights) with W + scale * B A in place of each adapted weight (and `extra`
 // metadata set), written to `out`.

@@ -101,7 +101,7 @@ void add_elastify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--window", o.window, "tokens per calibration sequence")->capture_default_str();
   cmd->add_option("--score", o.score, "neuron order: activation (gradient-free), taylor (with --scores), random")
       ->capture_default_str();
-  cmd->add_option("--scores", o.scores_path, "per-neuron Taylor scores (JSON from tools/elastify/taylor_scores.py)");
+  cmd->add_option("--scores", o.scores_path, "per-neuron Taylor scores (JSON from tools/elastify/torch/taylor_scores.py)");
   cmd->add_option("--seed", o.seed, "seed of the random order")->capture_default_str();
   cmd->add_option("--anchors", o.anchor_share, "share of layers locked at full size")->capture_default_str();
   cmd->add_option("--levels", o.levels, "levels in per cent, ending at 100")->delimiter(',');

@@ -17,7 +17,7 @@ namespace llmsvc::elastify {
 // contribution to the residual stream. [layer][neuron].
 std::vector<std::vector<double>> activation_scores(const Model& model, const std::vector<std::vector<double>>& mean_abs);
 
-// First-order Taylor scores |dL/dw * w| per neuron, computed offline (tools/elastify/taylor_scores.py)
+// First-order Taylor scores |dL/dw * w| per neuron, computed offline (tools/elastify/torch/taylor_scores.py)
 // and stored as JSON {"ffn": [[n_ff floats] per layer]}; checked against the model's shape.
 Result<std::vector<std::vector<double>>> read_neuron_scores(const std::string& path, const ModelConfig& config);
 
