@@ -177,6 +177,12 @@ TEST_F(Config, BoundsAreOnByDefaultAndTheShippedFileStatesThem) {
   EXPECT_EQ(shipped.idle_timeout_ms, code.idle_timeout_ms);
 }
 
+TEST_F(Config, AdaptersByName) {
+  DaemonConfig c;
+  ASSERT_TRUE(load_config_file(write("c.toml", "[adapters]\nsummarize = \"/a/s.gguf\"\n\"tone.v2\" = \"t.gguf\"\n"), c).ok());
+  EXPECT_EQ(c.adapters, (std::vector<std::pair<std::string, std::string>>{{"summarize", "/a/s.gguf"}, {"tone.v2", "t.gguf"}}));
+}
+
 TEST_F(Config, MissingKeysKeepDefaults) {
   DaemonConfig c;
   ASSERT_TRUE(load_config_file(write("c.toml", "threads = 1\n"), c).ok());
@@ -191,6 +197,8 @@ TEST_F(Config, RefusesTyposBadValuesAndBadSyntax) {
   for (const char* text : {"thread = 2\n", "threads = \"two\"\n", "max_calls = 0\n", "kv_ratio = 2.0\n",
                            "socket_mode = \"0999\"\n", "model = 5\n", "threads = [\n", "quotas = 3\n",
                            "[quotas]\ncontext = 1\n", "[quotas]\ncontexts = -1\n", "[quotas]\nconcurrent_calls = \"1\"\n", "[quotas]\nkv_share = 1.5\n", "[quotas]\nswap_bytes = -1\n", "devices = \"cpu\"\n", "devices = [1]\n", "devices = [\"cpu\", \"cpu\"]\n",
+                           "adapters = \"a.gguf\"\n", "[adapters]\n\"../x\" = \"a.gguf\"\n", "[adapters]\nx = 1\n",
+                           "[adapters]\nx = \"\"\n",
                            "max_unsent_bytes = 1000\n", "write_timeout_ms = 0\n"}) {
     DaemonConfig c;
     Status st = load_config_file(write("c.toml", text), c);
