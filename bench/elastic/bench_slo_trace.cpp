@@ -185,19 +185,21 @@ Result<Measured> run_call(Forward& fwd, const Model& m, const Config& cfg, const
 }
 
 // The layer-dropping baseline's choice: the fewest skipped layers (least important first,
-// anchors never) whose share of a token's weight bytes left is within both ratios; all it may
-// skip when none is (predicted missed). Every layer of these models reads the same bytes.
+// anchors never) predicted to meet both ratios; all it may skip when none is (predicted
+// missed). Predicted from the work left: a decode step reads the layers' and the LM head's
+// weight bytes; a prefill computes the LM head for its last token only, so its time is the
+// layers' (every layer of these models reads the same bytes).
 Config drop_config(const Model& m, int max_skip, double ttft_ratio, double tpot_ratio) {
   const double full = static_cast<double>(m.level_matmul_bytes(-1));
-  const double layer = (full - static_cast<double>(m.output_matmul_bytes())) / m.config().n_layer;
-  const double bound = std::min(ttft_ratio, tpot_ratio);
+  const int n_layer = m.config().n_layer;
+  const double layer = (full - static_cast<double>(m.output_matmul_bytes())) / n_layer;
   Config cfg;
-  for (cfg.skipped = 0; cfg.skipped <= max_skip; ++cfg.skipped)
-    if ((full - cfg.skipped * layer) / full <= bound + 1e-9) break;
-  cfg.pred_met = cfg.skipped <= max_skip;
-  cfg.skipped = std::min(cfg.skipped, max_skip);
-  cfg.pred_ttft = cfg.pred_tpot = (full - cfg.skipped * layer) / full;
-  return cfg;
+  for (cfg.skipped = 0;; ++cfg.skipped) {
+    cfg.pred_ttft = static_cast<double>(n_layer - cfg.skipped) / n_layer;
+    cfg.pred_tpot = (full - cfg.skipped * layer) / full;
+    cfg.pred_met = cfg.pred_ttft <= ttft_ratio + 1e-9 && cfg.pred_tpot <= tpot_ratio + 1e-9;
+    if (cfg.pred_met || cfg.skipped == max_skip) return cfg;
+  }
 }
 
 // A level's predicted ratios from the profile, for a prompt of n tokens.
