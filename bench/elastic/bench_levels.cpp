@@ -10,17 +10,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/elastic/held_out.h"
 #include "hal/devices/device_registry.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/graph/forward.h"
+#include "runtime/core/graph/profile_fit.h"
 #include "runtime/core/model/model.h"
 #include "tools/elastify/calibration.h"
 
@@ -30,11 +30,6 @@ namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,7 +37,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N]\n");
     return 2;
   }
-  std::string model_path = argv[1], text_path = std::string(LLMSVC_SOURCE_DIR) + "/tests/data/golden/ppl_text.txt";
+  std::string model_path = argv[1], text_path = bench::default_text_path();
   int ppl_tokens = 4096, threads = 2, reps = 5;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -57,10 +52,7 @@ int main(int argc, char** argv) {
   if (!loaded.ok()) return std::fprintf(stderr, "%s\n", loaded.status().message().c_str()), 1;
   const Model& m = **loaded;
   const ModelConfig& c = m.config();
-  std::ifstream in(text_path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<int32_t> all = m.tokenizer().encode(ss.str(), true, false);
+  std::vector<int32_t> all = m.tokenizer().encode(bench::read_text(text_path), true, false);
   // The tail: elastify calibrates on the head of the same text.
   const size_t n = std::min<size_t>(all.size(), static_cast<size_t>(ppl_tokens));
   const std::vector<int32_t> held(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
@@ -99,8 +91,8 @@ int main(int argc, char** argv) {
         dec.push_back(now_s() - t0);
       }
     }
-    L["ttft_ms"] = 1e3 * median(pre);
-    L["tpot_ms"] = 1e3 * median(dec);
+    L["ttft_ms"] = 1e3 * profile::median(pre);
+    L["tpot_ms"] = 1e3 * profile::median(dec);
     return true;
   };
   for (int lv = 0; lv < n_levels; ++lv) {
@@ -155,9 +147,9 @@ int main(int argc, char** argv) {
       if (!fwd.eval(seq, t, 320 + i, false, logits).ok()) return 1;
       same.push_back(1e3 * (now_s() - t0));
     }
-    sw["set_level_ns"] = median(set_ns);
-    sw["decode_after_switch_to_smallest_ms"] = median(switched);
-    sw["decode_smallest_without_switch_ms"] = median(same);
+    sw["set_level_ns"] = profile::median(set_ns);
+    sw["decode_after_switch_to_smallest_ms"] = profile::median(switched);
+    sw["decode_smallest_without_switch_ms"] = profile::median(same);
     double t0 = now_s();
     auto again = Model::load(model_path, **dev);
     sw["reload_ms"] = 1e3 * (now_s() - t0);
