@@ -283,7 +283,8 @@ def generate(model: GGUFModel, prompts: torch.Tensor, length: int, temperature: 
 class LoRA(torch.nn.Module):
     """Rank-r adapters on every per-layer matrix; full-size (every FFN neuron)."""
 
-    def __init__(self, model: GGUFModel, rank: int = 8, alpha: float | None = None, seed: int = 0):
+    def __init__(self, model: GGUFModel, rank: int = 8, alpha: float | None = None, seed: int = 0,
+                 matrices=LAYER_MATRICES):
         super().__init__()
         self.rank, self.alpha = rank, float(alpha if alpha is not None else rank)
         self.scale = self.alpha / rank
@@ -292,7 +293,7 @@ class LoRA(torch.nn.Module):
         self.params = torch.nn.ParameterList()
         self.ab: dict[str, tuple] = {}
         for il in range(model.cfg.n_layer):
-            for m in LAYER_MATRICES:
+            for m in matrices:
                 name = f"blk.{il}.{m}.weight"
                 n_out, n_in = model.w[name].shape
                 # PEFT's init: A Kaiming-uniform, B zero (the adapter starts as the identity).

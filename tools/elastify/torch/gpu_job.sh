@@ -14,7 +14,8 @@
 #       recovery.json (perplexities, losses, checks), job.log (everything printed)
 # Needs python3 with torch (CUDA) and numpy; gguf comes from _vendor (vendor_gguf.sh).
 # Settings through the environment: STEPS (500), BATCH (8), SEQ (512), RANK (8), LR (1e-3), MIX (0.5),
-# GEN_SAMPLES (256), LEVELS (every level below 100), MAX_MINUTES (5.5: training stops past it), DEVICE (cuda).
+# GEN_SAMPLES (256), LEVELS (every level below 100), MAX_MINUTES (5.5: training stops past it), DEVICE (cuda),
+# MATRICES (every layer matrix; e.g. ffn_gate,ffn_up,ffn_down).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 base=$1 elastic=$2 tokens=$3 out=${4:-${OUT:?give OUT}}
@@ -40,7 +41,8 @@ fi
 levels=${LEVELS:+--levels $LEVELS}
 "$py" "$here/train_recovery.py" "$elastic" --tokens "$tokens" -o "$work/adapters" --device "$dev" --check \
   --steps "${STEPS:-500}" --batch "${BATCH:-8}" --seq "${SEQ:-512}" --rank "${RANK:-8}" --lr "${LR:-1e-3}" \
-  --mix "${MIX:-0.5}" --gen-samples "${GEN_SAMPLES:-256}" --max-minutes "${MAX_MINUTES:-5.5}" $levels
+  --mix "${MIX:-0.5}" --gen-samples "${GEN_SAMPLES:-256}" --max-minutes "${MAX_MINUTES:-5.5}" $levels \
+  ${MATRICES:+--matrices $MATRICES}
 cp "$work/adapters/recovery.json" "$out/"
 # Three adapters (about 4.9 MB each for SmolLM2) a tar: within the 16 MiB a file and 8 files.
 (cd "$work/adapters" && ls lora-L*.gguf | sort -t L -k2 -n | xargs -n 3 echo) | {

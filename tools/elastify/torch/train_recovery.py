@@ -117,6 +117,8 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--levels", default="", help="level percents (default: every level below 100)")
     ap.add_argument("--rank", type=int, default=8)
+    ap.add_argument("--matrices", default=",".join(LAYER_MATRICES),
+                    help="the matrices adapted in every layer (fewer: a cheaper branch at run time)")
     ap.add_argument("--alpha", type=float, default=None, help="LoRA alpha (default: the rank)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=8, help="sequences per step")
@@ -176,7 +178,10 @@ def main():
     keeps = {lv: el.keep(lv) for lv in levels}
     loras, opts, scheds = {}, {}, {}
     for lv in levels:
-        lo = LoRA(model, a.rank, a.alpha, seed=a.seed + lv).to(model.device)
+        matrices = tuple(m for m in a.matrices.split(",") if m)
+        if not matrices or any(m not in LAYER_MATRICES for m in matrices):
+            raise SystemExit(f"--matrices: a comma-separated subset of {','.join(LAYER_MATRICES)}")
+        lo = LoRA(model, a.rank, a.alpha, seed=a.seed + lv, matrices=matrices).to(model.device)
         lo.ab = {n: (lo.params[2 * i], lo.params[2 * i + 1]) for i, n in enumerate(lo.names)}
         lo.zero_dropped(model, keeps[lv])
         loras[lv] = lo
