@@ -69,6 +69,7 @@ TEST(Options, AnAbi10CallersBindOptionsReadNoDevice) {
   EXPECT_TRUE(config->engine.device.empty());
   o.struct_size = sizeof(o);
   o.device = "cpu";
+  o.adapters = nullptr;  // the whole struct is the caller's now: every field set
   config = read_bind_options(&o);
   ASSERT_TRUE(config.ok()) << config.status().message();
   EXPECT_EQ(config->engine.device, "cpu");

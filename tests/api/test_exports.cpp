@@ -78,6 +78,8 @@ TEST(Exports, EveryHeaderFunctionIsExported) {
       "llmsvc_context_messages",
       // ABI 1.4
       "llmsvc_context_fork",
+      // ABI 1.6
+      "llmsvc_adapter_list",
   };
   auto names = exported_symbols(LLMSVC_SHARED_LIB);
   for (const auto& f : api) EXPECT_TRUE(names.count(f)) << f << " is not exported";
@@ -99,6 +101,7 @@ TEST(Exports, LaterFunctionsCarryTheirVersion) {
                         "llmsvc_context_truncate", "llmsvc_context_messages"})
     EXPECT_TRUE(names.count(std::string(f) + "@@LLMSVC_1.3")) << f;
   EXPECT_TRUE(names.count("llmsvc_context_fork@@LLMSVC_1.4"));
+  EXPECT_TRUE(names.count("llmsvc_adapter_list@@LLMSVC_1.6"));
   EXPECT_TRUE(names.count("llmsvc_call@@LLMSVC_1"));
 }
 
