@@ -27,13 +27,19 @@ static int collect_name(const char* name, void* user) {
   return 0;
 }
 
-/* The first adapter `svc` offers into `out` (""; a failure when listing fails). */
-static int first_adapter(conf_t* t, llmsvc_service* svc, char* out, size_t size) {
+/* A binding to the target and the first adapter it offers, in `name` (size 80). NULL when the
+ * bind fails (a failure) or no adapter is offered (the test skips, saying so). */
+static llmsvc_service* bind_with_adapter(conf_t* t, char name[80]) {
+  llmsvc_service* svc = conf_bind(t, t->env->target);
+  if (!svc) return NULL;
   names s;
   memset(&s, 0, sizeof s);
   CONF_STATUS(t, llmsvc_adapter_list(svc, collect_name, &s), LLMSVC_OK);
-  snprintf(out, size, "%s", s.first);
-  return s.n > 0;
+  snprintf(name, 80, "%s", s.first);
+  if (s.n > 0) return svc;
+  llmsvc_unbind(svc);
+  conf_skip(t, "the service offers no adapter (LLMSVC_CONF_ADAPTERS)");
+  return NULL;
 }
 
 /* A new chat context with `adapter` (may be NULL); its status, the handle in *ctx. */
@@ -128,14 +134,9 @@ static void unknown_call_adapter(conf_t* t) {
  * names it give the same greedy reply, which differs from the plain model's (the suite's
  * adapter moves it), and the context keeps its adapter when reopened. */
 static void adapter_runs(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
   char name[80];
-  if (!first_adapter(t, svc, name, sizeof name)) {
-    llmsvc_unbind(svc);
-    conf_skip(t, "the service offers no adapter (LLMSVC_CONF_ADAPTERS)");
-    return;
-  }
+  llmsvc_service* svc = bind_with_adapter(t, name);
+  if (!svc) return;
   char a_id[80], b_id[80], c_id[80];
   conf_unique_id(a_id, sizeof a_id, "adapter4-a");
   conf_unique_id(b_id, sizeof b_id, "adapter4-b");
@@ -179,14 +180,9 @@ static void adapter_runs(conf_t* t) {
  * twin called with the parent's adapter by name (a fork that lost it would run the plain model),
  * and its first token is the parent's. */
 static void fork_keeps_adapter(conf_t* t) {
-  llmsvc_service* svc = conf_bind(t, t->env->target);
-  CONF_REQUIRE(t, svc != NULL);
   char name[80];
-  if (!first_adapter(t, svc, name, sizeof name)) {
-    llmsvc_unbind(svc);
-    conf_skip(t, "the service offers no adapter (LLMSVC_CONF_ADAPTERS)");
-    return;
-  }
+  llmsvc_service* svc = bind_with_adapter(t, name);
+  if (!svc) return;
   char id[80];
   conf_unique_id(id, sizeof id, "adapter5");
   llmsvc_context *parent = NULL, *a = NULL, *b = NULL;

@@ -10,7 +10,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Unio
 
 from . import _lib
 from ._handle import Handle
-from .context import Context, ContextInfo, Message, MessageLike, message_array
+from .context import _ADAPTERS_ABI, Context, ContextInfo, Message, MessageLike, message_array
 from .errors import UnsupportedError, check, require
 
 
@@ -68,7 +68,7 @@ class Stats:
 
 
 def _need_adapters() -> None:
-    if _lib.lib.llmsvc_abi_version() < ((1 << 16) | 6) or not _lib.has("llmsvc_adapter_list"):
+    if _lib.lib.llmsvc_abi_version() < _ADAPTERS_ABI or not _lib.has("llmsvc_adapter_list"):
         raise UnsupportedError(5, "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)")
 
 

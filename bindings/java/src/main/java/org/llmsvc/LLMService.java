@@ -204,29 +204,25 @@ public final class LLMService implements AutoCloseable {
     if (Native.abiVersion() < Native.ADAPTERS_ABI) {
       throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)");
     }
+    return names(Native::adapterList);
+  }
+
+  /** The ids of the contexts the service holds for this app (open or not). */
+  public List<String> listContexts() {
+    return names(Native::contextList);
+  }
+
+  /** A native name list (ids, adapter names) of this service, decoded. */
+  private List<String> names(java.util.function.LongFunction<byte[][]> list) {
     byte[][] names;
     long s = guard.acquire();
     try {
-      names = Native.adapterList(s);
+      names = list.apply(s);
     } finally {
       guard.release();
     }
     List<String> out = new ArrayList<>(names.length);
     for (byte[] n : names) out.add(Utf8.decode(n));
-    return Collections.unmodifiableList(out);
-  }
-
-  /** The ids of the contexts the service holds for this app (open or not). */
-  public List<String> listContexts() {
-    byte[][] ids;
-    long s = guard.acquire();
-    try {
-      ids = Native.contextList(s);
-    } finally {
-      guard.release();
-    }
-    List<String> out = new ArrayList<>(ids.length);
-    for (byte[] id : ids) out.add(Utf8.decode(id));
     return Collections.unmodifiableList(out);
   }
 
