@@ -181,6 +181,21 @@ class Device {
   virtual void matmul_multi(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens) {
     for (int i = 0; i < n; ++i) matmul(*ws[i], x, n_tokens, ys[i]);
   }
+  // matmul_multi with LoRA branches folded in: after ys[i] = x * ws[i]^T, each branch adds
+  // scale * B (A x) to ys[branch.out], in llama.cpp's order (B's product in float, scaled, then
+  // added). Only where fuses_lora(): Forward runs the branches as separate ops elsewhere.
+  struct LoraBranch {
+    int out = 0;  // index into ws / ys
+    const PreparedWeight* a = nullptr;  // rank x cols
+    const PreparedWeight* b = nullptr;  // ws[out]'s rows x rank
+    float scale = 1.0f;
+  };
+  virtual bool fuses_lora() const { return false; }
+  virtual void matmul_lora(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens,
+                           const LoraBranch* branches, int n_branches) {
+    (void)branches, (void)n_branches;
+    matmul_multi(ws, ys, n, x, n_tokens);
+  }
   // Rows of a (possibly quantized) embedding table, dequantized: out[i] = w[ids[i]].
   virtual void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) = 0;
 

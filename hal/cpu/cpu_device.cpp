@@ -88,6 +88,19 @@ void CpuDevice::matmul_multi(const PreparedWeight* const* ws, float* const* ys, 
   }
 }
 
+void CpuDevice::matmul_lora(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens,
+                            const LoraBranch* branches, int n_branches) {
+  constexpr int kMax = 8;
+  if (n > kMax) return matmul_multi(ws, ys, n, x, n_tokens);  // not a shape the graph makes
+  const CpuWeight* cw[kMax];
+  for (int i = 0; i < n; ++i) cw[i] = static_cast<const CpuWeight*>(ws[i]);
+  lora_branches_.clear();  // reused: no allocation once grown
+  for (int i = 0; i < n_branches; ++i)
+    lora_branches_.push_back({branches[i].out, static_cast<const CpuWeight*>(branches[i].a),
+                              static_cast<const CpuWeight*>(branches[i].b), branches[i].scale});
+  cpu::matmul_multi(cw, ys, n, x, n_tokens, pool_, matmul_scratch_, lora_branches_);
+}
+
 void CpuDevice::get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) {
   cpu::get_rows(w, ids, n, out);
 }

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hal/cpu/attention.h"
 #include "hal/cpu/quant/matmul.h"
@@ -36,6 +37,9 @@ class CpuDevice final : public Device {
   // w must come from this device's prepare_weight.
   void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) override;
   void matmul_multi(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens) override;
+  bool fuses_lora() const override { return true; }
+  void matmul_lora(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens,
+                   const LoraBranch* branches, int n_branches) override;
   void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) override;
 
   void rms_norm(const float* x, const float* weight, int n_rows, int dim, float eps, float* out) override;
@@ -58,6 +62,7 @@ class CpuDevice final : public Device {
   MemoryPool* pool_mem_;
   HostQueue queue_;
   MatmulScratch matmul_scratch_;
+  std::vector<CpuLoraBranch> lora_branches_;
   AttentionScratch attention_scratch_;
   RopeTable rope_table_;
   Capabilities caps_;

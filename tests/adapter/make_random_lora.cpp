@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// make_random_lora [--model PATH] [--rank R] [--alpha A] [--seed S] [--b-scale X] OUT: writes a
+// make_random_lora [--model PATH] [--rank R] [--alpha A] [--seed S] [--b-scale X] [--f16] OUT: writes a
 // random LoRA adapter for a model (the default model without --model), for the conformance
 // suite's adapter tests (tests/common/random_lora.h).
 #include <cstdio>
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   int rank = 8;
   float alpha = 16.0f, b_scale = 0.0f;
   uint32_t seed = 1;
+  bool f16 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -23,9 +24,10 @@ int main(int argc, char** argv) {
     else if (a == "--alpha" && has_value) alpha = std::strtof(argv[++i], nullptr);
     else if (a == "--seed" && has_value) seed = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
     else if (a == "--b-scale" && has_value) b_scale = std::strtof(argv[++i], nullptr);
+    else if (a == "--f16") f16 = true;
     else if (out.empty() && !a.starts_with("--")) out = a;
     else {
-      std::fprintf(stderr, "usage: make_random_lora [--model PATH] [--rank R] [--alpha A] [--seed S] [--b-scale X] OUT\n");
+      std::fprintf(stderr, "usage: make_random_lora [--model PATH] [--rank R] [--alpha A] [--seed S] [--b-scale X] [--f16] OUT\n");
       return 2;
     }
   }
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    llmsvc::test::write_random_lora(*path, out, rank, alpha, seed, b_scale);
+    llmsvc::test::write_random_lora(*path, out, rank, alpha, seed, b_scale, f16);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_random_lora: %s\n", e.what());
     return 1;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Random LoRA adapters in llama.cpp's GGUF format for a given model (F32 A and B), written with
+// Random LoRA adapters in llama.cpp's GGUF format for a given model (F32 or F16 A and B), written with
 // GgufWriter: what the LoRA tests, the engine's adapter tests and the black-box suites (through
 // tests/adapter/make_random_lora) run adapters with; a real model has no published adapter here.
 // Failures throw (test code).
@@ -15,6 +15,7 @@
 
 #include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/gguf/gguf_writer.h"
+#include "hal/host/fp16.h"
 
 namespace llmsvc::test {
 
@@ -25,6 +26,7 @@ struct LoraPair {
   std::string base;  // "blk.<il>.<matrix>.weight"
   int64_t n_in = 0, n_out = 0;
   std::vector<float> a, b;
+  std::vector<uint16_t> a16, b16;  // the same as F16, where make_f16 made them
 };
 
 struct RandomLora {
@@ -66,14 +68,31 @@ inline std::span<const uint8_t> bytes_of(const std::vector<float>& v) {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
 }
 
-// The adapter's tensors, named `prefix` + base + ".lora_a/.lora_b", added to `w`.
+// Stores `l`'s matrices as F16 too (as trained adapters are stored): add_lora_tensors writes
+// those then.
+inline void make_f16(RandomLora& l) {
+  for (LoraPair& p : l.pairs) {
+    p.a16.resize(p.a.size());
+    p.b16.resize(p.b.size());
+    hal::fp32_to_fp16_row(p.a.data(), p.a16.data(), static_cast<int64_t>(p.a.size()));
+    hal::fp32_to_fp16_row(p.b.data(), p.b16.data(), static_cast<int64_t>(p.b.size()));
+  }
+}
+
+// The adapter's tensors, named `prefix` + base + ".lora_a/.lora_b", added to `w` (which keeps
+// pointers to `l`'s data until it writes).
 inline void add_lora_tensors(gguf::GgufWriter& w, const RandomLora& l, const std::string& prefix = "") {
+  auto add = [&](const std::string& name, const std::vector<float>& v, const std::vector<uint16_t>& h, int64_t ne0,
+                 int64_t ne1) {
+    const std::vector<uint64_t> shape{static_cast<uint64_t>(ne0), static_cast<uint64_t>(ne1)};
+    const Status s = h.empty() ? w.add_tensor(name, gguf::TensorType::F32, shape, bytes_of(v))
+                               : w.add_tensor(name, gguf::TensorType::F16, shape,
+                                              {reinterpret_cast<const uint8_t*>(h.data()), h.size() * sizeof(uint16_t)});
+    if (!s.ok()) throw std::runtime_error(s.message());
+  };
   for (const LoraPair& p : l.pairs) {
-    const Status a = w.add_tensor(prefix + p.base + ".lora_a", gguf::TensorType::F32,
-                                  {static_cast<uint64_t>(p.n_in), static_cast<uint64_t>(l.rank)}, bytes_of(p.a));
-    const Status b = w.add_tensor(prefix + p.base + ".lora_b", gguf::TensorType::F32,
-                                  {static_cast<uint64_t>(l.rank), static_cast<uint64_t>(p.n_out)}, bytes_of(p.b));
-    if (!a.ok() || !b.ok()) throw std::runtime_error(a.ok() ? b.message() : a.message());
+    add(prefix + p.base + ".lora_a", p.a, p.a16, p.n_in, l.rank);
+    add(prefix + p.base + ".lora_b", p.b, p.b16, l.rank, p.n_out);
   }
 }
 
@@ -97,12 +116,14 @@ inline void write_adapter(const RandomLora& l, const std::string& arch, const st
 // A random adapter on every layer's seven matrices of the model at `model`, written to `out`
 // for that model's architecture.
 inline void write_random_lora(const std::string& model, const std::string& out, int rank, float alpha, uint32_t seed,
-                              float b_std = 0.0f) {
+                              float b_std = 0.0f, bool f16 = false) {
   auto f = gguf::GgufFile::open(model);
   if (!f.ok()) throw std::runtime_error(f.status().message());
   const auto arch = (*f)->get_string("general.architecture");
   if (!arch) throw std::runtime_error(model + ": no general.architecture");
-  write_adapter(random_lora(model, rank, alpha, {0, 1, 2, 3, 4, 5, 6}, seed, b_std), std::string(*arch), out);
+  RandomLora l = random_lora(model, rank, alpha, {0, 1, 2, 3, 4, 5, 6}, seed, b_std);
+  if (f16) make_f16(l);
+  write_adapter(l, std::string(*arch), out);
 }
 
 }  // namespace llmsvc::test

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Float weights with few columns (a LoRA adapter's B, K = its rank): the block kernel gives the
 // bits of llama.cpp's dot-product tail for such shapes (F32: fused in float; F16, BF16: products
-// in float added in double; columns in order), for every SIMD target, row range and token count.
+// in float added in double; columns in order), for every SIMD target, row range and token count,
+// from the rows as stored and from the k-major panels packed at load.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,8 +51,8 @@ TEST(SmallK, MatchesTheDotProductTailBitForBit) {
       if (t == WeightType::F32 && !test::has_fma(target)) continue;
       const size_t eb = t == WeightType::F32 ? 4 : 2;
       for (int64_t cols : {4, 8, 15, 48}) {
-        for (int64_t rows : {5, 37}) {
-          for (int n_tokens : {1, 3}) {
+        for (int64_t rows : {5, 37, 51}) {
+          for (int n_tokens : {1, 3, 19}) {  // 19: past a group of 16 tokens
             std::vector<uint8_t> w(rows * cols * eb);
             for (int64_t i = 0; i < rows * cols; ++i) {
               const float v = nd(rng);
@@ -70,19 +71,27 @@ TEST(SmallK, MatchesTheDotProductTailBitForBit) {
             a.row_bytes = cols * eb;
             a.cols = cols;
             a.rows = rows;
-            a.r_begin = 1;  // a thread's share: not from row 0
             a.r_end = rows;
             a.x = x.data();
             a.n_tokens = n_tokens;
             a.y = y.data();
             a.ldy = rows;
-            row_gemm(a);
-            for (int tk = 0; tk < n_tokens; ++tk) {
-              EXPECT_EQ(y[tk * rows], -1.0f) << "row 0 is not this share's";
-              for (int64_t r = 1; r < rows; ++r)
-                ASSERT_EQ(y[tk * rows + r], reference(t, w, r, x.data() + tk * cols, cols))
-                    << "type " << static_cast<int>(t) << " cols " << cols << " rows " << rows << " token " << tk
-                    << " row " << r;
+            std::vector<float> kmajor(kmajor_floats(rows, cols));
+            pack_kmajor(t, w.data(), a.row_bytes, rows, cols, kmajor.data());
+            for (const auto& [packed, first] : {std::pair{false, 1}, std::pair{true, 0}, std::pair{true, 1}}) {
+              std::fill(y.begin(), y.end(), -1.0f);
+              a.kmajor = packed && wants_kmajor(t, rows, cols) ? kmajor.data() : nullptr;
+              a.r_begin = first;  // 1: a thread's share that starts inside a panel
+              row_gemm(a);
+              for (int tk = 0; tk < n_tokens; ++tk) {
+                if (first == 1) {
+                  EXPECT_EQ(y[tk * rows], -1.0f) << "row 0 is not this share's";
+                }
+                for (int64_t r = first; r < rows; ++r)
+                  ASSERT_EQ(y[tk * rows + r], reference(t, w, r, x.data() + tk * cols, cols))
+                      << "type " << static_cast<int>(t) << " cols " << cols << " rows " << rows << " token " << tk
+                      << " row " << r << (packed ? " (k-major panels)" : "");
+              }
             }
           }
         }

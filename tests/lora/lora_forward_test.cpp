@@ -2,9 +2,11 @@
 // LoRA in the forward pass on the committed F32 random llama: an adapter computes what a model
 // with W + scale * B A merged into its weights computes, at the full level and at an elastic
 // level; switching adapters between evals gives each its own logits and -1 the base model's
-// bits; an elastic model's recovery adapter runs at its level only.
+// bits; an elastic model's recovery adapter runs at its level only; branches folded into their
+// base matmul (the CPU's default) give the bits of the graph's separate ops.
 #include <gtest/gtest.h>
 
+#include "hal/cpu/cpu_device.h"
 #include "runtime/core/model/lora_adapter.h"
 #include "tests/elastic/elastic_util.h"
 #include "tests/lora/lora_util.h"
@@ -166,6 +168,43 @@ TEST(LoraForward, ElasticLevelsAndRecoveryAdapters) {
   with_rcv.set_recovery(false);
   ASSERT_TRUE(none.set_level(0).ok());
   EXPECT_TRUE(same_bits(logits_of(with_rcv, *r, tokens), logits_of(none, *r, tokens)));
+}
+
+// The CPU folds each branch into its base matmul's parallel region (Device::matmul_lora); the
+// graph's separate A, B, scale and add ops are the reference: the same bits for F32 and F16
+// adapters, on float and quantized (panel) base weights, at a level and in full, with 1-3
+// threads (each thread adds the branch to the rows it computed), prompts and decode steps.
+TEST(LoraForward, BranchesFoldedIntoTheirMatmulGiveTheSeparateOpsBits) {
+  ScratchDir dir;
+  for (const char* model : {"llama-F32.gguf", "llama-Q4_0.gguf"}) {
+    SCOPED_TRACE(model);
+    const std::string elastic = dir.file(std::string("elastic-") + model);
+    elastify::Options o = small_options(test_model(model), elastic);
+    o.anchor_share = 0;
+    o.levels = {40, 100};
+    ASSERT_TRUE(elastify::run(o).ok());
+    for (bool f16 : {false, true}) {
+      RandomLora l = random_lora(elastic, 8, 16.0f, kAll, 31);
+      if (f16) make_f16(l);
+      const std::string path = dir.file(std::string(f16 ? "f16-" : "f32-") + model);
+      write_adapter(l, "llama", path);
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE((f16 ? "F16, " : "F32, ") + std::to_string(threads) + " threads");
+        auto dev = hal::cpu::make_cpu_device(threads);
+        auto m = load_model(elastic, *dev);
+        auto a = load_adapter(path, *m, *dev);
+        const auto tokens = probe_tokens(*m, 21);
+        Forward fused(*m, *dev, 8), separate(*m, *dev, 8);
+        separate.set_fuse_lora(false);
+        for (Forward* f : {&fused, &separate}) ASSERT_TRUE(f->set_adapters({a.get()}).ok() && f->set_adapter(0).ok());
+        for (int lv : {0, 1}) {
+          ASSERT_TRUE(fused.set_level(lv).ok() && separate.set_level(lv).ok());
+          const auto want = logits_of(separate, *m, tokens);
+          EXPECT_TRUE(same_bits(logits_of(fused, *m, tokens), want)) << "level " << lv << ": " << max_diff(logits_of(fused, *m, tokens), want);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

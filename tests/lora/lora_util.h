@@ -50,8 +50,9 @@ inline std::unique_ptr<Model> load_model(const std::string& path, hal::Device& d
   return std::move(m).value();
 }
 
-inline std::unique_ptr<LoraAdapter> load_adapter(const std::string& path, const Model& m) {
-  auto a = LoraAdapter::load(path, m, test_device());
+inline std::unique_ptr<LoraAdapter> load_adapter(const std::string& path, const Model& m,
+                                                 hal::Device& dev = test_device()) {
+  auto a = LoraAdapter::load(path, m, dev);
   if (!a.ok()) throw std::runtime_error(path + ": " + a.status().message());
   return std::move(a).value();
 }

@@ -5,6 +5,8 @@
 // built, run, cached on storage and loaded from it, and a build failure carrying its log.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -55,6 +57,28 @@ TEST_F(OpenCl, DevicesAreListedAndChosenBySpec) {
   ASSERT_TRUE(by_text.ok());
   EXPECT_EQ(select_cl_device(std::to_string(all->size())).status().code(), Code::not_found);
   EXPECT_EQ(select_cl_device("no such device anywhere").status().code(), Code::not_found);
+}
+
+// The queue runs at low priority where the driver offers cl_khr_priority_hints (on OpenCL 2.0
+// or later), as the driver orders it elsewhere (PoCL and NVIDIA's driver offer none); the queue
+// works either way, and "driver" asks for no hint.
+TEST_F(OpenCl, TheQueueIsLowPriorityWhereTheDriverOffersHints) {
+  const bool offered = info_.priority_hints && info_.device_version >= "OpenCL 2.0";
+  EXPECT_EQ(ctx_->queue_priority(), offered ? ClQueuePriority::low : ClQueuePriority::driver) << info_.extensions;
+  for (ClQueuePriority p : {ClQueuePriority::driver, ClQueuePriority::high}) {
+    auto c = ClDeviceContext::open(info_, ClOptions{cache_.string(), 0, p});
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ((*c)->queue_priority(), offered ? p : ClQueuePriority::driver);
+    host::HostPool host;
+    auto src = host.alloc(256), back = host.alloc(256);
+    auto dev = (*c)->pool().alloc(256);
+    ASSERT_TRUE(src.ok() && back.ok() && dev.ok());
+    std::memset(src->data(), 7, 256);
+    (*c)->queue().copy(*src, 0, *dev, 0, 256);
+    (*c)->queue().copy(*dev, 0, *back, 0, 256).wait();
+    EXPECT_TRUE((*c)->queue().status().ok());
+    EXPECT_EQ(std::memcmp(back->data(), src->data(), 256), 0);
+  }
 }
 
 TEST_F(OpenCl, BuffersCountAgainstTheirPoolAndPastItIsOutOfMemory) {

@@ -60,6 +60,10 @@ struct Job {
   bool private_quant;
   size_t kernel_offset;   // per-thread kernel scratch: kernel_offset + ith * kernel_bytes
   size_t kernel_bytes;
+  std::span<const CpuLoraBranch> lora;
+  size_t lora_offset;     // per-thread branch scratch (A x, then B's rows): lora_offset + ith * lora_bytes
+  size_t lora_bytes;
+  int64_t lora_rank;      // the branches' largest rank
   uint8_t* mem;
   ThreadPool* pool;
 };
@@ -73,6 +77,54 @@ int spec_index(const Job& j, const ActSpec& s) {
 
 uint8_t* spec_mem(const Job& j, int si, int ith) {
   return j.mem + j.spec_offset[si] + (j.private_quant ? static_cast<size_t>(ith) * j.spec_bytes[si] : 0);
+}
+
+// The rows of weight w that thread ith of nth computes (whole panels for the panel layouts).
+std::pair<int64_t, int64_t> thread_rows(const CpuWeight& w, int ith, int nth) {
+  const int64_t rows = w.ref().rows;
+  if (w.panel_format() == nullptr && w.kpanel_format() == nullptr) return ThreadPool::split(rows, ith, nth);
+  const auto [p0, p1] = ThreadPool::split((rows + kPanelRows - 1) / kPanelRows, ith, nth);
+  return {std::min(rows, p0 * kPanelRows), std::min(rows, p1 * kPanelRows)};
+}
+
+RowGemmArgs row_args(const CpuWeight& w, const float* x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const WeightRef& ref = w.ref();
+  RowGemmArgs g;
+  g.type = ref.type;
+  g.w = static_cast<const uint8_t*>(ref.data);
+  g.row_bytes = ref.row_bytes;
+  g.cols = ref.cols;
+  g.rows = ref.rows;
+  g.r_begin = r0;
+  g.r_end = r1;
+  g.x = x;
+  g.n_tokens = n_tokens;
+  g.y = y;
+  g.ldy = ref.rows;
+  g.kmajor = w.kmajor();
+  return g;
+}
+
+// Thread ith's share of the LoRA branches: its rows of each branch's output.
+void run_lora(const Job& j, int ith, int nth) {
+  float* mid = reinterpret_cast<float*>(j.mem + j.lora_offset + static_cast<size_t>(ith) * j.lora_bytes);
+  float* part = mid + j.n_tokens * j.lora_rank;
+  for (const CpuLoraBranch& br : j.lora) {
+    const auto [r0, r1] = thread_rows(*j.ws[br.out], ith, nth);
+    if (r0 >= r1) continue;
+    const int64_t rank = br.a->ref().rows, rows = br.b->ref().rows;
+    row_gemm(row_args(*br.a, j.x, j.n_tokens, mid, 0, rank));  // every thread: cheaper than a barrier
+    row_gemm(row_args(*br.b, mid, j.n_tokens, part, r0, r1));
+    float* y = j.ys[br.out];
+    for (int t = 0; t < j.n_tokens; ++t) {
+      const float* p = part + t * rows;
+      float* yt = y + t * rows;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float scaled = p[r] * br.scale;  // the scale op's rounding, then the add's
+        yt[r] += scaled;
+      }
+    }
+  }
 }
 
 void run_job(const Job& j, int ith, int nth) {
@@ -139,22 +191,11 @@ void run_job(const Job& j, int ith, int nth) {
       if (p0 < p1) kpanel_gemm(g);
     } else {
       // Row-major: a view's ref() already has the prefix's rows and cols and the full stride.
-      const auto [r0, r1] = ThreadPool::split(ref.rows, ith, nth);
-      RowGemmArgs g;
-      g.type = ref.type;
-      g.w = static_cast<const uint8_t*>(ref.data);
-      g.row_bytes = ref.row_bytes;
-      g.cols = ref.cols;
-      g.rows = ref.rows;
-      g.r_begin = r0;
-      g.r_end = r1;
-      g.x = j.x;
-      g.n_tokens = j.n_tokens;
-      g.y = j.ys[i];
-      g.ldy = ref.rows;
-      if (r0 < r1) row_gemm(g);
+      const auto [r0, r1] = thread_rows(w, ith, nth);
+      if (r0 < r1) row_gemm(row_args(w, j.x, j.n_tokens, j.ys[i], r0, r1));
     }
   }
+  if (!j.lora.empty()) run_lora(j, ith, nth);
 }
 
 const char* type_name(WeightType t) {
@@ -212,6 +253,12 @@ Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w) {
     pack_kpanels(*kf, w.type, w.data, w.row_bytes, w.rows, w.cols, cw->packed_.data(), 0, n_panels);
     cw->kfmt_ = kf;
     cw->panels_ = cw->packed_.data();
+  } else if (wants_kmajor(w.type, w.rows, w.cols)) {
+    if (!cw->kmajor_buf_.allocate(kmajor_floats(w.rows, w.cols) * sizeof(float)))
+      return Status(Code::out_of_memory, "cannot allocate repacked weight");
+    cw->kmajor_ = reinterpret_cast<const float*>(cw->kmajor_buf_.data());
+    pack_kmajor(w.type, static_cast<const uint8_t*>(w.data), w.row_bytes, w.rows, w.cols,
+                reinterpret_cast<float*>(cw->kmajor_buf_.data()));
   }
   return cw;
 }
@@ -241,12 +288,13 @@ Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t 
   // from its start, so a prefix starts where w does: fewer rows written, fewer blocks summed.
   v->panels_ = w.panels_;
   v->layout_cols_ = w.layout_cols_;
+  v->kmajor_ = cols == ref.cols ? w.kmajor_ : nullptr;  // panels hold every column of their rows
   v->base_ = w.base_ != nullptr ? w.base_ : &w;
   return v;
 }
 
 void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
-                  ThreadPool& pool, MatmulScratch& scratch) {
+                  ThreadPool& pool, MatmulScratch& scratch, std::span<const CpuLoraBranch> lora) {
   if (n_weights <= 0 || n_tokens <= 0) return;
   Job j{};
   j.ws = ws;
@@ -260,6 +308,7 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
   // on the calling thread alone. Every row is computed the same way whatever the split.
   int64_t macs = 0;
   for (int i = 0; i < n_weights; ++i) macs += ws[i]->ref().rows * j.cols * n_tokens;
+  j.lora = lora;
   const bool inline_run = macs <= kInlineMacs;
   j.private_quant = inline_run || pool.size() == 1 || static_cast<int64_t>(n_tokens) * j.cols <= kPrivateQuantLimit;
   const int copies = j.private_quant ? pool.size() : 1;
@@ -283,6 +332,15 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
     j.kernel_bytes = (kb + 63) & ~size_t{63};
     j.kernel_offset = total;
     total += j.kernel_bytes * static_cast<size_t>(pool.size());
+  }
+  if (!lora.empty()) {
+    // Per thread: A x for every token, then the branch's rows for every token.
+    int64_t rank = 0, rows = 0;
+    for (const CpuLoraBranch& br : lora) rank = std::max(rank, br.a->ref().rows), rows = std::max(rows, br.b->ref().rows);
+    j.lora_rank = rank;
+    j.lora_bytes = (static_cast<size_t>(n_tokens * (rank + rows)) * sizeof(float) + 63) & ~size_t{63};
+    j.lora_offset = total;
+    total += j.lora_bytes * static_cast<size_t>(pool.size());
   }
   j.mem = static_cast<uint8_t*>(scratch.reserve(total));
   if (total > 0 && j.mem == nullptr) return;  // out of memory: nothing sensible to compute

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "base/status.h"
 #include "base/aligned_buffer.h"
@@ -47,11 +48,13 @@ class CpuWeight final : public PreparedWeight {
   // A view keeps no copy of its own (its base does), so it does not claim one.
   bool owns_copy() const override { return repacked() && !is_view(); }
   // Bytes this object owns (the repacked copy), for memory accounting; 0 for a view.
-  size_t owned_bytes() const { return packed_.size(); }
+  size_t owned_bytes() const { return packed_.size() + kmajor_buf_.size(); }
   // The (K-)panel format when repacked in that form (else nullptr), and the panels.
   const PanelFormat* panel_format() const { return fmt_; }
   const KPanelFormat* kpanel_format() const { return kfmt_; }
   const uint8_t* panels() const { return panels_; }
+  // A float weight with few columns: its values in k-major panels (row_kernels.h), or nullptr.
+  const float* kmajor() const { return kmajor_; }
   // The columns the panels were packed with: ref().cols, or more for a view with a column
   // prefix (the panels' plane offsets and stride follow it).
   int64_t layout_cols() const { return layout_cols_; }
@@ -70,6 +73,8 @@ class CpuWeight final : public PreparedWeight {
   const KPanelFormat* kfmt_ = nullptr;  // K-quants; both null: row-major kernels on ref_.data
   AlignedBuffer packed_;                // the repacked copy (empty for a view)
   const uint8_t* panels_ = nullptr;     // packed_.data(), or the base's for a view
+  AlignedBuffer kmajor_buf_;            // small-K float weights: k-major panels (a copy)
+  const float* kmajor_ = nullptr;       // kmajor_buf_'s, or the base's for a row-prefix view
   int64_t layout_cols_ = 0;
   const CpuWeight* base_ = nullptr;     // not owned
 };
@@ -92,8 +97,20 @@ void matmul(const CpuWeight& w, const float* x, int n_tokens, float* y, ThreadPo
 // matmul of several weights with the same input in one parallel region (Q/K/V, gate/up):
 // ys[i] = x * ws[i]^T. All weights have x's cols; the activations are quantized once when
 // the weights share an activation format, and there is one thread synchronization in all.
+// A LoRA branch on output `out` of matmul_multi: ys[out] += scale * B (A x). A and B are float
+// weights (F32 / F16 / BF16, row-major); B's rows are ws[out]'s.
+struct CpuLoraBranch {
+  int out = 0;
+  const CpuWeight* a = nullptr;
+  const CpuWeight* b = nullptr;
+  float scale = 1.0f;
+};
+
+// With `lora`, each thread then adds the branches to the rows it computed, in the same region:
+// A x on every thread (rank rows: less than a barrier costs), B's product for its rows, scaled
+// and added in float, as separate matmul, scale and add ops would give (the same bits).
 void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
-                  ThreadPool& pool, MatmulScratch& scratch);
+                  ThreadPool& pool, MatmulScratch& scratch, std::span<const CpuLoraBranch> lora = {});
 
 // Dequantizes rows ids[i] (0 <= ids[i] < rows) of w into out (n x cols floats): the embedding lookup.
 void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out);

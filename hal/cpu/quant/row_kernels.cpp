@@ -223,57 +223,71 @@ HWY_INLINE void FloatRowScalable(const RowGemmArgs& a, int64_t r, const Load& lo
 // llama.cpp's tail for such shapes, so the bits are the same: F32 fused in float, F16 and BF16
 // products in float added in double, the columns in order.
 #if HWY_TARGET != HWY_SCALAR
-constexpr int64_t kSmallK = kGgmlStep;
+constexpr int64_t kSmallK = kSmallKCols;
+static_assert(kSmallK == kGgmlStep, "below one of ggml's steps, a dot product is all tail");
 
 template <class Load>
 void SmallKRows(const RowGemmArgs& a, const Load& load) {
   const hn::ScalableTag<float> df;
   constexpr int64_t N = static_cast<int64_t>(hn::MaxLanes(df));
+  constexpr int kTokens = 16;  // activations rounded once per group of this many tokens
   const int64_t K = a.cols;
   HWY_ALIGN float wt[kSmallK * N];  // [k][lane]
   HWY_ALIGN float block[kSmallK * N];  // [lane][k]
-  HWY_ALIGN float xs[kSmallK];
+  HWY_ALIGN float xs[kTokens * kSmallK];
   // Rows packed back to back (a whole weight, not a view): the block converts as one vector run
   // (a decode step has one token to spread the conversion over).
   constexpr bool kVectorLoad = !std::is_same_v<Load, LoadBF16>;
   const bool packed = static_cast<int64_t>(a.row_bytes) * 8 == K * Load::kBits;
-  int64_t r = a.r_begin;
-  for (; r + N <= a.r_end; r += N) {
-    const uint8_t* first = a.w + static_cast<size_t>(r) * a.row_bytes;
-    if (kVectorLoad && packed) {
-      if constexpr (kVectorLoad)
-        for (int64_t c = 0; c < N * K; c += N) hn::Store(load(df, first, c), df, block + c);
-      for (int64_t i = 0; i < N; ++i)
-        for (int64_t k = 0; k < K; ++k) wt[k * N + i] = block[i * K + k];
-    } else {
-      for (int64_t i = 0; i < N; ++i) {
-        const uint8_t* row = first + static_cast<size_t>(i) * a.row_bytes;
-        for (int64_t k = 0; k < K; ++k) wt[k * N + i] = load.scalar(row, k);
-      }
-    }
-    for (int t = 0; t < a.n_tokens; ++t) {
-      for (int64_t k = 0; k < K; ++k) xs[k] = load.round_x(a.x[t * K + k]);
-      float* y = a.y + t * a.ldy + r;
-      if constexpr (std::is_same_v<Load, LoadF32>) {
-        auto acc = hn::Zero(df);
-        for (int64_t k = 0; k < K; ++k) acc = hn::MulAdd(hn::Load(df, wt + k * N), hn::Set(df, xs[k]), acc);
-        hn::StoreU(acc, df, y);
+  const int64_t r_vec = a.r_begin + (a.r_end - a.r_begin) / N * N;  // rows in whole vectors
+  for (int t0 = 0; t0 < a.n_tokens; t0 += kTokens) {
+    const int nt = std::min(kTokens, a.n_tokens - t0);
+    for (int t = 0; t < nt; ++t)
+      for (int64_t k = 0; k < K; ++k) xs[t * K + k] = load.round_x(a.x[(t0 + t) * K + k]);
+    for (int64_t r = a.r_begin; r < r_vec; r += N) {
+      const uint8_t* first = a.w + static_cast<size_t>(r) * a.row_bytes;
+      const int64_t in_panel = r % kKMajorRows;
+      const float* wk = wt;  // [k][lane], k at wk + k * wstride
+      int64_t wstride = N;
+      if (a.kmajor != nullptr && in_panel + N <= kKMajorRows && (r / kKMajorRows + 1) * kKMajorRows <= a.rows) {
+        // Packed at load: the block is already [k][lane].
+        wk = a.kmajor + r / kKMajorRows * kKMajorRows * K + in_panel;
+        wstride = kKMajorRows;
+      } else if (kVectorLoad && packed) {
+        if constexpr (kVectorLoad)
+          for (int64_t c = 0; c < N * K; c += N) hn::Store(load(df, first, c), df, block + c);
+        for (int64_t i = 0; i < N; ++i)
+          for (int64_t k = 0; k < K; ++k) wt[k * N + i] = block[i * K + k];
       } else {
-        const hn::Half<decltype(df)> dh;
-        const hn::Rebind<double, decltype(dh)> dd;
-        auto lo = hn::Zero(dd), hi = hn::Zero(dd);
-        for (int64_t k = 0; k < K; ++k) {
-          const auto p = hn::Mul(hn::Load(df, wt + k * N), hn::Set(df, xs[k]));
-          lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, p)));
-          hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, p)));
+        for (int64_t i = 0; i < N; ++i) {
+          const uint8_t* row = first + static_cast<size_t>(i) * a.row_bytes;
+          for (int64_t k = 0; k < K; ++k) wt[k * N + i] = load.scalar(row, k);
         }
-        hn::StoreU(hn::DemoteTo(dh, lo), dh, y);
-        hn::StoreU(hn::DemoteTo(dh, hi), dh, y + N / 2);
+      }
+      for (int t = 0; t < nt; ++t) {
+        const float* x = xs + t * K;
+        float* y = a.y + (t0 + t) * a.ldy + r;
+        if constexpr (std::is_same_v<Load, LoadF32>) {
+          auto acc = hn::Zero(df);
+          for (int64_t k = 0; k < K; ++k) acc = hn::MulAdd(hn::LoadU(df, wk + k * wstride), hn::Set(df, x[k]), acc);
+          hn::StoreU(acc, df, y);
+        } else {
+          const hn::Half<decltype(df)> dh;
+          const hn::Rebind<double, decltype(dh)> dd;
+          auto lo = hn::Zero(dd), hi = hn::Zero(dd);
+          for (int64_t k = 0; k < K; ++k) {
+            const auto p = hn::Mul(hn::LoadU(df, wk + k * wstride), hn::Set(df, x[k]));
+            lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, p)));
+            hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, p)));
+          }
+          hn::StoreU(hn::DemoteTo(dh, lo), dh, y);
+          hn::StoreU(hn::DemoteTo(dh, hi), dh, y + N / 2);
+        }
       }
     }
   }
   // The last rows, as FloatDot's tail computes them.
-  for (; r < a.r_end; ++r) {
+  for (int64_t r = r_vec; r < a.r_end; ++r) {
     const uint8_t* row = a.w + static_cast<size_t>(r) * a.row_bytes;
     for (int t = 0; t < a.n_tokens; ++t) a.y[t * a.ldy + r] = load.tail(0.0f, row, a.x + t * K, 0, K);
   }
@@ -325,6 +339,31 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace llmsvc::hal::cpu {
 HWY_EXPORT(RowGemm);
+
+bool wants_kmajor(WeightType t, int64_t rows, int64_t cols) {
+  return (t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16) && cols < kSmallKCols &&
+         rows >= kKMajorRows;
+}
+
+size_t kmajor_floats(int64_t rows, int64_t cols) { return static_cast<size_t>(rows / kKMajorRows * kKMajorRows * cols); }
+
+void pack_kmajor(WeightType t, const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, float* out) {
+  for (int64_t r = 0; r < rows / kKMajorRows * kKMajorRows; ++r) {
+    const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+    float* panel = out + r / kKMajorRows * kKMajorRows * cols + r % kKMajorRows;
+    for (int64_t k = 0; k < cols; ++k) {
+      float v;
+      if (t == WeightType::F32) {
+        std::memcpy(&v, row + k * 4, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, row + k * 2, 2);
+        v = t == WeightType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+      }
+      panel[k * kKMajorRows] = v;  // exact: every f16 and bf16 value is a float
+    }
+  }
+}
 
 void row_gemm(const RowGemmArgs& a) { HWY_DYNAMIC_DISPATCH(RowGemm)(a); }
 }  // namespace llmsvc::hal::cpu

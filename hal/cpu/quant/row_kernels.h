@@ -11,6 +11,17 @@
 
 namespace llmsvc::hal::cpu {
 
+// Float weights with fewer columns than this (a LoRA adapter's B: K = its rank) have every
+// dot product in llama.cpp's scalar tail; their kernel runs on rows side by side instead.
+inline constexpr int64_t kSmallKCols = 64;
+// Such a weight's values as floats in k-major panels of this many rows, packed once at load
+// ([panel][k][row], whole panels only), so a decode step does not transpose them each time.
+inline constexpr int64_t kKMajorRows = 16;
+
+bool wants_kmajor(WeightType t, int64_t rows, int64_t cols);
+size_t kmajor_floats(int64_t rows, int64_t cols);
+void pack_kmajor(WeightType t, const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, float* out);
+
 struct RowGemmArgs {
   WeightType type = WeightType::F32;
   const uint8_t* w = nullptr;  // row 0
@@ -22,6 +33,7 @@ struct RowGemmArgs {
   int n_tokens = 0;
   float* y = nullptr;  // y[t * ldy + r]
   int64_t ldy = 0;
+  const float* kmajor = nullptr;  // pack_kmajor's panels of the weight, or nullptr
 };
 
 void row_gemm(const RowGemmArgs& a);

@@ -36,6 +36,8 @@ struct Forward::Step {
   hal::Buffer* dst = nullptr;
   size_t src_offset = 0, dst_offset = 0, bytes = 0;
   int queue_device = 0;  // whose queue moves it: the reader's, or the end that is not host-visible
+  // matmul: LoRA branches folded in (Device::matmul_lora), where the device fuses them.
+  std::vector<hal::Device::LoraBranch> lora;
 };
 
 struct Forward::Prepared {
@@ -257,6 +259,13 @@ Status Forward::set_level(int level) {
   return Status::Ok();
 }
 
+void Forward::set_fuse_lora(bool on) {
+  if (on == fuse_lora_) return;
+  fuse_lora_ = on;
+  cache_.clear();
+  cache_order_.clear();
+}
+
 void Forward::set_skipped_layers(std::vector<bool> skip) {
   skip_ = std::move(skip);
   cache_.clear();  // the step lists of every shape change
@@ -284,7 +293,43 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
     if (t < 0 || g.tensors[t].role != hal::TensorRole::activation) return {};
     return {&arenas_[g.tensors[t].space], static_cast<size_t>(plan_.offset[t])};
   };
+  // LoRA branches fold into their base matmul where the one device fuses them and every
+  // branch's A and B are float weights (the row kernels'); else they run as the graph's ops.
+  const auto branch_weight = [&](int32_t id) -> const hal::PreparedWeight* {
+    const auto aw = adapter_weight(cfg_, id);
+    const LoraAdapter* a = aw ? slot_adapter(aw->slot) : nullptr;
+    return a ? a->weight(level_, aw->layer, static_cast<LoraMatrix>(aw->w), aw->part) : nullptr;
+  };
+  bool fold = fuse_lora_ && devices_.size() == 1 && devices_[0]->fuses_lora();
+  for (const hal::Op& op : g.ops)
+    if (fold && op.kind == hal::OpKind::matmul)
+      for (int32_t id : op.weight)
+        if (const hal::PreparedWeight* w = id >= 0 ? branch_weight(id) : nullptr) {
+          const hal::WeightType t = w->ref().type;
+          fold = fold && (t == hal::WeightType::F32 || t == hal::WeightType::F16 || t == hal::WeightType::BF16);
+        }
+  const hal::Op* base_op = nullptr;  // the last base matmul with a step, which takes folded branches
+  size_t base_index = 0;             // its step
   for (const hal::Op& op : g.ops) {
+    if (fold && op.weight[0] >= 0 && adapter_weight(cfg_, op.weight[0]) &&
+        (op.kind == hal::OpKind::matmul || op.kind == hal::OpKind::scale || op.kind == hal::OpKind::add)) {
+      const auto aw0 = adapter_weight(cfg_, op.weight[0]);
+      if (op.kind == hal::OpKind::matmul && aw0->part == LoraPart::a && base_op &&
+          base_index + 1 == p->steps.size() && op.in[0] == base_op->in[0]) {
+        Step& base = p->steps.back();
+        for (int32_t id : op.weight) {
+          const auto aw = id >= 0 ? adapter_weight(cfg_, id) : std::nullopt;
+          if (!aw) continue;
+          const hal::PreparedWeight* a = branch_weight(id);
+          const hal::PreparedWeight* b = branch_weight(adapter_weight_id(cfg_, aw->slot, aw->layer, aw->w, LoraPart::b));
+          if (!a || !b) continue;  // the adapter running in this slot has no such pair
+          for (int k = 0; k < base.call.n_weights; ++k)
+            if (base_op->weight[k] == weight_id(aw->layer, aw->w))
+              base.lora.push_back({k, a, b, slot_adapter(aw->slot)->scale()});
+        }
+      }
+      continue;  // A, B, scale and add: in the base step
+    }
     Step s;
     hal::OpCall& c = s.call;
     c.kind = op.kind;
@@ -367,6 +412,7 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
     }
     for (int32_t t : op.out)
       if (t >= 0) s.bytes_out += static_cast<uint64_t>(c.rows * g.tensors[t].cols) * sizeof(float);
+    if (op.kind == hal::OpKind::matmul) base_op = &op, base_index = p->steps.size();
     p->steps.push_back(s);
     if (threads_) {
       auto& a = access.emplace_back();
@@ -622,7 +668,10 @@ Status Forward::run_step(const Step& s, const Run& r) {
     }
     case OpKind::matmul: {
       float* out0 = c.logits_out ? r.logits : s.out[0];
-      if (c.n_weights == 1) {
+      if (!s.lora.empty()) {
+        float* ys[3] = {out0, s.out[1], s.out[2]};
+        dev.matmul_lora(c.w, ys, c.n_weights, s.in[0], rows, s.lora.data(), static_cast<int>(s.lora.size()));
+      } else if (c.n_weights == 1) {
         dev.matmul(*c.w[0], s.in[0], rows, out0);
       } else {
         float* ys[3] = {out0, s.out[1], s.out[2]};

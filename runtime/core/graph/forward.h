@@ -123,6 +123,10 @@ class Forward {
   // Whether the running elastic level adds its recovery adapter (Model::recovery_adapter) when
   // the model has one (on by default; off for benchmarks and comparisons).
   void set_recovery(bool on);
+  // Whether LoRA branches run inside their base matmul where the device fuses them (the CPU:
+  // one parallel region, the same bits; on by default), or as the graph's separate ops (a
+  // test compares the two).
+  void set_fuse_lora(bool on);
   // For offline tools (elastify's layer scores, the layer-dropping baseline): the layers whose
   // ops are left out (the residual stream passes them unchanged). Their KV is not written, so
   // a sequence evaluated with a layer skipped must not be continued with it.
@@ -199,6 +203,7 @@ class Forward {
   std::vector<const LoraAdapter*> choices_;
   int adapter_ = -1;           // index into choices_, -1: none
   bool recovery_ = true;
+  bool fuse_lora_ = true;
   std::vector<bool> skip_;     // per layer (empty: none)
   Tap tap_;
 };
