@@ -172,7 +172,7 @@ TEST(LoraForward, ElasticLevelsAndRecoveryAdapters) {
 
 // The CPU folds each branch into its base matmul's parallel region (Device::matmul_lora); the
 // graph's separate A, B, scale and add ops are the reference: the same bits for F32 and F16
-// adapters, on float and quantized (panel) base weights, at a level and in full, with 1-3
+// adapters, on float and quantized (panel) base weights, at a level and in full, with 1 and 3
 // threads (each thread adds the branch to the rows it computed), prompts and decode steps.
 TEST(LoraForward, BranchesFoldedIntoTheirMatmulGiveTheSeparateOpsBits) {
   ScratchDir dir;
@@ -188,7 +188,7 @@ TEST(LoraForward, BranchesFoldedIntoTheirMatmulGiveTheSeparateOpsBits) {
       if (f16) make_f16(l);
       const std::string path = dir.file(std::string(f16 ? "f16-" : "f32-") + model);
       write_adapter(l, "llama", path);
-      for (int threads : {1, 2, 3}) {
+      for (int threads : {1, 3}) {
         SCOPED_TRACE((f16 ? "F16, " : "F32, ") + std::to_string(threads) + " threads");
         auto dev = hal::cpu::make_cpu_device(threads);
         auto m = load_model(elastic, *dev);

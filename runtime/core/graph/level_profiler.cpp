@@ -3,6 +3,7 @@
 #include "runtime/core/graph/level_profiler.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -29,45 +30,65 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
   const ModelConfig& c = m.config();
   constexpr int kLengths[] = {16, 64, 256};
   constexpr int kDecodeContext = 64, kDecodeSteps = 8;
-  policy::LevelCosts costs;
-  costs.source = "profile";
-  costs.model = level_profile_identity(m);
+  const int levels = n_levels(m), full = m.elastic() ? m.elastic()->full() : 0;
   Forward fwd(m, device, 256);
   fwd.set_mass_tracking(false);
   const std::vector<int32_t> ids = profile::tokens(256, c.n_vocab);
   std::vector<float> logits;
   policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
-  for (int lv = 0; lv < n_levels(m); ++lv) {
-    if (m.elastic()) LLMSVC_RETURN_IF_ERROR(fwd.set_level(lv));
-    // The median prefill times fitted to fixed + n * per-token.
-    std::vector<ProfileSample> prefill;
-    for (int n : kLengths) {
-      std::vector<double> t;
-      for (int r = 0; r < reps + 1; ++r) {  // the first run warms the step shape
-        policy::KvSequence seq(store);
-        const auto t0 = std::chrono::steady_clock::now();
-        LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, std::span<const int32_t>(ids).first(n), 0, false, logits));
-        if (r > 0) t.push_back(profile::seconds_since(t0));
+  // [level][point][round]: a prefill of each length, then the median decode step.
+  constexpr int kPoints = std::size(kLengths) + 1;
+  std::vector<std::array<std::vector<double>, kPoints>> t(levels);
+  auto prefill = [&](int n, bool timed) -> Result<double> {
+    policy::KvSequence seq(store);
+    const auto t0 = std::chrono::steady_clock::now();
+    LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, std::span<const int32_t>(ids).first(n), 0, false, logits));
+    return timed ? profile::seconds_since(t0) : 0.0;
+  };
+  // Rounds over every level, in alternating order, so that drift and other load on a shared
+  // machine hit every level alike; round 0 only warms. Each point runs once untimed first:
+  // the levels' step shapes outnumber the Forward's cache of prepared shapes.
+  for (int r = 0; r <= reps; ++r) {
+    for (int k = 0; k < levels; ++k) {
+      const int lv = r % 2 == 0 ? k : levels - 1 - k;
+      if (m.elastic()) LLMSVC_RETURN_IF_ERROR(fwd.set_level(lv));
+      for (size_t i = 0; i < std::size(kLengths); ++i) {
+        LLMSVC_RETURN_IF_ERROR(prefill(kLengths[i], false).status());
+        auto s = prefill(kLengths[i], true);
+        if (!s.ok()) return s.status();
+        if (r > 0) t[lv][i].push_back(*s);
       }
-      prefill.push_back({"prefill", double(n), 0, profile::median(t), 0});
-    }
-    const auto fitted = profile::fit(prefill);
-    policy::LevelCost l;
-    l.percent = percent(m, lv);
-    l.ttft_fixed_ms = 1e3 * fitted[0];
-    l.ttft_token_ms = 1e3 * fitted[1];
-    std::vector<double> steps;
-    for (int r = 0; r < reps; ++r) {
       policy::KvSequence seq(store);
       LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, std::span<const int32_t>(ids).first(kDecodeContext), 0, false, logits));
+      std::vector<double> steps;
       for (int i = 0; i < kDecodeSteps; ++i) {
         const int32_t one[] = {ids[i]};
         const auto t0 = std::chrono::steady_clock::now();
         LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, one, kDecodeContext + i, false, logits));
-        steps.push_back(profile::seconds_since(t0));
+        if (i > 0) steps.push_back(profile::seconds_since(t0));  // the first may prepare its shape
       }
+      if (r > 0) t[lv][kPoints - 1].push_back(profile::median(steps));
     }
-    l.tpot_ms = 1e3 * profile::median(steps);
+  }
+  // A level's point: the full level's median times the median of the level's ratios to it
+  // within each round (what the selector compares), so a slow round moves no ratio.
+  auto point = [&](int lv, int p) {
+    std::vector<double> ratio;
+    for (size_t r = 0; r < t[lv][p].size(); ++r) ratio.push_back(t[lv][p][r] / t[full][p][r]);
+    return profile::median(t[full][p]) * (lv == full ? 1.0 : profile::median(ratio));
+  };
+  policy::LevelCosts costs;
+  costs.source = "profile";
+  costs.model = level_profile_identity(m);
+  for (int lv = 0; lv < levels; ++lv) {
+    std::vector<ProfileSample> samples;
+    for (size_t i = 0; i < std::size(kLengths); ++i) samples.push_back({"prefill", double(kLengths[i]), 0, point(lv, int(i)), 0});
+    const auto fitted = profile::fit(samples);
+    policy::LevelCost l;
+    l.percent = percent(m, lv);
+    l.ttft_fixed_ms = 1e3 * fitted[0];
+    l.ttft_token_ms = 1e3 * fitted[1];
+    l.tpot_ms = 1e3 * point(lv, kPoints - 1);
     costs.levels.push_back(l);
   }
   return costs;

@@ -14,8 +14,9 @@
 namespace llmsvc {
 
 // Per level: prefills of 16, 64 and 256 fresh tokens fitted to fixed + n * per-token by least
-// squares, and the median decode step at context 64; `reps` repetitions per point (medians).
-// A plain model has one level, the full one.
+// squares, and the median decode step at context 64. `reps` rounds over every level
+// (alternating order); each point is the full level's median times the median of the level's
+// per-round ratios to it. A plain model has one level, the full one.
 Result<policy::LevelCosts> profile_levels(const Model& model, hal::Device& device, int reps = 3);
 
 // Without a profile: each level's costs as the full model's times the share of weight bytes
