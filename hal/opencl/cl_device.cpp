@@ -4,6 +4,7 @@
 #include "hal/opencl/cl_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -45,7 +46,12 @@ Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const Cl
   auto info = select_cl_device(spec);
   if (!info.ok()) return info.status();
   std::unique_ptr<ClDevice> d(new ClDevice());
-  auto ctx = ClDeviceContext::open(*info, ClOptions{options.cache_dir, options.memory_bytes});
+  // LLMSVC_CL_CACHE_DIR names one place for every process's compiled programs (a system image
+  // that ships them, a test run that builds them once); else the caller's (the state
+  // directory's cache/opencl). Entries are keyed by device, driver and source.
+  const char* shared = std::getenv("LLMSVC_CL_CACHE_DIR");
+  const std::string cache = shared && *shared ? shared : options.cache_dir;
+  auto ctx = ClDeviceContext::open(*info, ClOptions{cache, options.memory_bytes});
   if (!ctx.ok()) return ctx.status();
   d->ctx_ = std::move(ctx).value();
   uint64_t kv = options.kv_bytes ? options.kv_bytes : std::min(kDefaultKvBytes, info->global_memory / 4);

@@ -21,7 +21,7 @@
 namespace llmsvc::hal::opencl {
 
 struct ClDeviceOptions {
-  std::string cache_dir;      // compiled programs ("": built at every start)
+  std::string cache_dir;      // compiled programs ("": built at every start; LLMSVC_CL_CACHE_DIR overrides)
   uint64_t memory_bytes = 0;  // weights and activations (0: 90 % of the device's memory)
   uint64_t kv_bytes = 0;      // the KV arena (0: 1 GiB, at most a quarter of the device's memory)
 };

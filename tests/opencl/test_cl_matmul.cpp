@@ -21,6 +21,7 @@
 #include "hal/opencl/cl_matmul.h"
 #include "tests/common/file_facts.h"
 #include "tests/opencl/act_quant_ref.h"
+#include "tests/opencl/cl_test_cache.h"
 
 namespace llmsvc::hal::opencl {
 namespace {
@@ -78,7 +79,7 @@ class ClMatmulTest : public ::testing::Test {
     auto d = select_cl_device("");
     ASSERT_TRUE(d.ok()) << d.status().message() << " (install pocl-opencl-icd: tools/scripts/install_deps.sh)";
     info_ = new ClDeviceInfo(*d);
-    cache_ = new std::filesystem::path(test::make_temp_dir("llmsvc-clmm"));
+    cache_ = new test::ClTestCache("llmsvc-clmm");
     auto c = ClDeviceContext::open(*info_, ClOptions{cache_->string(), 0});
     ASSERT_TRUE(c.ok()) << c.status().message();
     ctx_ = std::move(c).value().release();
@@ -90,7 +91,6 @@ class ClMatmulTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete mm_;
     delete ctx_;
-    if (cache_) std::filesystem::remove_all(*cache_);
     delete cache_;
     delete info_;
   }
@@ -128,12 +128,12 @@ class ClMatmulTest : public ::testing::Test {
                       const Shapes& shapes, double* worst_mma = nullptr);
 
   static ClDeviceInfo* info_;
-  static std::filesystem::path* cache_;
+  static test::ClTestCache* cache_;
   static ClDeviceContext* ctx_;
   static ClMatmul* mm_;
 };
 ClDeviceInfo* ClMatmulTest::info_ = nullptr;
-std::filesystem::path* ClMatmulTest::cache_ = nullptr;
+test::ClTestCache* ClMatmulTest::cache_ = nullptr;
 ClDeviceContext* ClMatmulTest::ctx_ = nullptr;
 ClMatmul* ClMatmulTest::mm_ = nullptr;
 

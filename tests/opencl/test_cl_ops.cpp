@@ -27,6 +27,7 @@
 #include "policy/compression/kv_codec.h"
 #include "tests/common/file_facts.h"
 #include "tests/opencl/act_quant_ref.h"
+#include "tests/opencl/cl_test_cache.h"
 
 namespace llmsvc::hal::opencl {
 namespace {
@@ -39,9 +40,9 @@ class ClOpsTest : public ::testing::Test {
   void SetUp() override {
     auto d = select_cl_device("");
     ASSERT_TRUE(d.ok()) << d.status().message() << " (install pocl-opencl-icd: tools/scripts/install_deps.sh)";
-    cache_ = test::make_temp_dir("llmsvc-clops");
-    ASSERT_FALSE(cache_.empty());
-    auto c = ClDeviceContext::open(*d, ClOptions{cache_.string(), 0});
+    cache_ = std::make_unique<test::ClTestCache>("llmsvc-clops");
+    ASSERT_FALSE(cache_->empty());
+    auto c = ClDeviceContext::open(*d, ClOptions{cache_->string(), 0});
     ASSERT_TRUE(c.ok()) << c.status().message();
     ctx_ = std::move(c).value();
     auto o = ClOps::create(*ctx_);
@@ -56,7 +57,7 @@ class ClOpsTest : public ::testing::Test {
     }
     ops_.reset();
     ctx_.reset();
-    std::filesystem::remove_all(cache_);
+    cache_.reset();
   }
 
   // A device buffer holding `bytes` of data at kFront.
@@ -107,7 +108,7 @@ class ClOpsTest : public ::testing::Test {
   }
 
   std::map<std::string, double> worst_;
-  std::filesystem::path cache_;
+  std::unique_ptr<test::ClTestCache> cache_;
   std::unique_ptr<ClDeviceContext> ctx_;
   std::unique_ptr<ClOps> ops_;
   cpu::CpuDevice cpu_{2};

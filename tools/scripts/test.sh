@@ -13,6 +13,9 @@ tools/scripts/install_deps.sh
 tools/scripts/fetch_model.sh >/dev/null
 tools/scripts/fetch_gemma.sh >/dev/null  # the second real model (the GPU's perplexity test)
 jobs=$(nproc)
+# One cache of compiled OpenCL programs for the whole run (every preset, test and daemon):
+# PoCL compiles each program once instead of in every test that opens a device.
+export LLMSVC_CL_CACHE_DIR="$PWD/build/cl-cache"
 start=$SECONDS
 stage() { echo "== $1 (at $((SECONDS - start)) s)" >&2; }
 stage "source rules: layers, SPDX lines"
