@@ -133,12 +133,12 @@ class DaemonTest : public ::testing::Test {
     else if (!dir_.empty()) (void)fileio::remove_tree(dir_);
   }
   // Starts a daemon in dir_ with `args` (after `setup` configured it); a test failure if it
-  // does not come up.
+  // does not come up within `timeout_ms`.
   DaemonProcess& start_daemon(std::vector<std::string> args = {},
-                              const std::function<void(DaemonProcess&)>& setup = {}) {
+                              const std::function<void(DaemonProcess&)>& setup = {}, int timeout_ms = 120000) {
     daemons_.push_back(std::make_unique<DaemonProcess>(dir_, std::move(args)));
     if (setup) setup(*daemons_.back());
-    EXPECT_TRUE(daemons_.back()->start()) << "llmsvcd did not start; see " << daemons_.back()->log_path();
+    EXPECT_TRUE(daemons_.back()->start(timeout_ms)) << "llmsvcd did not start; see " << daemons_.back()->log_path();
     return *daemons_.back();
   }
 
