@@ -112,13 +112,15 @@ void run_lora(const Job& j, int ith, int nth) {
   for (const CpuLoraBranch& br : j.lora) {
     const auto [r0, r1] = thread_rows(*j.ws[br.out], ith, nth);
     if (r0 >= r1) continue;
-    const int64_t rank = br.a->ref().rows, rows = br.b->ref().rows;
+    // B's rows are its base's (Forward checks it); y is laid out by the base's.
+    const int64_t rank = br.a->ref().rows, rows = br.b->ref().rows, ldy = j.ws[br.out]->ref().rows;
+    if (rows != ldy) continue;  // not a branch of this output: nothing sensible to add
     row_gemm(row_args(*br.a, j.x, j.n_tokens, mid, 0, rank));  // every thread: cheaper than a barrier
     row_gemm(row_args(*br.b, mid, j.n_tokens, part, r0, r1));
     float* y = j.ys[br.out];
     for (int t = 0; t < j.n_tokens; ++t) {
       const float* p = part + t * rows;
-      float* yt = y + t * rows;
+      float* yt = y + t * ldy;
       for (int64_t r = r0; r < r1; ++r) {
         const float scaled = p[r] * br.scale;  // the scale op's rounding, then the add's
         yt[r] += scaled;

@@ -323,9 +323,13 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
           const hal::PreparedWeight* a = branch_weight(id);
           const hal::PreparedWeight* b = branch_weight(adapter_weight_id(cfg_, aw->slot, aw->layer, aw->w, LoraPart::b));
           if (!a || !b) continue;  // the adapter running in this slot has no such pair
-          for (int k = 0; k < base.call.n_weights; ++k)
-            if (base_op->weight[k] == weight_id(aw->layer, aw->w))
-              base.lora.push_back({k, a, b, slot_adapter(aw->slot)->scale()});
+          for (int k = 0; k < base.call.n_weights; ++k) {
+            if (base_op->weight[k] != weight_id(aw->layer, aw->w)) continue;
+            // LoraAdapter checked B against the model, and a level cuts both alike.
+            if (b->ref().rows != base.call.w[k]->ref().rows)
+              return Status(Code::internal, "forward: a LoRA branch's rows differ from its matmul's");
+            base.lora.push_back({k, a, b, slot_adapter(aw->slot)->scale()});
+          }
         }
       }
       continue;  // A, B, scale and add: in the base step
