@@ -30,6 +30,6 @@ for preset in release asan tsan; do
 done
 if [ -x fuzz/run_fuzzers.sh ]; then
   stage fuzz
-  fuzz/run_fuzzers.sh "${LLMSVC_FUZZ_SECONDS:-45}"
+  fuzz/run_fuzzers.sh "${LLMSVC_FUZZ_SECONDS:-30}"
 fi
 stage done
