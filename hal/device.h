@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "hal/buffer.h"
@@ -183,7 +184,8 @@ class Device {
   }
   // matmul_multi with LoRA branches folded in: after ys[i] = x * ws[i]^T, each branch adds
   // scale * B (A x) to ys[branch.out], in llama.cpp's order (B's product in float, scaled, then
-  // added). Only where fuses_lora(): Forward runs the branches as separate ops elsewhere.
+  // added). Forward folds branches only where fuses_lora() (the CPU: one parallel region);
+  // elsewhere it runs them as the graph's separate ops, which this default also does.
   struct LoraBranch {
     int out = 0;  // index into ws / ys
     const PreparedWeight* a = nullptr;  // rank x cols
@@ -193,8 +195,16 @@ class Device {
   virtual bool fuses_lora() const { return false; }
   virtual void matmul_lora(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens,
                            const LoraBranch* branches, int n_branches) {
-    (void)branches, (void)n_branches;
     matmul_multi(ws, ys, n, x, n_tokens);
+    for (int i = 0; i < n_branches; ++i) {
+      const LoraBranch& br = branches[i];
+      const size_t rows = static_cast<size_t>(br.b->ref().rows), tokens = static_cast<size_t>(n_tokens);
+      std::vector<float> mid(tokens * static_cast<size_t>(br.a->ref().rows)), part(tokens * rows);
+      matmul(*br.a, x, n_tokens, mid.data());
+      matmul(*br.b, mid.data(), n_tokens, part.data());
+      scale(part.data(), part.size(), br.scale);
+      add(ys[br.out], part.data(), part.size());
+    }
   }
   // Rows of a (possibly quantized) embedding table, dequantized: out[i] = w[ids[i]].
   virtual void get_rows(const WeightRef& w, const int32_t* ids, int n, float* out) = 0;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "hal/cpu/cpu_device.h"
+#include "runtime/core/graph/model_graph.h"
 #include "runtime/core/model/lora_adapter.h"
 #include "tests/elastic/elastic_util.h"
 #include "tests/lora/lora_util.h"
@@ -205,6 +206,37 @@ TEST(LoraForward, BranchesFoldedIntoTheirMatmulGiveTheSeparateOpsBits) {
       }
     }
   }
+}
+
+// A device that does not fuse branches gets Device::matmul_lora's default: the same separate
+// matmuls, scale and add, so the same bits as the CPU's fused region.
+TEST(LoraForward, TheDefaultMatmulLoraIsTheFusedOnesBits) {
+  ScratchDir dir;
+  const std::string base = test_model("llama-Q4_0.gguf");
+  RandomLora l = random_lora(base, 8, 16.0f, kAll, 41);
+  make_f16(l);
+  write_adapter(l, "llama", dir.file("a.gguf"));
+  auto dev = hal::cpu::make_cpu_device(2);
+  auto m = load_model(base, *dev);
+  auto a = load_adapter(dir.file("a.gguf"), *m, *dev);
+  const hal::PreparedWeight* ws[2] = {model_weight(*m, weight_id(0, WeightSlot::gate)),
+                                      model_weight(*m, weight_id(0, WeightSlot::up))};
+  const hal::Device::LoraBranch branches[2] = {
+      {0, a->weight(-1, 0, LoraMatrix::gate, LoraPart::a), a->weight(-1, 0, LoraMatrix::gate, LoraPart::b), a->scale()},
+      {1, a->weight(-1, 0, LoraMatrix::up, LoraPart::a), a->weight(-1, 0, LoraMatrix::up, LoraPart::b), a->scale()}};
+  const int tokens = 3;
+  const int64_t cols = ws[0]->ref().cols, rows = ws[0]->ref().rows;
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 7919 % 2001) - 1000) / 1000.0f;
+  std::vector<float> f0(static_cast<size_t>(tokens * rows)), f1(f0.size()), d0(f0.size()), d1(f0.size()), p0(f0.size()), p1(f0.size());
+  float* fused[2] = {f0.data(), f1.data()};
+  float* plain_ys[2] = {d0.data(), d1.data()};
+  float* base_ys[2] = {p0.data(), p1.data()};
+  dev->matmul_lora(ws, fused, 2, x.data(), tokens, branches, 2);
+  dev->hal::Device::matmul_lora(ws, plain_ys, 2, x.data(), tokens, branches, 2);
+  dev->matmul_multi(ws, base_ys, 2, x.data(), tokens);
+  EXPECT_TRUE(same_bits(f0, d0) && same_bits(f1, d1));
+  EXPECT_GT(max_diff(f0, p0), 1e-3);  // the branches did add something
 }
 
 }  // namespace
