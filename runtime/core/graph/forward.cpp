@@ -210,8 +210,7 @@ Status Forward::set_adapters(std::vector<const LoraAdapter*> choices) {
   std::vector<const LoraAdapter*> old = std::move(choices_);
   choices_ = std::move(choices);
   adapter_ = -1;
-  cache_.clear();
-  cache_order_.clear();
+  forget_prepared();
   arenas_.clear();  // the plan changes with the branches: the next eval allocates again
   figures_.arena_bytes = 0;
   Status s = place(rule_);
@@ -241,8 +240,7 @@ Status Forward::set_adapter(int index) {
 void Forward::set_recovery(bool on) {
   if (on == recovery_) return;
   recovery_ = on;
-  cache_.clear();  // slot 1's steps change at every level
-  cache_order_.clear();
+  forget_prepared();  // slot 1's steps change at every level
 }
 
 const LoraAdapter* Forward::slot_adapter(int slot) const {
@@ -259,17 +257,20 @@ Status Forward::set_level(int level) {
   return Status::Ok();
 }
 
-void Forward::set_fuse_lora(bool on) {
-  if (on == fuse_lora_) return;
-  fuse_lora_ = on;
+void Forward::forget_prepared() {
   cache_.clear();
   cache_order_.clear();
 }
 
+void Forward::set_fuse_lora(bool on) {
+  if (on == fuse_lora_) return;
+  fuse_lora_ = on;
+  forget_prepared();
+}
+
 void Forward::set_skipped_layers(std::vector<bool> skip) {
   skip_ = std::move(skip);
-  cache_.clear();  // the step lists of every shape change
-  cache_order_.clear();
+  forget_prepared();  // the step lists of every shape change
 }
 
 Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {

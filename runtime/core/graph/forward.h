@@ -160,6 +160,8 @@ class Forward {
   bool on_model_device() const;
   Status ensure_arenas();
   Result<const Prepared*> prepared(const hal::Shape& shape);
+  // Drops every prepared step list (what they were made from changed).
+  void forget_prepared();
   Status run(const Prepared& p, const Run& r);
   // View-driven devices: the micro-batch bound before its steps, completed after them
   // (whatever `s` is: nothing stays in flight); returns s, or end()'s failure.
