@@ -20,6 +20,7 @@ static const conf_group kGroups[] = {
     {conf_isolation_tests},   {conf_model_info_tests}, {conf_token_stream_tests},
     {conf_messages_tests}, {conf_structured_tests}, {conf_fork_tests}, {conf_tools_tests},
     {conf_level_tests},
+    {conf_keep_tests},
     {conf_adapter_tests},
 };
 

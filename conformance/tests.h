@@ -21,6 +21,7 @@ extern const conf_test conf_structured_tests[];  /* JSON-*    test_structured.c 
 extern const conf_test conf_fork_tests[];        /* FORK-*    test_fork.c */
 extern const conf_test conf_tools_tests[];       /* TOOL-*    test_tools.c */
 extern const conf_test conf_level_tests[];       /* LEVEL-*   test_level.c */
+extern const conf_test conf_keep_tests[];        /* KEEP-*    test_keep.c */
 extern const conf_test conf_adapter_tests[];     /* ADAPTER-* test_adapter.c */
 
 #endif /* LLMSVC_CONFORMANCE_TESTS_H */

@@ -4,12 +4,14 @@
 // ElastiLM's SLO trace (issue 23): six apps with the paper's SLOs <TTFT ratio, TPOT ratio>, each
 // a persistent raw context its calls continue, calls arriving as a seeded Poisson process per
 // app and run in arrival order. Policies on the same trace: llmsvc (the engine chooses the level
-// from the SLO with this machine's level profile; recovery adapters on), always the full model,
+// and the prompt's compression from the SLO with this machine's level profile; recovery adapters
+// on), llmsvc's choice of level without compression (the whole prompt), always the full model,
 // always the smallest level, layer dropping (the fewest least-important layers skipped that the
 // weight bytes predict to meet the SLO), and llmsvc's levels without recovery adapters.
 //
 // Per call and policy, on the reference trajectory (each app's context is its earlier prompts
-// and the full model's greedy replies): TTFT (the prompt's prefill after the context, which is
+// and the full model's greedy replies; each policy's prompt is the whole one but for llmsvc's
+// compressed ones): TTFT (the prompt's prefill after the context, which is
 // evaluated untimed at the policy's configuration) and TPOT (the mean decode step), medians of
 // --reps; the full model's are the call's reference, so the SLO is met when both ratios are
 // within the app's. Quality: the mean NLL of the full model's greedy reply under the policy's
@@ -56,9 +58,9 @@ constexpr int kApps_n = static_cast<int>(std::size(kApps));
 
 // The last two need --plain: llmsvc as it chooses on the model without recovery adapters (its
 // own level profile), and those levels run with the adapters (their quality were they free).
-enum Policy { kLlmsvc, kFull, kSmallest, kLayerDrop, kNoRecovery, kPlain, kPlainLevelsRecovery, kPolicies };
-constexpr const char* kPolicyNames[] = {"llmsvc",         "full", "smallest", "layer-drop", "llmsvc-no-recovery",
-                                        "llmsvc-plain", "plain-levels+rcv"};
+enum Policy { kLlmsvc, kLevelsOnly, kFull, kSmallest, kLayerDrop, kNoRecovery, kPlain, kPlainLevelsRecovery, kPolicies };
+constexpr const char* kPolicyNames[] = {"llmsvc",     "llmsvc-levels-only", "full",         "smallest",
+                                        "layer-drop", "llmsvc-no-recovery", "llmsvc-plain", "plain-levels+rcv"};
 
 struct Options {
   std::string model, text = bench::default_text_path(), profile, out;
@@ -202,12 +204,13 @@ Config drop_config(const Model& m, int max_skip, double ttft_ratio, double tpot_
   }
 }
 
-// A level's predicted ratios from the profile, for a prompt of n tokens.
-void predict_level(const policy::LevelCosts& costs, int percent, int n, double ttft_ratio, double tpot_ratio, Config& cfg) {
+// A level's predicted ratios from the profile, for a prompt of n tokens kept of n_full.
+void predict_level(const policy::LevelCosts& costs, int percent, int n, int n_full, double ttft_ratio, double tpot_ratio,
+                   Config& cfg) {
   const policy::LevelCost& full = costs.levels.back();
   for (const policy::LevelCost& L : costs.levels)
     if (L.percent == percent) {
-      cfg.pred_ttft = L.ttft_ms(n) / full.ttft_ms(n);
+      cfg.pred_ttft = L.ttft_ms(n) / full.ttft_ms(n_full);
       cfg.pred_tpot = L.tpot_ms / full.tpot_ms;
     }
   cfg.pred_met = cfg.pred_ttft <= ttft_ratio + 1e-9 && cfg.pred_tpot <= tpot_ratio + 1e-9;
@@ -390,64 +393,79 @@ int main(int argc, char** argv) {
       if (!(s = plain_engine->engine->call(plain_engine->ids[tc.app], text, p, any, &pst)).ok()) return fail(s);
       plain_slo_missed[tc.app] += pst.slo_missed;
     }
-    const std::vector<int32_t>& prompt = st.prompt_ids;  // as the engine tokenized it
+    // The whole prompt as the engine tokenizes it for this context (raw: BOS at the start only),
+    // and llmsvc's compressed one as it tokenized it.
+    const std::vector<int32_t> prompt = m.tokenizer().encode(text, context[tc.app].empty(), true);
     const int n = static_cast<int>(prompt.size());
+    const auto prompt_of = [&](int pi) -> const std::vector<int32_t>& {
+      if (pi == kLlmsvc || pi == kNoRecovery) return st.prompt_ids;
+      if (pi == kPlain || pi == kPlainLevelsRecovery) return pst.prompt_ids;
+      return prompt;
+    };
 
     Config cfg[kPolicies];
     cfg[kLlmsvc].percent = st.level_percent;
     cfg[kLlmsvc].level = spec->level_index(st.level_percent);
-    predict_level(*costs, st.level_percent, n, app.ttft_ratio, app.tpot_ratio, cfg[kLlmsvc]);
+    predict_level(*costs, st.level_percent, static_cast<int>(st.prompt_ids.size()), n, app.ttft_ratio, app.tpot_ratio,
+                  cfg[kLlmsvc]);
+    const policy::LevelChoice levels_only =
+        policy::choose_level(*costs, app.ttft_ratio, app.tpot_ratio, policy::PromptShape{n, 0}, 1.0, 0.0);
+    cfg[kLevelsOnly].percent = spec->levels[static_cast<size_t>(levels_only.index)];
+    cfg[kLevelsOnly].level = spec->level_index(cfg[kLevelsOnly].percent);
+    predict_level(*costs, cfg[kLevelsOnly].percent, n, n, app.ttft_ratio, app.tpot_ratio, cfg[kLevelsOnly]);
     cfg[kFull].pred_met = 1.0 <= app.ttft_ratio && 1.0 <= app.tpot_ratio;
     cfg[kSmallest].level = 0;
     cfg[kSmallest].percent = spec->levels[0];
-    predict_level(*costs, spec->levels[0], n, app.ttft_ratio, app.tpot_ratio, cfg[kSmallest]);
+    predict_level(*costs, spec->levels[0], n, n, app.ttft_ratio, app.tpot_ratio, cfg[kSmallest]);
     cfg[kLayerDrop] = drop_config(m, static_cast<int>(skip_order.size()), app.ttft_ratio, app.tpot_ratio);
     cfg[kNoRecovery] = cfg[kLlmsvc];
     cfg[kNoRecovery].recovery = false;
     if (plain) {
       cfg[kPlain].percent = pst.level_percent;
       cfg[kPlain].level = spec->level_index(pst.level_percent);
-      predict_level(*plain_costs, pst.level_percent, n, app.ttft_ratio, app.tpot_ratio, cfg[kPlain]);
+      const int n_plain = static_cast<int>(pst.prompt_ids.size());
+      predict_level(*plain_costs, pst.level_percent, n_plain, n, app.ttft_ratio, app.tpot_ratio, cfg[kPlain]);
       cfg[kPlain].recovery = false;
       cfg[kPlainLevelsRecovery] = cfg[kPlain];
       cfg[kPlainLevelsRecovery].recovery = true;
-      predict_level(*costs, pst.level_percent, n, app.ttft_ratio, app.tpot_ratio, cfg[kPlainLevelsRecovery]);
+      predict_level(*costs, pst.level_percent, n_plain, n, app.ttft_ratio, app.tpot_ratio, cfg[kPlainLevelsRecovery]);
     }
 
     std::vector<int32_t> reply;
     Measured x[kPolicies];
-    for (int pi : {kFull, kLlmsvc, kSmallest, kLayerDrop, kNoRecovery, kPlain, kPlainLevelsRecovery}) {
+    for (int pi : {kFull, kLlmsvc, kLevelsOnly, kSmallest, kLayerDrop, kNoRecovery, kPlain, kPlainLevelsRecovery}) {
       if (!active[pi]) continue;
-      // A configuration that is the full model's is the full model's run: measuring it again
-      // would only measure the machine's noise.
-      if (pi != kFull && cfg[pi].same_as_full()) {
+      // A configuration that is the full model's on the whole prompt is the full model's run:
+      // measuring it again would only measure the machine's noise.
+      if (pi != kFull && cfg[pi].same_as_full() && prompt_of(pi) == prompt) {
         x[pi] = x[kFull];
         continue;
       }
-      auto r = run_call(fwd, m, cfg[pi], skip_order, context[tc.app], prompt, reply, o.gen, o.reps);
+      auto r = run_call(fwd, m, cfg[pi], skip_order, context[tc.app], prompt_of(pi), reply, o.gen, o.reps);
       if (!r.ok()) return fail(r.status());
       x[pi] = *r;
     }
     nlohmann::json J{{"app", app.name}, {"call", tc.index}, {"arrival_s", tc.arrival_s}, {"prompt_tokens", n},
                      {"context_tokens", context[tc.app].size()},
-                     {"engine", {{"level", st.level_percent}, {"slo_missed", st.slo_missed}, {"ttft_ms", st.ttft_ms},
+                     {"engine", {{"level", st.level_percent}, {"prompt_kept", st.prompt_kept}, {"slo_missed", st.slo_missed}, {"ttft_ms", st.ttft_ms},
                                  {"tpot_ms", st.tpot_ms}, {"generated", st.generated_ids.size()}}}};
     if (plain)
-      J["plain_engine"] = {{"level", pst.level_percent}, {"slo_missed", pst.slo_missed}, {"ttft_ms", pst.ttft_ms}, {"tpot_ms", pst.tpot_ms}};
+      J["plain_engine"] = {{"level", pst.level_percent}, {"prompt_kept", pst.prompt_kept}, {"slo_missed", pst.slo_missed}, {"ttft_ms", pst.ttft_ms}, {"tpot_ms", pst.tpot_ms}};
     for (int pi = 0; pi < kPolicies; ++pi) {
       if (!active[pi]) continue;
       const double rt = x[pi].ttft_ms / x[kFull].ttft_ms, rp = x[pi].tpot_ms / x[kFull].tpot_ms;
       const bool met = rt <= app.ttft_ratio + 1e-9 && rp <= app.tpot_ratio + 1e-9;
       tally[pi][tc.app].add(cfg[pi], x[pi], met, o.gen);
-      J["policies"][kPolicyNames[pi]] = {{"level", cfg[pi].percent}, {"recovery", cfg[pi].recovery}, {"skipped", cfg[pi].skipped},
+      J["policies"][kPolicyNames[pi]] = {{"level", cfg[pi].percent}, {"prompt_tokens", prompt_of(pi).size()},
+                                         {"recovery", cfg[pi].recovery}, {"skipped", cfg[pi].skipped},
                                          {"pred_ttft_ratio", cfg[pi].pred_ttft}, {"pred_tpot_ratio", cfg[pi].pred_tpot},
                                          {"pred_met", cfg[pi].pred_met}, {"ttft_ms", x[pi].ttft_ms}, {"tpot_ms", x[pi].tpot_ms},
                                          {"ttft_ratio", rt}, {"tpot_ratio", rp}, {"met", met}, {"nll", x[pi].nll},
                                          {"agree_prefix", x[pi].agree_prefix}, {"agree_pos", x[pi].agree_pos}};
     }
     calls.push_back(J);
-    std::fprintf(stderr, "%6.1f s  %s call %d: %3d prompt + %4zu context tokens; llmsvc level %d%s, plain %d%s, drop %d layers\n",
-                 now_s() - t_start, app.name, tc.index, n, context[tc.app].size(), st.level_percent,
+    std::fprintf(stderr, "%6.1f s  %s call %d: %3d prompt + %4zu context tokens; llmsvc level %d kept %.2f%s, plain %d%s, drop %d layers\n",
+                 now_s() - t_start, app.name, tc.index, n, context[tc.app].size(), st.level_percent, st.prompt_kept,
                  st.slo_missed ? " (slo_missed)" : "", cfg[kPlain].percent, plain && pst.slo_missed ? " (slo_missed)" : "",
                  cfg[kLayerDrop].skipped);
     context[tc.app].insert(context[tc.app].end(), prompt.begin(), prompt.end());

@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of this header; compare with llmsvc_abi_version() at run time. */
 #define LLMSVC_ABI_VERSION_MAJOR 1
-#define LLMSVC_ABI_VERSION_MINOR 6
+#define LLMSVC_ABI_VERSION_MINOR 7
 #define LLMSVC_ABI_VERSION ((LLMSVC_ABI_VERSION_MAJOR << 16) | LLMSVC_ABI_VERSION_MINOR)
 
 /** Status codes. Values are part of the ABI and never change meaning. */
@@ -315,6 +315,18 @@ typedef struct llmsvc_call_options {
    *  state from it; when the service later recomputes that state (after memory pressure) it
    *  uses the context's adapter. Errors as llmsvc_context_options.adapter. */
   const char* adapter;
+  /** Since ABI 1.7: prompt compression, the share of the prompt's tokens to keep, in (0, 1].
+   *  The service drops the least informative words of the prompt's text (scored by their
+   *  tokens' unigram self-information, no model run) until no more than this share of the
+   *  prompt's tokens (its chat template's included) remain; the template, the text's last
+   *  sentence, words with a digit and line breaks always stay. The kept text is what the
+   *  context holds (its user message, its tokens). 0: the service chooses: with SLO ratios and
+   *  level_percent 0, the least compression that, with the level it picks, meets the TTFT
+   *  ratio (at most 70 % dropped); else none. Outside [0, 1] or not finite:
+   *  LLMSVC_ERR_INVALID_ARGUMENT. llmsvc_call_result.prompt_kept reports the share kept.
+   *  Through a daemon older than this (protocol < 9) a value other than 0 is
+   *  LLMSVC_ERR_UNSUPPORTED, before anything is sent. */
+  float prompt_keep;
 } llmsvc_call_options;
 
 LLMSVC_API void llmsvc_call_options_init(llmsvc_call_options* options);
@@ -356,6 +368,10 @@ typedef struct llmsvc_call_result {
   /* Since ABI 1.5: 1 when the call's SLO ratios asked more than any level is predicted to give
    * (the smallest level ran, or the full model where the device runs no other), else 0. */
   int32_t slo_missed;
+  /* Since ABI 1.7: the share of the prompt's tokens the call kept after prompt compression
+   * (llmsvc_call_options.prompt_keep; 1: none dropped); 0 through a daemon older than this
+   * (protocol < 9). */
+  double prompt_kept;
 } llmsvc_call_result;
 
 LLMSVC_API void llmsvc_call_result_init(llmsvc_call_result* result);

@@ -2,7 +2,9 @@
 // Level choice against an SLO, and level-cost profiles as JSON.
 #include "policy/planning/level_cost.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace llmsvc::policy {
@@ -14,21 +16,43 @@ Status bad(const std::string& what) { return Status(Code::invalid_argument, "lev
 
 }  // namespace
 
-LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, int prompt_tokens,
-                         double overhead_ms) {
+int PromptShape::kept(double keep) const {
+  const int at_least = std::max(0, tokens - std::max(0, droppable));
+  return std::max(at_least, static_cast<int>(std::ceil(keep * tokens - 1e-9)));
+}
+
+LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, PromptShape prompt,
+                         double keep, double overhead_ms) {
   LevelChoice c;
   if (costs.levels.empty()) return c;
   const LevelCost& full = costs.levels.back();
-  const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt_tokens) : HUGE_VAL;
+  const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt.tokens) : HUGE_VAL;
   const double tpot_bound = tpot_ratio > 0 ? tpot_ratio * full.tpot_ms : HUGE_VAL;
-  for (int i = static_cast<int>(costs.levels.size()) - 1; i >= 0; --i) {
-    const LevelCost& l = costs.levels[i];
-    c.index = i;
-    c.ttft_ms = l.ttft_ms(prompt_tokens) + overhead_ms;
-    c.tpot_ms = l.tpot_ms;
-    if (c.ttft_ms <= ttft_bound && c.tpot_ms <= tpot_bound) return c;
+  std::vector<double> steps;
+  if (keep > 0) {
+    steps.push_back(std::min(keep, 1.0));
+  } else {
+    steps.assign(std::begin(kKeepSteps), std::end(kKeepSteps));
+    if (prompt.droppable <= 0) steps.resize(1);
   }
-  c.slo_met = false;  // the smallest level, the nearest to the SLO
+  for (int i = static_cast<int>(costs.levels.size()) - 1; i >= 0; --i) {
+    const LevelCost& l = costs.levels[static_cast<size_t>(i)];
+    c.index = i;
+    c.tpot_ms = l.tpot_ms;
+    for (double k : steps) {
+      c.keep = k;
+      c.ttft_ms = l.ttft_ms(prompt.kept(k)) + overhead_ms;
+      if (c.ttft_ms <= ttft_bound && c.tpot_ms <= tpot_bound) return c;
+    }
+  }
+  // None meets both: the smallest level, with the least compression that meets the TTFT
+  // bound there, else the most.
+  c.slo_met = false;
+  for (double k : steps) {
+    c.keep = k;
+    c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k)) + overhead_ms;
+    if (c.ttft_ms <= ttft_bound) break;
+  }
   return c;
 }
 

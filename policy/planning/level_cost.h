@@ -28,18 +28,34 @@ struct LevelCosts {
   std::string model;              // the model file's identity the costs were measured on (hex)
 };
 
+// A call's prompt as the choice sees it: its tokens (the template's included), and how many of
+// them prompt compression may drop.
+struct PromptShape {
+  int tokens = 0;
+  int droppable = 0;
+  // The tokens left when `keep` of them are kept: never fewer than compression cannot drop.
+  int kept(double keep) const;
+};
+
+// Prompt compression's levels: the shares of a prompt's tokens a call may keep, least
+// compression first (ElastiLM's prompt levels; 0.3: at most 70 % dropped).
+inline constexpr double kKeepSteps[] = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3};
+
 struct LevelChoice {
   int index = 0;         // into LevelCosts::levels
-  bool slo_met = true;   // false: no level meets the SLO, and `index` is the smallest
+  double keep = 1;       // the share of the prompt's tokens to keep (1: no compression)
+  bool slo_met = true;   // false: no choice meets the SLO, and `index` is the smallest
   double ttft_ms = 0;    // predicted, the overhead included
   double tpot_ms = 0;
 };
 
-// The largest level with ttft(n) + overhead_ms <= ttft_ratio * full ttft(n) and
-// tpot <= tpot_ratio * full tpot; a ratio of 0 bounds nothing. With no such level, the
-// smallest, slo_met false. `overhead_ms`: what the decision and a level switch add.
-LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, int prompt_tokens,
-                         double overhead_ms);
+// The largest level with tpot <= tpot_ratio * full tpot and, with the least compression of
+// kKeepSteps that does it (only `keep` itself when it is > 0; no compression when the prompt has
+// nothing droppable), ttft(kept tokens) + overhead_ms <= ttft_ratio * full ttft(prompt.tokens);
+// a ratio of 0 bounds nothing. With no such level: the smallest, with the least compression
+// that meets the TTFT bound there (else the most), slo_met false. `overhead_ms`: what the decision and a level switch add.
+LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, PromptShape prompt,
+                         double keep, double overhead_ms);
 
 // JSON text of a profile, and back: levels increasing and ending at 100, every time finite
 // and >= 0 (Code::invalid_argument naming the field otherwise).

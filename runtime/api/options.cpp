@@ -197,6 +197,7 @@ Result<CallParams> read_call_options(const llmsvc_call_options* options) {
     p.grammar = o.grammar;
   }
   p.level_percent = o.level_percent;
+  p.prompt_keep = o.prompt_keep;
   if (o.adapter != nullptr) {
     LLMSVC_RETURN_IF_ERROR(check_cstr(o.adapter, "adapter"));
     p.adapter = o.adapter;

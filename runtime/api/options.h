@@ -71,6 +71,7 @@ Status fill_call_options(const Args& a, llmsvc_call_options* o, std::vector<cons
     o->grammar = a.grammar.empty() ? nullptr : a.grammar.c_str();
   }
   if constexpr (requires { a.level_percent; }) o->level_percent = a.level_percent;
+  if constexpr (requires { a.prompt_keep; }) o->prompt_keep = a.prompt_keep;
   if constexpr (requires { a.adapter; }) o->adapter = a.adapter.empty() ? nullptr : a.adapter.c_str();
   stops.clear();
   for (const std::string& s : a.stop) {

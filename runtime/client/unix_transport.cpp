@@ -141,6 +141,7 @@ class UnixTransport final : public Transport {
     // An older daemon would not hear the level and run the call at whatever level it runs.
     if (params.level_percent != 0) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionLevels, "an elastic level"));
     if (!params.adapter.empty()) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionAdapters, "a LoRA adapter"));
+    if (params.prompt_keep != 0) LLMSVC_RETURN_IF_ERROR(need_version(*conn, p::kVersionPromptKeep, "prompt compression"));
     p::Call req;
     req.handle = handle;
     req.prompt = std::string(prompt);

@@ -57,6 +57,7 @@ CallOptions to_wire(const CallParams& params) {
   o.grammar = params.grammar;
   o.level_percent = params.level_percent;
   o.adapter = params.adapter;
+  o.prompt_keep = params.prompt_keep;
   return o;
 }
 
@@ -69,6 +70,7 @@ CallParams from_wire(const CallOptions& options) {
   p.grammar = options.grammar;
   p.level_percent = options.level_percent;
   p.adapter = options.adapter;
+  p.prompt_keep = options.prompt_keep;
   return p;
 }
 

@@ -281,6 +281,7 @@ struct CallOptions {
   std::string grammar;
   int32_t level_percent = 0; // version 7: the elastic level in per cent (0: the service chooses)
   std::string adapter;       // version 8: the LoRA adapter's name ("": the context's)
+  float prompt_keep = 0.0f;  // version 9: the share of the prompt's tokens to keep (0: the service chooses)
   bool operator==(const CallOptions&) const = default;
 };
 
@@ -318,7 +319,9 @@ struct Call {
     if (io.version() < kVersionLevels) return Status::Ok();
     LLMSVC_RETURN_IF_ERROR(io.i32("options.level_percent", o.level_percent));
     if (io.version() < kVersionAdapters) return Status::Ok();
-    return io.text("options.adapter", o.adapter, Bounds{0, 64});
+    LLMSVC_RETURN_IF_ERROR(io.text("options.adapter", o.adapter, Bounds{0, 64}));
+    if (io.version() < kVersionPromptKeep) return Status::Ok();
+    return io.f32("options.prompt_keep", o.prompt_keep);
   }
   bool operator==(const Call&) const = default;
 };

@@ -19,9 +19,11 @@ namespace llmsvc::protocol {
 // CONTEXT_TRUNCATE, CONTEXT_MESSAGES and its reply, and CALL's reply_only. Version 6 adds
 // CONTEXT_FORK, and the count of shared chunks to CONTEXT_INFO_REPLY. Version 7 appends the
 // elastic level to CALL's options and to RESULT's stats. Version 8 adds LoRA adapters: a name
-// in CONTEXT_NEW and in CALL's options, and the names offered in MODEL_INFO_REPLY.
+// in CONTEXT_NEW and in CALL's options, and the names offered in MODEL_INFO_REPLY. Version 9
+// adds prompt compression: the share of the prompt to keep in CALL's options, the share kept
+// in RESULT's stats.
 inline constexpr uint16_t kMinVersion = 1;
-inline constexpr uint16_t kMaxVersion = 8;
+inline constexpr uint16_t kMaxVersion = 9;
 inline constexpr uint16_t kVersionPolicyFigures = 2;
 inline constexpr uint16_t kVersionQ3Chunks = 3;
 inline constexpr uint16_t kVersionModelInfo = 4;
@@ -29,6 +31,7 @@ inline constexpr uint16_t kVersionMessages = 5;
 inline constexpr uint16_t kVersionFork = 6;
 inline constexpr uint16_t kVersionLevels = 7;
 inline constexpr uint16_t kVersionAdapters = 8;
+inline constexpr uint16_t kVersionPromptKeep = 9;
 
 // Frame header: magic "LLMS", type u16, flags u16, stream u32, payload length u32.
 inline constexpr size_t kHeaderBytes = 16;

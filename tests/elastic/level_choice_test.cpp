@@ -26,18 +26,56 @@ policy::LevelCosts three_levels() {
 TEST(LevelChoice, TheLargestLevelThatMeetsBothRatios) {
   const policy::LevelCosts c = three_levels();
   // Prompt of 100 tokens: TTFT 21 / 51 / 101 ms, TPOT 2 / 5 / 10 ms.
-  EXPECT_EQ(policy::choose_level(c, 0, 0, 100, 0).index, 2);     // no SLO: the full model
-  EXPECT_EQ(policy::choose_level(c, 1.0, 1.0, 100, 0).index, 2);
-  EXPECT_EQ(policy::choose_level(c, 0.6, 0, 100, 0).index, 1);   // 51 <= 60.6
-  EXPECT_EQ(policy::choose_level(c, 0.5, 0, 100, 0).index, 0);   // 51 > 50.5
-  EXPECT_EQ(policy::choose_level(c, 0, 0.5, 100, 0).index, 1);   // TPOT alone
-  EXPECT_EQ(policy::choose_level(c, 0.9, 0.3, 100, 0).index, 0); // TPOT binds harder
+  EXPECT_EQ(policy::choose_level(c, 0, 0, {100, 0}, 0, 0).index, 2);     // no SLO: the full model
+  EXPECT_EQ(policy::choose_level(c, 1.0, 1.0, {100, 0}, 0, 0).index, 2);
+  EXPECT_EQ(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 0).index, 1);   // 51 <= 60.6
+  EXPECT_EQ(policy::choose_level(c, 0.5, 0, {100, 0}, 0, 0).index, 0);   // 51 > 50.5
+  EXPECT_EQ(policy::choose_level(c, 0, 0.5, {100, 0}, 0, 0).index, 1);   // TPOT alone
+  EXPECT_EQ(policy::choose_level(c, 0.9, 0.3, {100, 0}, 0, 0).index, 0); // TPOT binds harder
   // An overhead counts inside the TTFT.
-  EXPECT_EQ(policy::choose_level(c, 0.6, 0, 100, 20.0).index, 0);
-  const policy::LevelChoice none = policy::choose_level(c, 0.1, 0, 100, 0);
+  EXPECT_EQ(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 20.0).index, 0);
+  const policy::LevelChoice none = policy::choose_level(c, 0.1, 0, {100, 0}, 0, 0);
   EXPECT_EQ(none.index, 0);
   EXPECT_FALSE(none.slo_met);
-  EXPECT_TRUE(policy::choose_level(c, 0.6, 0, 100, 0).slo_met);
+  EXPECT_TRUE(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 0).slo_met);
+}
+
+// Prompt compression joins the choice: the largest level that meets the TPOT ratio, with the
+// least compression (of kKeepSteps) that makes its TTFT fit; the fixed part of a prompt stays.
+TEST(LevelChoice, CompressionMakesTheTtftFitAtTheLargestLevelTheTpotAllows) {
+  const policy::LevelCosts c = three_levels();
+  const policy::PromptShape prompt{100, 80};  // 20 tokens that always stay
+  EXPECT_EQ(prompt.kept(1.0), 100);
+  EXPECT_EQ(prompt.kept(0.5), 50);
+  EXPECT_EQ(prompt.kept(0.1), 20);
+  EXPECT_EQ((policy::PromptShape{100, 0}.kept(0.3)), 100);
+  // TTFT 0.62 of 101 ms (62.6) at the full level: 1 + 0.6 * 100 tokens fits, 0.7's do not.
+  policy::LevelChoice a = policy::choose_level(c, 0.62, 0, prompt, 0, 0);
+  EXPECT_EQ(a.index, 2);
+  EXPECT_DOUBLE_EQ(a.keep, 0.6);
+  EXPECT_TRUE(a.slo_met);
+  // TPOT 0.5 allows level 60 at most; TTFT 0.3 (30.3 ms) there needs 1 + 0.5 * n <= 30.3: keep 0.5.
+  a = policy::choose_level(c, 0.3, 0.5, prompt, 0, 0);
+  EXPECT_EQ(a.index, 1);
+  EXPECT_DOUBLE_EQ(a.keep, 0.5);
+  // Nothing meets TTFT 0.05 (5.05 ms): the smallest level at the most compression, missed.
+  a = policy::choose_level(c, 0.05, 0, prompt, 0, 0);
+  EXPECT_EQ(a.index, 0);
+  EXPECT_DOUBLE_EQ(a.keep, 0.3);
+  EXPECT_FALSE(a.slo_met);
+  // The TPOT alone misses: the smallest level, with no more compression than its TTFT needs.
+  a = policy::choose_level(c, 0, 0.1, prompt, 0, 0);
+  EXPECT_EQ(a.index, 0);
+  EXPECT_DOUBLE_EQ(a.keep, 1.0);
+  EXPECT_FALSE(a.slo_met);
+  // A call's own share is the only one tried.
+  a = policy::choose_level(c, 0.6, 0, prompt, 0.9f, 0);
+  EXPECT_EQ(a.index, 1);
+  EXPECT_DOUBLE_EQ(a.keep, static_cast<double>(0.9f));
+  // Nothing droppable: no compression, as before it existed.
+  a = policy::choose_level(c, 0.6, 0, {100, 0}, 0, 0);
+  EXPECT_EQ(a.index, 1);
+  EXPECT_DOUBLE_EQ(a.keep, 1.0);
 }
 
 TEST(LevelChoice, ProfileJsonRoundTripsAndBadOnesAreNamed) {
@@ -100,15 +138,15 @@ class LevelSelection : public ::testing::Test {
 TEST_F(LevelSelection, AskedLevelsAndTheirErrors) {
   LevelSelector sel(*model_, nullptr, "", warn());
   EXPECT_EQ(sel.costs().source, "weights");
-  auto full = sel.choose(0, 0, 0, 10);
+  auto full = sel.choose(0, 0, 0, {10, 0}, 0);
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(full->index, -1);
   EXPECT_EQ(full->percent, 100);
-  auto l30 = sel.choose(30, 0, 0, 10);
+  auto l30 = sel.choose(30, 0, 0, {10, 0}, 0);
   ASSERT_TRUE(l30.ok());
   EXPECT_EQ(l30->index, 1);
   EXPECT_EQ(l30->percent, 30);
-  auto bad = sel.choose(35, 0, 0, 10);
+  auto bad = sel.choose(35, 0, 0, {10, 0}, 0);
   EXPECT_EQ(bad.status().code(), Code::invalid_argument);
   EXPECT_NE(bad.status().message().find("20, 30, 40"), std::string::npos) << bad.status().message();
   EXPECT_TRUE(warnings_.empty());
@@ -120,12 +158,12 @@ TEST_F(LevelSelection, SloChoicesFollowTheCosts) {
   // a tighter one never picks a larger level, and one below every level's share misses.
   int last = 100;
   for (float r : {1.0f, 0.95f, 0.9f, 0.8f, 0.7f, 0.6f}) {
-    auto c = est.choose(0, 0, r, 10);
+    auto c = est.choose(0, 0, r, {10, 0}, 0);
     ASSERT_TRUE(c.ok());
     EXPECT_LE(c->percent, last) << r;
     last = c->percent;
   }
-  auto missed = est.choose(0, 0, 0.01f, 10);
+  auto missed = est.choose(0, 0, 0.01f, {10, 0}, 0);
   ASSERT_TRUE(missed.ok());
   EXPECT_TRUE(missed->slo_missed);
   EXPECT_EQ(missed->percent, 20);
@@ -136,7 +174,7 @@ TEST_F(LevelSelection, SloChoicesFollowTheCosts) {
   std::ofstream(dir_.file("mine.json")) << policy::level_costs_to_json(measured);
   LevelSelector prof(*model_, nullptr, dir_.file("mine.json"), warn());
   EXPECT_EQ(prof.costs().source, "profile");
-  EXPECT_EQ(prof.choose(0, 0, 0.5f, 10)->percent, 50);
+  EXPECT_EQ(prof.choose(0, 0, 0.5f, {10, 0}, 0)->percent, 50);
   EXPECT_TRUE(warnings_.empty());
   measured.model = "0123456789abcdef";
   std::ofstream(dir_.file("theirs.json")) << policy::level_costs_to_json(measured);

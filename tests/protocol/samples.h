@@ -189,6 +189,13 @@ inline std::vector<Sample> protocol_samples() {
   ModelInfo offering = mi;
   offering.adapters = {"summarize", "rewrite.v2"};
   v.push_back({S, 39, ModelInfoReply{offering}});
+  // Version 9: prompt compression, a call's share to keep and the share kept.
+  CallOptions keeping = with_adapter;
+  keeping.prompt_keep = 0.625f;
+  v.push_back({C, 40, Call{6, "Keep the gist of this, please.", keeping}});
+  CallStats kept = leveled;
+  kept.prompt_kept = 0.75;
+  v.push_back({S, 40, CallResult{0, "", 2, kept}});
   return v;
 }
 

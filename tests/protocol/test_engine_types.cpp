@@ -58,12 +58,17 @@ TEST(ProtocolEngineTypes, CallParamsCrossWhole) {
   c.slo_tpot_ratio = 0.6f;
   c.level_percent = 30;
   c.adapter = "summarize";
+  c.prompt_keep = 0.5f;
   Call call;
   call.handle = 1;
   call.options = to_wire(c);
   const llmsvc::CallParams back = from_wire(through_wire(call, kMaxVersion).options);
   EXPECT_EQ(back.level_percent, 30);
   EXPECT_EQ(back.adapter, "summarize");
+  EXPECT_EQ(back.prompt_keep, 0.5f);
+  // Version 8 has no share to keep: the client refuses to send one (unix_transport), the daemon hears 0.
+  EXPECT_EQ(from_wire(through_wire(call, 8).options).prompt_keep, 0.0f);
+  EXPECT_EQ(from_wire(through_wire(call, 8).options).adapter, "summarize");
   // Version 7 has no adapter: the client refuses to send one (unix_transport), the daemon hears none.
   EXPECT_EQ(from_wire(through_wire(call, 7).options).adapter, "");
   EXPECT_EQ(from_wire(through_wire(call, 7).options).level_percent, 30);

@@ -145,10 +145,24 @@ TEST(ProtocolFrame, HexExamplesOfTheSpec) {
                   "00000000 00000000 01 01 01 00000000 00000000 14000000"));
   EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}, 6), frame_of(Role::client, 2, Call{1, "", o}, 5));
   cs.level_percent = 20;
-  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}),
+  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}, 8),
             unhex("4c4c4d53 a100 0000 05000000 71000000" + v1_part +
                   "06000000 01000000 00000000 10000000 02000000 000000000000d03f"
                   "0000000000000000 00000000 00000000 14000000 00000000"));
+  // Version 9: the CALL above keeping half its prompt (after version 8's empty adapter), and
+  // the RESULT above reporting 0.75 of it kept.
+  o.prompt_keep = 0.5f;
+  EXPECT_EQ(frame_of(Role::client, 2, Call{1, "", o}, 9),
+            unhex("4c4c4d53 2000 0000 02000000 54000000"
+                  "01000000 00000000"
+                  "0000000000000000 00000000 00000000 0000803f 00000000 0000803f 40000000 00010000"
+                  "01000000 01000000 0a"
+                  "00000000 00000000 01 01 01 00000000 00000000 14000000 00000000 0000003f"));
+  cs.prompt_kept = 0.75;
+  EXPECT_EQ(frame_of(Role::server, 5, CallResult{0, "", 2, cs}, 9),
+            unhex("4c4c4d53 a100 0000 05000000 79000000" + v1_part +
+                  "06000000 01000000 00000000 10000000 02000000 000000000000d03f"
+                  "0000000000000000 00000000 00000000 14000000 00000000 000000000000e83f"));
 }
 
 // Every sample frame one side sends, back to back.

@@ -20,18 +20,18 @@ TEST(ProtocolHandshake, PicksTheHighestCommonVersion) {
 }
 
 TEST(ProtocolHandshake, NoCommonVersion) {
-  auto v = negotiate(Hello{9, 10, kDefaultMaxPayload, ""});
+  auto v = negotiate(Hello{10, 11, kDefaultMaxPayload, ""});
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), Code::unsupported);
-  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 9..10, the server 1..8");
+  EXPECT_EQ(v.status().message(), "no common protocol version: the client speaks 10..11, the server 1..9");
   EXPECT_FALSE(negotiate(Hello{1, 1, kDefaultMaxPayload, ""}, 2, 2).ok());
 }
 
-// This build speaks 1..8: an old client (1..1 or 1..2) still gets its version from the new
-// daemon, and the new client (it offers 1..8) gets 1 to 7 from an old daemon, 8 from a new one.
+// This build speaks 1..9: an old client (1..1 or 1..2) still gets its version from the new
+// daemon, and the new client (it offers 1..9) gets 1 to 8 from an old daemon, 9 from a new one.
 TEST(ProtocolHandshake, NewestMeetsOlderPeers) {
   EXPECT_EQ(kMinVersion, 1);
-  EXPECT_EQ(kMaxVersion, 8);
+  EXPECT_EQ(kMaxVersion, 9);
   auto v2 = negotiate(Hello{1, 2, kDefaultMaxPayload, "version-2 client"});
   ASSERT_TRUE(v2.ok());
   EXPECT_EQ(*v2, 2);
@@ -40,7 +40,7 @@ TEST(ProtocolHandshake, NewestMeetsOlderPeers) {
   EXPECT_EQ(*v, 1);
   const Hello ours;  // what the client sends
   EXPECT_EQ(ours.min_version, 1);
-  EXPECT_EQ(ours.max_version, 8);
+  EXPECT_EQ(ours.max_version, 9);
   v = negotiate(ours, 1, 1);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 1);
@@ -62,9 +62,12 @@ TEST(ProtocolHandshake, NewestMeetsOlderPeers) {
   v = negotiate(ours, 1, 7);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 7);
-  v = negotiate(ours);
+  v = negotiate(ours, 1, 8);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 8);
+  v = negotiate(ours);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 9);
 }
 
 TEST(ProtocolHandshake, ClientChecksTheWelcome) {

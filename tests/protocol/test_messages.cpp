@@ -25,6 +25,10 @@ std::vector<uint8_t> payload_of(const Message& m, uint16_t version = kMaxVersion
 // `m` as a peer speaking `version` sees it: the fields a later version appended are 0. Written
 // out field by field, apart from messages.h, so that a field put under the wrong version shows.
 Message as_of_version(Message m, uint16_t version) {
+  if (version < kVersionPromptKeep) {
+    if (auto* call = std::get_if<Call>(&m)) call->options.prompt_keep = 0;
+    if (auto* result = std::get_if<CallResult>(&m)) result->stats.prompt_kept = 0;
+  }
   if (version < kVersionAdapters) {
     if (auto* call = std::get_if<Call>(&m)) call->options.adapter.clear();
     if (auto* made = std::get_if<ContextNew>(&m)) made->adapter.clear();

@@ -90,6 +90,7 @@ nlohmann::json report_json(const RunArgs& args, const Reply& reply, const std::v
   j["finish_reason"] = finish_name(r.finish_reason);
   j["level"] = r.level_percent;  // the elastic level the call ran at, in per cent
   j["slo_missed"] = r.slo_missed != 0;
+  j["prompt_kept"] = r.prompt_kept;  // the share of the prompt's tokens kept (1: none dropped)
   j["seed"] = args.sampling.seed;
   return j;
 }
@@ -160,7 +161,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_sampling_options(*cmd, args->sampling);
   cmd->add_flag("--raw", args->raw, "feed the prompt as it is, without the chat template");
   cmd->add_option("--system", args->system, "system prompt (chat mode)");
-  cmd->add_flag("--json", args->json, "print one JSON object: text, the prompt's and the reply's token ids, timings, finish reason, level");
+  cmd->add_flag("--json", args->json, "print one JSON object: text, the prompt's and the reply's token ids, timings, finish reason, level, "
+                  "the share of the prompt kept");
   cmd->add_flag("--logprobs", args->logprobs, "with --json: each generated token's log-probability (\"logprobs\")");
   cmd->add_option("prompt", args->prompt, "the prompt")->required();
   cmd->callback([args, &exit_code] { exit_code = run(*args); });

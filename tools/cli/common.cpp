@@ -55,9 +55,13 @@ void add_sampling_options(CLI::App& cmd, SamplingArgs& args) {
       ->option_text("PERCENT")
       ->capture_default_str();
   cmd.add_option("--slo-ttft", args.slo_ttft_ratio,
-                 "SLO: time to first token as a ratio of the full model's; with --level 0 an elastic model runs "
-                 "the largest level predicted to meet the SLO (0: none)")
+                 "SLO: time to first token as a ratio of the full model's; with --level 0 the service runs the "
+                 "largest level, with the least prompt compression, predicted to meet the SLO (0: none)")
       ->option_text("R");
+  cmd.add_option("--keep", args.prompt_keep,
+                 "prompt compression: keep this share of the prompt's tokens, in (0, 1], dropping its least "
+                 "informative words (0: the service chooses, by --slo-ttft)")
+      ->option_text("SHARE");
   cmd.add_option("--slo-tpot", args.slo_tpot_ratio, "SLO: time per output token as a ratio of the full model's (0: none)")
       ->option_text("R");
   cmd.add_option("--adapter", args.adapter, "run the call with this LoRA adapter the service offers (--lora)")

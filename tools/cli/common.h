@@ -42,6 +42,7 @@ struct SamplingArgs {
   std::string grammar;      // GBNF ("": none)
   int level_percent = 0;    // --level: the elastic level in per cent (0: the service chooses)
   float slo_ttft_ratio = 0.0f, slo_tpot_ratio = 0.0f;  // --slo-ttft / --slo-tpot (0: none)
+  float prompt_keep = 0.0f;  // --keep: the share of the prompt's tokens to keep (0: the service chooses)
   std::string adapter;      // --adapter: the LoRA adapter the call runs with ("": the context's)
 };
 void add_sampling_options(CLI::App& cmd, SamplingArgs& args);

@@ -98,6 +98,21 @@ def test_the_elastic_level_is_reported_and_checked(svc, fresh_id):
     svc.delete_context(fresh_id + "-b")
 
 
+def test_prompt_compression_keeps_a_share_and_reports_it(svc, fresh_id):
+    text = ("The river runs past the old mill, under the stone bridge and through the meadow where the "
+            "village children play in summer. In winter it freezes and the wheel stands still. Where does it run?")
+    with svc.new_context(fresh_id) as ctx:
+        whole = ctx.call(text, max_tokens=1)
+        assert whole.prompt_kept == 1.0
+        half = ctx.call(text, max_tokens=1, keep=0.5)
+        assert 0.0 < half.prompt_kept <= 0.6 and half.prompt_tokens < whole.prompt_tokens
+        for bad in (1.5, -0.5):
+            with pytest.raises(llmsvc.InvalidArgumentError) as e:
+                ctx.call(text, max_tokens=1, keep=bad)
+            assert "prompt_keep" in e.value.detail
+    svc.delete_context(fresh_id)
+
+
 def test_adapter_by_context_and_by_call(svc: llmsvc.Service, fresh_id: str) -> None:
     if not os.environ.get("LLMSVC_PY_ADAPTER"):
         pytest.skip("no adapter offered (LLMSVC_PY_ADAPTER)")

@@ -47,6 +47,8 @@ Status check_call_params(const CallParams& p) {
   if (p.grammar.size() > kMaxConstraintBytes) return bad("grammar is longer than 64 KiB");
   if (p.level_percent < 0 || p.level_percent > 100)
     return bad("level_percent is " + std::to_string(p.level_percent) + ": 0 (the service chooses) or a level in 1..100");
+  if (!std::isfinite(p.prompt_keep) || p.prompt_keep < 0.0f || p.prompt_keep > 1.0f)
+    return bad("prompt_keep must be 0 (the service chooses) or a share in (0, 1]");
   if (!p.adapter.empty()) return check_adapter_name(p.adapter, "adapter");
   return Status::Ok();
 }

@@ -86,6 +86,12 @@ struct CallParams {
   // chooses (today the full model). A level the model does not have is invalid_argument, naming
   // the levels it has. CallStats::level_percent reports the level the call ran at.
   int32_t level_percent = 0;
+  // The share of the prompt's tokens to keep, in (0, 1]: prompt compression drops the least
+  // informative words of the user's text (PromptWords) until no more than this share of the
+  // prompt's tokens remain, or nothing droppable does. 0: the engine chooses, by the SLO's TTFT
+  // ratio when it chooses the level too, else nothing is dropped. The kept text is what the
+  // context holds. CallStats::prompt_kept reports the share kept.
+  float prompt_keep = 0.0f;
   // The LoRA adapter this call runs with, in place of its context's (a name the engine offers;
   // "": the context's own). The tokens the call evaluates get their K/V from it; a recompute
   // of them later uses the context's adapter.
@@ -96,7 +102,7 @@ struct CallParams {
 // CALL, the CLI's flags): finite sampling values in their ranges, max_tokens >= 0, SLO ratios
 // >= 0, at most kMaxStopStrings stop strings of 1..kMaxStopBytes bytes, a JSON Schema or a
 // grammar (not both) of at most kMaxConstraintBytes, level_percent 0 or 1..100 (whether the
-// model has that level is the engine's to check), an adapter name that is "" or a valid name
+// model has that level is the engine's to check), prompt_keep 0 or in (0, 1], an adapter name that is "" or a valid name
 // (check_adapter_name). invalid_argument naming the field.
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopBytes = 256;

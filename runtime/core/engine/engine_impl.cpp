@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 
@@ -17,6 +18,7 @@
 #include "runtime/core/chat/tool_spec.h"
 #include "hal/devices/device_registry.h"
 #include "runtime/core/persist/chunk_table.h"
+#include "runtime/core/engine/prompt_compression.h"
 #include "runtime/core/engine/stop_matcher.h"
 #include "runtime/core/engine/model_info.h"
 #include "runtime/core/engine/token_trail.h"
@@ -492,14 +494,18 @@ std::vector<int32_t> EngineImpl::turn_tokens(const ChatTemplate& chat, bool raw,
   return out;
 }
 
-Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, int prompt_tokens) {
-  auto choice = levels_.choose(params.level_percent, params.slo_ttft_ratio, params.slo_tpot_ratio, prompt_tokens);
+Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, policy::PromptShape prompt) {
+  auto choice = levels_.choose(params.level_percent, params.slo_ttft_ratio, params.slo_tpot_ratio, prompt,
+                               params.prompt_keep);
   if (!choice.ok() || choice->index < 0) return choice;
   // Whether the Forward can run it (one device that slices weights); each evaluation sets it.
   Status runnable = forward_->check_level(choice->index);
   if (runnable.ok()) return choice;
   if (params.level_percent != 0) return runnable;
-  return LevelSelector::Choice{-1, 100, true};
+  LevelSelector::Choice full;
+  full.keep = choice->keep;
+  full.slo_missed = true;
+  return full;
 }
 
 Result<int> EngineImpl::call_adapter(const ContextState& ctx, const CallParams& params) const {
@@ -567,6 +573,24 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
                                           "generate the reply first, or truncate the conversation");
   }
   std::vector<int32_t> ids = params.reply_only ? std::vector<int32_t>{} : prompt_tokens(*ctx, prompt);
+  // The elastic level and the prompt's compression, and a schema or grammar that does not
+  // compile, fail the call before the context changes.
+  policy::PromptShape shape{static_cast<int>(ids.size()), 0};
+  std::optional<PromptWords> words;
+  const bool may_compress = params.prompt_keep > 0 || (params.level_percent == 0 && params.slo_ttft_ratio > 0);
+  if (may_compress && !prompt.empty()) {
+    words.emplace(model_->tokenizer(), prompt);
+    shape.droppable = words->droppable_tokens();
+  }
+  auto level = call_level(params, shape);
+  if (!level.ok()) return level.status();
+  std::string kept_prompt;  // the compressed prompt, which `prompt` then views
+  if (words && level->keep < 1 && shape.droppable > 0) {
+    kept_prompt = words->without(shape.tokens - shape.kept(level->keep));
+    prompt = kept_prompt;
+    ids = prompt_tokens(*ctx, prompt);
+  }
+  st.prompt_kept = shape.tokens > 0 ? static_cast<double>(ids.size()) / shape.tokens : 1.0;
   if (ctx->tokens.size() + ids.size() + 1 > static_cast<size_t>(n_ctx_)) {
     return Status(Code::context_overflow, "prompt of " + std::to_string(ids.size()) + " tokens does not fit: the context holds " +
                                               std::to_string(ctx->tokens.size()) + " of at most " + std::to_string(n_ctx_) + " tokens");
@@ -576,10 +600,6 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
                                             std::to_string(ctx->tokens.size()) + " of at most " +
                                             std::to_string(params.max_context_tokens) + " tokens");
   }
-  // The elastic level, and a schema or grammar that does not compile, fail the call before the
-  // context changes.
-  auto level = call_level(params, static_cast<int>(ids.size()));
-  if (!level.ok()) return level.status();
   auto adapter = call_adapter(*ctx, params);
   if (!adapter.ok()) return adapter.status();
   auto constraint = make_constraint(params);

@@ -108,11 +108,11 @@ class EngineImpl final : public Engine {
   Result<ContextState*> enter(std::string_view id);
   // Why `ctx` has no messages to work on (raw, or made before they were kept), or Ok.
   Status check_keeps_messages(const ContextState& ctx) const;
-  // The elastic level a call of `prompt_tokens` new tokens runs at (LevelSelector: the one it
-  // asks for, else the SLO's choice), checked against what the Forward can run
+  // The elastic level a call of `prompt` runs at, and the share of the prompt to keep
+  // (LevelSelector: what it asks for, else the SLO's choice), checked against what the Forward can run
   // (Forward::check_level's unsupported: an asked level fails the call, an SLO's choice falls
   // back to the full model with the SLO missed).
-  Result<LevelSelector::Choice> call_level(const CallParams& params, int prompt_tokens);
+  Result<LevelSelector::Choice> call_level(const CallParams& params, policy::PromptShape prompt);
   // What every evaluation of a call runs: the Forward's elastic level index (-1: full) and
   // adapter index (-1: none), set again at each compute turn.
   struct EvalVariant {

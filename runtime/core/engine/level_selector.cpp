@@ -47,9 +47,11 @@ LevelSelector::LevelSelector(const Model& model, const fileio::SafeDir* root, co
   }
 }
 
-Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo_ttft, float slo_tpot, int prompt_tokens) const {
+Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo_ttft, float slo_tpot,
+                                                    policy::PromptShape prompt, float keep) const {
   const ElasticSpec* spec = model_.elastic();
   Choice c;
+  if (keep > 0) c.keep = keep;
   if (level_percent != 0) {
     if (level_percent == 100) return c;
     const int index = spec ? spec->level_index(level_percent) : -1;
@@ -70,20 +72,20 @@ Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo
     return c;
   }
   if (slo_ttft <= 0 && slo_tpot <= 0) return c;
-  if (!spec) {
-    // One level, the full model: it meets ratios of 1 and more, and no smaller one.
-    c.slo_missed = (slo_ttft > 0 && slo_ttft < 1) || (slo_tpot > 0 && slo_tpot < 1);
-    return c;
-  }
   // The decision is a scan of a few levels and a switch is a pointer move: no overhead worth adding.
-  const policy::LevelChoice pick = policy::choose_level(costs_, slo_ttft, slo_tpot, prompt_tokens, 0.0);
-  if (pick.index < spec->full() && !model_.levels_status().ok()) {
-    c.slo_missed = true;  // only the full model runs on this device
-    return c;
+  policy::LevelChoice pick = policy::choose_level(costs_, slo_ttft, slo_tpot, prompt, keep, 0.0);
+  if (spec && pick.index < spec->full() && !model_.levels_status().ok()) {
+    // Only the full model runs on this device: compression is all there is to choose.
+    policy::LevelCosts full_only;
+    full_only.levels.push_back(costs_.levels.back());
+    pick = policy::choose_level(full_only, slo_ttft, slo_tpot, prompt, keep, 0.0);
+    pick.index = spec->full();
   }
-  c.index = pick.index == spec->full() ? -1 : pick.index;
-  c.percent = spec->levels[pick.index];
+  c.keep = pick.keep;
   c.slo_missed = !pick.slo_met;
+  if (!spec) return c;  // one level, the full model: the SLO chose the compression only
+  c.index = pick.index == spec->full() ? -1 : pick.index;
+  c.percent = spec->levels[static_cast<size_t>(pick.index)];
   return c;
 }
 

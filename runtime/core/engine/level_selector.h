@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which elastic level a call runs at (ElastiLM): the level it asks for, or, for a call with an
 // SLO, the largest whose predicted TTFT and TPOT are within the SLO's ratios of the full
-// model's (policy::choose_level). Costs come from the level profile `llmsvc profile` wrote for
+// model's, with the least prompt compression that makes the TTFT fit (policy::choose_level). Costs come from the level profile `llmsvc profile` wrote for
 // this model (<state root>/level-profile.json), else from the weight bytes each level reads.
 #pragma once
 
@@ -26,11 +26,15 @@ class LevelSelector {
   struct Choice {
     int index = -1;        // Forward::set_level's argument (-1: the full model)
     int percent = 100;
+    double keep = 1;       // the share of the prompt's tokens to keep (1: no compression)
     bool slo_missed = false;  // the SLO asked more than any level can give: the smallest ran
   };
   // level_percent: the call's own (0: choose; else one of the model's levels, or 100).
-  // Code::invalid_argument naming the model's levels for one it does not have.
-  Result<Choice> choose(int level_percent, float slo_ttft_ratio, float slo_tpot_ratio, int prompt_tokens) const;
+  // keep: the call's own share of prompt tokens to keep (0: by the SLO's TTFT ratio, when the
+  // level is chosen too; else none dropped). Code::invalid_argument naming the model's levels
+  // for one it does not have.
+  Result<Choice> choose(int level_percent, float slo_ttft_ratio, float slo_tpot_ratio, policy::PromptShape prompt,
+                        float keep) const;
 
   const policy::LevelCosts& costs() const { return costs_; }
 

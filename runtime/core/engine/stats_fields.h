@@ -60,7 +60,9 @@ enum class StatSource : uint8_t {
   /* The elastic level the call ran at, in per cent (100: the full model; CallParams). */           \
   X(int32_t, level_percent, 7, yes)                                                                 \
   /* 1: the call's SLO ratios asked more than any level gives (the smallest ran; 0 otherwise). */  \
-  X(int32_t, slo_missed, 7, yes)
+  X(int32_t, slo_missed, 7, yes)                                                                    \
+  /* The share of the prompt's tokens the call kept (1: none dropped; CallParams::prompt_keep). */ \
+  X(double, prompt_kept, 9, yes)
 
 // The service's figures (EngineStats, STATS_REPLY, llmsvc_stats).
 #define LLMSVC_ENGINE_STATS_FIELDS(X)                                                               \

@@ -3,6 +3,7 @@
 // BPE (pre-tokenizer + merges) or SentencePiece-style BPE per text fragment; detokenization.
 #include "runtime/core/tokenizer/tokenizer.h"
 
+#include <mutex>
 #include <optional>
 
 #include "runtime/core/gguf/gguf_file.h"
@@ -55,6 +56,12 @@ class GgufTokenizer final : public Tokenizer {
   bool is_end_of_generation(TokenId id) const override { return vocab_.valid(id) && vocab_.eog[id] != 0; }
   bool is_control(TokenId id) const override { return vocab_.valid(id) && (vocab_.attr[id] & kAttrControl); }
   TokenId find_token(std::string_view text) const override { return vocab_.find(text); }
+  float information(TokenId id) const override {
+    // Built on first use: most services never compress a prompt, and a 262k vocabulary's sort
+    // would add to every model load.
+    std::call_once(information_once_, [this] { information_ = unigram_information(vocab_); });
+    return vocab_.valid(id) ? information_[static_cast<size_t>(id)] : 0.0f;
+  }
 
  private:
   void encode_bpe(std::string_view text, const std::vector<Fragment>& frags, std::vector<TokenId>& out) const {
@@ -151,6 +158,8 @@ class GgufTokenizer final : public Tokenizer {
   Vocab vocab_;
   std::optional<BpeModel> bpe_;
   SpecialSplitter specials_;
+  mutable std::once_flag information_once_;
+  mutable std::vector<float> information_;
 };
 
 }  // namespace

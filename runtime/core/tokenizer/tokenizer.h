@@ -8,7 +8,6 @@
 #pragma once
 
 #include <algorithm>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +51,11 @@ class Tokenizer {
   virtual bool is_end_of_generation(TokenId id) const = 0;  // EOS, EOT, <|im_end|>, <end_of_turn> ...
   virtual bool is_control(TokenId id) const = 0;
   virtual TokenId find_token(std::string_view text) const = 0;  // exact vocabulary lookup, -1 if absent
+  // A token's unigram self-information in bits, as Zipf's law estimates it from the token's
+  // frequency rank r (p ~ 1/(r+1)): log2(r + 2). The rank is the vocabulary's own order of
+  // frequency: SentencePiece scores (highest first), else the ids (BPE ids follow merge order).
+  // What prompt compression scores words by, with no model run. 0 for an invalid id.
+  virtual float information(TokenId id) const = 0;
 };
 
 // Streams detokenized text as valid UTF-8 only: bytes of an incomplete code point are

@@ -4,7 +4,10 @@
 #include "runtime/core/tokenizer/vocab.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <initializer_list>
+#include <numeric>
 #include <span>
 
 #include "runtime/core/gguf/gguf_file.h"
@@ -256,6 +259,22 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& file) {
   v.bos = ids.bos, v.eos = ids.eos, v.eot = ids.eot, v.eom = ids.eom, v.unk = ids.unk, v.pad = ids.pad;
   list_specials(v);
   return v;
+}
+
+std::vector<float> unigram_information(const Vocab& vocab) {
+  std::vector<int32_t> order(static_cast<size_t>(vocab.size()));
+  std::iota(order.begin(), order.end(), 0);
+  const bool scored = vocab.type == VocabType::spm && vocab.score.size() == order.size() &&
+                      std::adjacent_find(vocab.score.begin(), vocab.score.end(), std::not_equal_to<>()) != vocab.score.end();
+  if (scored) {
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return vocab.score[static_cast<size_t>(a)] > vocab.score[static_cast<size_t>(b)];
+    });
+  }
+  std::vector<float> info(order.size());
+  for (size_t rank = 0; rank < order.size(); ++rank)
+    info[static_cast<size_t>(order[rank])] = static_cast<float>(std::log2(static_cast<double>(rank) + 2.0));
+  return info;
 }
 
 }  // namespace llmsvc

@@ -63,4 +63,8 @@ struct Vocab {
   bool valid(int32_t id) const { return id >= 0 && id < size(); }
 };
 
+// Every token's unigram self-information in bits (Tokenizer::information): log2(rank + 2),
+// ranked by score for SentencePiece vocabularies whose scores differ, else by id.
+std::vector<float> unigram_information(const Vocab& vocab);
+
 }  // namespace llmsvc

@@ -54,7 +54,7 @@ class CallOptions(Structure):
                 ("max_tokens", c_int32), ("stop", POINTER(c_char_p)), ("n_stop", c_size_t),
                 ("slo_ttft_ratio", c_float), ("slo_tpot_ratio", c_float), ("on_tokens", PIECE_FN),
                 ("on_tokens_user", c_void_p), ("logprobs", c_int32), ("json_schema", c_char_p), ("grammar", c_char_p),
-                ("level_percent", c_int32), ("adapter", c_char_p)]
+                ("level_percent", c_int32), ("adapter", c_char_p), ("prompt_keep", c_float)]
 
 
 class CallResult(Structure):
@@ -63,7 +63,7 @@ class CallResult(Structure):
                 ("ttft_ms", c_double), ("prefill_ms", c_double), ("decode_ms", c_double), ("tpot_ms", c_double),
                 ("chunks_loaded", c_int32), ("chunks_recomputed", c_int32), ("constrain_ms", c_double),
                 ("tool_calls", c_int32), ("tool_call_errors", c_int32), ("level_percent", c_int32),
-                ("slo_missed", c_int32)]
+                ("slo_missed", c_int32), ("prompt_kept", c_double)]
 
 
 class Stats(Structure):

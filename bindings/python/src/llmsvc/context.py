@@ -121,11 +121,12 @@ class Reply:
     tool_call_errors: int = 0  # 1: the reply started a call that did not parse (it stays text)
     level_percent: int = 0  # the elastic level the call ran at (100: the full model; 0 before ABI 1.5 / protocol 7)
     slo_missed: int = 0  # 1: the SLO ratios asked more than any level gives (the smallest ran)
+    prompt_kept: float = 0.0  # the share of the prompt's tokens kept (1: none dropped; 0 before ABI 1.7 / protocol 9)
 
     def _take(self, r: _lib.CallResult) -> None:
         for name in ("prompt_tokens", "generated_tokens", "context_tokens", "switch_in_ms", "ttft_ms", "prefill_ms",
                      "decode_ms", "tpot_ms", "chunks_loaded", "chunks_recomputed", "constrain_ms", "tool_calls",
-                     "tool_call_errors", "level_percent", "slo_missed"):
+                     "tool_call_errors", "level_percent", "slo_missed", "prompt_kept"):
             setattr(self, name, getattr(r, name))
         self.finish_reason = FinishReason(r.finish_reason)
 
@@ -162,6 +163,7 @@ _MESSAGE_TOOLS_SIZE = ctypes.sizeof(_lib.Message)  # a library's llmsvc_message 
 _MESSAGES_ABI = (1 << 16) | 3  # llmsvc_context_append and the rest
 _LEVELS_ABI = (1 << 16) | 5  # llmsvc_call_options.level_percent
 _ADAPTERS_ABI = (1 << 16) | 6  # llmsvc_call_options.adapter
+_KEEP_ABI = (1 << 16) | 7  # llmsvc_call_options.prompt_keep
 
 
 def _need_messages() -> None:
@@ -248,7 +250,10 @@ class Context(Handle):
         per cent: one of an elastic model's levels, 100 the full model; 0, the default: the
         service chooses; the Reply's level_percent says which ran), slo_ttft and slo_tpot (ratios of
         the full model's time to first token and per token: with level 0, the largest level
-        predicted to meet both runs; the Reply's slo_missed is 1 when none can), adapter (the name of
+        predicted to meet both runs, with the least prompt compression that meets the TTFT ratio;
+        the Reply's slo_missed is 1 when none can), keep (prompt compression: the share of the
+        prompt's tokens to keep, in (0, 1], its least informative words dropped; 0: the service
+        chooses; the Reply's prompt_kept says how much was kept), adapter (the name of
         a LoRA adapter the service offers to run this call with, in place of the context's), on_piece (sees each Piece as
         it streams; a true return value cancels the call). Cancelled: CancelledError, its
         `result` the Reply so far (kept in the context)."""
@@ -258,7 +263,8 @@ class Context(Handle):
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
              stop: Sequence[str] = (), logprobs: bool = False, json_schema: Union[str, Mapping[str, object], None] = None,
              grammar: Optional[str] = None, level: int = 0, slo_ttft: float = 0.0, slo_tpot: float = 0.0,
-             adapter: Optional[str] = None, on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
+             keep: float = 0.0, adapter: Optional[str] = None,
+             on_piece: Optional[Callable[[Piece], object]] = None) -> Reply:
         """call(prompt), or generate() when prompt is None."""
         handle = self._h()
         reply = Reply(logprobs=[] if logprobs else None)
@@ -308,6 +314,10 @@ class Context(Handle):
             if _lib.lib.llmsvc_abi_version() < _LEVELS_ABI:  # an older library would not read the field
                 raise UnsupportedError(5, "the loaded libllmsvc is older than elastic levels (ABI 1.5)")
             o.level_percent = level
+        if keep:
+            if _lib.lib.llmsvc_abi_version() < _KEEP_ABI:
+                raise UnsupportedError(5, "the loaded libllmsvc is older than prompt compression (ABI 1.7)")
+            o.prompt_keep = keep
         if adapter:
             if _lib.lib.llmsvc_abi_version() < _ADAPTERS_ABI:
                 raise UnsupportedError(5, "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)")

@@ -141,6 +141,7 @@ static int write_result(JNIEnv* env, const llmsvc_call_result* r, jintArray ints
   dv[org_llmsvc_Native_RESULT_DECODE_MS] = r->decode_ms;
   dv[org_llmsvc_Native_RESULT_TPOT_MS] = r->tpot_ms;
   dv[org_llmsvc_Native_RESULT_CONSTRAIN_MS] = r->constrain_ms;
+  dv[org_llmsvc_Native_RESULT_PROMPT_KEPT] = r->prompt_kept; /* 0 from a library before ABI 1.7 */
   (*env)->SetDoubleArrayRegion(env, doubles, 0, org_llmsvc_Native_RESULT_DOUBLES, dv);
   return (*env)->ExceptionCheck(env) ? -1 : 0;
 }
@@ -149,7 +150,8 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
                                                    jlong seed, jfloat temperature, jint top_k, jfloat top_p,
                                                    jfloat min_p, jfloat repeat_penalty, jint repeat_last_n,
                                                    jint max_tokens, jfloat slo_ttft_ratio, jfloat slo_tpot_ratio,
-                                                   jint level_percent, jbyteArray adapter, jobjectArray stop,
+                                                   jint level_percent, jfloat prompt_keep, jbyteArray adapter,
+                                                   jobjectArray stop,
                                                    jbyteArray json_schema,
                                                    jbyteArray grammar, jboolean token_ids, jboolean logprobs,
                                                    jobject sink, jintArray ints, jdoubleArray doubles) {
@@ -181,6 +183,7 @@ JNIEXPORT void JNICALL Java_org_llmsvc_Native_call(JNIEnv* env, jclass cls, jlon
   if (set & org_llmsvc_Native_CALL_SLO_TTFT) o.slo_ttft_ratio = slo_ttft_ratio;
   if (set & org_llmsvc_Native_CALL_SLO_TPOT) o.slo_tpot_ratio = slo_tpot_ratio;
   if (set & org_llmsvc_Native_CALL_LEVEL) o.level_percent = level_percent; /* ABI 1.5 (checked on the Java side) */
+  if (set & org_llmsvc_Native_CALL_KEEP) o.prompt_keep = prompt_keep;       /* ABI 1.7 (checked on the Java side) */
   o.stop = (const char* const*)stops;
   o.n_stop = n_stop;
   o.json_schema = json_schema_c;

@@ -24,6 +24,7 @@ public final class CallOptions {
   float sloTtftRatio;
   float sloTpotRatio;
   int levelPercent;
+  float promptKeep;
   String adapter;
   boolean logprobs;
   String jsonSchema;
@@ -118,6 +119,21 @@ public final class CallOptions {
   public CallOptions levelPercent(int percent) {
     this.levelPercent = percent;
     set |= Native.CALL_LEVEL;
+    return this;
+  }
+
+  /**
+   * Prompt compression (ABI 1.7): the share of the prompt's tokens to keep, in (0, 1]; the service
+   * drops the prompt's least informative words (its chat template, last sentence, numbers and
+   * line breaks stay), and the kept text is what the context holds. 0, the default: the service
+   * chooses (by the SLO's TTFT ratio, when it chooses the level too). Outside [0, 1] is {@link
+   * InvalidArgumentException}; {@link CallResult#promptKept()} says how much was kept. With a
+   * {@code libllmsvc} older than ABI 1.7 (or through a daemon older than protocol 9) a share
+   * other than 0 is {@link Status#UNSUPPORTED}.
+   */
+  public CallOptions promptKeep(float share) {
+    this.promptKeep = share;
+    set |= Native.CALL_KEEP;
     return this;
   }
 

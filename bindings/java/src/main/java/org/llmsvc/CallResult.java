@@ -109,6 +109,14 @@ public final class CallResult {
     return ints[Native.RESULT_SLO_MISSED] != 0;
   }
 
+  /**
+   * The share of the prompt's tokens the call kept after prompt compression ({@link
+   * CallOptions#promptKeep(float)}): 1 when none was dropped; 0 before ABI 1.7 / protocol 9.
+   */
+  public double promptKept() {
+    return doubles[Native.RESULT_PROMPT_KEPT];
+  }
+
   @Override
   public String toString() {
     return "CallResult{finish=" + finishReason() + ", prompt=" + promptTokens() + ", generated=" + generatedTokens()

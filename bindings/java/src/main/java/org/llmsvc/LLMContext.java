@@ -304,6 +304,9 @@ public final class LLMContext implements AutoCloseable {
       // An older library would ignore the field and run its own level.
       throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than elastic levels (ABI 1.5)");
     }
+    if ((o.set & Native.CALL_KEEP) != 0 && o.promptKeep != 0 && Native.abiVersion() < Native.KEEP_ABI) {
+      throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than prompt compression (ABI 1.7)");
+    }
     byte[] adapter = Utf8.cString(o.adapter, "adapter");
     if (adapter != null && Native.abiVersion() < Native.ADAPTERS_ABI) {
       throw LLMException.of(Status.UNSUPPORTED.code(), "the loaded libllmsvc is older than LoRA adapters (ABI 1.6)");
@@ -313,7 +316,7 @@ public final class LLMContext implements AutoCloseable {
       double[] doubles = new double[Native.RESULT_DOUBLES];
       try {
         Native.call(h, utf8, o.set, o.seed, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN,
-            o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, o.levelPercent, adapter, stop, jsonSchema, grammar,
+            o.maxTokens, o.sloTtftRatio, o.sloTpotRatio, o.levelPercent, o.promptKeep, adapter, stop, jsonSchema, grammar,
             sink.wantsTokens(), o.logprobs, sink, ints, doubles);
       } catch (CancelledException e) {
         e.setPartialResult(new CallResult(sink.text(), ints, doubles));

@@ -41,6 +41,7 @@ final class Native {
   static final int CALL_SLO_TTFT = 1 << 8;
   static final int CALL_SLO_TPOT = 1 << 9;
   static final int CALL_LEVEL = 1 << 10;
+  static final int CALL_KEEP = 1 << 11;
 
   // llmsvc_call_result, as an int[] and a double[].
   static final int RESULT_PROMPT_TOKENS = 0;
@@ -60,7 +61,8 @@ final class Native {
   static final int RESULT_DECODE_MS = 3;
   static final int RESULT_TPOT_MS = 4;
   static final int RESULT_CONSTRAIN_MS = 5;
-  static final int RESULT_DOUBLES = 6;
+  static final int RESULT_PROMPT_KEPT = 6;
+  static final int RESULT_DOUBLES = 7;
 
   // llmsvc_context_info, as an int[] and a long[].
   static final int INFO_RAW = 0;
@@ -164,6 +166,9 @@ final class Native {
   /** ABI 1.5: llmsvc_call_options.level_percent and llmsvc_call_result.level_percent. */
   static final int LEVELS_ABI = (1 << 16) | 5;
 
+  /** ABI 1.7: llmsvc_call_options.prompt_keep and llmsvc_call_result.prompt_kept. */
+  static final int KEEP_ABI = (1 << 16) | 7;
+
   /** ABI 1.6: LoRA adapters (llmsvc_adapter_list, the adapter fields of the options). */
   static final int ADAPTERS_ABI = (1 << 16) | 6;
 
@@ -174,11 +179,11 @@ final class Native {
    * {@code doubles} on success and on cancel (before throwing {@link CancelledException}). If the
    * sink throws, the call is cancelled and that same throwable is rethrown. {@code jsonSchema} and
    * {@code grammar}: UTF-8 C strings, or null (none). {@code levelPercent}: read when {@code set}
-   * has CALL_LEVEL. {@code adapter}: a UTF-8 C string, or null (the context's).
+   * has CALL_LEVEL, {@code promptKeep} when it has CALL_KEEP. {@code adapter}: a UTF-8 C string, or null (the context's).
    */
   static native void call(long context, byte[] prompt, int set, long seed, float temperature, int topK, float topP,
       float minP, float repeatPenalty, int repeatLastN, int maxTokens, float sloTtftRatio, float sloTpotRatio,
-      int levelPercent, byte[] adapter, byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds,
+      int levelPercent, float promptKeep, byte[] adapter, byte[][] stop, byte[] jsonSchema, byte[] grammar, boolean tokenIds,
       boolean logprobs, PieceSink sink, int[] ints, double[] doubles);
 
   /** llmsvc_context_append: {@code roles[i]} and the UTF-8 {@code contents[i]} make message i (same lengths). */

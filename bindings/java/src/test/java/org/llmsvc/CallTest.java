@@ -124,6 +124,29 @@ class CallTest extends BoundService {
     }
   }
 
+  /**
+   * Prompt compression: a call's own share is kept (its least informative words dropped) and
+   * reported; a call without one keeps the whole prompt; a share outside [0, 1] is refused.
+   */
+  @Test
+  void promptCompressionKeepsAShareAndReportsIt() {
+    String text = "The river runs past the old mill, under the stone bridge and through the meadow where the village"
+        + " children play in summer. In winter it freezes and the wheel stands still. Where does it run?";
+    LLMContext c = TestSupport.newContext(svc, "keep");
+    try {
+      CallResult whole = c.call(text, TestSupport.greedy(1));
+      assertEquals(1.0, whole.promptKept(), whole.toString());
+      CallResult half = c.call(text, TestSupport.greedy(1).promptKeep(0.5f));
+      assertTrue(half.promptKept() > 0 && half.promptKept() <= 0.6, half.toString());
+      assertTrue(half.promptTokens() < whole.promptTokens(), half.toString());
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> c.call(text, TestSupport.greedy(1).promptKeep(1.5f)));
+      assertTrue(e.detail().contains("prompt_keep"), e.detail());
+    } finally {
+      TestSupport.dispose(svc, c);
+    }
+  }
+
   /** Adapters the service does not offer are refused, for a context and for a call, changing nothing. */
   @Test
   void unknownAdaptersAreRefused() {

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// Prompt compression: tokens' unigram information from the vocabulary's order (BPE ids,
+// SentencePiece scores), the words PromptWords drops and keeps, and compression through the
+// Engine on the default model: a call's own share, the SLO's choice on a plain model, the kept
+// text as what the context holds, and shares out of range refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "runtime/core/engine/engine.h"
+#include "runtime/core/engine/prompt_compression.h"
+#include "tests/common/test_paths.h"
+#include "tests/model/bad_input_util.h"
+#include "tests/tokenizer/tokenizer_test_util.h"
+
+namespace llmsvc {
+namespace {
+
+const char* kText =
+    "The river runs past the old mill, under the stone bridge and through the meadow where the village "
+    "children play in summer.\nIn winter it freezes and the mill wheel stands still for 3 months. "
+    "Where does the river run?";
+
+std::unique_ptr<test::Loaded> smol() {
+  if (!std::filesystem::exists(test::default_model_path())) return nullptr;
+  return std::make_unique<test::Loaded>(test::load_tokenizer(test::default_model_path()));
+}
+
+float word_information(const Tokenizer& tok, const std::string& word) {
+  float bits = 0;
+  const auto ids = tok.encode(word, false, false);
+  for (TokenId id : ids) bits += tok.information(id);
+  return ids.empty() ? 0 : bits / static_cast<float>(ids.size());
+}
+
+TEST(PromptCompression, FrequentWordsCarryLessInformationInBothVocabularyKinds) {
+  for (const std::string& path : {test::default_model_path(), test::gemma_model_path()}) {
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not here (tools/scripts/fetch_model.sh)";
+    const test::Loaded l = test::load_tokenizer(path);
+    ASSERT_TRUE(l.tok);
+    EXPECT_LT(word_information(*l.tok, " the"), word_information(*l.tok, " meadow")) << path;
+    EXPECT_LT(word_information(*l.tok, " and"), word_information(*l.tok, " freezes")) << path;
+    EXPECT_EQ(l.tok->information(-1), 0.0f);
+    EXPECT_EQ(l.tok->information(l.tok->n_vocab()), 0.0f);
+    for (TokenId id = 0; id < l.tok->n_vocab(); id += 997) EXPECT_GE(l.tok->information(id), 1.0f) << id;
+  }
+}
+
+TEST(PromptCompression, DropsWholeSentencesThenWordsAndKeepsTheQuestionAndLines) {
+  auto l = smol();
+  if (!l) GTEST_SKIP() << "the default model is not here (tools/scripts/fetch_model.sh)";
+  const std::string s1 =
+      "The river runs past the old mill, under the stone bridge and through the meadow where the village "
+      "children play in summer.";
+  const std::string s2 = "In winter it freezes and the mill wheel stands still for 3 months.";
+  const std::string question = "Where does the river run?";
+  const PromptWords words(*l->tok, kText);
+  const int all = static_cast<int>(l->tok->encode(kText, false, false).size());
+  ASSERT_GT(words.droppable_tokens(), all / 2);
+  ASSERT_LT(words.droppable_tokens(), all);
+  EXPECT_EQ(words.without(0), kText);  // nothing to drop: the text itself
+
+  // Fewer tokens than half of any sentence: words, the least informative first; numbers stay.
+  const std::string some = words.without(5);
+  const std::string before_question = some.substr(0, some.find("Where"));
+  EXPECT_EQ(before_question.find(" the "), std::string::npos) << some;  // the five droppable " the" go first
+  EXPECT_NE(some.find(question), std::string::npos) << some;
+  EXPECT_NE(some.find("meadow"), std::string::npos) << some;
+  EXPECT_NE(some.find("mill,"), std::string::npos) << some;  // a comma does not make a word cheap
+  EXPECT_NE(some.find('3'), std::string::npos) << some;
+
+  // About a sentence's tokens: one sentence goes whole, the other stays whole.
+  const std::string mid = words.without(static_cast<int>(l->tok->encode(" " + s2, false, false).size()));
+  EXPECT_NE(mid.find(s1) != std::string::npos, mid.find(s2) != std::string::npos) << mid;
+  EXPECT_NE(mid.find(question), std::string::npos) << mid;
+
+  // Everything that may go: the question and the line break stay.
+  const std::string most = words.without(1 << 20);
+  EXPECT_NE(most.find(question), std::string::npos) << most;
+  EXPECT_NE(most.find('\n'), std::string::npos) << most;
+  EXPECT_EQ(most.find("meadow"), std::string::npos) << most;
+  EXPECT_NE(most.front(), ' ');
+  const int left = static_cast<int>(l->tok->encode(most, false, false).size());
+  EXPECT_NEAR(left, all - words.droppable_tokens(), 4) << most;
+
+  // A text that is one short sentence has nothing to drop.
+  EXPECT_EQ(PromptWords(*l->tok, question).droppable_tokens(), 0);
+  EXPECT_EQ(PromptWords(*l->tok, "").without(10), "");
+}
+
+// (The C API and llmsvcd check every CallParams before the engine sees it.)
+TEST(PromptCompression, SharesOutOfRangeAreRefused) {
+  for (float bad : {-0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    CallParams p;
+    p.prompt_keep = bad;
+    EXPECT_TRUE(test::fails_with(check_call_params(p), Code::invalid_argument, {"prompt_keep"})) << bad;
+  }
+  for (float good : {0.0f, 0.01f, 0.5f, 1.0f}) {
+    CallParams p;
+    p.prompt_keep = good;
+    EXPECT_TRUE(check_call_params(p).ok()) << good;
+  }
+}
+
+}  // namespace
+}  // namespace llmsvc
