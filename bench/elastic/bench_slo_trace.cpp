@@ -256,7 +256,8 @@ Result<policy::LevelCosts> level_profile(const Model& m, hal::Device& dev, std::
   auto costs = policy::level_costs_from_json(bench::read_text(path));
   if (costs.ok() && costs->model != level_profile_identity(m))
     return Status(Code::invalid_argument, path + " is another model's level profile");
-  return costs;
+  if (!costs.ok()) return costs;
+  return policy::monotone(std::move(costs).value());  // as the engine reads it (LevelSelector)
 }
 
 // An engine choosing levels with a profile, one raw context per app, f16 KV (no compression,

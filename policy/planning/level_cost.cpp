@@ -21,6 +21,20 @@ int PromptShape::kept(double keep) const {
   return std::max(at_least, static_cast<int>(std::ceil(keep * tokens - 1e-9)));
 }
 
+LevelCosts monotone(LevelCosts costs) {
+  if (costs.levels.empty()) return costs;
+  const LevelCost full = costs.levels.back();
+  const auto fix = [](double& x, double below, double ceiling) { x = std::min(std::max(x, below), ceiling); };
+  for (size_t i = 0; i + 1 < costs.levels.size(); ++i) {
+    LevelCost& l = costs.levels[i];
+    const LevelCost below = i > 0 ? costs.levels[i - 1] : LevelCost{0, 0, 0, 0};
+    fix(l.ttft_fixed_ms, below.ttft_fixed_ms, full.ttft_fixed_ms);
+    fix(l.ttft_token_ms, below.ttft_token_ms, full.ttft_token_ms);
+    fix(l.tpot_ms, below.tpot_ms, full.tpot_ms);
+  }
+  return costs;
+}
+
 LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, PromptShape prompt,
                          double keep, double overhead_ms) {
   LevelChoice c;
@@ -28,6 +42,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   const LevelCost& full = costs.levels.back();
   const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt.tokens) : HUGE_VAL;
   const double tpot_bound = tpot_ratio > 0 ? tpot_ratio * full.tpot_ms : HUGE_VAL;
+  constexpr double kHeadroom = 1.0 - kPredictionMargin;
   std::vector<double> steps;
   if (keep > 0) {
     steps.push_back(std::min(keep, 1.0));
@@ -35,14 +50,17 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
     steps.assign(std::begin(kKeepSteps), std::end(kKeepSteps));
     if (prompt.droppable <= 0) steps.resize(1);
   }
-  for (int i = static_cast<int>(costs.levels.size()) - 1; i >= 0; --i) {
+  const int top = static_cast<int>(costs.levels.size()) - 1;
+  for (int i = top; i >= 0; --i) {
     const LevelCost& l = costs.levels[static_cast<size_t>(i)];
     c.index = i;
     c.tpot_ms = l.tpot_ms;
     for (double k : steps) {
       c.keep = k;
       c.ttft_ms = l.ttft_ms(prompt.kept(k)) + overhead_ms;
-      if (c.ttft_ms <= ttft_bound && c.tpot_ms <= tpot_bound) return c;
+      const bool reference = i == top && prompt.kept(k) == prompt.tokens;  // the full model itself
+      const double room = reference ? 1.0 : kHeadroom;
+      if (c.ttft_ms <= room * ttft_bound && c.tpot_ms <= (i == top ? 1.0 : kHeadroom) * tpot_bound) return c;
     }
   }
   // None meets both: the smallest level, with the least compression that meets the TTFT
@@ -51,7 +69,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   for (double k : steps) {
     c.keep = k;
     c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k)) + overhead_ms;
-    if (c.ttft_ms <= ttft_bound) break;
+    if (c.ttft_ms <= kHeadroom * ttft_bound) break;
   }
   return c;
 }

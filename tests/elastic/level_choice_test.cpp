@@ -30,7 +30,8 @@ TEST(LevelChoice, TheLargestLevelThatMeetsBothRatios) {
   EXPECT_EQ(policy::choose_level(c, 1.0, 1.0, {100, 0}, 0, 0).index, 2);
   EXPECT_EQ(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 0).index, 1);   // 51 <= 60.6
   EXPECT_EQ(policy::choose_level(c, 0.5, 0, {100, 0}, 0, 0).index, 0);   // 51 > 50.5
-  EXPECT_EQ(policy::choose_level(c, 0, 0.5, {100, 0}, 0, 0).index, 1);   // TPOT alone
+  EXPECT_EQ(policy::choose_level(c, 0, 0.55, {100, 0}, 0, 0).index, 1);  // TPOT alone: 5 <= 0.95 * 5.5
+  EXPECT_EQ(policy::choose_level(c, 0, 0.5, {100, 0}, 0, 0).index, 0);   // 5 is on the bound: no headroom
   EXPECT_EQ(policy::choose_level(c, 0.9, 0.3, {100, 0}, 0, 0).index, 0); // TPOT binds harder
   // An overhead counts inside the TTFT.
   EXPECT_EQ(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 20.0).index, 0);
@@ -49,13 +50,15 @@ TEST(LevelChoice, CompressionMakesTheTtftFitAtTheLargestLevelTheTpotAllows) {
   EXPECT_EQ(prompt.kept(0.5), 50);
   EXPECT_EQ(prompt.kept(0.1), 20);
   EXPECT_EQ((policy::PromptShape{100, 0}.kept(0.3)), 100);
-  // TTFT 0.62 of 101 ms (62.6) at the full level: 1 + 0.6 * 100 tokens fits, 0.7's do not.
-  policy::LevelChoice a = policy::choose_level(c, 0.62, 0, prompt, 0, 0);
+  // TTFT 0.65 of 101 ms (62.4 with the margin) at the full level: 1 + 0.6 * 100 tokens fits,
+  // 0.7's do not.
+  policy::LevelChoice a = policy::choose_level(c, 0.65, 0, prompt, 0, 0);
   EXPECT_EQ(a.index, 2);
   EXPECT_DOUBLE_EQ(a.keep, 0.6);
   EXPECT_TRUE(a.slo_met);
-  // TPOT 0.5 allows level 60 at most; TTFT 0.3 (30.3 ms) there needs 1 + 0.5 * n <= 30.3: keep 0.5.
-  a = policy::choose_level(c, 0.3, 0.5, prompt, 0, 0);
+  // TPOT 0.55 allows level 60 at most; TTFT 0.3 (28.8 ms with the margin) there needs
+  // 1 + 0.5 * n <= 28.8: keep 0.5.
+  a = policy::choose_level(c, 0.3, 0.55, prompt, 0, 0);
   EXPECT_EQ(a.index, 1);
   EXPECT_DOUBLE_EQ(a.keep, 0.5);
   // Nothing meets TTFT 0.05 (5.05 ms): the smallest level at the most compression, missed.
@@ -72,10 +75,29 @@ TEST(LevelChoice, CompressionMakesTheTtftFitAtTheLargestLevelTheTpotAllows) {
   a = policy::choose_level(c, 0.6, 0, prompt, 0.9f, 0);
   EXPECT_EQ(a.index, 1);
   EXPECT_DOUBLE_EQ(a.keep, static_cast<double>(0.9f));
+  // The full model on the whole prompt is the reference: a ratio of 1 takes it, margin or not.
+  a = policy::choose_level(c, 1.0, 1.0, prompt, 0, 0);
+  EXPECT_EQ(a.index, 2);
+  EXPECT_DOUBLE_EQ(a.keep, 1.0);
+  EXPECT_TRUE(a.slo_met);
   // Nothing droppable: no compression, as before it existed.
   a = policy::choose_level(c, 0.6, 0, {100, 0}, 0, 0);
   EXPECT_EQ(a.index, 1);
   EXPECT_DOUBLE_EQ(a.keep, 1.0);
+}
+
+TEST(LevelChoice, MonotoneCostsNeverFallAsTheLevelGrows) {
+  policy::LevelCosts c;
+  c.levels = {{20, 1.0, 0.3, 5.5}, {40, 2.0, 0.2, 5.1}, {100, 1.5, 0.8, 6.5}};
+  const policy::LevelCosts m = policy::monotone(c);
+  EXPECT_DOUBLE_EQ(m.levels[1].tpot_ms, 5.5);  // a profile's noise put level 40 under level 20
+  EXPECT_DOUBLE_EQ(m.levels[1].ttft_token_ms, 0.3);
+  EXPECT_DOUBLE_EQ(m.levels[1].ttft_fixed_ms, 1.5);  // not above the full model's
+  EXPECT_DOUBLE_EQ(m.levels[0].tpot_ms, 5.5);        // the smallest as measured
+  // The full model is the reference: as measured.
+  EXPECT_DOUBLE_EQ(m.levels[2].ttft_fixed_ms, 1.5);
+  EXPECT_DOUBLE_EQ(m.levels[2].ttft_token_ms, 0.8);
+  EXPECT_DOUBLE_EQ(m.levels[2].tpot_ms, 6.5);
 }
 
 TEST(LevelChoice, ProfileJsonRoundTripsAndBadOnesAreNamed) {

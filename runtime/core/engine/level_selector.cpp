@@ -41,7 +41,7 @@ LevelSelector::LevelSelector(const Model& model, const fileio::SafeDir* root, co
       if (costs->levels[i].percent != model.elastic()->levels[i]) why = "its levels are not the model's";
   }
   if (why.empty()) {
-    costs_ = std::move(costs).value();
+    costs_ = policy::monotone(std::move(costs).value());
   } else if (warn) {
     warn("ignoring the level profile: " + why + "; estimating from weight bytes");
   }
