@@ -204,14 +204,15 @@ Config drop_config(const Model& m, int max_skip, double ttft_ratio, double tpot_
   }
 }
 
-// A level's predicted ratios from the profile, for a prompt of n tokens kept of n_full.
-void predict_level(const policy::LevelCosts& costs, int percent, int n, int n_full, double ttft_ratio, double tpot_ratio,
-                   Config& cfg) {
+// A level's predicted ratios from the profile, for a prompt of n tokens kept of n_full after a
+// context of `context` tokens.
+void predict_level(const policy::LevelCosts& costs, int percent, int n, int n_full, int context, double ttft_ratio,
+                   double tpot_ratio, Config& cfg) {
   const policy::LevelCost& full = costs.levels.back();
   for (const policy::LevelCost& L : costs.levels)
     if (L.percent == percent) {
       cfg.pred_ttft = L.ttft_ms(n) / full.ttft_ms(n_full);
-      cfg.pred_tpot = L.tpot_ms / full.tpot_ms;
+      cfg.pred_tpot = L.tpot_at(context + n) / full.tpot_at(context + n_full);
     }
   cfg.pred_met = cfg.pred_ttft <= ttft_ratio + 1e-9 && cfg.pred_tpot <= tpot_ratio + 1e-9;
 }
@@ -397,7 +398,7 @@ int main(int argc, char** argv) {
     // The whole prompt as the engine tokenizes it for this context (raw: BOS at the start only),
     // and llmsvc's compressed one as it tokenized it.
     const std::vector<int32_t> prompt = m.tokenizer().encode(text, context[tc.app].empty(), true);
-    const int n = static_cast<int>(prompt.size());
+    const int n = static_cast<int>(prompt.size()), n_context = static_cast<int>(context[tc.app].size());
     const auto prompt_of = [&](int pi) -> const std::vector<int32_t>& {
       if (pi == kLlmsvc || pi == kNoRecovery) return st.prompt_ids;
       if (pi == kPlain || pi == kPlainLevelsRecovery) return pst.prompt_ids;
@@ -407,17 +408,17 @@ int main(int argc, char** argv) {
     Config cfg[kPolicies];
     cfg[kLlmsvc].percent = st.level_percent;
     cfg[kLlmsvc].level = spec->level_index(st.level_percent);
-    predict_level(*costs, st.level_percent, static_cast<int>(st.prompt_ids.size()), n, app.ttft_ratio, app.tpot_ratio,
+    predict_level(*costs, st.level_percent, static_cast<int>(st.prompt_ids.size()), n, n_context, app.ttft_ratio, app.tpot_ratio,
                   cfg[kLlmsvc]);
     const policy::LevelChoice levels_only =
-        policy::choose_level(*costs, app.ttft_ratio, app.tpot_ratio, policy::PromptShape{n, 0}, 1.0, 0.0);
+        policy::choose_level(*costs, app.ttft_ratio, app.tpot_ratio, policy::PromptShape{n, 0, n_context}, 1.0, 0.0);
     cfg[kLevelsOnly].percent = spec->levels[static_cast<size_t>(levels_only.index)];
     cfg[kLevelsOnly].level = spec->level_index(cfg[kLevelsOnly].percent);
-    predict_level(*costs, cfg[kLevelsOnly].percent, n, n, app.ttft_ratio, app.tpot_ratio, cfg[kLevelsOnly]);
+    predict_level(*costs, cfg[kLevelsOnly].percent, n, n, n_context, app.ttft_ratio, app.tpot_ratio, cfg[kLevelsOnly]);
     cfg[kFull].pred_met = 1.0 <= app.ttft_ratio && 1.0 <= app.tpot_ratio;
     cfg[kSmallest].level = 0;
     cfg[kSmallest].percent = spec->levels[0];
-    predict_level(*costs, spec->levels[0], n, n, app.ttft_ratio, app.tpot_ratio, cfg[kSmallest]);
+    predict_level(*costs, spec->levels[0], n, n, n_context, app.ttft_ratio, app.tpot_ratio, cfg[kSmallest]);
     cfg[kLayerDrop] = drop_config(m, static_cast<int>(skip_order.size()), app.ttft_ratio, app.tpot_ratio);
     cfg[kNoRecovery] = cfg[kLlmsvc];
     cfg[kNoRecovery].recovery = false;
@@ -425,11 +426,11 @@ int main(int argc, char** argv) {
       cfg[kPlain].percent = pst.level_percent;
       cfg[kPlain].level = spec->level_index(pst.level_percent);
       const int n_plain = static_cast<int>(pst.prompt_ids.size());
-      predict_level(*plain_costs, pst.level_percent, n_plain, n, app.ttft_ratio, app.tpot_ratio, cfg[kPlain]);
+      predict_level(*plain_costs, pst.level_percent, n_plain, n, n_context, app.ttft_ratio, app.tpot_ratio, cfg[kPlain]);
       cfg[kPlain].recovery = false;
       cfg[kPlainLevelsRecovery] = cfg[kPlain];
       cfg[kPlainLevelsRecovery].recovery = true;
-      predict_level(*costs, pst.level_percent, n_plain, n, app.ttft_ratio, app.tpot_ratio, cfg[kPlainLevelsRecovery]);
+      predict_level(*costs, pst.level_percent, n_plain, n, n_context, app.ttft_ratio, app.tpot_ratio, cfg[kPlainLevelsRecovery]);
     }
 
     std::vector<int32_t> reply;

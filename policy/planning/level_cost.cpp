@@ -31,6 +31,7 @@ LevelCosts monotone(LevelCosts costs) {
     fix(l.ttft_fixed_ms, below.ttft_fixed_ms, full.ttft_fixed_ms);
     fix(l.ttft_token_ms, below.ttft_token_ms, full.ttft_token_ms);
     fix(l.tpot_ms, below.tpot_ms, full.tpot_ms);
+    fix(l.tpot_context_ms, below.tpot_context_ms, full.tpot_context_ms);
   }
   return costs;
 }
@@ -40,8 +41,9 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   LevelChoice c;
   if (costs.levels.empty()) return c;
   const LevelCost& full = costs.levels.back();
+  // The bounds are of the full model on the whole prompt.
   const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt.tokens) : HUGE_VAL;
-  const double tpot_bound = tpot_ratio > 0 ? tpot_ratio * full.tpot_ms : HUGE_VAL;
+  const double tpot_bound = tpot_ratio > 0 ? tpot_ratio * full.tpot_at(prompt.context + prompt.tokens) : HUGE_VAL;
   constexpr double kHeadroom = 1.0 - kPredictionMargin;
   std::vector<double> steps;
   if (keep > 0) {
@@ -54,9 +56,9 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   for (int i = top; i >= 0; --i) {
     const LevelCost& l = costs.levels[static_cast<size_t>(i)];
     c.index = i;
-    c.tpot_ms = l.tpot_ms;
     for (double k : steps) {
       c.keep = k;
+      c.tpot_ms = l.tpot_at(prompt.context + prompt.kept(k));
       c.ttft_ms = l.ttft_ms(prompt.kept(k)) + overhead_ms;
       const bool reference = i == top && prompt.kept(k) == prompt.tokens;  // the full model itself
       const double room = reference ? 1.0 : kHeadroom;
@@ -68,6 +70,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   c.slo_met = false;
   for (double k : steps) {
     c.keep = k;
+    c.tpot_ms = costs.levels.front().tpot_at(prompt.context + prompt.kept(k));
     c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k)) + overhead_ms;
     if (c.ttft_ms <= kHeadroom * ttft_bound) break;
   }
@@ -81,7 +84,7 @@ std::string level_costs_to_json(const LevelCosts& costs) {
   j["model"] = costs.model;
   for (const LevelCost& l : costs.levels)
     j["levels"].push_back({{"percent", l.percent}, {"ttft_fixed_ms", l.ttft_fixed_ms}, {"ttft_token_ms", l.ttft_token_ms},
-                           {"tpot_ms", l.tpot_ms}});
+                           {"tpot_ms", l.tpot_ms}, {"tpot_context_ms", l.tpot_context_ms}});
   return j.dump(1) + "\n";
 }
 
@@ -109,6 +112,13 @@ Result<LevelCosts> level_costs_from_json(const std::string& text) {
       const double v = e[name].get<double>();
       if (!std::isfinite(v) || v < 0) return bad(at + "." + name + " must be finite and >= 0");
       l.*member = v;
+    }
+    // Optional: profiles written before it have a step that does not grow with the context.
+    if (e.contains("tpot_context_ms")) {
+      const auto& v = e["tpot_context_ms"];
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        return bad(at + ".tpot_context_ms must be finite and >= 0");
+      l.tpot_context_ms = v.get<double>();
     }
     c.levels.push_back(l);
   }

@@ -18,8 +18,13 @@ struct LevelCost {
   // Time to first token of a prompt of n new tokens: ttft_fixed_ms + n * ttft_token_ms.
   double ttft_fixed_ms = 0;
   double ttft_token_ms = 0;
-  double tpot_ms = 0;  // a decode step
+  // A decode step after c tokens of context: tpot_ms + c * tpot_context_ms. Attention and KV
+  // reads grow with the context and no FFN level cuts them, so a level's share of the full
+  // model's step grows with the context too.
+  double tpot_ms = 0;
+  double tpot_context_ms = 0;
   double ttft_ms(int n_tokens) const { return ttft_fixed_ms + n_tokens * ttft_token_ms; }
+  double tpot_at(int context) const { return tpot_ms + context * tpot_context_ms; }
 };
 
 struct LevelCosts {
@@ -33,6 +38,7 @@ struct LevelCosts {
 struct PromptShape {
   int tokens = 0;
   int droppable = 0;
+  int context = 0;  // tokens the context holds before the prompt (the decode steps read them)
   // The tokens left when `keep` of them are kept: never fewer than compression cannot drop.
   int kept(double keep) const;
 };
@@ -60,7 +66,8 @@ inline constexpr double kPredictionMargin = 0.05;
 // is the reference every SLO ratio is of (a profile's noise can say otherwise).
 LevelCosts monotone(LevelCosts costs);
 
-// The largest level with tpot <= tpot_ratio * full tpot and, with the least compression of
+// The largest level with tpot <= tpot_ratio * full tpot (both after the context and the kept
+// prompt) and, with the least compression of
 // kKeepSteps that does it (only `keep` itself when it is > 0; no compression when the prompt has
 // nothing droppable), ttft(kept tokens) + overhead_ms <= ttft_ratio * full ttft(prompt.tokens);
 // a ratio of 0 bounds nothing; a prediction (any level or compression but the full model

@@ -86,6 +86,29 @@ TEST(LevelChoice, CompressionMakesTheTtftFitAtTheLargestLevelTheTpotAllows) {
   EXPECT_DOUBLE_EQ(a.keep, 1.0);
 }
 
+// A decode step grows with the context, and a level's share of the full model's with it: a
+// TPOT ratio a level meets after a short context it misses after a long one.
+TEST(LevelChoice, TheTpotBoundIsAfterTheCallsContext) {
+  policy::LevelCosts c;
+  c.levels = {{20, 1.0, 0.2, 2.0, 0.01}, {60, 1.0, 0.5, 5.0, 0.01}, {100, 1.0, 1.0, 10.0, 0.01}};
+  // Level 60 at context 0 + 100 tokens: 6 of 11 ms (0.55); at 1,000 + 100: 16 of 21 (0.76).
+  EXPECT_EQ(policy::choose_level(c, 0, 0.6, {100, 0, 0}, 0, 0).index, 1);
+  EXPECT_EQ(policy::choose_level(c, 0, 0.6, {100, 0, 1000}, 0, 0).index, 0);
+  EXPECT_NEAR(policy::choose_level(c, 0, 0.6, {100, 0, 1000}, 0, 0).tpot_ms, 13.0, 1e-9);
+  // The JSON keeps the slope; a profile without it reads 0, a negative one is refused.
+  auto back = policy::level_costs_from_json(policy::level_costs_to_json(c));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_DOUBLE_EQ(back->levels[1].tpot_context_ms, 0.01);
+  auto old = policy::level_costs_from_json(
+      R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1}]})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->levels[0].tpot_context_ms, 0.0);
+  auto bad = policy::level_costs_from_json(
+      R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1, "tpot_context_ms": -1}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("levels[0].tpot_context_ms"), std::string::npos) << bad.status().message();
+}
+
 TEST(LevelChoice, MonotoneCostsNeverFallAsTheLevelGrows) {
   policy::LevelCosts c;
   c.levels = {{20, 1.0, 0.3, 5.5}, {40, 2.0, 0.2, 5.1}, {100, 1.5, 0.8, 6.5}};
@@ -217,7 +240,8 @@ TEST_F(LevelSelection, AMeasuredProfileIsOneThisModelsSelectorTakes) {
   for (size_t i = 0; i < costs->levels.size(); ++i) {
     const policy::LevelCost& l = costs->levels[i];
     EXPECT_EQ(l.percent, model_->elastic()->levels[i]);
-    for (double v : {l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms}) EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
+    for (double v : {l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms, l.tpot_context_ms})
+      EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
   }
   std::ofstream(dir_.file("measured.json")) << policy::level_costs_to_json(*costs);
   LevelSelector sel(*model_, nullptr, dir_.file("measured.json"), warn());

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "runtime/core/engine/engine.h"
@@ -90,6 +91,33 @@ TEST(PromptCompression, DropsWholeSentencesThenWordsAndKeepsTheQuestionAndLines)
   // A text that is one short sentence has nothing to drop.
   EXPECT_EQ(PromptWords(*l->tok, question).droppable_tokens(), 0);
   EXPECT_EQ(PromptWords(*l->tok, "").without(10), "");
+}
+
+// Any text (the prompt is a client's): the result is never longer than the text, and its last
+// word is always kept.
+TEST(PromptCompression, AnyTextKeepsItsLastWordAndNeverGrows) {
+  auto l = smol();
+  if (!l) GTEST_SKIP() << "the default model is not here (tools/scripts/fetch_model.sh)";
+  std::mt19937 rng(7);
+  const char* pieces[] = {"the", "river", "3", "x", ".", "?", "!", ":", " ", "  ", "\n", "\n\n", "\t", "é", "日本",
+                          "\"quoted.\"", "(a)", "mill,", "42.5", ""};
+  std::uniform_int_distribution<size_t> pick(0, std::size(pieces) - 1);
+  std::uniform_int_distribution<int> len(0, 120);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text;
+    for (int n = len(rng); n > 0; --n) text += pieces[pick(rng)];
+    const PromptWords words(*l->tok, text);
+    ASSERT_GE(words.droppable_tokens(), 0);
+    EXPECT_EQ(words.without(0), text);
+    for (int drop : {1, 3, 10, 40, 1 << 20}) EXPECT_LE(words.without(drop).size(), text.size()) << text;
+    // What is never dropped: the last sentence's words.
+    const std::string most = words.without(1 << 20);
+    size_t end = text.find_last_not_of(" \t\n\r\f\v");
+    if (end == std::string::npos) continue;
+    size_t start = text.find_last_of(" \t\n\r\f\v", end);
+    const std::string last_word = text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+    EXPECT_NE(most.find(last_word), std::string::npos) << "'" << text << "' -> '" << most << "'";
+  }
 }
 
 // (The C API and llmsvcd check every CallParams before the engine sees it.)

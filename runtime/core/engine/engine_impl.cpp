@@ -575,7 +575,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   std::vector<int32_t> ids = params.reply_only ? std::vector<int32_t>{} : prompt_tokens(*ctx, prompt);
   // The elastic level and the prompt's compression, and a schema or grammar that does not
   // compile, fail the call before the context changes.
-  policy::PromptShape shape{static_cast<int>(ids.size()), 0};
+  policy::PromptShape shape{static_cast<int>(ids.size()), 0, static_cast<int>(ctx->tokens.size())};
   std::optional<PromptWords> words;
   const bool may_compress = params.prompt_keep > 0 || (params.level_percent == 0 && params.slo_ttft_ratio > 0);
   if (may_compress && !prompt.empty()) {

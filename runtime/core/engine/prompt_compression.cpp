@@ -30,13 +30,17 @@ PromptWords::PromptWords(const Tokenizer& tok, std::string_view text) : text_(te
     words_.push_back(w);
   }
   // The last sentence: back from the end to the word after the previous sentence's end or line.
+  // (White space alone at the end is no word of it.)
   size_t tail = words_.size();
+  bool has_word = false;
   while (tail > 0 && words_.size() - tail < kProtectedWords) {
     const Word& w = words_[tail - 1];
     const std::string_view lead = text.substr(w.begin, w.space);
-    if (tail < words_.size() && ends_sentence(text.substr(w.begin + w.space, w.end - w.begin - w.space))) break;
+    const std::string_view body = text.substr(w.begin + w.space, w.end - w.begin - w.space);
+    if (has_word && ends_sentence(body)) break;
     --tail;
-    if (lead.find('\n') != std::string_view::npos) break;
+    has_word = has_word || !body.empty();
+    if (has_word && lead.find('\n') != std::string_view::npos) break;
   }
   // A number's tokens are frequent, its value is not: it scores as the rarest token would.
   const float rarest = static_cast<float>(std::log2(static_cast<double>(tok.n_vocab()) + 2.0));

@@ -29,15 +29,18 @@ std::string level_profile_identity(const Model& model) {
 Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, int reps) {
   const ModelConfig& c = m.config();
   constexpr int kLengths[] = {16, 64, 256};
-  constexpr int kDecodeContext = 64, kDecodeSteps = 8;
+  // Decode steps after two contexts: the step's growth with the context (attention, KV reads).
+  constexpr int kDecodeContexts[] = {64, 512};
+  constexpr int kDecodeSteps = 8, kBatch = 256;
   const int levels = n_levels(m), full = m.elastic() ? m.elastic()->full() : 0;
-  Forward fwd(m, device, 256);
+  Forward fwd(m, device, kBatch);
   fwd.set_mass_tracking(false);
-  const std::vector<int32_t> ids = profile::tokens(256, c.n_vocab);
+  const std::vector<int32_t> ids = profile::tokens(kDecodeContexts[1] + kDecodeSteps, c.n_vocab);
   std::vector<float> logits;
   policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
-  // [level][point][round]: a prefill of each length, then the median decode step.
-  constexpr int kPoints = std::size(kLengths) + 1;
+  // [level][point][round]: a prefill of each length, then the median decode step after each context.
+  constexpr int kPrefills = std::size(kLengths);
+  constexpr int kPoints = kPrefills + std::size(kDecodeContexts);
   std::vector<std::array<std::vector<double>, kPoints>> t(levels);
   auto prefill = [&](int n, bool timed) -> Result<double> {
     policy::KvSequence seq(store);
@@ -58,16 +61,23 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
         if (!s.ok()) return s.status();
         if (r > 0) t[lv][i].push_back(*s);
       }
-      policy::KvSequence seq(store);
-      LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, std::span<const int32_t>(ids).first(kDecodeContext), 0, false, logits));
-      std::vector<double> steps;
-      for (int i = 0; i < kDecodeSteps; ++i) {
-        const int32_t one[] = {ids[i]};
-        const auto t0 = std::chrono::steady_clock::now();
-        LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, one, kDecodeContext + i, false, logits));
-        if (i > 0) steps.push_back(profile::seconds_since(t0));  // the first may prepare its shape
+      for (size_t d = 0; d < std::size(kDecodeContexts); ++d) {
+        const int context = kDecodeContexts[d];
+        policy::KvSequence seq(store);
+        for (int at = 0; at < context; at += kBatch) {
+          const auto part = std::span<const int32_t>(ids).subspan(static_cast<size_t>(at),
+                                                                  static_cast<size_t>(std::min(kBatch, context - at)));
+          LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, part, at, false, logits));
+        }
+        std::vector<double> steps;
+        for (int i = 0; i < kDecodeSteps; ++i) {
+          const int32_t one[] = {ids[static_cast<size_t>(context + i)]};
+          const auto t0 = std::chrono::steady_clock::now();
+          LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, one, context + i, false, logits));
+          if (i > 0) steps.push_back(profile::seconds_since(t0));  // the first may prepare its shape
+        }
+        if (r > 0) t[lv][kPrefills + d].push_back(profile::median(steps));
       }
-      if (r > 0) t[lv][kPoints - 1].push_back(profile::median(steps));
     }
   }
   // A level's point: the full level's median times the median of the level's ratios to it
@@ -88,7 +98,11 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
     l.percent = percent(m, lv);
     l.ttft_fixed_ms = 1e3 * fitted[0];
     l.ttft_token_ms = 1e3 * fitted[1];
-    l.tpot_ms = 1e3 * point(lv, kPoints - 1);
+    // The step as a line in the context through the two points (never falling).
+    const double near = point(lv, kPrefills), far = point(lv, kPrefills + 1);
+    const double slope = std::max(0.0, (far - near) / (kDecodeContexts[1] - kDecodeContexts[0]));
+    l.tpot_context_ms = 1e3 * slope;
+    l.tpot_ms = 1e3 * std::max(0.0, near - slope * kDecodeContexts[0]);
     costs.levels.push_back(l);
   }
   return costs;
