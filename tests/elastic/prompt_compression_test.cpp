@@ -27,7 +27,7 @@ const char* kText =
     "Where does the river run?";
 
 std::unique_ptr<test::Loaded> smol() {
-  if (!std::filesystem::exists(test::default_model_path())) return nullptr;
+  if (!std::filesystem::exists(test::default_model_path())) return nullptr;  // the caller fails
   return std::make_unique<test::Loaded>(test::load_tokenizer(test::default_model_path()));
 }
 
@@ -40,7 +40,8 @@ float word_information(const Tokenizer& tok, const std::string& word) {
 
 TEST(PromptCompression, FrequentWordsCarryLessInformationInBothVocabularyKinds) {
   for (const std::string& path : {test::default_model_path(), test::gemma_model_path()}) {
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not here (tools/scripts/fetch_model.sh)";
+    // Both models are fetched by the test command (tools/scripts/test.sh): absent is a failure.
+    ASSERT_TRUE(std::filesystem::exists(path)) << path << " (tools/scripts/fetch_model.sh, fetch_gemma.sh)";
     const test::Loaded l = test::load_tokenizer(path);
     ASSERT_TRUE(l.tok);
     EXPECT_LT(word_information(*l.tok, " the"), word_information(*l.tok, " meadow")) << path;
@@ -53,7 +54,7 @@ TEST(PromptCompression, FrequentWordsCarryLessInformationInBothVocabularyKinds) 
 
 TEST(PromptCompression, DropsWholeSentencesThenWordsAndKeepsTheQuestionAndLines) {
   auto l = smol();
-  if (!l) GTEST_SKIP() << "the default model is not here (tools/scripts/fetch_model.sh)";
+  ASSERT_TRUE(l) << "the default model is not here (tools/scripts/fetch_model.sh)";
   const std::string s1 =
       "The river runs past the old mill, under the stone bridge and through the meadow where the village "
       "children play in summer.";
@@ -93,11 +94,81 @@ TEST(PromptCompression, DropsWholeSentencesThenWordsAndKeepsTheQuestionAndLines)
   EXPECT_EQ(PromptWords(*l->tok, "").without(10), "");
 }
 
+class CompressedCalls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(test::default_model_path())) << "the default model (tools/scripts/fetch_model.sh)";
+    EngineOptions eo;
+    eo.model_path = test::default_model_path();
+    eo.n_threads = 2;
+    eo.n_ctx = 1024;
+    eo.state_dir = dir_.file("state");
+    auto e = Engine::create(eo);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    engine_ = std::move(e).value();
+  }
+  std::string context(bool raw) {
+    ContextOptions o;
+    o.raw = raw;
+    auto id = engine_->create_context(o);
+    EXPECT_TRUE(id.ok()) << id.status().message();
+    return id.ok() ? *id : std::string();
+  }
+  Status call(const std::string& id, const CallParams& p, CallStats* st) {
+    return engine_->call(id, kText, p, [](std::string_view, int32_t) { return true; }, st);
+  }
+  test::ScratchDir dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(CompressedCalls, ACallsOwnShareIsKeptAndTheContextHoldsTheKeptText) {
+  const std::string raw = context(true), chat = context(false);
+  CallParams p;
+  p.max_tokens = 0;
+  CallStats whole, half, chat_half;
+  ASSERT_TRUE(call(raw, p, &whole).ok());
+  EXPECT_EQ(whole.prompt_kept, 1.0);
+  p.prompt_keep = 0.5f;
+  ASSERT_TRUE(call(raw, p, &half).ok());
+  EXPECT_LE(half.prompt_kept, 0.6);
+  EXPECT_GT(half.prompt_kept, 0.2);
+  auto info = engine_->context_info(raw);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->tokens, whole.prompt_tokens + half.prompt_tokens);
+
+  // A chat context: the template's tokens stay, and the user message is the kept text.
+  ASSERT_TRUE(call(chat, p, &chat_half).ok());
+  EXPECT_LT(chat_half.prompt_kept, 0.7);
+  auto msgs = engine_->messages(chat, 0, 8);
+  ASSERT_TRUE(msgs.ok()) << msgs.status().message();
+  ASSERT_GE(msgs->size(), 1u);
+  const std::string& kept = msgs->front().content;
+  EXPECT_LT(kept.size(), std::string(kText).size());
+  EXPECT_NE(kept.find("Where does the river run?"), std::string::npos) << kept;
+}
+
+TEST_F(CompressedCalls, TheSloCompressesAPlainModelsPromptForItsTtftOnly) {
+  const std::string id = context(true);
+  CallParams p;
+  p.max_tokens = 2;
+  p.slo_ttft_ratio = 0.6f;  // estimated costs: a prompt's TTFT goes with its tokens
+  CallStats st;
+  ASSERT_TRUE(call(id, p, &st).ok());
+  EXPECT_LE(st.prompt_kept, 0.6);
+  EXPECT_EQ(st.slo_missed, 0);
+  EXPECT_EQ(st.level_percent, 100);
+  p.slo_ttft_ratio = 0;
+  p.slo_tpot_ratio = 0.5f;  // no compression makes a token faster: missed, nothing dropped
+  ASSERT_TRUE(call(id, p, &st).ok());
+  EXPECT_EQ(st.prompt_kept, 1.0);
+  EXPECT_EQ(st.slo_missed, 1);
+}
+
 // Any text (the prompt is a client's): the result is never longer than the text, and its last
 // word is always kept.
 TEST(PromptCompression, AnyTextKeepsItsLastWordAndNeverGrows) {
   auto l = smol();
-  if (!l) GTEST_SKIP() << "the default model is not here (tools/scripts/fetch_model.sh)";
+  ASSERT_TRUE(l) << "the default model is not here (tools/scripts/fetch_model.sh)";
   std::mt19937 rng(7);
   const char* pieces[] = {"the", "river", "3", "x", ".", "?", "!", ":", " ", "  ", "\n", "\n\n", "\t", "é", "日本",
                           "\"quoted.\"", "(a)", "mill,", "42.5", ""};
