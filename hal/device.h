@@ -46,6 +46,8 @@ struct Capabilities {
   // GPU's GEMM tiles are 128 tokens wide: 256 tokens leave half an H100's SMs idle on a
   // 4096-row matmul.
   int batch_tokens = 0;
+  // It offers slice_weight (zero-copy prefix views): elastic levels run there.
+  bool slices_weights = false;
 };
 
 // A weight matrix [rows][cols] in a GGUF type: row r is `row_bytes` bytes at data + r*row_bytes.
@@ -90,6 +92,10 @@ struct AttentionParams {
   int head_dim = 0;
   float scale = 1.0f;  // applied to q.k
   int sliding_window = 0;  // > 0: a query at p sees keys at positions > p - window only
+  // Query head h reads KV head h % n_head_kv (rank-major: the first n_head_kv heads are one
+  // of each group, so any prefix of whole ranks is a smaller model; Model's elastic head
+  // levels) instead of h / (n_head / n_head_kv). Devices without it refuse it.
+  bool rank_major = false;
 };
 
 enum class RopeStyle { normal, neox };  // adjacent pairs (llama) / split halves (neox, qwen2, gemma)
@@ -114,7 +120,7 @@ struct OpCall {
   const PreparedWeight* w[3] = {nullptr, nullptr, nullptr};  // matmul
   const PreparedWeight* table = nullptr;  // get_rows: the embedding table, prepared on this device
   const PreparedWeight* param = nullptr;  // norm scale / bias as a 1 x n F32 weight (null: none)
-  std::array<int32_t, 4> i{};             // as the graph's op integers (hal/graph.h)
+  std::array<int32_t, 5> i{};             // as the graph's op integers (hal/graph.h)
   std::array<float, 2> f{};
   int64_t cols_in = 0, cols_out = 0;
 };

@@ -60,7 +60,7 @@ struct Op {
   std::array<int32_t, 3> out{kNoTensor, kNoTensor, kNoTensor};   // written
   std::array<int32_t, 3> weight{-1, -1, -1};                     // matmul / get_rows: weight ids
   int32_t param = -1;                                            // norm scale / bias id (-1: none)
-  std::array<int32_t, 4> i{};                                    // op integers (see the builder)
+  std::array<int32_t, 5> i{};                                    // op integers (see the builder)
   std::array<float, 2> f{};                                      // op floats
   double work = 0;  // flops per row (the builder's estimate, for placement)
   int device = 0;   // index into the placed devices

@@ -57,6 +57,7 @@ void KvSequence::detach_locked(int c) {
   if (slot.chunk.use_count() <= 1) return;
   auto own = std::make_shared<Chunk>();
   own->format = slot.chunk->format;
+  own->level = slot.chunk->level;
   own->version = store_.next_version();  // what this slot's file holds stays checkable by version
   if (slot.disk_version.load() == slot.chunk->version) slot.disk_version.store(own->version);
   slot.chunk = std::move(own);
@@ -131,6 +132,17 @@ Status KvSequence::make_resident(int c, hal::KvFormat format) {
   if (!mem.ok()) return mem.status();
   install(c, std::move(mem).value(), bytes, format, ChunkState::resident);
   return Status::Ok();
+}
+
+void KvSequence::note_level(int p0, int n, int percent) {
+  if (n <= 0) return;
+  const int C = geo_.chunk_tokens;
+  const auto level = static_cast<uint8_t>(std::clamp(percent, 1, 100));
+  std::lock_guard<std::mutex> lock(store_.mu_);
+  for (int c = p0 / C; c <= (p0 + n - 1) / C && c < n_chunks(); ++c) {
+    uint8_t& l = chunks_[c].chunk->level;
+    l = p0 <= c * C ? level : std::min(l, level);
+  }
 }
 
 void KvSequence::drop(int c) { install(c, Mem(), 0, chunks_[c].chunk->format, ChunkState::dropped); }
@@ -222,6 +234,7 @@ Status KvSequence::restore(std::span<const RestoredChunk> chunks) {
       return Status(Code::internal, "kv: restored density of chunk " + std::to_string(i) + " has the wrong length");
     Slot& slot = fresh[i];
     slot.chunk->format = r.format;
+    slot.chunk->level = static_cast<uint8_t>(std::clamp(r.level, 1, 100));
     slot.mass = r.mass.empty() ? std::vector<float>(C, 0.0f) : r.mass;
     slot.seen = r.seen.empty() ? std::vector<uint32_t>(C, 0) : r.seen;
     slot.state = r.on_disk ? ChunkState::swapped : ChunkState::dropped;

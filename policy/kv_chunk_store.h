@@ -120,6 +120,12 @@ class KvSequence {
 
   ChunkState state(int c) const { return chunks_[c].state; }
   hal::KvFormat format(int c) const { return chunks_[c].chunk->format; }
+  // The elastic level (per cent; 100: the full model) of the sub-model that computed chunk c's
+  // rows: the smallest, where several did. It follows the content (through swap and forks).
+  int level(int c) const { return chunks_[c].chunk->level; }
+  // Rows [p0, p0 + n) were just computed at level `percent`: a chunk whose rows all came from
+  // this computation takes that level, one with older rows the smaller of the two.
+  void note_level(int p0, int n, int percent);
   // Bytes this sequence holds in memory, and its chunks in a state. Safe from any thread
   // (they take the store's lock): what a context's description reads while it is in a call.
   uint64_t resident_bytes() const;
@@ -160,6 +166,7 @@ class KvSequence {
   struct RestoredChunk {
     hal::KvFormat format = hal::KvFormat::f16;
     bool on_disk = false;
+    int level = 100;  // KvSequence::level
     std::vector<float> mass;
     std::vector<uint32_t> seen;
   };
@@ -236,6 +243,7 @@ class KvSequence {
   struct Chunk {
     bool resident = false;
     hal::KvFormat format = hal::KvFormat::f16;
+    uint8_t level = 100;              // elastic level of the rows (per cent)
     Mem mem;
     size_t bytes = 0;
     uint64_t version = 0;             // changes (store-unique) with the content

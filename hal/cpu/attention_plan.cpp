@@ -31,6 +31,7 @@ Plan plan_call(const float* q, int n_tokens, const int32_t* q_pos, const KvChunk
   p.n_head = params.n_head;
   p.n_head_kv = params.n_head_kv;
   p.group = params.n_head / params.n_head_kv;
+  p.rank_major = params.rank_major;
   p.head_dim = params.head_dim;
   p.scale = params.scale;
   p.window = params.sliding_window;

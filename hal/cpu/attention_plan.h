@@ -24,6 +24,7 @@ struct Plan {
   int n_head = 0;
   int n_head_kv = 0;
   int group = 0;  // query heads per kv head
+  bool rank_major = false;  // query head of (kv head k, member g): g * n_head_kv + k, else k * group + g
   int head_dim = 0;
   float scale = 1.0f;
   int window = 0;
@@ -68,7 +69,8 @@ inline QBlock q_block(const Plan& p, const KvChunkView& ch, KvPart part) {
 
 // A set of query rows computed together: tokens [t0, t0 + n_tok) x the query heads of kv
 // heads [kv0, kv0 + n_kv). Row r belongs to kv head kv0 + r / per_head, token
-// t0 + (r % per_head) / group, query head (its kv head) * group + r % group.
+// t0 + (r % per_head) / group, query head (its kv head) * group + r % group (rank-major:
+// (r % group) * n_head_kv + its kv head).
 struct RowSet {
   int t0 = 0, n_tok = 0, kv0 = 0, n_kv = 0, per_head = 0, count = 0;
   RowSet(const Plan& p, int t0_, int n_tok_, int kv0_, int n_kv_)
@@ -76,7 +78,7 @@ struct RowSet {
   int token(const Plan& p, int r) const { return t0 + (r % per_head) / p.group; }
   int kv_head(int r) const { return kv0 + r / per_head; }
   size_t offset(const Plan& p, int r) const {  // of the row's head_dim floats in q / out
-    const int head = kv_head(r) * p.group + r % p.group;
+    const int head = p.rank_major ? (r % p.group) * p.n_head_kv + kv_head(r) : kv_head(r) * p.group + r % p.group;
     return (static_cast<size_t>(token(p, r)) * p.n_head + head) * p.head_dim;
   }
 };

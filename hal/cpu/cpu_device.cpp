@@ -48,6 +48,7 @@ CpuDevice::CpuDevice(int n_threads, std::string space, uint64_t memory_bytes) : 
     pool_mem_ = own_mem_.get();
   }
   caps_.memory_bytes = memory_bytes;
+  caps_.slices_weights = true;
 }
 
 std::string CpuDevice::name() const {

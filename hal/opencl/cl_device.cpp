@@ -391,6 +391,7 @@ Status ClDevice::run_attention(const OpCall& op, const ClQ8Out& q8) {
   ap.head_dim = op.i[2];
   ap.scale = op.f[0];
   ap.sliding_window = op.i[3];
+  ap.rank_major = op.i[4] != 0;
   const ClView mass = b.chunk_mass.empty() ? ClView{} : ClView{ClPool::mem(mass_), mass_.offset()};
   const ClView pos{ClPool::mem(positions_), positions_.offset()};
   bool fused = false;

@@ -353,6 +353,8 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
     return Status(Code::unsupported, "attention: heads must group evenly and head_dim be a multiple of 4 up to " +
                                          std::to_string(kMaxHeadDim));
   }
+  if (p.rank_major && p.n_head_kv > 1 && p.n_head > p.n_head_kv)
+    return Status(Code::unsupported, "attention: rank-major query heads (an elastic model's head levels) run on the CPU only");
   if (kv.n_head_kv != p.n_head_kv || kv.head_dim != p.head_dim || layer < 0 || layer >= kv.n_layer ||
       kv.chunk_tokens <= 0 || n_valid < 0 || n_valid > static_cast<int64_t>(kv.n_chunks) * kv.chunk_tokens) {
     return Status(Code::invalid_argument, "attention: the KV cache does not match the call");

@@ -21,6 +21,13 @@ int PromptShape::kept(double keep) const {
   return std::max(at_least, static_cast<int>(std::ceil(keep * tokens - 1e-9)));
 }
 
+int PromptShape::below(int percent) const {
+  int n = 0;
+  for (const auto& [p, tokens] : context_levels)
+    if (p < percent) n += tokens;
+  return n;
+}
+
 LevelCosts monotone(LevelCosts costs) {
   if (costs.levels.empty()) return costs;
   const LevelCost full = costs.levels.back();
@@ -56,15 +63,25 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   for (int i = top; i >= 0; --i) {
     const LevelCost& l = costs.levels[static_cast<size_t>(i)];
     c.index = i;
+    // The context's KV from smaller levels, recomputed at this one: a pass over those tokens.
+    const int stale = prompt.below(l.percent);
+    const double recompute_ms = stale > 0 ? l.ttft_ms(stale) : 0.0;
     for (double k : steps) {
       c.keep = k;
       c.tpot_ms = l.tpot_at(prompt.context + prompt.kept(k));
-      c.ttft_ms = l.ttft_ms(prompt.kept(k)) + overhead_ms;
       const bool reference = i == top && prompt.kept(k) == prompt.tokens;  // the full model itself
       const double room = reference ? 1.0 : kHeadroom;
-      if (c.ttft_ms <= room * ttft_bound && c.tpot_ms <= (i == top ? 1.0 : kHeadroom) * tpot_bound) return c;
+      if (c.tpot_ms > (i == top ? 1.0 : kHeadroom) * tpot_bound) continue;
+      // Recompute the stale KV where the bound leaves room for it, else reuse it.
+      for (bool recompute : {true, false}) {
+        if (!recompute && stale == 0) break;
+        c.recompute = recompute;
+        c.ttft_ms = l.ttft_ms(prompt.kept(k)) + (recompute ? recompute_ms : 0.0) + overhead_ms;
+        if (c.ttft_ms <= room * ttft_bound) return c;
+      }
     }
   }
+  c.recompute = false;  // the smallest level recomputes nothing: no level is below it
   // None meets both: the smallest level, with the least compression that meets the TTFT
   // bound there, else the most.
   c.slo_met = false;

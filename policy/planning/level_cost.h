@@ -39,8 +39,13 @@ struct PromptShape {
   int tokens = 0;
   int droppable = 0;
   int context = 0;  // tokens the context holds before the prompt (the decode steps read them)
+  // The context's KV by the elastic level that computed it: (per cent, tokens), any order;
+  // empty: all of it at 100. A call at a larger level recomputes what smaller ones computed.
+  std::vector<std::pair<int, int>> context_levels{};
   // The tokens left when `keep` of them are kept: never fewer than compression cannot drop.
   int kept(double keep) const;
+  // Context tokens whose KV a level of `percent` per cent would recompute (computed below it).
+  int below(int percent) const;
 };
 
 // Prompt compression's levels: the shares of a prompt's tokens a call may keep, least
@@ -51,6 +56,9 @@ struct LevelChoice {
   int index = 0;         // into LevelCosts::levels
   double keep = 1;       // the share of the prompt's tokens to keep (1: no compression)
   bool slo_met = true;   // false: no choice meets the SLO, and `index` is the smallest
+  // Whether the call recomputes the context's KV that smaller levels computed (the cost is in
+  // ttft_ms); false: that KV is reused as it is, the TTFT bound leaving no room to recompute.
+  bool recompute = true;
   double ttft_ms = 0;    // predicted, the overhead included
   double tpot_ms = 0;
 };
@@ -67,12 +75,15 @@ inline constexpr double kPredictionMargin = 0.05;
 LevelCosts monotone(LevelCosts costs);
 
 // The largest level with tpot <= tpot_ratio * full tpot (both after the context and the kept
-// prompt) and, with the least compression of
-// kKeepSteps that does it (only `keep` itself when it is > 0; no compression when the prompt has
-// nothing droppable), ttft(kept tokens) + overhead_ms <= ttft_ratio * full ttft(prompt.tokens);
-// a ratio of 0 bounds nothing; a prediction (any level or compression but the full model
-// itself) must fit within (1 - kPredictionMargin) of a bound. With no such level: the smallest,
-// with the least compression that meets the TTFT bound there (else the most), slo_met false. `overhead_ms`: what the decision and a level switch add.
+// prompt) and, with the least compression of kKeepSteps that does it (only `keep` itself when
+// it is > 0; no compression when the prompt has nothing droppable), ttft(kept tokens) +
+// overhead_ms <= ttft_ratio * full ttft(prompt.tokens), recompute true when the TTFT bound
+// also leaves room for recomputing the context's KV that smaller levels computed (ttft(those
+// tokens) at this level), else false (reused). A ratio of 0 bounds nothing; a prediction (any
+// level or compression but the full model itself) must fit within (1 - kPredictionMargin) of a
+// bound. With no such level: the smallest, with the least compression that meets the TTFT
+// bound there (else the most), slo_met false. `overhead_ms`: what the decision and a level
+// switch add.
 LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, PromptShape prompt,
                          double keep, double overhead_ms);
 

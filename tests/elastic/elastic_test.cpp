@@ -68,9 +68,10 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// `elastic` with every layer cut to its first `keep` neurons as a plain model of n_ff = keep:
-// gate and up keep their first rows, down the first blocks of each row; no elastic keys.
-void write_pruned(const std::string& elastic, int keep, const std::string& out) {
+// `elastic` with every layer cut to its first `keep` neurons and `heads` query heads (the first
+// heads / n_head_kv of each KV group) as a plain model: gate and up keep their first rows,
+// down the first blocks of each row, Q the kept heads' rows and O their columns; no elastic keys.
+void write_pruned(const std::string& elastic, int keep, int heads, const std::string& out) {
   auto f = gguf::GgufFile::open(elastic);
   ASSERT_TRUE(f.ok());
   const gguf::GgufFile& src = **f;
@@ -82,26 +83,64 @@ void write_pruned(const std::string& elastic, int keep, const std::string& out) 
   for (const auto& k : elastic_keys) w->remove(k);
   const std::string arch(*src.get_string("general.architecture"));
   ASSERT_TRUE(w->set(arch + ".feed_forward_length", gguf::uint_value(gguf::ValueType::u32, keep)).ok());
+  const auto n_head = static_cast<int>(*src.get_uint(arch + ".attention.head_count"));
+  const auto n_kv = static_cast<int>(*src.get_uint(arch + ".attention.head_count_kv"));
+  const int head_dim = static_cast<int>(src.find(arch + ".attention.key_length") ? *src.get_uint(arch + ".attention.key_length")
+                                                                                  : *src.get_uint(arch + ".embedding_length") / n_head);
+  ASSERT_TRUE(w->set(arch + ".attention.head_count", gguf::uint_value(gguf::ValueType::u32, heads)).ok());
+  ASSERT_TRUE(w->set(arch + ".attention.key_length", gguf::uint_value(gguf::ValueType::u32, head_dim)).ok());
+  ASSERT_TRUE(w->set(arch + ".attention.value_length", gguf::uint_value(gguf::ValueType::u32, head_dim)).ok());
+  // The kept heads in the pruned model's grouped order: member r of group g is the file's
+  // head g * (n_head / n_kv) + r.
+  std::vector<int> kept_heads;
+  for (int g = 0; g < n_kv; ++g)
+    for (int r = 0; r < heads / n_kv; ++r) kept_heads.push_back(g * (n_head / n_kv) + r);
   ASSERT_TRUE(w->add_tensors_from(src).ok());
   std::vector<std::vector<uint8_t>> kept;  // alive until write()
   kept.reserve(64);
   for (const gguf::TensorInfo& t : src.tensors()) {
     const bool rows = t.name.ends_with("ffn_gate.weight") || t.name.ends_with("ffn_up.weight");
     const bool cols = t.name.ends_with("ffn_down.weight");
-    if (!rows && !cols) continue;
+    const bool q = t.name.ends_with("attn_q.weight"), o = t.name.ends_with("attn_output.weight");
+    if (!rows && !cols && !q && !o) continue;
     ASSERT_TRUE(w->remove_tensor(t.name));
     const size_t row_bytes = t.n_bytes / t.ne[1];
     std::vector<uint8_t>& b = kept.emplace_back();
     if (rows) {
       b.assign(t.data, t.data + row_bytes * keep);
       ASSERT_TRUE(w->add_tensor(t.name, t.type, {t.ne[0], static_cast<uint64_t>(keep)}, b).ok());
-    } else {
+    } else if (cols) {
       const size_t part = hal::row_bytes(static_cast<hal::WeightType>(t.type), keep);  // whole blocks
       for (uint64_t r = 0; r < t.ne[1]; ++r) b.insert(b.end(), t.data + r * row_bytes, t.data + r * row_bytes + part);
       ASSERT_TRUE(w->add_tensor(t.name, t.type, {static_cast<uint64_t>(keep), t.ne[1]}, b).ok());
+    } else if (q) {
+      for (int h : kept_heads) b.insert(b.end(), t.data + h * head_dim * row_bytes, t.data + (h + 1) * head_dim * row_bytes);
+      ASSERT_TRUE(w->add_tensor(t.name, t.type, {t.ne[0], static_cast<uint64_t>(heads * head_dim)}, b).ok());
+    } else {
+      const size_t head_bytes = hal::row_bytes(static_cast<hal::WeightType>(t.type), head_dim);  // whole blocks
+      for (uint64_t r = 0; r < t.ne[1]; ++r)
+        for (int h : kept_heads) b.insert(b.end(), t.data + r * row_bytes + h * head_bytes, t.data + r * row_bytes + (h + 1) * head_bytes);
+      ASSERT_TRUE(w->add_tensor(t.name, t.type, {static_cast<uint64_t>(heads * head_dim), t.ne[1]}, b).ok());
     }
   }
   ASSERT_TRUE(w->write(out).ok());
+}
+
+// The same function up to summation order: every row's argmax agrees, the logits within 2 %
+// of their largest magnitude.
+void expect_same_function(const std::vector<float>& a, const std::vector<float>& b, int V) {
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0, max_abs = 0;
+  for (size_t r = 0; r < a.size() / V; ++r) {
+    const float* x = a.data() + r * V;
+    const float* y = b.data() + r * V;
+    EXPECT_EQ(std::max_element(x, x + V) - x, std::max_element(y, y + V) - y) << "row " << r;
+    for (int v = 0; v < V; ++v) {
+      max_diff = std::max<double>(max_diff, std::fabs(x[v] - y[v]));
+      max_abs = std::max<double>(max_abs, std::fabs(x[v]));
+    }
+  }
+  EXPECT_LE(max_diff, 0.02 * max_abs);
 }
 
 class Elastic : public ::testing::TestWithParam<const char*> {};
@@ -132,33 +171,34 @@ TEST_P(Elastic, FullModelIsTheInputsAndEachLevelIsExactlyItsSubModel) {
   // most rows are the same bits, a few differ by such a step, every row's argmax agrees.
   Forward f_in(*original, *dev, 8), f_el(*elastic, *dev, 8);
   const auto a = logits_of(f_in, *original, tokens), b = logits_of(f_el, *elastic, tokens);
-  ASSERT_EQ(a.size(), b.size());
-  const int V = elastic->config().n_vocab;
-  double max_diff = 0, max_abs = 0;
-  for (size_t r = 0; r < a.size() / V; ++r) {
-    const float* x = a.data() + r * V;
-    const float* y = b.data() + r * V;
-    EXPECT_EQ(std::max_element(x, x + V) - x, std::max_element(y, y + V) - y) << "row " << r;
-    for (int v = 0; v < V; ++v) {
-      max_diff = std::max<double>(max_diff, std::fabs(x[v] - y[v]));
-      max_abs = std::max<double>(max_abs, std::fabs(x[v]));
-    }
-  }
-  EXPECT_LE(max_diff, 0.02 * max_abs);
+  expect_same_function(a, b, elastic->config().n_vocab);
 
-  // Each level against a file pruned to its neurons: the same bits.
+  // Each level against a file pruned to its neurons and heads: the same bits where the heads
+  // are in the same order. A level's heads are rank-major in memory (one of each KV group, then
+  // the next), the pruned file's grouped: the orders agree where a level keeps one rank or the
+  // model has one KV group. Where it keeps more, O sums its heads in another order: the same
+  // function (and test_attention checks rank-major attention bit for bit).
+  const ModelConfig& ec = elastic->config();
+  EXPECT_EQ(spec.cuts_heads(), ec.n_head > ec.n_head_kv);
   for (int lv = 0; lv < spec.full(); lv += 3) {
     SCOPED_TRACE("level " + std::to_string(spec.levels[lv]));
     const int keep = spec.ffn_keep[lv][0];
-    ASSERT_LT(keep, elastic->config().n_ff);
+    const int heads = spec.cuts_heads() ? spec.head_keep[lv][0] : ec.n_head;
+    ASSERT_LT(keep, ec.n_ff);
     const std::string pruned_path = dir.file("pruned-" + std::to_string(lv) + ".gguf");
-    write_pruned(out, keep, pruned_path);
+    write_pruned(out, keep, heads, pruned_path);
     auto pruned = load(pruned_path, *dev);
     ASSERT_EQ(pruned->config().n_ff, keep);
+    ASSERT_EQ(pruned->config().n_head, heads);
     Forward f_pr(*pruned, *dev, 8);
     ASSERT_TRUE(f_el.set_level(lv).ok());
     EXPECT_EQ(f_el.level(), lv);
-    EXPECT_TRUE(same_bits(logits_of(f_el, *elastic, tokens), logits_of(f_pr, *pruned, tokens)));
+    const auto level = logits_of(f_el, *elastic, tokens), sub = logits_of(f_pr, *pruned, tokens);
+    if (heads == ec.n_head_kv || ec.n_head_kv == 1 || !ec.q_heads_rank_major) {
+      EXPECT_TRUE(same_bits(level, sub));
+    } else {
+      expect_same_function(level, sub, ec.n_vocab);
+    }
   }
   // Back to the full level: the bits of a forward that never left it.
   ASSERT_TRUE(f_el.set_level(spec.full()).ok());
@@ -171,6 +211,7 @@ TEST_P(Elastic, AnchorsStayWholeAndLevelsSwitchWithoutResidue) {
   const std::string out = dir.file("elastic.gguf");
   elastify::Options o = small_options(test::test_model(GetParam()), out);
   o.anchor_share = 0.5;
+  o.heads = false;
   auto rep = elastify::run(o);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   ASSERT_EQ(rep->anchors.size(), static_cast<size_t>((rep->n_layer + 1) / 2));
@@ -189,6 +230,7 @@ TEST_P(Elastic, AnchorsStayWholeAndLevelsSwitchWithoutResidue) {
   auto dev = cpu();
   auto m = load(out, *dev);
   const ElasticSpec& spec = *m->elastic();
+  EXPECT_FALSE(spec.cuts_heads());  // not asked
   for (int il = 0; il < m->config().n_layer; ++il) {
     if (!spec.anchor[il]) continue;
     for (size_t lv = 0; lv < spec.levels.size(); ++lv) EXPECT_EQ(spec.ffn_keep[lv][il], m->config().n_ff);
@@ -312,6 +354,26 @@ TEST_F(ElasticMetadata, EachInconsistencyIsNamed) {
   const gguf::Value nan_imp = gguf::float_array(ValueType::f32, std::vector<double>(c.n_layer, std::nan("")));
   expect_refused("layer_importance", &nan_imp, Code::model_invalid, "not finite");
   expect_refused("ffn_keep", nullptr, Code::model_invalid, "llmsvc.elastic.ffn_keep");
+
+  // Query heads: whole ranks (one head per KV group), the full level and anchors whole.
+  ASSERT_TRUE(spec.cuts_heads());
+  auto heads_with = [&](size_t at, uint64_t value) {
+    std::vector<uint64_t> k;
+    for (const auto& level : spec.head_keep) k.insert(k.end(), level.begin(), level.end());
+    k[at] = value;
+    return gguf::uint_array(ValueType::u32, k);
+  };
+  const gguf::Value short_heads = gguf::uint_array(ValueType::u32, {2});
+  expect_refused("head_keep", &short_heads, Code::model_invalid, "levels x n_layer");
+  const gguf::Value split_rank = heads_with(0, static_cast<uint64_t>(c.n_head_kv) + 1);
+  expect_refused("head_keep", &split_rank, Code::model_invalid, "whole ranks of " + std::to_string(c.n_head_kv));
+  const gguf::Value no_head = heads_with(0, 0);
+  expect_refused("head_keep", &no_head, Code::model_invalid, "layer 0");
+  const gguf::Value heads_full_cut = heads_with((n_levels - 1) * c.n_layer + cut_layer, static_cast<uint64_t>(c.n_head_kv));
+  expect_refused("head_keep", &heads_full_cut, Code::model_invalid, "the full level");
+  const gguf::Value heads_shrinking = heads_with(cut_layer, static_cast<uint64_t>(c.n_head));  // level 0 above level 1
+  ASSERT_LT(spec.head_keep[1][cut_layer], c.n_head);
+  expect_refused("head_keep", &heads_shrinking, Code::model_invalid, "fewer query heads than the level below");
 }
 
 TEST(Elastify, RefusesBadInput) {

@@ -17,6 +17,7 @@ inline elastify::Options small_options(const std::string& in, const std::string&
   o.layer_tokens = 128;
   o.window = 64;
   o.threads = 2;
+  o.heads = true;  // the FFN-only path: Elastic.AnchorsStayWholeAndLevelsSwitchWithoutResidue
   return o;
 }
 

@@ -246,5 +246,55 @@ TEST_F(ElasticEngine, TheSloChoosesTheLevel) {
   EXPECT_EQ(st.slo_missed, 0);
 }
 
+
+// KV across levels: a chunk records the level that computed it, through a restart too; a call
+// at the same level or a smaller one recomputes nothing; a call at a larger level recomputes
+// exactly what smaller levels computed, and then answers as a context computed at that level.
+TEST_F(ElasticEngine, ALargerLevelRecomputesWhatSmallerLevelsComputed) {
+  std::vector<int32_t> history;
+  std::string id;
+  int evaluated = 0;  // the context's tokens with KV after a call: all but the last generated
+  auto record = [&](const CallStats& st) {
+    history.insert(history.end(), st.prompt_ids.begin(), st.prompt_ids.end());
+    history.insert(history.end(), st.generated_ids.begin(), st.generated_ids.end());
+    evaluated = static_cast<int>(history.size()) - 1;
+  };
+  {
+    auto e = engine("kv-levels");
+    id = raw_context(*e);
+    CallStats st = call(*e, id, "The lighthouse keeper wrote in his log every evening:", 20, 8);
+    EXPECT_EQ(st.tokens_recomputed, 0);
+    record(st);
+    st = call(*e, id, " The storm came from the north.", 20, 8);  // the same level
+    EXPECT_EQ(st.tokens_recomputed, 0);
+    record(st);
+    const int at_20 = evaluated;
+    st = call(*e, id, " Then the lamp went out.", 60, 8);  // larger: everything so far
+    EXPECT_EQ(st.level_percent, 60);
+    EXPECT_EQ(st.tokens_recomputed, at_20);
+    record(st);
+    st = call(*e, id, " He climbed the stairs.", 20, 8);  // smaller: nothing
+    EXPECT_EQ(st.tokens_recomputed, 0);
+    record(st);
+  }
+  // A fresh engine on the same state: the chunk table kept each chunk's level. The full level
+  // recomputes the whole context (the files hold KV of levels 20 and 60), not just what no
+  // file holds.
+  auto e = engine("kv-levels");
+  ASSERT_TRUE(e->open_context(id).ok());
+  const std::string last = " At dawn the ship was safe.";
+  const CallStats st = call(*e, id, last, 100, 8);
+  EXPECT_EQ(st.tokens_recomputed, evaluated);
+  EXPECT_EQ(st.chunks_loaded, 0);
+  // What it answers is the full model's on the whole history.
+  auto dev = hal::open_device("cpu", hal::DeviceOptions{2});
+  ASSERT_TRUE(dev.ok());
+  auto m = Model::load(model_path(), **dev);
+  ASSERT_TRUE(m.ok());
+  std::vector<int32_t> all = history;
+  all.insert(all.end(), st.prompt_ids.begin(), st.prompt_ids.end());
+  EXPECT_EQ(st.generated_ids, forward_greedy(**m, **dev, -1, all, 8));
+}
+
 }  // namespace
 }  // namespace llmsvc

@@ -88,6 +88,35 @@ TEST(LevelChoice, CompressionMakesTheTtftFitAtTheLargestLevelTheTpotAllows) {
 
 // A decode step grows with the context, and a level's share of the full model's with it: a
 // TPOT ratio a level meets after a short context it misses after a long one.
+// KV that smaller levels computed: a larger level recomputes it where the TTFT bound leaves
+// room for the pass (at that level's cost), else reuses it; a level no larger recomputes nothing.
+TEST(LevelChoice, ALargerLevelRecomputesSmallerLevelsKvWhereTheTtftAllows) {
+  const policy::LevelCosts c = three_levels();
+  policy::PromptShape p{100, 0, 200, {{20, 150}, {60, 50}}};
+  EXPECT_EQ(p.below(20), 0);
+  EXPECT_EQ(p.below(60), 150);
+  EXPECT_EQ(p.below(100), 200);
+  // No SLO: the full model, recomputing all 200 tokens.
+  policy::LevelChoice a = policy::choose_level(c, 0, 0, p, 0, 0);
+  EXPECT_EQ(a.index, 2);
+  EXPECT_TRUE(a.recompute);
+  EXPECT_DOUBLE_EQ(a.ttft_ms, 101.0 + 201.0);
+  // TTFT 3.5x the full model's 101 ms: 302 fits.
+  EXPECT_TRUE(policy::choose_level(c, 3.5, 0, p, 0, 0).recompute);
+  // TTFT 2x: the full model with its 101 ms, reusing the KV.
+  a = policy::choose_level(c, 2.0, 0, p, 0, 0);
+  EXPECT_EQ(a.index, 2);
+  EXPECT_FALSE(a.recompute);
+  // TTFT 0.6 (57.6 ms with the margin) allows level 60 (51 ms), not its 150-token pass (76 ms more).
+  a = policy::choose_level(c, 0.6, 0, p, 0, 0);
+  EXPECT_EQ(a.index, 1);
+  EXPECT_FALSE(a.recompute);
+  // Level 20 has nothing below it: recompute stays true (it has nothing to do).
+  a = policy::choose_level(c, 0.3, 0, p, 0, 0);
+  EXPECT_EQ(a.index, 0);
+  EXPECT_EQ(p.below(20), 0);
+}
+
 TEST(LevelChoice, TheTpotBoundIsAfterTheCallsContext) {
   policy::LevelCosts c;
   c.levels = {{20, 1.0, 0.2, 2.0, 0.01}, {60, 1.0, 0.5, 5.0, 0.01}, {100, 1.0, 1.0, 10.0, 0.01}};

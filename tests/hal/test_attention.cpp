@@ -389,6 +389,49 @@ TEST(Attention, ChunksOutOfOrder) {
   }
 }
 
+// Rank-major query heads (an elastic model's head levels): head h reads KV head h % n_head_kv.
+// The same bits as the grouped order with every token's heads moved to match, for whole
+// ranks (a level's prefix: 1 of 3, 2 of 3) in decode and prefill.
+TEST(Attention, RankMajorHeadsAreTheGroupedOnesMoved) {
+  for (const Case& c : {Case{"decode", 9, 3, 64, 300, 16, 0, 0, 1, 0, 0, 2.0f},
+                        Case{"prefill", 6, 3, 64, 200, 16, 0, 0, 40, 0, 0, 2.0f}}) {
+    SCOPED_TRACE(c.name);
+    const int group = c.n_head / c.n_head_kv;
+    for (int ranks = 1; ranks <= group; ++ranks) {
+      SCOPED_TRACE(ranks);
+      Problem pr = make_problem(c);
+      const int heads = ranks * c.n_head_kv, dim = c.head_dim;
+      // Grouped: member r of group g at g * ranks + r; rank-major: at r * n_head_kv + g.
+      std::vector<float> grouped(pr.q_pos.size() * heads * dim), major(grouped.size());
+      for (size_t t = 0; t < pr.q_pos.size(); ++t)
+        for (int g = 0; g < c.n_head_kv; ++g)
+          for (int r = 0; r < ranks; ++r) {
+            const float* src = pr.q.data() + (t * c.n_head + g * group + r) * dim;
+            std::copy_n(src, dim, grouped.data() + (t * heads + g * ranks + r) * dim);
+            std::copy_n(src, dim, major.data() + (t * heads + r * c.n_head_kv + g) * dim);
+          }
+      AttentionParams pg = pr.p, pm = pr.p;
+      pg.n_head = pm.n_head = heads;
+      pm.rank_major = true;
+      test::for_each_simd_target([&] {
+        for (int threads : {1, 2}) {
+          CpuDevice dev(threads);
+          std::vector<float> out_g(grouped.size(), NAN), out_m(major.size(), NAN);
+          const int n = static_cast<int>(pr.q_pos.size()), nc = static_cast<int>(pr.cache.views.size());
+          dev.attention(grouped.data(), n, pr.q_pos.data(), pr.cache.views.data(), nc, pg, out_g.data());
+          dev.attention(major.data(), n, pr.q_pos.data(), pr.cache.views.data(), nc, pm, out_m.data());
+          for (int t = 0; t < n; ++t)
+            for (int g = 0; g < c.n_head_kv; ++g)
+              for (int r = 0; r < ranks; ++r)
+                ASSERT_EQ(0, std::memcmp(out_g.data() + (size_t(t) * heads + g * ranks + r) * dim,
+                                         out_m.data() + (size_t(t) * heads + r * c.n_head_kv + g) * dim, dim * sizeof(float)))
+                    << "token " << t << ", group " << g << ", rank " << r << ", " << threads << " threads";
+        }
+      });
+    }
+  }
+}
+
 // No chunks at all: every query sees nothing and gets zeros.
 TEST(Attention, EmptyCacheGivesZeros) {
   CpuDevice dev(2);

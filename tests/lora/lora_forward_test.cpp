@@ -109,6 +109,14 @@ TEST(LoraForward, ElasticLevelsAndRecoveryAdapters) {
   EXPECT_EQ(a->weight(0, 0, LoraMatrix::gate, LoraPart::b)->ref().rows, keep);
   EXPECT_EQ(a->weight(0, 0, LoraMatrix::down, LoraPart::a)->ref().cols, keep);
   EXPECT_EQ(a->weight(0, 0, LoraMatrix::gate, LoraPart::a)->ref().cols, m->config().n_embd);
+  // The level keeps one query head of each KV group: q's B rows and o's A columns of those
+  // (the model holds them rank-major, and so does the adapter).
+  ASSERT_TRUE(m->elastic()->cuts_heads());
+  ASSERT_TRUE(m->config().q_heads_rank_major);
+  const int q_cols = m->elastic()->head_keep[0][0] * m->config().head_dim;
+  ASSERT_LT(q_cols, m->config().n_head * m->config().head_dim);
+  EXPECT_EQ(a->weight(0, 0, LoraMatrix::q, LoraPart::b)->ref().rows, q_cols);
+  EXPECT_EQ(a->weight(0, 0, LoraMatrix::o, LoraPart::a)->ref().cols, q_cols);
   const auto tokens = probe_tokens(*m, 20);
   Forward f(*m, test_device(), 8), fm(*merged, test_device(), 8);
   ASSERT_TRUE(f.set_adapters({a.get()}).ok());

@@ -35,6 +35,46 @@ TEST(KvChunkStore, AccountsEveryByte) {
   EXPECT_EQ(store.used_bytes(), 0u);
 }
 
+// A chunk records the elastic level that computed its rows: the level of a computation that
+// wrote it from its first row, the smaller one where older rows stay; it follows the content
+// (release to a file and back, a fork's shared chunk, a restore).
+TEST(KvChunkStore, ChunksRecordTheLevelThatComputedThem) {
+  KvChunkStore store(kGeo, 0);
+  KvSequence seq(store);
+  ASSERT_TRUE(seq.reserve(12).ok());  // 3 chunks of 4
+  EXPECT_EQ(seq.level(0), 100);       // nothing computed yet: the full model's
+  seq.note_level(0, 6, 30);           // chunk 0 whole, chunk 1 from its start
+  EXPECT_EQ(seq.level(0), 30);
+  EXPECT_EQ(seq.level(1), 30);
+  EXPECT_EQ(seq.level(2), 100);
+  seq.note_level(6, 4, 80);           // chunk 1 keeps rows at 30: the smaller; chunk 2 from its start
+  EXPECT_EQ(seq.level(1), 30);
+  EXPECT_EQ(seq.level(2), 80);
+  seq.note_level(4, 4, 60);           // chunk 1 computed again from its start
+  EXPECT_EQ(seq.level(1), 60);
+  seq.note_level(8, 1, 20);
+  EXPECT_EQ(seq.level(2), 20);
+  // Its file keeps the content and the level; a fork shares it.
+  seq.mark_stored(0, seq.version(0));
+  seq.release(0);
+  ASSERT_EQ(seq.state(0), ChunkState::swapped);
+  EXPECT_EQ(seq.level(0), 30);
+  ASSERT_TRUE(seq.make_resident(0).ok());
+  EXPECT_EQ(seq.level(0), 30);
+  KvSequence fork(store);
+  ASSERT_TRUE(fork.share_prefix(seq, 2).ok());
+  EXPECT_EQ(fork.level(0), 30);
+  EXPECT_EQ(fork.level(1), 60);
+  // A restored sequence takes its table's levels (clamped to 1..100).
+  KvSequence back(store);
+  std::vector<KvSequence::RestoredChunk> table(2);
+  table[0].level = 40;
+  table[1].level = 0;
+  ASSERT_TRUE(back.restore(table).ok());
+  EXPECT_EQ(back.level(0), 40);
+  EXPECT_EQ(back.level(1), 1);
+}
+
 TEST(KvChunkStore, RowsAndBlocksAddressTheLayout) {
   KvChunkStore store(kGeo, 0);
   KvSequence seq(store);

@@ -65,6 +65,8 @@ int run_elastify(ElastifyArgs& args) {
     j["n_ff"] = r.n_ff;
     j["ffn_unit"] = r.ffn_unit;
     j["anchors"] = r.anchors;
+    j["heads_cut"] = r.heads_cut;
+    if (!r.heads_cut) j["heads_note"] = r.heads_note;
     j["layer_importance"] = r.layer_importance;
     j["levels"] = args.options.levels;
     j["base_loss"] = r.base_loss;
@@ -78,6 +80,11 @@ int run_elastify(ElastifyArgs& args) {
   } else {
     std::printf("wrote %s: %d layers, FFN units of %d of %d neurons, %s order\n", args.options.output.c_str(), r.n_layer,
                 r.ffn_unit, r.n_ff, args.options.score.c_str());
+    if (r.heads_cut) {
+      std::printf("query heads ordered within their KV groups, cut by the levels\n");
+    } else {
+      std::printf("query heads kept whole: %s\n", r.heads_note.c_str());
+    }
     std::printf("anchor layers:");
     for (int a : r.anchors) std::printf(" %d", a);
     std::printf("\ncheck (full model against the input): max |logit diff| %.3g, argmax %d of %d, loss %.6f vs %.6f\n",
@@ -92,7 +99,7 @@ int run_elastify(ElastifyArgs& args) {
 void add_elastify_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ElastifyArgs>();
   elastify::Options& o = args->options;
-  CLI::App* cmd = app.add_subcommand("elastify", "write an elastic copy of a model (levels of FFN neurons ordered by importance)");
+  CLI::App* cmd = app.add_subcommand("elastify", "write an elastic copy of a model (levels of FFN neurons and query heads ordered by importance)");
   cmd->add_option("model", args->model, "GGUF model file (default: the default model)");
   cmd->add_option("-o,--output", o.output, "the elastic GGUF to write")->required();
   cmd->add_option("--calib", o.calib_path, "calibration text file (default: a built-in public-domain text)");
@@ -106,6 +113,7 @@ void add_elastify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--anchors", o.anchor_share, "share of layers locked at full size")->capture_default_str();
   cmd->add_option("--levels", o.levels, "levels in per cent, ending at 100")->delimiter(',');
   cmd->add_option("-t,--threads", o.threads, "CPU threads (default: every core)");
+  cmd->add_flag("--heads", o.heads, "levels cut query heads too (whole ranks: one head of every KV group)");
   cmd->add_option("--recovery", args->recovery,
                  "store these recovery adapters (LoRA, one per level: tools/elastify/torch/train_recovery.py) in "
                  "the elastic MODEL instead of elastifying it; each level then runs with its own (repeatable)")

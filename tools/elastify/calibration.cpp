@@ -21,21 +21,23 @@ int n_windows(size_t n_tokens, int window) {
 
 }  // namespace
 
-Result<std::vector<std::vector<double>>> ffn_mean_abs(const Model& model, hal::Device& device,
-                                                      std::span<const int32_t> tokens, int window) {
+Result<MeanAbs> mean_abs_activations(const Model& model, hal::Device& device, std::span<const int32_t> tokens, int window) {
   const ModelConfig& c = model.config();
   if (tokens.size() < 2 || window < 2) return Status(Code::invalid_argument, "calibration: too few tokens");
   window = std::min<int>(window, static_cast<int>(tokens.size()));
-  std::vector<std::vector<double>> sum(c.n_layer, std::vector<double>(c.n_ff, 0.0));
-  uint64_t rows = 0;
+  MeanAbs sum;
+  sum.ffn.assign(c.n_layer, std::vector<double>(c.n_ff, 0.0));
+  sum.attn.assign(c.n_layer, std::vector<double>(static_cast<size_t>(c.n_head) * c.head_dim, 0.0));
+  uint64_t rows = 0, attn_rows = 0;
   Forward fwd(model, device, std::min(window, Forward::kDefaultBatch));
   fwd.set_mass_tracking(false);
   fwd.set_tap([&](int layer, Forward::TapPoint point, const float* a, int n, int64_t cols) {
-    if (point != Forward::TapPoint::ffn_act) return;
-    std::vector<double>& s = sum[layer];
+    const bool ffn = point == Forward::TapPoint::ffn_act;
+    std::vector<double>& s = ffn ? sum.ffn[layer] : sum.attn[layer];
+    cols = std::min<int64_t>(cols, static_cast<int64_t>(s.size()));
     for (int t = 0; t < n; ++t)
       for (int64_t j = 0; j < cols; ++j) s[j] += std::fabs(a[t * cols + j]);
-    if (layer == 0) rows += static_cast<uint64_t>(n);
+    if (layer == 0) (ffn ? rows : attn_rows) += static_cast<uint64_t>(n);
   });
   policy::KvChunkStore store(geometry(c), 0);
   std::vector<float> logits;
@@ -45,9 +47,11 @@ Result<std::vector<std::vector<double>>> ffn_mean_abs(const Model& model, hal::D
     // Every row's activations are wanted, so each token of the window runs the whole graph.
     LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, tokens.subspan(size_t(w) * window, window), 0, true, logits));
   }
-  if (rows == 0) return Status(Code::internal, "calibration: the forward reported no FFN activations");
-  for (auto& layer : sum)
+  if (rows == 0 || attn_rows == 0) return Status(Code::internal, "calibration: the forward reported no activations");
+  for (auto& layer : sum.ffn)
     for (double& v : layer) v /= static_cast<double>(rows);
+  for (auto& layer : sum.attn)
+    for (double& v : layer) v /= static_cast<double>(attn_rows);
   return sum;
 }
 

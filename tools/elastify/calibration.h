@@ -13,10 +13,13 @@
 
 namespace llmsvc::elastify {
 
-// Mean |activation| of each FFN neuron (the gated product, the down projection's input) over
-// every token of `tokens`, run in windows of `window` tokens: [layer][neuron].
-Result<std::vector<std::vector<double>>> ffn_mean_abs(const Model& model, hal::Device& device,
-                                                      std::span<const int32_t> tokens, int window);
+// Mean |activation| over every token of `tokens`, run in windows of `window` tokens, of each
+// FFN neuron (the gated product, the down projection's input) and of each column of the
+// attention's output (the O projection's input): [layer][column].
+struct MeanAbs {
+  std::vector<std::vector<double>> ffn, attn;
+};
+Result<MeanAbs> mean_abs_activations(const Model& model, hal::Device& device, std::span<const int32_t> tokens, int window);
 
 // Mean next-token negative log-likelihood of `tokens` in windows of `window` tokens (each a
 // fresh sequence; the first half of each window is context only, as llama.cpp's perplexity

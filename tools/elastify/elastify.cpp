@@ -56,6 +56,20 @@ Result<int> ffn_unit(const Model& m) {
   return static_cast<int>(unit);
 }
 
+// Why the levels cannot cut query heads ("" when they can): a head must be a whole number of
+// attn_output's blocks, and a KV group must hold more than one query head.
+std::string heads_obstacle(const Model& m) {
+  const ModelConfig& c = m.config();
+  if (c.n_head <= c.n_head_kv) return "one query head per KV group";
+  for (int il = 0; il < c.n_layer; ++il) {
+    const int64_t block = hal::block_elems(m.layers()[il].wo->ref().type);
+    if (c.head_dim % block != 0)
+      return "a head of " + std::to_string(c.head_dim) + " columns splits blk." + std::to_string(il) +
+             ".attn_output.weight's blocks of " + std::to_string(block);
+  }
+  return "";
+}
+
 Status check_options(const Options& o) {
   if (o.input.empty() || o.output.empty()) return Status(Code::invalid_argument, "elastify: an input and an output file");
   if (o.score != "activation" && o.score != "taylor" && o.score != "random")
@@ -113,10 +127,22 @@ Result<Report> run(const Options& o, const Progress& progress) {
   const auto calib = all.first(std::min<size_t>(all.size(), o.calib_tokens));
   const auto layer_text = all.first(std::min<size_t>(all.size(), o.layer_tokens));
 
-  // 1. Neuron scores and unit orders.
-  std::vector<std::vector<int>> orders;
+  rep.heads_note = o.heads ? heads_obstacle(model) : "not asked (--heads)";
+  rep.heads_cut = rep.heads_note.empty();
+
+  // 1. Neuron and head scores, and unit orders. Taylor scores cover the FFN only: heads then
+  // take the gradient-free order.
+  std::vector<std::vector<int>> orders, head_orders;
+  MeanAbs mean_abs;
+  if (o.score != "random" && (o.score == "activation" || rep.heads_cut)) {
+    say("scoring units on " + std::to_string(calib.size()) + " calibration tokens");
+    auto m = mean_abs_activations(model, dev, calib, o.window);
+    if (!m.ok()) return m.status();
+    mean_abs = std::move(m).value();
+  }
   if (o.score == "random") {
     orders = random_order(c.n_layer, c.n_ff / *unit, o.seed);
+    head_orders = random_order(c.n_layer, c.n_head, o.seed + 1, c.n_head_kv);
   } else {
     std::vector<std::vector<double>> scores;
     if (o.score == "taylor") {
@@ -124,12 +150,10 @@ Result<Report> run(const Options& o, const Progress& progress) {
       if (!s.ok()) return s.status();
       scores = std::move(s).value();
     } else {
-      say("scoring FFN neurons on " + std::to_string(calib.size()) + " calibration tokens");
-      auto mean_abs = ffn_mean_abs(model, dev, calib, o.window);
-      if (!mean_abs.ok()) return mean_abs.status();
-      scores = activation_scores(model, *mean_abs);
+      scores = activation_scores(model, mean_abs.ffn);
     }
     orders = order_units(scores, *unit);
+    if (rep.heads_cut) head_orders = order_heads(head_scores(model, mean_abs.attn), c.n_head_kv);
   }
 
   // 2. Layer scores: the loss increase with each layer removed; the top share are anchors.
@@ -178,17 +202,37 @@ Result<Report> run(const Options& o, const Progress& progress) {
     LLMSVC_RETURN_IF_ERROR(w.set_tensor_data(down->name, [down, order, u = *unit](const gguf::GgufWriter::Sink& sink) {
       return permute_cols(*down, order, u, sink);
     }));
+    if (!rep.heads_cut) continue;
+    // Query heads: Q's rows and q's bias (their outputs), O's columns (its input).
+    const std::span<const int> heads = head_orders[il];
+    const gguf::TensorInfo* q = in.find_tensor(p + "attn_q.weight");
+    LLMSVC_RETURN_IF_ERROR(check_row_order(*q, heads, c.head_dim));
+    LLMSVC_RETURN_IF_ERROR(w.set_tensor_data(q->name, [q, heads, u = c.head_dim](const gguf::GgufWriter::Sink& sink) {
+      return permute_rows(*q, heads, u, sink);
+    }));
+    for (const char* part : {"attn_output.weight", "attn_q.bias"}) {
+      const gguf::TensorInfo* t = in.find_tensor(p + part);
+      if (!t) continue;  // no bias
+      LLMSVC_RETURN_IF_ERROR(check_col_order(*t, heads, c.head_dim));
+      LLMSVC_RETURN_IF_ERROR(w.set_tensor_data(t->name, [t, heads, u = c.head_dim](const gguf::GgufWriter::Sink& sink) {
+        return permute_cols(*t, heads, u, sink);
+      }));
+    }
   }
-  std::vector<uint64_t> keep, levels(o.levels.begin(), o.levels.end()), anchors(rep.anchors.begin(), rep.anchors.end());
+  std::vector<uint64_t> keep, head_keep, levels(o.levels.begin(), o.levels.end()), anchors(rep.anchors.begin(), rep.anchors.end());
   std::vector<bool> is_anchor(c.n_layer, false);
   for (int a : rep.anchors) is_anchor[a] = true;
   for (int pct : o.levels)
-    for (int il = 0; il < c.n_layer; ++il) keep.push_back(is_anchor[il] ? c.n_ff : elastic_ffn_keep(c.n_ff, *unit, pct));
+    for (int il = 0; il < c.n_layer; ++il) {
+      keep.push_back(is_anchor[il] ? c.n_ff : elastic_ffn_keep(c.n_ff, *unit, pct));
+      head_keep.push_back(is_anchor[il] ? c.n_head : elastic_head_keep(c.n_head, c.n_head_kv, pct));
+    }
   using gguf::ValueType;
   LLMSVC_RETURN_IF_ERROR(w.set(key("version"), gguf::uint_value(ValueType::u32, kElasticVersion)));
   LLMSVC_RETURN_IF_ERROR(w.set(key("levels"), gguf::uint_array(ValueType::u32, levels)));
   LLMSVC_RETURN_IF_ERROR(w.set(key("ffn_unit"), gguf::uint_value(ValueType::u32, static_cast<uint64_t>(*unit))));
   LLMSVC_RETURN_IF_ERROR(w.set(key("ffn_keep"), gguf::uint_array(ValueType::u32, keep)));
+  if (rep.heads_cut) LLMSVC_RETURN_IF_ERROR(w.set(key("head_keep"), gguf::uint_array(ValueType::u32, head_keep)));
   LLMSVC_RETURN_IF_ERROR(w.set(key("anchor_layers"), gguf::uint_array(ValueType::u32, anchors)));
   LLMSVC_RETURN_IF_ERROR(w.set(key("score"), gguf::string_value(o.score)));
   LLMSVC_RETURN_IF_ERROR(

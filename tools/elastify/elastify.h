@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// `llmsvc elastify`: turns a GGUF model into an elastic one (ElastiLM). FFN neurons are scored
-// on a calibration text, reordered by importance within each layer (in whole quantization
-// blocks), layers are scored by the loss increase when each is removed and the most important
+// `llmsvc elastify`: turns a GGUF model into an elastic one (ElastiLM). FFN neurons and query
+// heads are scored on a calibration text and reordered by importance within each layer
+// (neurons in whole quantization blocks, heads within their KV group), layers are scored by the loss increase when each is removed and the most important
 // are locked at full size (anchor layers), and the levels are written into the file's metadata
 // (runtime/core/model/elastic_spec.h). The result is checked: the full model's logits equal the
 // input's up to the float rounding of down's reordered block sums.
@@ -27,12 +27,18 @@ struct Options {
   uint64_t seed = 1;               // random order
   double anchor_share = 0.2;       // share of layers locked at full size
   std::vector<int> levels{20, 30, 40, 50, 60, 70, 80, 90, 100};
+  // Levels cut query heads too (where the model's shape allows). Off by default: on SmolLM2
+  // without recovery adapters, cutting heads lost to cutting only FFN neurons at equal weight
+  // bytes (docs/measurements/2026-12-02-head-levels.md), though it reaches lower costs.
+  bool heads = false;
   int threads = 0;                 // 0: every core
 };
 
 struct Report {
   int n_layer = 0, n_ff = 0, ffn_unit = 0;
   std::vector<int> anchors;
+  bool heads_cut = false;                // the levels cut query heads
+  std::string heads_note;                // why not, when they do not
   std::vector<double> layer_importance;  // loss increase with the layer removed
   double base_loss = 0;                  // mean NLL of the calibration text, full model
   // The written file against the input on the calibration text's first window.

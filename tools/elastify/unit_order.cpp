@@ -14,22 +14,53 @@
 
 namespace llmsvc::elastify {
 
+namespace {
+
+// mean_abs[j] times the L2 norm of w's column j, the columns read row by row from the file's bytes.
+std::vector<double> column_scores(const hal::WeightRef& w, const std::vector<double>& mean_abs) {
+  const size_t cols = static_cast<size_t>(w.cols);
+  std::vector<float> row(cols);
+  std::vector<double> sq(cols, 0.0);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    hal::dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + size_t(r) * w.row_bytes, row.data(), w.cols);
+    for (size_t j = 0; j < cols; ++j) sq[j] += double(row[j]) * row[j];
+  }
+  std::vector<double> s(cols);
+  for (size_t j = 0; j < cols; ++j) s[j] = mean_abs[j] * std::sqrt(sq[j]);
+  return s;
+}
+
+}  // namespace
+
 std::vector<std::vector<double>> activation_scores(const Model& model, const std::vector<std::vector<double>>& mean_abs) {
+  std::vector<std::vector<double>> scores;
+  for (int il = 0; il < model.config().n_layer; ++il) scores.push_back(column_scores(model.layers()[il].w_down->ref(), mean_abs[il]));
+  return scores;
+}
+
+std::vector<std::vector<double>> head_scores(const Model& model, const std::vector<std::vector<double>>& mean_abs) {
   const ModelConfig& c = model.config();
-  std::vector<std::vector<double>> scores(c.n_layer);
-  std::vector<float> row(c.n_ff);
+  std::vector<std::vector<double>> scores;
   for (int il = 0; il < c.n_layer; ++il) {
-    // Column norms of ffn_down, read row by row from the file's bytes.
-    const hal::WeightRef& down = model.layers()[il].w_down->ref();
-    std::vector<double> sq(c.n_ff, 0.0);
-    for (int64_t r = 0; r < down.rows; ++r) {
-      hal::dequantize_row(down.type, static_cast<const uint8_t*>(down.data) + size_t(r) * down.row_bytes, row.data(), c.n_ff);
-      for (int j = 0; j < c.n_ff; ++j) sq[j] += double(row[j]) * row[j];
-    }
-    scores[il].resize(c.n_ff);
-    for (int j = 0; j < c.n_ff; ++j) scores[il][j] = mean_abs[il][j] * std::sqrt(sq[j]);
+    const std::vector<double> col = column_scores(model.layers()[il].wo->ref(), mean_abs[il]);
+    std::vector<double>& h = scores.emplace_back(c.n_head, 0.0);
+    for (size_t j = 0; j < col.size(); ++j) h[j / c.head_dim] += col[j];
   }
   return scores;
+}
+
+std::vector<std::vector<int>> order_heads(const std::vector<std::vector<double>>& scores, int n_head_kv) {
+  std::vector<std::vector<int>> orders;
+  for (const auto& layer : scores) {
+    const int n_head = static_cast<int>(layer.size()), group = n_head / n_head_kv;
+    std::vector<int> order(n_head);
+    std::iota(order.begin(), order.end(), 0);
+    for (int g = 0; g < n_head_kv; ++g)
+      std::stable_sort(order.begin() + g * group, order.begin() + (g + 1) * group,
+                       [&](int a, int b) { return layer[a] > layer[b]; });
+    orders.push_back(std::move(order));
+  }
+  return orders;
 }
 
 Result<std::vector<std::vector<double>>> read_neuron_scores(const std::string& path, const ModelConfig& c) {
@@ -71,12 +102,13 @@ std::vector<std::vector<int>> order_units(const std::vector<std::vector<double>>
   return orders;
 }
 
-std::vector<std::vector<int>> random_order(int n_layer, int n_units, uint64_t seed) {
+std::vector<std::vector<int>> random_order(int n_layer, int n_units, uint64_t seed, int groups) {
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int>> orders(n_layer, std::vector<int>(n_units));
+  const int per_group = n_units / groups;
   for (auto& order : orders) {
     std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
+    for (int g = 0; g < groups; ++g) std::shuffle(order.begin() + g * per_group, order.begin() + (g + 1) * per_group, rng);
   }
   return orders;
 }

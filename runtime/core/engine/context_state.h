@@ -35,6 +35,7 @@ struct ContextState {
   bool busy = false;                // inside a call
   std::vector<int32_t> tokens;      // every token of the context, in order
   int n_evaluated = 0;              // tokens[0, n_evaluated) have K/V in `kv`
+  int call_level = -1;              // the elastic level (Forward's index) of its current or last call
   int turns = 0;                    // completed user turns
   // The conversation (chat contexts whose log keeps messages), each with the history's length
   // after it. messages_mu guards it against readers outside the context's call.

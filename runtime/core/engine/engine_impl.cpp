@@ -117,12 +117,16 @@ EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::u
             auto adapter = adapters_.find(ctx.adapter);
             if (!adapter.ok()) return adapter.status();
             std::lock_guard<FairMutex> lock(compute_mu_);
-            // Switch-in recomputes dropped chunks at the full level, whatever level the call
-            // runs at: a KV chunk does not yet record the level that made it (issue 23, item
-            // 4), so the full model's K/V is the one answer that is right for every chunk.
-            LLMSVC_RETURN_IF_ERROR(forward_->set_level(-1));
+            // At the call's level: the chunks record it (KvSequence::level), and a call at a
+            // larger level recomputes what smaller ones computed.
+            LLMSVC_RETURN_IF_ERROR(forward_->set_level(ctx.call_level));
             LLMSVC_RETURN_IF_ERROR(forward_->set_adapter(*adapter));
-            return forward_->recompute(ctx.kv, tokens, positions, n_valid, hook);
+            LLMSVC_RETURN_IF_ERROR(forward_->recompute(ctx.kv, tokens, positions, n_valid, hook));
+            for (size_t i = 0, j = 0; i < positions.size(); i = j) {  // runs of consecutive positions
+              for (j = i + 1; j < positions.size() && positions[j] == positions[j - 1] + 1;) ++j;
+              ctx.kv.note_level(positions[i], static_cast<int>(j - i), level_percent(ctx.call_level));
+            }
+            return Status::Ok();
           },
           [this](const std::string& msg) { warn(msg); }),
       levels_(*model_, state_.dir().get(), o.level_profile, [this](const std::string& msg) { warn(msg); }),
@@ -472,6 +476,11 @@ Result<int> EngineImpl::call_adapter(const ContextState& ctx, const CallParams& 
   return index;
 }
 
+int EngineImpl::level_percent(int level) const {
+  const ElasticSpec* spec = model_->elastic();
+  return spec && level >= 0 && level < spec->full() ? spec->levels[static_cast<size_t>(level)] : 100;
+}
+
 Status EngineImpl::eval_pending(ContextState& ctx, EvalVariant variant, std::vector<float>& logits) {
   if (ctx.tokens.empty()) return Status(Code::invalid_argument, "the context is empty and the prompt adds no tokens");
   // One micro-batch per turn at the compute lock, so a long prompt lets other calls' tokens
@@ -487,6 +496,7 @@ Status EngineImpl::eval_pending(ContextState& ctx, EvalVariant variant, std::vec
     LLMSVC_RETURN_IF_ERROR(forward_->eval(
         ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(static_cast<size_t>(ctx.n_evaluated), static_cast<size_t>(n)),
         ctx.n_evaluated, false, logits));
+    ctx.kv.note_level(ctx.n_evaluated, n, level_percent(variant.level));
     ctx.n_evaluated += n;
   }
   return Status::Ok();
@@ -532,7 +542,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   std::vector<int32_t> ids = params.reply_only ? std::vector<int32_t>{} : prompt_tokens(*ctx, prompt);
   // The elastic level and the prompt's compression, and a schema or grammar that does not
   // compile, fail the call before the context changes.
-  policy::PromptShape shape{static_cast<int>(ids.size()), 0, static_cast<int>(ctx->tokens.size())};
+  policy::PromptShape shape{static_cast<int>(ids.size()), 0, static_cast<int>(ctx->tokens.size()), context_levels(*ctx)};
   std::optional<PromptWords> words;
   const bool may_compress = params.prompt_keep > 0 || (params.level_percent == 0 && params.slo_ttft_ratio > 0);
   if (may_compress && !prompt.empty()) {
@@ -541,6 +551,11 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   }
   auto level = call_level(params, shape);
   if (!level.ok()) return level.status();
+  // KV that smaller levels computed is what this level lacks: recomputed at switch-in, where
+  // the SLO leaves room (else reused as it is). Nothing is recomputed at the same level or below.
+  if (level->recompute)
+    for (int c = 0; c < ctx->kv.n_chunks(); ++c)
+      if (ctx->kv.level(c) < level->percent && ctx->kv.state(c) != policy::ChunkState::dropped) ctx->kv.drop(c);
   std::string kept_prompt;  // the compressed prompt, which `prompt` then views
   if (words && level->keep < 1 && shape.droppable > 0) {
     kept_prompt = words->without(shape.tokens - shape.kept(level->keep));
@@ -648,7 +663,9 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   // row again (truncate: resident f16, not shared with a fork), else computed again whole.
   if (!ctx.tokens.empty() && ctx.n_evaluated == static_cast<int>(ctx.tokens.size()))
     ctx.n_evaluated = ctx.kv.truncate(ctx.n_evaluated - 1);
-  // Switch-in: bring the context's KV back into memory, then room for the new tokens.
+  // Switch-in: bring the context's KV back into memory (what it recomputes, at the call's
+  // level), then room for the new tokens.
+  ctx.call_level = variant.level;
   Status s = kv_.switch_in(ctx, st);
   if (s.ok()) s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));
   st.switch_in_ms = ms_since(t0);

@@ -113,6 +113,10 @@ class EngineImpl final : public Engine {
   // (Forward::check_level's unsupported: an asked level fails the call, an SLO's choice falls
   // back to the full model with the SLO missed).
   Result<LevelSelector::Choice> call_level(const CallParams& params, policy::PromptShape prompt);
+  // The context's evaluated tokens by the level that computed their KV (PromptShape::context_levels).
+  static std::vector<std::pair<int, int>> context_levels(const ContextState& ctx);
+  // The per cent of Forward level index `level` (-1: the full model, 100).
+  int level_percent(int level) const;
   // What every evaluation of a call runs: the Forward's elastic level index (-1: full) and
   // adapter index (-1: none), set again at each compute turn.
   struct EvalVariant {

@@ -3,6 +3,8 @@
 // and prompt compression the call runs with.
 #include "runtime/core/engine/engine_impl.h"
 
+#include <algorithm>
+
 namespace llmsvc {
 
 std::vector<int32_t> EngineImpl::prompt_ids(std::string_view text, const CountParams& p) const {
@@ -32,6 +34,21 @@ std::vector<int32_t> EngineImpl::turn_tokens(const ChatTemplate& chat, bool raw,
   out.insert(out.end(), mid.begin(), mid.end());
   out.insert(out.end(), tail.begin(), tail.end());
   return out;
+}
+
+std::vector<std::pair<int, int>> EngineImpl::context_levels(const ContextState& ctx) {
+  std::vector<std::pair<int, int>> by_level;
+  const int C = ctx.kv.geometry().chunk_tokens;
+  for (int c = 0; c < ctx.kv.n_chunks() && c * C < ctx.n_evaluated; ++c) {
+    const int tokens = std::min(C, ctx.n_evaluated - c * C), level = ctx.kv.level(c);
+    auto it = std::find_if(by_level.begin(), by_level.end(), [&](const auto& e) { return e.first == level; });
+    if (it == by_level.end()) {
+      by_level.emplace_back(level, tokens);
+    } else {
+      it->second += tokens;
+    }
+  }
+  return by_level;
 }
 
 Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, policy::PromptShape prompt) {

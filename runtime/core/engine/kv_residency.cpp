@@ -292,6 +292,7 @@ void KvResidency::swap_out(ContextState& ctx, CallStats& st) {
   for (int c = 0; c < n; ++c) {
     persist::ChunkTable::Entry e;
     e.format = static_cast<uint8_t>(ctx.kv.format(c));
+    e.level = static_cast<uint8_t>(ctx.kv.level(c));
     e.mass.assign(ctx.kv.token_mass(c).begin(), ctx.kv.token_mass(c).end());
     e.seen.assign(ctx.kv.token_seen(c).begin(), ctx.kv.token_seen(c).end());
     table.chunks.push_back(std::move(e));
@@ -330,6 +331,7 @@ void KvResidency::restore_chunks(ContextState& ctx) {
   for (size_t c = 0; c < chunks.size(); ++c) {
     persist::ChunkTable::Entry& e = table->chunks[c];
     chunks[c].format = static_cast<hal::KvFormat>(e.format);
+    chunks[c].level = e.level;
     chunks[c].on_disk = files.count(static_cast<uint32_t>(c)) > 0;
     chunks[c].mass = std::move(e.mass);
     chunks[c].seen = std::move(e.seen);

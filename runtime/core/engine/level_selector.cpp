@@ -83,6 +83,7 @@ Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo
   }
   c.keep = pick.keep;
   c.slo_missed = !pick.slo_met;
+  c.recompute = pick.recompute;
   if (!spec) return c;  // one level, the full model: the SLO chose the compression only
   c.index = pick.index == spec->full() ? -1 : pick.index;
   c.percent = spec->levels[static_cast<size_t>(pick.index)];

@@ -28,6 +28,9 @@ class LevelSelector {
     int percent = 100;
     double keep = 1;       // the share of the prompt's tokens to keep (1: no compression)
     bool slo_missed = false;  // the SLO asked more than any level can give: the smallest ran
+    // The context's KV from smaller levels is recomputed at this one (always, without an SLO;
+    // with one, where its TTFT bound leaves room: policy::LevelChoice::recompute).
+    bool recompute = true;
   };
   // level_percent: the call's own (0: choose; else one of the model's levels, or 100).
   // keep: the call's own share of prompt tokens to keep (0: by the SLO's TTFT ratio, when the

@@ -82,6 +82,9 @@ Result<std::unique_ptr<Forward>> Forward::create(const Model& model, std::span<h
                                                  const hal::PlacementRule& rule, int max_batch) {
   if (devices.empty() || devices.size() > static_cast<size_t>(kMaxDevices))
     return Status(Code::invalid_argument, "forward: from 1 to " + std::to_string(kMaxDevices) + " devices");
+  // Its query heads are rank-major in its own device's copy only (Model::load).
+  if (devices.size() > 1 && model.config().q_heads_rank_major)
+    return Status(Code::unsupported, "forward: an elastic model with head levels runs on its own device alone");
   std::unique_ptr<Forward> f(new Forward(model, std::vector<hal::Device*>(devices.begin(), devices.end()), max_batch));
   LLMSVC_RETURN_IF_ERROR(f->place(rule));
   if (devices.size() > 1) f->threads_ = std::make_unique<DeviceThreads>(static_cast<int>(devices.size()));
@@ -394,13 +397,22 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
       const LoraAdapter* a = aw ? slot_adapter(aw->slot) : nullptr;
       if (!a || !a->has(aw->layer, static_cast<LoraMatrix>(aw->w))) continue;
       if (op.kind == hal::OpKind::scale) c.f[0] = a->scale();
-      // At a level, gate and up hold the kept neurons only.
+      // At a level, gate and up hold the kept neurons only, q the kept heads.
       if (level_ >= 0 && (aw->w == WeightSlot::gate || aw->w == WeightSlot::up))
         c.cols_in = c.cols_out = model_.elastic()->ffn_keep[level_][op.layer];
+      if (level_ >= 0 && aw->w == WeightSlot::q) c.cols_in = c.cols_out = query_cols(op.layer);
     }
     // A level's FFN activations are its kept neurons: the gated product runs over those.
     if (level_ >= 0 && (op.kind == hal::OpKind::swiglu || op.kind == hal::OpKind::geglu))
       c.cols_out = model_.elastic()->ffn_keep[level_][op.layer];
+    // A level's query heads are its kept ones, packed in their rows (Q's row prefix wrote them).
+    if (level_ >= 0 && op.layer >= 0 && query_cols(op.layer) < int64_t{cfg_.n_head} * cfg_.head_dim) {
+      const auto query = [&](int32_t t) { return t >= 0 && holds_query_heads(g.tensors[t]); };
+      if (op.kind != hal::OpKind::matmul && query(op.in[0])) c.cols_in = query_cols(op.layer);
+      if (query(op.out[0])) c.cols_out = query_cols(op.layer);
+      if ((op.kind == hal::OpKind::rope && query(op.out[0])) || op.kind == hal::OpKind::attention)
+        c.i[0] = static_cast<int32_t>(query_cols(op.layer) / cfg_.head_dim);
+    }
     if (op.kind == hal::OpKind::copy) {
       const hal::Tensor& from = g.tensors[op.in[0]];
       const hal::Tensor& to = g.tensors[op.out[0]];
@@ -437,6 +449,12 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
   }
   cache_order_.push_back(key);
   return cache_.emplace(key, std::move(p)).first->second.get();
+}
+
+int64_t Forward::query_cols(int layer) const {
+  const ElasticSpec* spec = model_.elastic();
+  const int heads = level_ >= 0 && spec && spec->cuts_heads() ? spec->head_keep[level_][layer] : cfg_.n_head;
+  return int64_t{heads} * cfg_.head_dim;
 }
 
 Status Forward::prepare(int tokens, int outputs) {
@@ -725,6 +743,7 @@ Status Forward::run_step(const Step& s, const Run& r) {
       ap.head_dim = c.i[2];
       ap.scale = c.f[0];
       ap.sliding_window = window;
+      ap.rank_major = c.i[4] != 0;
       dev.attention(s.in[0], rows, pos_.data(), views.data(), static_cast<int>(views.size()), ap, s.out[0]);
       break;
     }

@@ -156,6 +156,8 @@ class Forward {
   Status place(const hal::PlacementRule& rule);
   // The adapter slot `slot` runs now (0: the chosen one, 1: the level's recovery adapter), or null.
   const LoraAdapter* slot_adapter(int slot) const;
+  // The columns of layer `layer`'s query heads at the running level (its kept heads).
+  int64_t query_cols(int layer) const;
   // Whether this forward may run adapters (one device, the model's).
   bool on_model_device() const;
   Status ensure_arenas();

@@ -178,7 +178,7 @@ hal::Graph build_model_graph(const ModelConfig& c, const AdapterTargets& adapter
       hal::Op& op = g.add_op(OpKind::attention, il, hal::T());
       op.in[0] = q;
       op.out[0] = attn;
-      op.i = {c.n_head, c.n_head_kv, c.head_dim, swa ? c.sliding_window : 0};
+      op.i = {c.n_head, c.n_head_kv, c.head_dim, swa ? c.sliding_window : 0, c.q_heads_rank_major ? 1 : 0};
       op.f[0] = c.scale_q ? 1.0f : c.attn_scale;
       op.work = 4.0 * static_cast<double>(QD) * 512;  // at a typical context length
     }
@@ -234,12 +234,16 @@ const hal::PreparedWeight* level_model_weight(const Model& model, int level, int
   if (id < 0 || id >= model.config().n_layer * kWeightSlots) return nullptr;
   const int il = id / kWeightSlots;
   switch (static_cast<WeightSlot>(id % kWeightSlots)) {
-    case WeightSlot::gate: return model.level_weight(level, il, Model::FfnPart::gate);
-    case WeightSlot::up: return model.level_weight(level, il, Model::FfnPart::up);
-    case WeightSlot::down: return model.level_weight(level, il, Model::FfnPart::down);
+    case WeightSlot::q: return model.level_weight(level, il, Model::LevelPart::q);
+    case WeightSlot::o: return model.level_weight(level, il, Model::LevelPart::o);
+    case WeightSlot::gate: return model.level_weight(level, il, Model::LevelPart::gate);
+    case WeightSlot::up: return model.level_weight(level, il, Model::LevelPart::up);
+    case WeightSlot::down: return model.level_weight(level, il, Model::LevelPart::down);
     default: return nullptr;
   }
 }
+
+bool holds_query_heads(const hal::Tensor& t) { return t.name.ends_with(".q") || t.name.ends_with(".attn"); }
 
 const float* model_param(const Model& model, int32_t id) {
   const ModelConfig& c = model.config();

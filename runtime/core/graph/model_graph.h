@@ -65,5 +65,8 @@ const float* model_param(const Model& model, int32_t id);
 // The prefix view that elastic level `level` runs in place of weight `id` (Model::level_weight),
 // or nullptr where the level keeps the whole weight.
 const hal::PreparedWeight* level_model_weight(const Model& model, int level, int32_t id);
+// Whether tensor `t` of the model graph holds a layer's query heads (q, and attention's
+// output): a level that cuts heads runs them with its kept heads' columns only.
+bool holds_query_heads(const hal::Tensor& t);
 
 }  // namespace llmsvc

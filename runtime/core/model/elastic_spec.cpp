@@ -17,6 +17,38 @@ Status bad(const char* field, const std::string& what) {
   return Status(Code::model_invalid, "model: " + key(field) + ": " + what);
 }
 
+// A levels x n_layer count of kept units: `what` in whole `unit_word` of `unit`, at most
+// `whole`; `whole` at the full level and in anchor layers; never fewer than the level below.
+struct Counts {
+  const char* field;
+  const char* what;
+  const char* unit_word;
+  int unit, whole;
+};
+
+Result<std::vector<std::vector<int>>> read_counts(const gguf::GgufFile& f, const ElasticSpec& s, int n_layer, const Counts& c) {
+  const std::vector<int64_t>* v = f.get_int_array(key(c.field));
+  const size_t n_levels = s.levels.size();
+  if (!v || v->size() != n_levels * n_layer)
+    return bad(c.field, "not levels x n_layer (" + std::to_string(n_levels * n_layer) + ") integers");
+  std::vector<std::vector<int>> out(n_levels, std::vector<int>(n_layer));
+  for (size_t lv = 0; lv < n_levels; ++lv) {
+    for (int il = 0; il < n_layer; ++il) {
+      const int64_t k = (*v)[lv * n_layer + il];
+      const std::string where = "level " + std::to_string(s.levels[lv]) + " %, layer " + std::to_string(il) + ": ";
+      if (k < c.unit || k > c.whole || k % c.unit != 0)
+        return bad(c.field, where + std::to_string(k) + " " + c.what + " (whole " + c.unit_word + " of " +
+                                std::to_string(c.unit) + ", at most " + std::to_string(c.whole) + ")");
+      if ((s.anchor[il] || lv + 1 == n_levels) && k != c.whole)
+        return bad(c.field, where + (s.anchor[il] ? "an anchor layer" : "the full level") + " keeps " + std::to_string(k) +
+                                " of " + std::to_string(c.whole) + " " + c.what);
+      if (lv > 0 && k < out[lv - 1][il]) return bad(c.field, where + "fewer " + c.what + " than the level below");
+      out[lv][il] = static_cast<int>(k);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int ElasticSpec::level_index(int percent) const {
@@ -30,6 +62,17 @@ int elastic_ffn_keep(int n_ff, int unit, int percent) {
   const int units = n_ff / unit;
   const int kept = static_cast<int>(std::lround(static_cast<double>(units) * percent / 100.0));
   return std::clamp(kept, 1, units) * unit;
+}
+
+int elastic_head_keep(int n_head, int n_head_kv, int percent) {
+  return elastic_ffn_keep(n_head, n_head_kv, percent);  // ranks are units of n_head_kv heads
+}
+
+std::vector<int> rank_major_heads(int n_head, int n_head_kv) {
+  const int group = n_head / n_head_kv;
+  std::vector<int> order(static_cast<size_t>(n_head));
+  for (int k = 0; k < n_head; ++k) order[k] = (k % n_head_kv) * group + k / n_head_kv;
+  return order;
 }
 
 Result<std::optional<ElasticSpec>> read_elastic_spec(const gguf::GgufFile& f, const ModelConfig& c) {
@@ -67,26 +110,15 @@ Result<std::optional<ElasticSpec>> read_elastic_spec(const gguf::GgufFile& f, co
     }
   }
 
-  const std::vector<int64_t>* keep = f.get_int_array(key("ffn_keep"));
-  const size_t n_levels = s.levels.size();
-  if (!keep || keep->size() != n_levels * c.n_layer)
-    return bad("ffn_keep", "missing, or not levels x n_layer (" + std::to_string(n_levels * c.n_layer) + ") integers");
-  s.ffn_keep.assign(n_levels, std::vector<int>(c.n_layer));
-  for (size_t lv = 0; lv < n_levels; ++lv) {
-    for (int il = 0; il < c.n_layer; ++il) {
-      const int64_t k = (*keep)[lv * c.n_layer + il];
-      const std::string where = "level " + std::to_string(s.levels[lv]) + " %, layer " + std::to_string(il) + ": ";
-      if (k < s.ffn_unit || k > c.n_ff || k % s.ffn_unit != 0)
-        return bad("ffn_keep", where + std::to_string(k) + " neurons (whole units of " + std::to_string(s.ffn_unit) +
-                                   ", at most " + std::to_string(c.n_ff) + ")");
-      if ((s.anchor[il] || lv + 1 == n_levels) && k != c.n_ff)
-        return bad("ffn_keep", where + (s.anchor[il] ? "an anchor layer" : "the full level") + " keeps " +
-                                   std::to_string(k) + " of " + std::to_string(c.n_ff) + " neurons");
-      if (lv > 0 && k < s.ffn_keep[lv - 1][il]) return bad("ffn_keep", where + "fewer neurons than the level below");
-      s.ffn_keep[lv][il] = static_cast<int>(k);
-    }
+  if (!f.find(key("ffn_keep"))) return bad("ffn_keep", "missing");
+  auto ffn = read_counts(f, s, c.n_layer, {"ffn_keep", "neurons", "units", s.ffn_unit, c.n_ff});
+  if (!ffn.ok()) return ffn.status();
+  s.ffn_keep = std::move(ffn).value();
+  if (f.find(key("head_keep"))) {
+    auto heads = read_counts(f, s, c.n_layer, {"head_keep", "query heads", "ranks", c.n_head_kv, c.n_head});
+    if (!heads.ok()) return heads.status();
+    s.head_keep = std::move(heads).value();
   }
-
   if (f.find(key("score"))) {
     const auto score = f.get_string(key("score"));
     if (!score) return bad("score", "not a string");

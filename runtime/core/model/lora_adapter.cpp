@@ -9,6 +9,7 @@
 #include "hal/weight_type.h"
 #include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/model/model.h"
+#include "runtime/core/model/unit_permute.h"
 
 namespace llmsvc {
 namespace {
@@ -218,15 +219,45 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::build(std::unique_ptr<gguf::Gg
     for (int part = 0; part < 2; ++part) {
       auto ref = weight_ref(who, *ab[part], device);
       if (!ref.ok()) return ref.status();
+      // A model holding its query heads rank-major (Model::load) needs q's B rows and o's A
+      // columns in that order too.
+      const bool relay = c.q_heads_rank_major && ((m == LoraMatrix::q && part == 1) || (m == LoraMatrix::o && part == 0));
+      if (relay) {
+        const auto heads = rank_major_heads(c.n_head, c.n_head_kv);
+        auto moved = part == 1 ? permuted_rows(*ref, heads, c.head_dim) : permuted_cols(*ref, heads, c.head_dim);
+        if (!moved.ok()) return bad(Code::model_invalid, who, "tensor '" + ab[part]->name + "': " + moved.status().message());
+        ref->data = adapter->relaid_.emplace_back(std::move(moved).value()).data();
+      }
       auto p = device.prepare_weight(*ref);
       if (!p.ok()) return bad(p.status().code(), who, "tensor '" + ab[part]->name + "': " + p.status().message());
       pair[part] = std::move(p).value();
+      if (relay && pair[part]->owns_copy()) adapter->relaid_.back() = {};
       adapter->bytes_ += ab[part]->n_bytes;
     }
   }
   LLMSVC_RETURN_IF_ERROR(adapter->make_level_views(model, device));
   return adapter;
 }
+
+namespace {
+
+static_assert(Model::kLevelParts == 5, "lora_adapter.h's level_views_ holds one view per level part");
+
+// The matrix of Model::LevelPart `part`, and back (-1: a matrix no level cuts).
+LoraMatrix level_matrix(int part) {
+  constexpr LoraMatrix kMatrix[Model::kLevelParts] = {LoraMatrix::q, LoraMatrix::o, LoraMatrix::gate, LoraMatrix::up,
+                                                      LoraMatrix::down};
+  return kMatrix[part];
+}
+int level_part(LoraMatrix m) {
+  for (int part = 0; part < Model::kLevelParts; ++part)
+    if (level_matrix(part) == m) return part;
+  return -1;
+}
+// A level cuts A's columns of O and down (their inputs), B's rows of the others (their outputs).
+bool cut_on_a(LoraMatrix m) { return m == LoraMatrix::o || m == LoraMatrix::down; }
+
+}  // namespace
 
 Status LoraAdapter::make_level_views(const Model& model, hal::Device& device) {
   const ElasticSpec* s = model.elastic();
@@ -238,20 +269,24 @@ Status LoraAdapter::make_level_views(const Model& model, hal::Device& device) {
     levels_status_ = model.levels_status();
     return Status::Ok();
   }
-  const int n_layer = model.config().n_layer, n_ff = model.config().n_ff;
+  const ModelConfig& c = model.config();
   level_views_.resize(s->levels.size());
   for (size_t lv = 0; lv + 1 < s->levels.size(); ++lv) {
-    level_views_[lv].resize(n_layer);
-    for (int il = 0; il < n_layer; ++il) {
+    level_views_[lv].resize(c.n_layer);
+    for (int il = 0; il < c.n_layer; ++il) {
       const int keep = s->ffn_keep[lv][il];
-      if (keep == n_ff) continue;
-      for (int part = 0; part < 3; ++part) {
-        const LoraMatrix m = part == 0 ? LoraMatrix::gate : part == 1 ? LoraMatrix::up : LoraMatrix::down;
+      const int q_keep = (s->cuts_heads() ? s->head_keep[lv][il] : c.n_head) * c.head_dim;
+      for (int part = 0; part < Model::kLevelParts; ++part) {
+        const LoraMatrix m = level_matrix(part);
+        const bool ffn = part >= static_cast<int>(Model::LevelPart::gate);
+        const int units = ffn ? keep : q_keep;
+        if (units == (ffn ? c.n_ff : c.n_head * c.head_dim)) continue;
         const Pair& pair = layers_[il][static_cast<int>(m)];
         if (!pair[0]) continue;
-        // gate/up: B's rows are the layer's neurons; down: A's columns are.
-        const hal::PreparedWeight& w = m == LoraMatrix::down ? *pair[0] : *pair[1];
-        auto v = m == LoraMatrix::down ? device.slice_weight(w, rank_, keep) : device.slice_weight(w, keep, rank_);
+        // q/gate/up: B's rows are the layer's heads or neurons; o/down: A's columns are.
+        const bool on_a = cut_on_a(m);
+        const hal::PreparedWeight& w = on_a ? *pair[0] : *pair[1];
+        auto v = on_a ? device.slice_weight(w, rank_, units) : device.slice_weight(w, units, rank_);
         if (!v.ok()) {
           // The adapter still runs at the full level; only the smaller ones are out of reach.
           levels_status_ = bad(v.status().code(), name_,
@@ -273,11 +308,10 @@ bool LoraAdapter::has(int layer, LoraMatrix m) const {
 
 const hal::PreparedWeight* LoraAdapter::weight(int level, int layer, LoraMatrix m, LoraPart part) const {
   if (!has(layer, m)) return nullptr;
-  const bool cut_part = (m == LoraMatrix::down) == (part == LoraPart::a) &&
-                        (m == LoraMatrix::gate || m == LoraMatrix::up || m == LoraMatrix::down);
+  const int k = level_part(m);
+  const bool cut_part = k >= 0 && cut_on_a(m) == (part == LoraPart::a);
   if (cut_part && level >= 0 && static_cast<size_t>(level) < level_views_.size() &&
       static_cast<size_t>(layer) < level_views_[level].size()) {
-    const int k = m == LoraMatrix::gate ? 0 : m == LoraMatrix::up ? 1 : 2;
     if (const auto& v = level_views_[level][layer][k]) return v.get();
   }
   return layers_[layer][static_cast<int>(m)][static_cast<int>(part)].get();

@@ -68,10 +68,10 @@ class LoraAdapter {
   float scale() const { return alpha_ == 0.0f ? 1.0f : alpha_ / static_cast<float>(rank_); }
   // Whether the adapter has a pair for (layer, m).
   bool has(int layer, LoraMatrix m) const;
-  // The prepared A or B of (layer, m) at elastic level `level` (-1: full): for gate/up at a
-  // level that cuts the layer, B's first ffn_keep rows; for down, A's first ffn_keep columns
-  // (views sharing the full weight's memory, as Model::level_weight). Null where the adapter
-  // has no pair.
+  // The prepared A or B of (layer, m) at elastic level `level` (-1: full): for q, gate and up
+  // at a level that cuts the layer, B's first rows (of the kept heads or neurons); for o and
+  // down, A's first columns (views sharing the full weight's memory, as Model::level_weight).
+  // Null where the adapter has no pair.
   const hal::PreparedWeight* weight(int level, int layer, LoraMatrix m, LoraPart part) const;
   // Whether levels below the full one can run with this adapter (the device slices weights,
   // the level's neuron counts are whole blocks of A's type), or why not.
@@ -101,8 +101,11 @@ class LoraAdapter {
   uint64_t bytes_ = 0;
   using Pair = std::array<std::unique_ptr<hal::PreparedWeight>, 2>;  // [LoraPart]
   std::vector<std::array<Pair, kLoraMatrices>> layers_;
-  // [level][layer][gate, up, down]: the views of the layers a level cuts (null elsewhere).
-  std::vector<std::vector<std::array<std::unique_ptr<hal::PreparedWeight>, 3>>> level_views_;
+  // [level][layer][Model::LevelPart]: the views of the layers a level cuts (null elsewhere).
+  std::vector<std::vector<std::array<std::unique_ptr<hal::PreparedWeight>, 5>>> level_views_;
+  // q's B and o's A with the query heads rank-major (as the model's), where the device reads
+  // them in place.
+  std::vector<std::vector<uint8_t>> relaid_;
   Status levels_status_;
 };
 

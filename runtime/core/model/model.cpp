@@ -11,6 +11,7 @@
 #include "hal/weight_type.h"
 #include "runtime/core/gguf/gguf_file.h"
 #include "runtime/core/model/lora_adapter.h"
+#include "runtime/core/model/unit_permute.h"
 
 namespace llmsvc {
 namespace {
@@ -90,6 +91,14 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, hal::Device&
   m->tokenizer_ = std::move(tok).value();
   m->chat_ = make_chat_template(*m->file_);
   m->hash_identity();  // before load_weights drops the pages it has copied
+  auto spec = read_elastic_spec(*m->file_, m->config_);
+  if (!spec.ok()) return spec.status();
+  m->elastic_ = std::move(spec).value();
+  // Head levels need the query heads rank-major, where the device runs levels at all; with
+  // one KV group (or one head per group) the file's order is rank-major already.
+  const ModelConfig& c = m->config_;
+  m->config_.q_heads_rank_major = m->elastic_ && m->elastic_->cuts_heads() && device.caps().slices_weights &&
+                                  c.n_head_kv > 1 && c.n_head > c.n_head_kv;
   LLMSVC_RETURN_IF_ERROR(m->load_weights(device));
   LLMSVC_RETURN_IF_ERROR(m->load_levels(device));
   LLMSVC_RETURN_IF_ERROR(m->load_recovery(device));
@@ -128,16 +137,27 @@ Status Model::load_weights(hal::Device& dev) {
   if (!te.ok()) return te.status();
   tok_embd_ = *te;
 
-  auto prep = [&](const std::string& name, int64_t cols, int64_t rows,
-                  std::unique_ptr<hal::PreparedWeight>* out) -> Status {
+  // Rank-major query heads: Q's row units and O's column units of head_dim, moved.
+  const std::vector<int> heads = c.q_heads_rank_major ? rank_major_heads(c.n_head, c.n_head_kv) : std::vector<int>{};
+  enum class Relay { none, rows, cols };
+  auto prep = [&](const std::string& name, int64_t cols, int64_t rows, std::unique_ptr<hal::PreparedWeight>* out,
+                  Relay relay = Relay::none) -> Status {
     auto w = matrix(f, name, cols, rows);
     if (!w.ok()) return w.status();
+    if (relay != Relay::none && !heads.empty()) {
+      auto moved = relay == Relay::rows ? permuted_rows(*w, heads, c.head_dim) : permuted_cols(*w, heads, c.head_dim);
+      if (!moved.ok()) return Status(Code::model_invalid, "model: tensor '" + name + "' (query heads): " + moved.status().message());
+      w->data = relaid_.emplace_back(std::move(moved).value()).data();
+    }
     auto p = dev.prepare_weight(*w);
     if (!p.ok()) return Status(p.status().code(), "model: tensor '" + name + "': " + p.status().message());
     *out = std::move(p).value();
     // A device that copied the weight never reads the file bytes again: drop them so the
     // process holds each weight once.
-    if ((*out)->owns_copy()) f.release_pages(*f.find_tensor(name));
+    if ((*out)->owns_copy()) {
+      f.release_pages(*f.find_tensor(name));
+      if (relay != Relay::none && !heads.empty()) relaid_.back() = {};  // nor the moved copy
+    }
     weight_bytes_ += w->row_bytes * static_cast<uint64_t>(rows);
     return Status::Ok();
   };
@@ -148,15 +168,21 @@ Status Model::load_weights(hal::Device& dev) {
     const std::string p = "blk." + std::to_string(il) + ".";
     LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_norm.weight", c.n_embd, &L.attn_norm, dev));
     LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "ffn_norm.weight", c.n_embd, &L.ffn_norm, dev));
-    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_q.weight", c.n_embd, q_dim, &L.wq));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_q.weight", c.n_embd, q_dim, &L.wq, Relay::rows));
     LLMSVC_RETURN_IF_ERROR(prep(p + "attn_k.weight", c.n_embd, kv_dim, &L.wk));
     LLMSVC_RETURN_IF_ERROR(prep(p + "attn_v.weight", c.n_embd, kv_dim, &L.wv));
-    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_output.weight", q_dim, c.n_embd, &L.wo));
+    LLMSVC_RETURN_IF_ERROR(prep(p + "attn_output.weight", q_dim, c.n_embd, &L.wo, Relay::cols));
     LLMSVC_RETURN_IF_ERROR(prep(p + "ffn_gate.weight", c.n_embd, c.n_ff, &L.w_gate));
     LLMSVC_RETURN_IF_ERROR(prep(p + "ffn_up.weight", c.n_embd, c.n_ff, &L.w_up));
     LLMSVC_RETURN_IF_ERROR(prep(p + "ffn_down.weight", c.n_ff, c.n_embd, &L.w_down));
     if (c.has_qkv_bias) {
       LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_q.bias", q_dim, &L.bq, dev));
+      if (!heads.empty()) {
+        const hal::WeightRef b{hal::WeightType::F32, L.bq.values.data(), 1, q_dim, static_cast<size_t>(q_dim) * sizeof(float)};
+        auto moved = permuted_cols(b, heads, c.head_dim);
+        if (!moved.ok()) return moved.status();
+        std::copy_n(reinterpret_cast<const float*>(moved->data()), q_dim, L.bq.values.data());
+      }
       LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_k.bias", kv_dim, &L.bk, dev));
       LLMSVC_RETURN_IF_ERROR(vector_param(f, p + "attn_v.bias", kv_dim, &L.bv, dev));
     }
@@ -187,9 +213,6 @@ Status Model::load_weights(hal::Device& dev) {
 }
 
 Status Model::load_levels(hal::Device& dev) {
-  auto spec = read_elastic_spec(*file_, config_);
-  if (!spec.ok()) return spec.status();
-  elastic_ = std::move(spec).value();
   if (!elastic_) {
     levels_status_ = Status(Code::unsupported, "the model has no elastic levels (make them with `llmsvc elastify`)");
     return Status::Ok();
@@ -205,19 +228,35 @@ Status Model::load_levels(hal::Device& dev) {
       return Status(Code::model_invalid, "model: llmsvc.elastic.ffn_unit " + std::to_string(s.ffn_unit) +
                                              " is not a multiple of blk." + std::to_string(il) +
                                              ".ffn_down.weight's block of " + std::to_string(block));
+    // A head is head_dim columns of attn_output: whole blocks, or heads could not move intact.
+    const int64_t o_block = hal::block_elems(layers_[il].wo->ref().type);
+    if (s.cuts_heads() && c.head_dim % o_block != 0)
+      return Status(Code::model_invalid, "model: llmsvc.elastic.head_keep: a head of " + std::to_string(c.head_dim) +
+                                             " columns splits blk." + std::to_string(il) + ".attn_output.weight's blocks of " +
+                                             std::to_string(o_block));
   }
   level_weights_.resize(s.levels.size());
   for (size_t lv = 0; lv + 1 < s.levels.size(); ++lv) {
     level_weights_[lv].resize(c.n_layer);
     for (int il = 0; il < c.n_layer; ++il) {
       const int keep = s.ffn_keep[lv][il];
-      if (keep == c.n_ff) continue;
+      const int64_t q_keep = int64_t{s.cuts_heads() ? s.head_keep[lv][il] : c.n_head} * c.head_dim;
       const LayerWeights& L = layers_[il];
       auto& views = level_weights_[lv][il];
-      const std::pair<const hal::PreparedWeight*, std::pair<int64_t, int64_t>> cuts[3] = {
-          {L.w_gate.get(), {keep, c.n_embd}}, {L.w_up.get(), {keep, c.n_embd}}, {L.w_down.get(), {c.n_embd, keep}}};
-      for (int part = 0; part < 3; ++part) {
-        auto v = dev.slice_weight(*cuts[part].first, cuts[part].second.first, cuts[part].second.second);
+      struct Cut {
+        const hal::PreparedWeight* w;
+        int64_t rows, cols;
+        bool whole;
+      };
+      const bool ffn_whole = keep == c.n_ff, heads_whole = q_keep == int64_t{c.n_head} * c.head_dim;
+      const Cut cuts[kLevelParts] = {{L.wq.get(), q_keep, c.n_embd, heads_whole},
+                                     {L.wo.get(), c.n_embd, q_keep, heads_whole},
+                                     {L.w_gate.get(), keep, c.n_embd, ffn_whole},
+                                     {L.w_up.get(), keep, c.n_embd, ffn_whole},
+                                     {L.w_down.get(), c.n_embd, keep, ffn_whole}};
+      for (int part = 0; part < kLevelParts; ++part) {
+        if (cuts[part].whole) continue;
+        auto v = dev.slice_weight(*cuts[part].w, cuts[part].rows, cuts[part].cols);
         if (v.status().code() == Code::unsupported) {
           // The model still runs whole; only the smaller levels are out of reach here.
           levels_status_ = v.status();
@@ -251,7 +290,7 @@ const LoraAdapter* Model::recovery_adapter(int level) const {
   return recovery_[level].get();
 }
 
-const hal::PreparedWeight* Model::level_weight(int level, int il, FfnPart part) const {
+const hal::PreparedWeight* Model::level_weight(int level, int il, LevelPart part) const {
   if (level < 0 || static_cast<size_t>(level) >= level_weights_.size()) return nullptr;
   const auto& layers = level_weights_[level];
   if (il < 0 || static_cast<size_t>(il) >= layers.size()) return nullptr;
@@ -275,7 +314,9 @@ uint64_t Model::level_matmul_bytes(int level) const {
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = layers_[il];
     const int keep = cut ? elastic_->ffn_keep[level][il] : c.n_ff;
-    for (const auto* w : {L.wq.get(), L.wk.get(), L.wv.get(), L.wo.get()}) bytes += matmul_bytes(*w, w->ref().rows, w->ref().cols);
+    const int64_t q_keep = int64_t{cut && elastic_->cuts_heads() ? elastic_->head_keep[level][il] : c.n_head} * c.head_dim;
+    for (const auto* w : {L.wk.get(), L.wv.get()}) bytes += matmul_bytes(*w, w->ref().rows, w->ref().cols);
+    bytes += matmul_bytes(*L.wq, q_keep, c.n_embd) + matmul_bytes(*L.wo, c.n_embd, q_keep);
     bytes += matmul_bytes(*L.w_gate, keep, c.n_embd) + matmul_bytes(*L.w_up, keep, c.n_embd) +
              matmul_bytes(*L.w_down, c.n_embd, keep);
   }

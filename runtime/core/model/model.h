@@ -57,10 +57,12 @@ class Model {
   // Whether levels below the full one can run: OK, or why not (the device cannot slice
   // weights, the model is not elastic).
   const Status& levels_status() const { return levels_status_; }
-  // Layer il's FFN weight (gate, up or down) at elastic level `level`: a prefix view of the
-  // full weight sharing its memory; nullptr where the level keeps the whole weight.
-  enum class FfnPart { gate, up, down };
-  const hal::PreparedWeight* level_weight(int level, int il, FfnPart part) const;
+  // Layer il's weight `part` at elastic level `level`: a prefix view of the full weight
+  // sharing its memory (Q's rows and O's columns of the kept heads, gate's and up's rows and
+  // down's columns of the kept neurons); nullptr where the level keeps the whole weight.
+  enum class LevelPart { q, o, gate, up, down };
+  static constexpr int kLevelParts = 5;
+  const hal::PreparedWeight* level_weight(int level, int il, LevelPart part) const;
   // The recovery adapter stored in the file for elastic level `level` (an index into
   // elastic()->levels; llmsvc.elastic.recovery), or nullptr.
   const LoraAdapter* recovery_adapter(int level) const;
@@ -82,7 +84,7 @@ class Model {
 
  private:
   Status load_weights(hal::Device& device);
-  // Reads the elastic spec and makes each level's prefix views of the FFN weights.
+  // Checks the elastic spec against the weights and makes each level's prefix views.
   Status load_levels(hal::Device& device);
   // Prepares the recovery adapters the elastic spec names.
   Status load_recovery(hal::Device& device);
@@ -101,7 +103,10 @@ class Model {
   std::optional<ElasticSpec> elastic_;
   Status levels_status_;
   // [level][layer][part]: views for the layers a level cuts (null where it keeps them whole).
-  std::vector<std::vector<std::array<std::unique_ptr<hal::PreparedWeight>, 3>>> level_weights_;
+  std::vector<std::vector<std::array<std::unique_ptr<hal::PreparedWeight>, kLevelParts>>> level_weights_;
+  // Q's and O's bytes with the query heads rank-major, for a device that reads them in place
+  // (emptied where the device keeps its own copy).
+  std::vector<std::vector<uint8_t>> relaid_;
   std::vector<std::unique_ptr<LoraAdapter>> recovery_;  // [level], null where none
   uint64_t content_hash_ = 0;
   uint64_t vocab_hash_ = 0;

@@ -42,6 +42,9 @@ struct ModelConfig {
   bool has_qk_norm = false;  // per-head RMSNorm of q and k (gemma3)
   bool has_post_norms = false;  // norms after attention and FFN outputs (gemma3)
   bool has_qkv_bias = false;    // qwen2
+  // The query heads (Q's rows, O's columns, q's bias) are held rank-major in memory: an
+  // elastic model with head levels on a device that runs them (Model::load; AttentionParams).
+  bool q_heads_rank_major = false;
 
   int kv_dim() const { return n_head_kv * head_dim; }
   int kv_dim_v() const { return n_head_kv * head_dim_v; }

@@ -47,7 +47,7 @@ Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t) {
     return Status(Code::invalid_argument, "chunk table: inconsistent counts");
   const size_t C = static_cast<size_t>(t.chunk_tokens);
   std::vector<uint8_t> out;
-  out.reserve(kHeaderBytes + t.chunks.size() * (1 + 8 * C) + 8);
+  out.reserve(kHeaderBytes + t.chunks.size() * (2 + 8 * C) + 8);
   out.insert(out.end(), kMagic, kMagic + 4);
   put<uint16_t>(out, ChunkTable::kVersion);
   put<uint16_t>(out, static_cast<uint16_t>(t.chunk_tokens));
@@ -55,9 +55,10 @@ Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t) {
   put<int32_t>(out, t.n_evaluated);
   put<uint32_t>(out, static_cast<uint32_t>(t.chunks.size()));
   for (const ChunkTable::Entry& e : t.chunks) {
-    if (!hal::kv_format_valid(e.format) || e.mass.size() != C || e.seen.size() != C)
+    if (!hal::kv_format_valid(e.format) || e.level < 1 || e.level > 100 || e.mass.size() != C || e.seen.size() != C)
       return Status(Code::invalid_argument, "chunk table: bad entry");
     out.push_back(e.format);
+    out.push_back(e.level);
     for (float m : e.mass) put<float>(out, m);
     for (uint32_t s : e.seen) put<uint32_t>(out, s);
   }
@@ -70,7 +71,8 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
   if (std::memcmp(b.data(), kMagic, 4) != 0) return bad("bad magic");
   const size_t body = b.size() - 8;
   if (XXH3_64bits(b.data(), body) != get<uint64_t>(b.data() + body)) return bad("checksum mismatch");
-  if (get<uint16_t>(b.data() + 4) != ChunkTable::kVersion) return bad("unsupported version");
+  const uint16_t version = get<uint16_t>(b.data() + 4);
+  if (version != 1 && version != ChunkTable::kVersion) return bad("unsupported version");
   ChunkTable t;
   t.chunk_tokens = get<uint16_t>(b.data() + 6);
   t.model_hash = get<uint64_t>(b.data() + 8);
@@ -80,7 +82,7 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
   if (t.n_evaluated < 0 || n > ChunkTable::kMaxChunks ||
       n != static_cast<uint32_t>((int64_t{t.n_evaluated} + t.chunk_tokens - 1) / t.chunk_tokens))
     return bad("bad counts");
-  const size_t C = static_cast<size_t>(t.chunk_tokens), entry = 1 + 8 * C;
+  const size_t C = static_cast<size_t>(t.chunk_tokens), entry = (version == 1 ? 1 : 2) + 8 * C;
   if (body - kHeaderBytes != size_t{n} * entry) return bad("size does not match its counts");
   t.chunks.resize(n);
   const uint8_t* p = b.data() + kHeaderBytes;
@@ -88,6 +90,10 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
     ChunkTable::Entry& e = t.chunks[c];
     e.format = *p++;
     if (!hal::kv_format_valid(e.format)) return bad("chunk " + std::to_string(c) + ": bad format");
+    if (version > 1) {
+      e.level = *p++;
+      if (e.level < 1 || e.level > 100) return bad("chunk " + std::to_string(c) + ": bad level");
+    }
     e.mass.resize(C);
     e.seen.resize(C);
     for (size_t i = 0; i < C; ++i, p += 4) {

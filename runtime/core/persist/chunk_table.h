@@ -8,8 +8,9 @@
 // checks itself against it; a missing, damaged or foreign table only means recomputing.
 //
 // Layout (little-endian): "LLKT" u16 version u16 chunk_tokens u64 model_hash i32 n_evaluated
-// u32 n_chunks, then per chunk u8 format, f32 mass[chunk_tokens], u32 seen[chunk_tokens];
-// then the XXH3-64 of everything before it.
+// u32 n_chunks, then per chunk u8 format, u8 level (version 2; 1..100), f32 mass[chunk_tokens],
+// u32 seen[chunk_tokens]; then the XXH3-64 of everything before it. Version 1 (no level) is
+// read with every chunk at level 100.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +25,13 @@
 namespace llmsvc::persist {
 
 struct ChunkTable {
-  static constexpr uint16_t kVersion = 1;
+  static constexpr uint16_t kVersion = 2;
   static constexpr int kMaxChunkTokens = 4096;
   static constexpr uint32_t kMaxChunks = 1u << 20;
 
   struct Entry {
     uint8_t format = 16;         // hal::KvFormat's value (its bits per code)
+    uint8_t level = 100;         // the elastic level that computed it (KvSequence::level)
     std::vector<float> mass;     // chunk_tokens entries
     std::vector<uint32_t> seen;  // chunk_tokens entries
   };
@@ -42,7 +44,7 @@ struct ChunkTable {
 // Code::invalid_argument for an inconsistent table (entry lengths, counts).
 Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t);
 // Parses untrusted bytes; Code::io names what is wrong (masses must be finite and >= 0,
-// formats 16/8/4/3/2, n_chunks == ceil(n_evaluated / chunk_tokens)).
+// formats 16/8/4/3/2, levels 1..100, n_chunks == ceil(n_evaluated / chunk_tokens)).
 Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> bytes);
 // Code::not_found when there is no table.
 Result<ChunkTable> read_chunk_table(const std::string& path);
