@@ -3,8 +3,8 @@
 # Builds the libFuzzer targets (CMake preset "fuzz", clang-14) into build/fuzz and runs each
 # for SECONDS (default 60) over a scratch copy of its seed corpus fuzz/corpus/<name>/.
 # FUZZ_JOBS of them run at once (default: the CPU count), each on its own core, so the stage
-# takes ceil(targets / FUZZ_JOBS) x SECONDS: on CI's 2 cores the 9 fuzzers (gguf, chunk_file, history_log,
-# protocol, protocol_session, jinja, schema, tool_call, lora_adapter) take 5 x SECONDS. Each one's output is
+# takes ceil(targets / FUZZ_JOBS) x SECONDS: on CI's 2 cores the 10 fuzzers (gguf, chunk_file, chunk_table,
+# history_log, protocol, protocol_session, jinja, schema, tool_call, lora_adapter) take 5 x SECONDS. Each one's output is
 # printed when it ends.
 # Exits non-zero if any fuzzer finds a crash; the input is kept in build/fuzz/artifacts/.
 # Usage: fuzz/run_fuzzers.sh [SECONDS]      env: JOBS (build parallelism, default 2), FUZZ_JOBS
