@@ -27,9 +27,10 @@ struct Options {
   uint64_t seed = 1;               // random order
   double anchor_share = 0.2;       // share of layers locked at full size
   std::vector<int> levels{20, 30, 40, 50, 60, 70, 80, 90, 100};
-  // Levels cut query heads too (where the model's shape allows). Off by default: on SmolLM2
-  // without recovery adapters, cutting heads lost to cutting only FFN neurons at equal weight
-  // bytes (docs/measurements/2026-12-02-head-levels.md), though it reaches lower costs.
+  // Levels cut query heads too (where the model's shape allows). Off by default: without
+  // recovery adapters (what elastify alone writes) cutting heads lost to cutting only FFN
+  // neurons at equal weight bytes on SmolLM2 and Gemma-3; with them it won, and reaches lower
+  // costs (docs/measurements/2026-12-02-head-levels.md). Set it when adapters will be trained.
   bool heads = false;
   int threads = 0;                 // 0: every core
 };

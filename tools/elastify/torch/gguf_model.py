@@ -55,6 +55,12 @@ class Config:
     add_bos: bool = False
 
 
+class LevelKeep(list):
+    """A level's FFN neurons kept per layer; .heads: its query heads kept per layer (the first
+    heads / n_head_kv of each KV group, llmsvc.elastic.head_keep), or None: every head."""
+    heads = None
+
+
 @dataclass
 class Elastic:
     levels: list            # per cent, increasing, last 100
@@ -62,9 +68,13 @@ class Elastic:
     ffn_keep: list          # [level][layer]
     anchors: list
     score: str
+    head_keep: list | None = None  # [level][layer], or None: no head cut
 
     def keep(self, percent: int) -> list:
-        return self.ffn_keep[self.levels.index(percent)]
+        i = self.levels.index(percent)
+        k = LevelKeep(self.ffn_keep[i])
+        k.heads = self.head_keep[i] if self.head_keep else None
+        return k
 
 
 def _field(reader: gguf.GGUFReader, key: str, default=None):
@@ -123,8 +133,21 @@ def read_elastic(reader: gguf.GGUFReader, c: Config) -> Elastic | None:
     flat = [int(x) for x in _field(reader, p + "ffn_keep")]
     assert len(flat) == len(levels) * c.n_layer, "ffn_keep: levels x layers"
     keep = [flat[i * c.n_layer:(i + 1) * c.n_layer] for i in range(len(levels))]
+    heads = None
+    if p + "head_keep" in reader.fields:
+        hf = [int(x) for x in _field(reader, p + "head_keep")]
+        assert len(hf) == len(levels) * c.n_layer, "head_keep: levels x layers"
+        heads = [hf[i * c.n_layer:(i + 1) * c.n_layer] for i in range(len(levels))]
     return Elastic(levels, int(_field(reader, p + "ffn_unit")), keep,
-                   [int(x) for x in (_field(reader, p + "anchor_layers") or [])], str(_field(reader, p + "score", "")))
+                   [int(x) for x in (_field(reader, p + "anchor_layers") or [])], str(_field(reader, p + "score", "")),
+                   heads)
+
+
+def kept_head_columns(c: Config, heads: int) -> list:
+    """The columns of attn_output (rows of attn_q) of the first heads / n_head_kv heads of each
+    KV group, in the file's grouped order."""
+    group, m = c.n_head // c.n_head_kv, heads // c.n_head_kv
+    return [(g * group + r) * c.head_dim + d for g in range(c.n_head_kv) for r in range(m) for d in range(c.head_dim)]
 
 
 def dequantize(t) -> torch.Tensor:
@@ -176,18 +199,24 @@ class GGUFModel(torch.nn.Module):
             out = torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
         return torch.cat([out, xp], -1) if xp.shape[-1] else out
 
-    def linear(self, x, name: str, lora, rows: int | None = None, cols: int | None = None, weight=None):
-        """x @ W^T (+ LoRA), W sliced to its first `rows` output rows / `cols` input columns."""
+    def linear(self, x, name: str, lora, rows: int | None = None, cols: int | None = None, weight=None,
+               col_index=None):
+        """x @ W^T (+ LoRA), W sliced to its first `rows` output rows / `cols` input columns, or
+        to the input columns `col_index` (a tensor of indices)."""
         W = self.w[name] if weight is None else weight
         if rows is not None:
             W = W[:rows]
         if cols is not None:
             W = W[:, :cols]
+        if col_index is not None:
+            W = W[:, col_index]
         y = F.linear(x, W.to(x.dtype))
         if lora is not None and name in lora.ab:
             A, B = lora.ab[name]
             if cols is not None:
                 A = A[:, :cols]
+            if col_index is not None:
+                A = A[:, col_index]
             if rows is not None:
                 B = B[:rows]
             y = y + F.linear(F.linear(x, A.to(x.dtype)), B.to(x.dtype)) * lora.scale
@@ -211,7 +240,9 @@ class GGUFModel(torch.nn.Module):
         swa_mask = None
         if c.sliding_window and pos + T > c.sliding_window:
             swa_mask = mask & ((qpos[:, None] - kpos[None, :]) < c.sliding_window)
+        head_keep = getattr(keep, "heads", None) if keep is not None else None
         for il in range(c.n_layer):
+            nh = c.n_head if head_keep is None else int(head_keep[il])
             p = f"blk.{il}."
             h = self.rms(x, self.w[p + "attn_norm.weight"])
             q = self.linear(h, p + "attn_q.weight", lora).view(B, T, c.n_head, c.head_dim).transpose(1, 2)
@@ -222,14 +253,17 @@ class GGUFModel(torch.nn.Module):
                 k = self.rms(k, self.w[p + "attn_k_norm.weight"])
             base = c.rope_base_swa if c.layer_is_swa[il] else c.rope_base
             q, k = self.rope(q, base, pos), self.rope(k, base, pos)
+            if nh < c.n_head:  # the first nh / n_head_kv query heads of each KV group
+                q = q.reshape(B, c.n_head_kv, c.n_head // c.n_head_kv, T, c.head_dim)[:, :, : nh // c.n_head_kv]
+                q = q.reshape(B, nh, T, c.head_dim)
             if cache is not None:
                 if len(cache) > il:
                     k, v = torch.cat([cache[il][0], k], 2), torch.cat([cache[il][1], v], 2)
                     cache[il] = (k, v)
                 else:
                     cache.append((k, v))
-            if c.n_head_kv != c.n_head:
-                rep = c.n_head // c.n_head_kv
+            if c.n_head_kv != nh:
+                rep = nh // c.n_head_kv
                 k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
             if c.layer_is_swa[il] and swa_mask is not None:
                 a = F.scaled_dot_product_attention(q, k, v, attn_mask=swa_mask, scale=c.attn_scale)
@@ -237,8 +271,9 @@ class GGUFModel(torch.nn.Module):
                 a = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=c.attn_scale)
             else:
                 a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=c.attn_scale)
-            a = a.transpose(1, 2).reshape(B, T, c.n_head * c.head_dim)
-            a = self.linear(a, p + "attn_output.weight", lora)
+            a = a.transpose(1, 2).reshape(B, T, nh * c.head_dim)
+            cols = None if nh == c.n_head else torch.tensor(kept_head_columns(c, nh), device=a.device)
+            a = self.linear(a, p + "attn_output.weight", lora, col_index=cols)
             if c.post_norms:
                 a = self.rms(a, self.w[p + "post_attention_norm.weight"])
             x = x + a
@@ -306,13 +341,24 @@ class LoRA(torch.nn.Module):
                 self.ab[name] = (A, Bm)
 
     def zero_dropped(self, model: GGUFModel, keep: list):
-        """Zero the FFN rows/columns a level drops (they get no gradient, and are written as zeros)."""
+        """Zero the FFN rows/columns and query heads a level drops (they get no gradient, and are
+        written as zeros)."""
+        c = model.cfg
+        heads = getattr(keep, "heads", None)
         with torch.no_grad():
             for il, kp in enumerate(keep):
                 p = f"blk.{il}."
-                self.ab[p + "ffn_gate.weight"][1][kp:] = 0
-                self.ab[p + "ffn_up.weight"][1][kp:] = 0
-                self.ab[p + "ffn_down.weight"][0][:, kp:] = 0
+                for name, part, col in (("ffn_gate", 1, False), ("ffn_up", 1, False), ("ffn_down", 0, True)):
+                    if p + name + ".weight" in self.ab:
+                        t = self.ab[p + name + ".weight"][part]
+                        (t[:, kp:] if col else t[kp:]).zero_()
+                if heads is None or heads[il] >= c.n_head:
+                    continue
+                dropped = sorted(set(range(c.n_head * c.head_dim)) - set(kept_head_columns(c, heads[il])))
+                if p + "attn_q.weight" in self.ab:
+                    self.ab[p + "attn_q.weight"][1][dropped] = 0
+                if p + "attn_output.weight" in self.ab:
+                    self.ab[p + "attn_output.weight"][0][:, dropped] = 0
 
 
 def load_tokens(path: str) -> np.ndarray:
