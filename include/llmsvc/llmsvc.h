@@ -307,8 +307,12 @@ typedef struct llmsvc_call_options {
    * token; a plain model has one level, 100. Any other value (outside 0..100, or a level the
    * model does not have) is LLMSVC_ERR_INVALID_ARGUMENT, its detail naming the model's levels,
    * and the context is unchanged. Each call runs at its own level, whatever level concurrent
-   * calls run at; llmsvc_call_result.level_percent reports it. Through a daemon older than this
-   * (protocol < 7) a level other than 0 is LLMSVC_ERR_UNSUPPORTED, before anything is sent. */
+   * calls run at; llmsvc_call_result.level_percent reports it. The context remembers which level
+   * computed each part of its state: a call at a larger level than earlier calls first
+   * recomputes their part at its own level (with SLO ratios, only where the TTFT ratio leaves
+   * room for it; else it reads that state as it is), and a call at the same or a smaller level
+   * recomputes nothing. Through a daemon older than this (protocol < 7) a level other than 0 is
+   * LLMSVC_ERR_UNSUPPORTED, before anything is sent. */
   int32_t level_percent;
   /** Since ABI 1.6: the LoRA adapter this call runs with in place of its context's, by name;
    *  NULL or "": the context's own. The tokens the call adds (prompt and reply) get their

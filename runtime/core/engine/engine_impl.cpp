@@ -551,11 +551,6 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   }
   auto level = call_level(params, shape);
   if (!level.ok()) return level.status();
-  // KV that smaller levels computed is what this level lacks: recomputed at switch-in, where
-  // the SLO leaves room (else reused as it is). Nothing is recomputed at the same level or below.
-  if (level->recompute)
-    for (int c = 0; c < ctx->kv.n_chunks(); ++c)
-      if (ctx->kv.level(c) < level->percent && ctx->kv.state(c) != policy::ChunkState::dropped) ctx->kv.drop(c);
   std::string kept_prompt;  // the compressed prompt, which `prompt` then views
   if (words && level->keep < 1 && shape.droppable > 0) {
     kept_prompt = words->without(shape.tokens - shape.kept(level->keep));
@@ -581,6 +576,11 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   st.prompt_ids = ids;
   st.prompt_tokens = static_cast<int32_t>(ids.size());
   const size_t old_size = ctx->tokens.size();
+  // KV that smaller levels computed is what this level lacks: recomputed at switch-in, where
+  // the SLO leaves room (else reused as it is). Nothing is recomputed at the same level or below.
+  if (level->recompute)
+    for (int c = 0; c < ctx->kv.n_chunks(); ++c)
+      if (ctx->kv.level(c) < level->percent && ctx->kv.state(c) != policy::ChunkState::dropped) ctx->kv.drop(c);
   std::string reply;
   Status s = generate(*ctx, ids, params, EvalVariant{level->index, *adapter}, constraint->get(), on_piece, st, &reply);
   recycle_constraint(params, std::move(constraint).value());
