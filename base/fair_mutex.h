@@ -20,6 +20,13 @@ class FairMutex {
     const uint64_t ticket = next_++;
     cv_.wait(l, [&] { return serving_ == ticket; });
   }
+  // Takes the lock only when nobody holds it or waits for it (no ticket is out).
+  bool try_lock() {
+    std::lock_guard l(mu_);
+    if (serving_ != next_) return false;
+    ++next_;
+    return true;
+  }
   void unlock() {
     {
       std::lock_guard l(mu_);

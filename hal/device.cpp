@@ -19,4 +19,8 @@ Result<std::unique_ptr<PreparedWeight>> Device::slice_weight(const PreparedWeigh
   return Status(Code::unsupported, name() + " cannot slice prepared weights");
 }
 
+uint64_t Device::release_rows(PreparedWeight&, int64_t) { return 0; }
+
+Result<uint64_t> Device::restore_rows(PreparedWeight&, int64_t) { return uint64_t{0}; }
+
 }  // namespace llmsvc::hal

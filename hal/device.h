@@ -179,6 +179,18 @@ class Device {
   // the legacy types, 256 for the K-quants, 1 for F32 / F16 / BF16); else
   // Code::invalid_argument. Code::unsupported where not offered (the default).
   virtual Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols);
+  // Gives back the memory of a prepared weight's rows from `keep_rows` on (whole pages of the
+  // device's own copy that hold no earlier row): an elastic level that keeps fewer rows then
+  // holds less. Their contents are lost until restore_rows: meanwhile only views of at most
+  // keep_rows rows may be computed with. Returns the bytes given back; 0 where nothing can be
+  // (a weight read in place from the file, whose pages the kernel reclaims itself; a device
+  // without it, the default).
+  virtual uint64_t release_rows(PreparedWeight& w, int64_t keep_rows);
+  // Makes the first `rows` rows of a weight resident again after release_rows (all of them
+  // when rows >= its rows), repacked from the bytes behind its ref(), which must still be
+  // readable. Returns the bytes taken back; Code::out_of_memory (the weight left as it was)
+  // when the memory cannot be had.
+  virtual Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows);
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens. x: n_tokens x w.cols, y: n_tokens x w.rows.
   virtual void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) = 0;

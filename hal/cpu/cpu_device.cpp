@@ -74,6 +74,17 @@ Result<std::unique_ptr<PreparedWeight>> CpuDevice::slice_weight(const PreparedWe
   return std::unique_ptr<PreparedWeight>(std::move(view).value());
 }
 
+uint64_t CpuDevice::release_rows(PreparedWeight& w, int64_t keep_rows) {
+  auto* cw = dynamic_cast<CpuWeight*>(&w);
+  return cw == nullptr ? 0 : cw->release_rows(keep_rows);
+}
+
+Result<uint64_t> CpuDevice::restore_rows(PreparedWeight& w, int64_t rows) {
+  auto* cw = dynamic_cast<CpuWeight*>(&w);
+  if (cw == nullptr) return uint64_t{0};
+  return cw->restore_rows(rows, &pool_);
+}
+
 void CpuDevice::matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) {
   cpu::matmul(static_cast<const CpuWeight&>(w), x, n_tokens, y, pool_, matmul_scratch_);
 }

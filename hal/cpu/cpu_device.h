@@ -34,6 +34,8 @@ class CpuDevice final : public Device {
   Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) override;
   // A view of w's panels (slice_cpu_weight); w must be a CpuWeight (invalid_argument else).
   Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) override;
+  uint64_t release_rows(PreparedWeight& w, int64_t keep_rows) override;
+  Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows) override;
   // w must come from this device's prepare_weight.
   void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) override;
   void matmul_multi(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens) override;

@@ -410,7 +410,9 @@ typedef struct llmsvc_stats {
   uint64_t prompt_tokens;     /* prompt tokens processed, all calls */
   uint64_t generated_tokens;  /* tokens generated, all calls */
   uint64_t kv_bytes;          /* bytes of resident KV cache */
-  uint64_t weight_bytes;      /* bytes of model weights */
+  uint64_t weight_bytes;      /* bytes of model weights held (less the rows of an elastic model's
+                               * larger levels that memory pressure gave back, until a call
+                               * at such a level takes them back) */
   /* Added after v1. Through llmsvcd, kv_peak_bytes and the swap_out_ figures are the daemon's
    * as a whole (one KV budget and one swap writer serve every app); the others are the calling
    * app's. A daemon older than these fields reports them as 0. */

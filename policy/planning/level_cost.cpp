@@ -44,7 +44,7 @@ LevelCosts monotone(LevelCosts costs) {
 }
 
 LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, PromptShape prompt,
-                         double keep, double overhead_ms) {
+                         double keep, double overhead_ms, std::span<const double> restore_ms) {
   LevelChoice c;
   if (costs.levels.empty()) return c;
   const LevelCost& full = costs.levels.back();
@@ -66,6 +66,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
     // The context's KV from smaller levels, recomputed at this one: a pass over those tokens.
     const int stale = prompt.below(l.percent);
     const double recompute_ms = stale > 0 ? l.ttft_ms(stale) : 0.0;
+    const double restore = static_cast<size_t>(i) < restore_ms.size() ? restore_ms[static_cast<size_t>(i)] : 0.0;
     for (double k : steps) {
       c.keep = k;
       c.tpot_ms = l.tpot_at(prompt.context + prompt.kept(k));
@@ -76,7 +77,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
       for (bool recompute : {true, false}) {
         if (!recompute && stale == 0) break;
         c.recompute = recompute;
-        c.ttft_ms = l.ttft_ms(prompt.kept(k)) + (recompute ? recompute_ms : 0.0) + overhead_ms;
+        c.ttft_ms = l.ttft_ms(prompt.kept(k)) + (recompute ? recompute_ms : 0.0) + restore + overhead_ms;
         if (c.ttft_ms <= room * ttft_bound) return c;
       }
     }
@@ -88,7 +89,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   for (double k : steps) {
     c.keep = k;
     c.tpot_ms = costs.levels.front().tpot_at(prompt.context + prompt.kept(k));
-    c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k)) + overhead_ms;
+    c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k)) + overhead_ms + (restore_ms.empty() ? 0.0 : restore_ms[0]);
     if (c.ttft_ms <= kHeadroom * ttft_bound) break;
   }
   return c;

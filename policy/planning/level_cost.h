@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,9 +84,10 @@ LevelCosts monotone(LevelCosts costs);
 // level or compression but the full model itself) must fit within (1 - kPredictionMargin) of a
 // bound. With no such level: the smallest, with the least compression that meets the TTFT
 // bound there (else the most), slo_met false. `overhead_ms`: what the decision and a level
-// switch add.
+// switch add; `restore_ms`, per level of `costs` (empty: nothing), what taking back the weights
+// it reads adds (memory pressure gave them back).
 LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot_ratio, PromptShape prompt,
-                         double keep, double overhead_ms);
+                         double keep, double overhead_ms, std::span<const double> restore_ms = {});
 
 // JSON text of a profile, and back: levels increasing and ending at 100, every time finite
 // and >= 0 (Code::invalid_argument naming the field otherwise).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // llmsvcd: the llmsvc daemon. One shared model; apps reach it through llmsvc.h bound to
 // "unix:PATH". Listens on the sockets systemd passes, or on --listen PATH.
+#include <cstdlib>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include "runtime/service/listen_socket.h"
 #include "runtime/service/log.h"
 #include "runtime/service/memory_bound.h"
+#include "runtime/service/memory_pressure.h"
 #include "runtime/service/notify.h"
 #include "runtime/service/privileges.h"
 #include "runtime/service/server.h"
@@ -198,6 +200,16 @@ int main(int argc, char** argv) {
              (mb.contexts_bounded ? "" : "; warning: no contexts quota, so nothing bounds what an app's closed contexts hold"));
   }
   Server server(apps, so);
+  // systemd's memory-pressure protocol (memory_pressure.h): pressure gives back what the
+  // engine can remake. A source that cannot be watched is logged, and the daemon runs on.
+  if (auto mp = MemoryPressure::open(std::getenv("MEMORY_PRESSURE_WATCH"), std::getenv("MEMORY_PRESSURE_WRITE"));
+      !mp.ok()) {
+    log_line("memory pressure not watched: " + mp.status().message());
+  } else {
+    log_line("memory pressure: " + mp->describe());
+    Engine& e = **engine;
+    server.watch_memory_pressure(std::move(mp).value(), [&e] { return e.trim_weights(); });
+  }
   if (!passed->empty()) {
     for (const PassedSocket& p : *passed) {
       server.add_listener(p.fd);

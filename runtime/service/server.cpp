@@ -80,6 +80,12 @@ int Server::run() {
     return ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0;
   };
   bool ok = watch(sigfd_) && watch(evfd_);
+  if (pressure_.kind() != MemoryPressure::Kind::none) {
+    epoll_event ev{};
+    ev.events = pressure_.epoll_events();
+    ev.data.fd = pressure_.fd();
+    ok = ok && ::epoll_ctl(epfd_, EPOLL_CTL_ADD, pressure_.fd(), &ev) == 0;
+  }
   for (const Listener& l : listeners_) ok = ok && watch(l.fd);
   if (!ok) {
     log_line("epoll_ctl: " + fileio::errno_text(errno));
@@ -120,6 +126,24 @@ int Server::run() {
   }
   log_line("stopped");
   return 0;
+}
+
+void Server::watch_memory_pressure(MemoryPressure source, std::function<uint64_t()> on_pressure) {
+  pressure_ = std::move(source);
+  on_pressure_ = std::move(on_pressure);
+}
+
+void Server::on_memory_pressure() {
+  if (!pressure_.drain()) {
+    log_line("memory pressure: " + pressure_.describe() + " closed; no longer watched");
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, pressure_.fd(), nullptr);
+    pressure_ = MemoryPressure();
+    return;
+  }
+  // One line per release: an event that finds nothing to give back (already given, or a
+  // call's next turn will) logs nothing, so repeated events cannot fill the journal.
+  const uint64_t bytes = on_pressure_ ? on_pressure_() : 0;
+  if (bytes > 0) log_line("memory pressure: gave back " + std::to_string(bytes >> 10) + " KiB of model weights");
 }
 
 void Server::lead() {
@@ -170,6 +194,10 @@ std::optional<int> Server::loop_step() {
         if (stopping_) cancel_all();  // a second signal: do not wait for calls
         begin_shutdown();
       }
+      continue;
+    }
+    if (pressure_.kind() != MemoryPressure::Kind::none && fd == pressure_.fd()) {
+      on_memory_pressure();
       continue;
     }
     if (fd == evfd_) {

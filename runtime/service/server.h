@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "runtime/service/app_contexts.h"
+#include "runtime/service/memory_pressure.h"
 #include "runtime/service/session.h"
 #include "runtime/service/worker_pool.h"
 
@@ -102,6 +103,9 @@ class Server {
 
   // A listening socket (non-blocking); `unlink_path`, when not empty, is removed at exit.
   void add_listener(int fd, std::string unlink_path = {});
+  // Watches `source` from the event loop (before run()): on each event `on_pressure` runs
+  // there (it must not block: Engine::trim_weights) and what it gave back is logged.
+  void watch_memory_pressure(MemoryPressure source, std::function<uint64_t()> on_pressure);
   // Runs until SIGTERM or SIGINT (which the caller has blocked in every thread); 0 on a
   // clean stop.
   int run();
@@ -177,6 +181,9 @@ class Server {
   AppContexts& apps_;
   ServerOptions opt_;
   int epfd_ = -1, sigfd_ = -1, evfd_ = -1;
+  MemoryPressure pressure_;                  // Kind::none: not watched
+  std::function<uint64_t()> on_pressure_;
+  void on_memory_pressure();
   struct Listener {
     int fd;
     std::string unlink_path;

@@ -2,10 +2,19 @@
 // A call's elastic level through a real llmsvcd (protocol 7: CALL.options.level_percent, RESULT's
 // stats.level_percent), on an elastic model made by elastify from a committed random model: a
 // call at a level reports it and gives the tokens the embedded library gives at that level; a
-// level the file lacks is refused naming its levels, through the daemon as embedded.
+// level the file lacks is refused naming its levels, through the daemon as embedded; memory
+// pressure (systemd's protocol, on a FIFO) gives back weights the larger levels read.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -51,6 +60,13 @@ Reply call_at(llmsvc_service* svc, const std::string& id, int32_t level) {
 
 using ElasticDaemon = DaemonTest;
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 TEST_F(ElasticDaemon, ACallAtALevelReportsItAsEmbedded) {
   const std::string model = dir_ + "/elastic.gguf";
   auto rep = elastify::run(small_options(test_model(kLlama), model));
@@ -90,6 +106,54 @@ TEST_F(ElasticDaemon, ACallAtALevelReportsItAsEmbedded) {
   }
   llmsvc_unbind(remote);
   llmsvc_unbind(local);
+}
+
+uint64_t weight_bytes(llmsvc_service* svc) {
+  llmsvc_stats s;
+  llmsvc_stats_init(&s);
+  EXPECT_EQ(llmsvc_get_stats(svc, &s), LLMSVC_OK) << last_api_error();
+  return s.weight_bytes;
+}
+
+// systemd's memory-pressure protocol: $MEMORY_PRESSURE_WATCH names a FIFO, anything written to
+// it is pressure. llmsvcd gives back the weight rows only larger levels read (its weight
+// figure falls, its log says so), and a call at the full level takes them back and answers
+// as before.
+TEST_F(ElasticDaemon, MemoryPressureGivesBackWhatLargerLevelsRead) {
+  const std::string model = dir_ + "/elastic.gguf";
+  auto rep = elastify::run(small_options(test_model(kLlama), model));
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const std::string fifo = dir_ + "/pressure";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+
+  DaemonProcess& d = start_daemon({}, [&](DaemonProcess& p) {
+    p.set_model(model);
+    p.add_env("MEMORY_PRESSURE_WATCH=" + fifo);
+  });
+  llmsvc_service* remote = bind_target(d.target());
+  ASSERT_TRUE(remote);
+  const Reply full = call_at(remote, "before", 100);
+  ASSERT_EQ(full.status, LLMSVC_OK) << full.error;
+  const uint64_t held = weight_bytes(remote);
+
+  const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(w, 0);
+  ASSERT_EQ(::write(w, "!", 1), 1);
+  ::close(w);
+  uint64_t now = held;
+  for (int i = 0; i < 500 && now == held; ++i) {  // the loop sees it at its next round
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    now = weight_bytes(remote);
+  }
+  EXPECT_LT(now, held);
+  EXPECT_NE(read_file(d.log_path()).find("memory pressure: gave back"), std::string::npos);
+  EXPECT_NE(read_file(d.log_path()).find("memory pressure: fifo " + fifo), std::string::npos);
+
+  const Reply again = call_at(remote, "after", 100);
+  ASSERT_EQ(again.status, LLMSVC_OK) << again.error;
+  EXPECT_EQ(again.tokens, full.tokens);
+  EXPECT_EQ(weight_bytes(remote), held);
+  llmsvc_unbind(remote);
 }
 
 }  // namespace

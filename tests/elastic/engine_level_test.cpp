@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -294,6 +295,47 @@ TEST_F(ElasticEngine, ALargerLevelRecomputesWhatSmallerLevelsComputed) {
   std::vector<int32_t> all = history;
   all.insert(all.end(), st.prompt_ids.begin(), st.prompt_ids.end());
   EXPECT_EQ(st.generated_ids, forward_greedy(**m, **dev, -1, all, 8));
+}
+
+// Memory pressure (Engine::trim_weights): the weight rows above the smallest level go back
+// (the engine's weight figure falls by as much), a call at the smallest level runs on what is
+// left, a call at a larger level takes back what it reads first; every call answers what it
+// answered before the trim.
+TEST_F(ElasticEngine, TrimmedWeightsComeBackForTheLevelsThatReadThem) {
+  auto e = engine("trim");
+  const int smallest = 20;
+  auto answer = [&](int level) {
+    const std::string id = raw_context(*e);
+    return call(*e, id, "The lighthouse keeper wrote in his log every evening:", level, 8).generated_ids;
+  };
+  const auto at_small = answer(smallest), at_60 = answer(60), at_full = answer(100);
+  const uint64_t held = e->stats().weight_bytes;
+
+  const uint64_t given = e->trim_weights();
+  ASSERT_GT(given, 0u) << "an elastic model on the CPU gives back its levels' unused rows";
+  EXPECT_EQ(e->stats().weight_bytes, held - given);
+  EXPECT_EQ(e->trim_weights(), 0u);  // nothing more above the smallest level
+  EXPECT_EQ(answer(smallest), at_small);
+  EXPECT_EQ(e->stats().weight_bytes, held - given);  // the smallest level reads nothing released
+
+  EXPECT_EQ(answer(60), at_60);  // part of it back
+  const uint64_t at_60_held = e->stats().weight_bytes;
+  EXPECT_GT(at_60_held, held - given);
+  EXPECT_LT(at_60_held, held);
+  EXPECT_EQ(answer(100), at_full);  // all of it back
+  EXPECT_EQ(e->stats().weight_bytes, held);
+
+  // A trim while a call computes waits for that call's next turn and keeps its level's rows.
+  const std::string id = raw_context(*e);
+  std::thread t([&] { EXPECT_EQ(call(*e, id, long_prompt(), 60, 24).level_percent, 60); });
+  uint64_t during = 0;
+  for (int i = 0; i < 200 && during == 0; ++i) {
+    during = e->trim_weights();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  t.join();
+  EXPECT_EQ(answer(100), at_full);
+  EXPECT_EQ(e->stats().weight_bytes, held);
 }
 
 }  // namespace

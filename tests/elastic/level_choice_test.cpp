@@ -35,6 +35,13 @@ TEST(LevelChoice, TheLargestLevelThatMeetsBothRatios) {
   EXPECT_EQ(policy::choose_level(c, 0.9, 0.3, {100, 0}, 0, 0).index, 0); // TPOT binds harder
   // An overhead counts inside the TTFT.
   EXPECT_EQ(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 20.0).index, 0);
+  // So does taking back released weights, per level: a level whose rows memory pressure gave
+  // back costs its restore; a smaller one whose rows stayed does not.
+  const double restore[] = {0.0, 15.0, 40.0};
+  EXPECT_EQ(policy::choose_level(c, 1.0, 1.0, {100, 0}, 0, 0, restore).index, 1);  // 141 > 101; 66 <= 96
+  EXPECT_EQ(policy::choose_level(c, 0.6, 0, {100, 0}, 0, 0, restore).index, 0);    // 66 > 57.6
+  EXPECT_EQ(policy::choose_level(c, 1.5, 1.0, {100, 0}, 0, 0, restore).index, 2);  // 141 <= 151.5
+  EXPECT_DOUBLE_EQ(policy::choose_level(c, 1.5, 1.0, {100, 0}, 0, 0, restore).ttft_ms, 141.0);
   const policy::LevelChoice none = policy::choose_level(c, 0.1, 0, {100, 0}, 0, 0);
   EXPECT_EQ(none.index, 0);
   EXPECT_FALSE(none.slo_met);

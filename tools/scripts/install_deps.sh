@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 python3-pip python3-venv
       libhwy-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
       libzstd-dev liblz4-dev libxxhash-dev liburing-dev libsystemd-dev libtomlplusplus-dev libseccomp-dev
+      libsodium-dev   # base64 of systemd's memory-pressure trigger (llmsvcd)
       clang-14 libclang-rt-14-dev bible-kjv-text default-jdk-headless junit5 abigail-tools
       python3-matplotlib   # the trace benchmark's plots (bench/policy/run_trace_bench.py)
       python3-pytest python3-setuptools python3-wheel  # the Python binding's tests and wheel

@@ -3,7 +3,13 @@
 // work over the thread pool (one parallel region per call).
 #include "hal/cpu/quant/matmul.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "hal/cpu/quant/act_quant.h"
@@ -295,9 +301,115 @@ Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t 
   return v;
 }
 
+namespace {
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL and pages fault in on write
+#endif
+
+size_t page_bytes() {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+}  // namespace
+
+size_t CpuWeight::panel_stride() const {
+  return fmt_ != nullptr ? fmt_->panel_bytes(layout_cols_ / 32) : kfmt_->panel_bytes(layout_cols_ / 256);
+}
+
+void CpuWeight::pack_rows_panels(uint8_t* dst, int64_t p_begin, int64_t p_end) const {
+  // Panel p of the weight is panel 0 of the weight that starts at its first row.
+  const uint8_t* src = static_cast<const uint8_t*>(ref_.data) + static_cast<size_t>(p_begin * kPanelRows) * ref_.row_bytes;
+  const int64_t rows = ref_.rows - p_begin * kPanelRows;
+  if (fmt_ != nullptr) {
+    pack_panels(*fmt_, ref_.type, src, ref_.row_bytes, rows, ref_.cols, dst, 0, p_end - p_begin);
+  } else {
+    pack_kpanels(*kfmt_, ref_.type, src, ref_.row_bytes, rows, ref_.cols, dst, 0, p_end - p_begin);
+  }
+}
+
+size_t CpuWeight::release_rows(int64_t keep_rows) {
+  if (is_view() || !repacked() || packed_.size() == 0) return 0;
+  keep_rows = std::max<int64_t>(keep_rows, 0);
+  if (keep_rows >= ref_.rows) return 0;
+  const bool released = released_end_ > released_begin_;
+  if (released && keep_rows >= resident_rows_) return 0;  // given back from an earlier row already
+  const size_t pb = panel_stride(), page = page_bytes();
+  const int64_t n_panels = (ref_.rows + kPanelRows - 1) / kPanelRows;
+  const int64_t first = (keep_rows + kPanelRows - 1) / kPanelRows;  // the first panel of later rows only
+  const uintptr_t base = reinterpret_cast<uintptr_t>(packed_.data());
+  const uintptr_t b = (base + static_cast<size_t>(first) * pb + page - 1) / page * page;
+  const uintptr_t e = released ? base + released_begin_ : (base + static_cast<size_t>(n_panels) * pb) / page * page;
+  if (e <= b) return 0;
+  if (::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED) != 0) return 0;  // nothing given back
+  released_begin_ = b - base;
+  if (!released) released_end_ = e - base;
+  resident_rows_ = std::min<int64_t>(ref_.rows, static_cast<int64_t>(released_begin_ / pb) * kPanelRows);
+  return e - b;
+}
+
+Result<uint64_t> CpuWeight::restore_rows(int64_t rows, ThreadPool* pool) {
+  if (released_end_ <= released_begin_ || rows <= resident_rows_) return uint64_t{0};
+  uint8_t* base = packed_.data();
+  const size_t pb = panel_stride(), page = page_bytes();
+  const size_t b = released_begin_;
+  size_t e = released_end_;  // restored up to here: every released page, or those of panels before `rows`'s end
+  if (rows < ref_.rows) {
+    const int64_t panels = (rows + kPanelRows - 1) / kPanelRows;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(base);
+    e = std::min(e, static_cast<size_t>((a + static_cast<size_t>(panels) * pb + page - 1) / page * page - a));
+  }
+  // The pages first, so that a system without them answers here rather than on a later write.
+  if (::madvise(base + b, e - b, MADV_POPULATE_WRITE) != 0 && (errno == ENOMEM || errno == EFAULT)) {
+    return Status(Code::out_of_memory, "cannot take back the memory of a weight's released rows");
+  }
+  const int64_t n_panels = (ref_.rows + kPanelRows - 1) / kPanelRows;
+  const int64_t p_first = static_cast<int64_t>(b / pb);
+  const int64_t p_end = std::min(n_panels, static_cast<int64_t>((e + pb - 1) / pb));
+  // Whole panels inside the range are packed in place (on the pool's threads), the one or two
+  // that straddle its ends aside, and only their released part copied.
+  const int64_t in_first = static_cast<int64_t>((b + pb - 1) / pb), in_end = std::min(p_end, static_cast<int64_t>(e / pb));
+  if (in_end > in_first) {
+    auto pack = [&](int64_t p0, int64_t p1) {
+      if (p1 > p0) pack_rows_panels(base + static_cast<size_t>(p0) * pb, p0, p1);
+    };
+    if (pool != nullptr && pool->size() > 1 && in_end - in_first >= 2 * pool->size()) {
+      pool->run([&](int ith, int nth) {
+        const auto [s, t] = ThreadPool::split(in_end - in_first, ith, nth);
+        pack(in_first + s, in_first + t);
+      });
+    } else {
+      pack(in_first, in_end);
+    }
+  }
+  std::vector<uint8_t> edge;
+  for (int64_t p = p_first; p < p_end; ++p) {
+    const size_t pb0 = static_cast<size_t>(p) * pb, pe0 = pb0 + pb;
+    if (p >= in_first && p < in_end) continue;
+    edge.resize(pb);
+    pack_rows_panels(edge.data(), p, p + 1);
+    const size_t from = std::max(pb0, b), to = std::min(pe0, e);
+    std::memcpy(base + from, edge.data() + (from - pb0), to - from);
+  }
+  if (e >= released_end_) {
+    released_begin_ = released_end_ = 0;
+  } else {
+    released_begin_ = e;
+    resident_rows_ = std::min<int64_t>(ref_.rows, static_cast<int64_t>(released_begin_ / pb) * kPanelRows);
+  }
+  return static_cast<uint64_t>(e - b);
+}
+
 void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch, std::span<const CpuLoraBranch> lora) {
   if (n_weights <= 0 || n_tokens <= 0) return;
+#ifndef NDEBUG
+  for (int i = 0; i < n_weights; ++i) {
+    const CpuWeight* owner = ws[i]->is_view() ? ws[i]->view_of() : ws[i];
+    assert(ws[i]->ref().rows <= owner->resident_rows() && "matmul on released rows");
+  }
+#endif
   Job j{};
   j.ws = ws;
   j.ys = ys;

@@ -63,10 +63,27 @@ class CpuWeight final : public PreparedWeight {
   const CpuWeight* view_of() const { return base_; }
   bool is_view() const { return base_ != nullptr; }
 
+  // Gives back the whole pages of the repacked copy that hold only rows >= keep_rows (an
+  // elastic level's unused tail); their contents are lost until restore_rows, so meanwhile
+  // only views of at most resident_rows() rows may be computed with. Returns the bytes given
+  // back: 0 for a view, a weight read in place (its file pages are the kernel's to reclaim),
+  // or a tail smaller than a page. Releasing again moves the boundary (restoring first).
+  size_t release_rows(int64_t keep_rows);
+  // Repacks released pages from the bytes behind ref() until the first `rows` rows are
+  // resident (every row when rows >= ref().rows); returns the bytes taken back.
+  // Code::out_of_memory, the weight left as it was, when the pages cannot be had. With a pool,
+  // the whole panels are packed on its threads.
+  Result<uint64_t> restore_rows(int64_t rows, ThreadPool* pool = nullptr);
+  // Rows whose panels are all in memory: ref().rows unless released.
+  int64_t resident_rows() const { return released_end_ > released_begin_ ? resident_rows_ : ref_.rows; }
+
  private:
   friend Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
   friend Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t rows, int64_t cols);
   CpuWeight() = default;
+  size_t panel_stride() const;  // bytes of one 16-row panel
+  // Packs panels [p_begin, p_end) of the weight from ref()'s bytes to dst (p_end - p_begin panels).
+  void pack_rows_panels(uint8_t* dst, int64_t p_begin, int64_t p_end) const;
 
   WeightRef ref_;
   const PanelFormat* fmt_ = nullptr;    // legacy block types
@@ -77,6 +94,10 @@ class CpuWeight final : public PreparedWeight {
   const float* kmajor_ = nullptr;       // kmajor_buf_'s, or the base's for a row-prefix view
   int64_t layout_cols_ = 0;
   const CpuWeight* base_ = nullptr;     // not owned
+  // Released bytes [released_begin_, released_end_) of packed_ (page-aligned; empty: none),
+  // and the rows before them.
+  size_t released_begin_ = 0, released_end_ = 0;
+  int64_t resident_rows_ = 0;
 };
 
 // Validates the type and geometry (cols a multiple of the block, row_bytes consistent,

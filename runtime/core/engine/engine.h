@@ -177,6 +177,12 @@ class Engine {
   virtual std::vector<std::string> device_names() const = 0;
   // Whether a device's driver needs ioctl while the model runs (hal::Capabilities::driver_ioctl).
   virtual bool devices_need_ioctl() const = 0;
+  // Memory pressure: an elastic model gives back the weight rows that only levels above the
+  // smallest read (WeightResidency; anchor layers stay, pinned) and returns the bytes. A call at
+  // a larger level takes back what it reads as it starts, priced into its SLO's TTFT. While a
+  // call computes, the release waits for its next turn at the compute lock (above that call's
+  // level) and this answers 0.
+  virtual uint64_t trim_weights() = 0;
 };
 
 }  // namespace llmsvc

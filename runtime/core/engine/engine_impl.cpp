@@ -119,7 +119,7 @@ EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::u
             std::lock_guard<FairMutex> lock(compute_mu_);
             // At the call's level: the chunks record it (KvSequence::level), and a call at a
             // larger level recomputes what smaller ones computed.
-            LLMSVC_RETURN_IF_ERROR(forward_->set_level(ctx.call_level));
+            LLMSVC_RETURN_IF_ERROR(enter_level(ctx.call_level));
             LLMSVC_RETURN_IF_ERROR(forward_->set_adapter(*adapter));
             LLMSVC_RETURN_IF_ERROR(forward_->recompute(ctx.kv, tokens, positions, n_valid, hook));
             for (size_t i = 0, j = 0; i < positions.size(); i = j) {  // runs of consecutive positions
@@ -130,6 +130,7 @@ EngineImpl::EngineImpl(std::vector<std::unique_ptr<hal::Device>> devices, std::u
           },
           [this](const std::string& msg) { warn(msg); }),
       levels_(*model_, state_.dir().get(), o.level_profile, [this](const std::string& msg) { warn(msg); }),
+      weights_(*model_, *devices_.front()),
       id_rng_(std::random_device{}()) {
   stats_.weight_bytes = model_->weight_bytes();
   if (auto ids = state_.list(); ids.ok()) stats_.known_contexts = static_cast<int32_t>(ids->size());
@@ -441,8 +442,30 @@ Result<ContextInfo> EngineImpl::context_info(std::string_view id) const {
 EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineStats s = stats_;
+  s.weight_bytes -= std::min(s.weight_bytes, weights_.released_bytes());
   kv_.add_figures(s);
   return s;
+}
+
+Status EngineImpl::enter_level(int level) {
+  if (trim_pending_.exchange(false)) (void)trim_weights_locked(level);
+  // The weights first: a level whose rows cannot be taken back does not run.
+  LLMSVC_RETURN_IF_ERROR(weights_.make_resident(level));
+  return forward_->set_level(level);
+}
+
+uint64_t EngineImpl::trim_weights_locked(int level) {
+  return weights_.release_above(level);  // the full level (-1) leaves nothing
+}
+
+uint64_t EngineImpl::trim_weights() {
+  if (!weights_.can_release()) return 0;
+  std::unique_lock<FairMutex> turn(compute_mu_, std::try_to_lock);
+  if (!turn.owns_lock()) {
+    trim_pending_ = true;  // the running call's next turn gives back what its level leaves
+    return 0;
+  }
+  return trim_weights_locked(0);
 }
 
 uint64_t EngineImpl::kv_resident_bytes_in(std::string_view scope) const {
@@ -491,7 +514,7 @@ Status EngineImpl::eval_pending(ContextState& ctx, EvalVariant variant, std::vec
     const int n = std::min(forward_->max_batch(), total - ctx.n_evaluated);
     std::lock_guard<FairMutex> lock(compute_mu_);
     // The call's level and adapter, under the same turn: another call may have set its own since.
-    LLMSVC_RETURN_IF_ERROR(forward_->set_level(variant.level));
+    LLMSVC_RETURN_IF_ERROR(enter_level(variant.level));
     LLMSVC_RETURN_IF_ERROR(forward_->set_adapter(variant.adapter));
     LLMSVC_RETURN_IF_ERROR(forward_->eval(
         ctx.kv, std::span<const int32_t>(ctx.tokens).subspan(static_cast<size_t>(ctx.n_evaluated), static_cast<size_t>(n)),

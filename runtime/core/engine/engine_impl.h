@@ -21,6 +21,7 @@
 #include "runtime/core/constrain/constraint.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/model.h"
+#include "runtime/core/model/weight_residency.h"
 #include "runtime/core/persist/state_dir.h"
 
 namespace llmsvc {
@@ -56,6 +57,7 @@ class EngineImpl final : public Engine {
   size_t max_piece_bytes() const override;
   int n_ctx() const override { return n_ctx_; }
   const std::string& state_root() const override { return state_.root(); }
+  uint64_t trim_weights() override;
   bool devices_need_ioctl() const override {
     for (const auto& d : devices_)
       if (d->caps().driver_ioctl) return true;
@@ -148,6 +150,12 @@ class EngineImpl final : public Engine {
   Result<ContextState*> load_locked(std::string_view id);
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
   Status persist(ContextState& ctx);
+  // A turn's level (compute_mu_ held): a pending trim first, then the weights the level reads
+  // made resident, then Forward::set_level.
+  Status enter_level(int level);
+  // Gives back the weight rows above `level` (-1: the full model, nothing) with compute_mu_
+  // held; the bytes.
+  uint64_t trim_weights_locked(int level);
 
   std::vector<std::unique_ptr<hal::Device>> devices_;  // the embedder's order; the weights load on the first
   std::unique_ptr<Model> model_;
@@ -158,6 +166,8 @@ class EngineImpl final : public Engine {
   bool recompute_on_model_change_;
   KvResidency kv_;  // the chunk store, swap files, switch-in and swap-out
   LevelSelector levels_;  // elastic models: each call's level
+  WeightResidency weights_;  // which weight rows are in memory (guarded by compute_mu_)
+  std::atomic<bool> trim_pending_{false};  // trim_weights came while a call computed
 
   mutable std::mutex mu_;  // contexts_, stats_, rng_
   std::map<std::string, std::unique_ptr<ContextState>, std::less<>> contexts_;

@@ -53,7 +53,7 @@ std::vector<std::pair<int, int>> EngineImpl::context_levels(const ContextState& 
 
 Result<LevelSelector::Choice> EngineImpl::call_level(const CallParams& params, policy::PromptShape prompt) {
   auto choice = levels_.choose(params.level_percent, params.slo_ttft_ratio, params.slo_tpot_ratio, prompt,
-                               params.prompt_keep);
+                               params.prompt_keep, &weights_);
   if (!choice.ok() || choice->index < 0) return choice;
   // Whether the Forward can run it (one device that slices weights); each evaluation sets it.
   Status runnable = forward_->check_level(choice->index);

@@ -48,7 +48,8 @@ LevelSelector::LevelSelector(const Model& model, const fileio::SafeDir* root, co
 }
 
 Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo_ttft, float slo_tpot,
-                                                    policy::PromptShape prompt, float keep) const {
+                                                    policy::PromptShape prompt, float keep,
+                                                    const WeightResidency* weights) const {
   const ElasticSpec* spec = model_.elastic();
   Choice c;
   if (keep > 0) c.keep = keep;
@@ -72,8 +73,13 @@ Result<LevelSelector::Choice> LevelSelector::choose(int level_percent, float slo
     return c;
   }
   if (slo_ttft <= 0 && slo_tpot <= 0) return c;
-  // The decision is a scan of a few levels and a switch is a pointer move: no overhead worth adding.
-  policy::LevelChoice pick = policy::choose_level(costs_, slo_ttft, slo_tpot, prompt, keep, 0.0);
+  // The decision is a scan of a few levels and a switch is a pointer move: no overhead worth
+  // adding, but for the weights a level reads that memory pressure gave back.
+  std::vector<double> restore;
+  if (spec && weights && weights->released_bytes() > 0) {
+    for (const policy::LevelCost& l : costs_.levels) restore.push_back(weights->restore_ms(spec->level_index(l.percent)));
+  }
+  policy::LevelChoice pick = policy::choose_level(costs_, slo_ttft, slo_tpot, prompt, keep, 0.0, restore);
   if (spec && pick.index < spec->full() && !model_.levels_status().ok()) {
     // Only the full model runs on this device: compression is all there is to choose.
     policy::LevelCosts full_only;

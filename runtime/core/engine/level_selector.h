@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "policy/planning/level_cost.h"
 #include "runtime/core/model/model.h"
+#include "runtime/core/model/weight_residency.h"
 
 namespace llmsvc {
 
@@ -36,8 +37,9 @@ class LevelSelector {
   // keep: the call's own share of prompt tokens to keep (0: by the SLO's TTFT ratio, when the
   // level is chosen too; else none dropped). Code::invalid_argument naming the model's levels
   // for one it does not have.
+  // weights: what taking back released weights costs each level (null: nothing released).
   Result<Choice> choose(int level_percent, float slo_ttft_ratio, float slo_tpot_ratio, policy::PromptShape prompt,
-                        float keep) const;
+                        float keep, const WeightResidency* weights = nullptr) const;
 
   const policy::LevelCosts& costs() const { return costs_; }
 

@@ -297,6 +297,18 @@ const hal::PreparedWeight* Model::level_weight(int level, int il, LevelPart part
   return layers[il][static_cast<int>(part)].get();
 }
 
+hal::PreparedWeight& Model::layer_weight(int il, LevelPart part) {
+  LayerWeights& L = layers_.at(static_cast<size_t>(il));
+  switch (part) {
+    case LevelPart::q: return *L.wq;
+    case LevelPart::o: return *L.wo;
+    case LevelPart::gate: return *L.w_gate;
+    case LevelPart::up: return *L.w_up;
+    case LevelPart::down: break;
+  }
+  return *L.w_down;
+}
+
 namespace {
 
 uint64_t matmul_bytes(const hal::PreparedWeight& w, int64_t rows, int64_t cols) {

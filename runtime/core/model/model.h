@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Model: a loaded GGUF model — configuration, tokenizer, chat template, and the weights
-// prepared on a HAL device. Immutable after load; shared by every context.
+// prepared on a HAL device. Immutable after load (but for which rows of an elastic model's
+// weights are in memory: WeightResidency); shared by every context.
 #pragma once
 
 #include <array>
@@ -63,6 +64,9 @@ class Model {
   enum class LevelPart { q, o, gate, up, down };
   static constexpr int kLevelParts = 5;
   const hal::PreparedWeight* level_weight(int level, int il, LevelPart part) const;
+  // Layer il's whole weight `part`, for WeightResidency, which gives back and restores the
+  // memory of rows levels leave (the engine's compute lock held).
+  hal::PreparedWeight& layer_weight(int il, LevelPart part);
   // The recovery adapter stored in the file for elastic level `level` (an index into
   // elastic()->levels; llmsvc.elastic.recovery), or nullptr.
   const LoraAdapter* recovery_adapter(int level) const;
