@@ -592,6 +592,7 @@ Status EngineImpl::call(std::string_view id, std::string_view prompt, const Call
   }
   auto adapter = call_adapter(*ctx, params);
   if (!adapter.ok()) return adapter.status();
+  LLMSVC_RETURN_IF_ERROR(forward_->check_level_adapter(level->index, *adapter));
   auto constraint = make_constraint(params);
   if (!constraint.ok()) return constraint.status();
   st.level_percent = level->percent;

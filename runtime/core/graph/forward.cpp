@@ -195,8 +195,8 @@ Status Forward::check_level(int level) const {
   if (!model_.levels_status().ok()) return model_.levels_status();
   if (devices_.size() != 1 || devices_[0] != &model_.device())
     return Status(Code::unsupported, "forward: elastic levels run on the model's own device only");
-  // The adapters that would run there must have views of the level's neurons.
-  if (adapter_ >= 0 && !choices_[adapter_]->levels_status().ok()) return choices_[adapter_]->levels_status();
+  // The level's recovery adapter must have views of its neurons (the chosen adapter's are
+  // set_level's and set_adapter's to check: another call may have set it).
   if (const LoraAdapter* r = recovery_ ? model_.recovery_adapter(level) : nullptr; r && !r->levels_status().ok())
     return r->levels_status();
   return Status::Ok();
@@ -234,6 +234,13 @@ Status Forward::check_adapter(int index) const {
   return Status::Ok();
 }
 
+Status Forward::check_level_adapter(int level, int index) const {
+  const ElasticSpec* spec = model_.elastic();
+  if (index < 0 || level < 0 || !spec || level >= spec->full() || static_cast<size_t>(index) >= choices_.size())
+    return Status::Ok();
+  return choices_[index]->levels_status();
+}
+
 Status Forward::set_adapter(int index) {
   LLMSVC_RETURN_IF_ERROR(check_adapter(index));
   adapter_ = index;
@@ -256,7 +263,10 @@ const LoraAdapter* Forward::slot_adapter(int slot) const {
 Status Forward::set_level(int level) {
   LLMSVC_RETURN_IF_ERROR(check_level(level));
   const ElasticSpec* spec = model_.elastic();
-  level_ = level < 0 || !spec || level == spec->full() ? -1 : level;
+  const int next = level < 0 || !spec || level == spec->full() ? -1 : level;
+  // The chosen adapter must have views of the level's neurons.
+  if (next >= 0 && adapter_ >= 0 && !choices_[adapter_]->levels_status().ok()) return choices_[adapter_]->levels_status();
+  level_ = next;
   return Status::Ok();
 }
 

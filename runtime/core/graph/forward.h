@@ -117,8 +117,12 @@ class Forward {
   // no copy (each (level, adapter) has its own prepared steps). Code::invalid_argument for an
   // index out of range; at a level below the full one, the adapter's levels_status.
   Status set_adapter(int index);
-  // What set_adapter(index) would answer, without setting it (as check_level).
+  // What set_adapter(index) would answer, without setting it (reads the running level: call
+  // with the evaluation lock held).
   Status check_adapter(int index) const;
+  // Whether adapter `index` (-1: none) can run at level `level` (-1: the full model), from the
+  // adapters set (callable without the evaluation lock, as check_level).
+  Status check_level_adapter(int level, int index) const;
   int adapter() const { return adapter_; }
   // Whether the running elastic level adds its recovery adapter (Model::recovery_adapter) when
   // the model has one (on by default; off for benchmarks and comparisons).

@@ -5,17 +5,18 @@
 #
 #   gpu_job.sh BASE.gguf ELASTIC.gguf TOKENS_DIR [OUT]
 #     BASE.gguf     the original model (scores in its neuron order, for elastify --score taylor);
-#                   "-" to skip the scores
+#                   or the elastic file itself (scores_to_original.py moves its scores back); "-" to skip the scores
 #     ELASTIC.gguf  llmsvc elastify's output
 #     TOKENS_DIR    make_tokens.py's folder for this model (ppl.npy, calib.npy, kjv.npy)
 #     OUT           where results go (default $OUT): 7 files, at most 16 MiB each
 #       taylor_vector.json.gz, taylor_element.json.gz   {"ffn": [[n_ff] per layer]}
-#       adapters-1.tar (L20..40), adapters-2.tar (L50..70), adapters-3.tar (L80, 90): lora-L<percent>.gguf
+#       adapters-<i>.tar, PER_TAR adapters each (3: L20..40, L50..70, L80, 90): lora-L<percent>.gguf
 #       recovery.json (perplexities, losses, checks), job.log (everything printed)
 # Needs python3 with torch (CUDA) and numpy; gguf comes from _vendor (vendor_gguf.sh).
 # Settings through the environment: STEPS (500), BATCH (8), SEQ (512), RANK (8), LR (1e-3), MIX (0.5),
-# GEN_SAMPLES (256), LEVELS (every level below 100), MAX_MINUTES (5.5: training stops past it), DEVICE (cuda),
-# MATRICES (every layer matrix; e.g. ffn_gate,ffn_up,ffn_down).
+# GEN_SAMPLES (256), GEN_BATCH (128), LEVELS (every level below 100), MAX_MINUTES (5.5: training stops past it),
+# FIT_STEPS (1: shorten STEPS to what fits in MAX_MINUTES, so the cosine schedule ends; 0: off), DEVICE (cuda),
+# MATRICES (every layer matrix; e.g. ffn_gate,ffn_up,ffn_down), PER_TAR (3: adapters a tar; 2 for larger ones).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 base=$1 elastic=$2 tokens=$3 out=${4:-${OUT:?give OUT}}
@@ -41,11 +42,12 @@ fi
 levels=${LEVELS:+--levels $LEVELS}
 "$py" "$here/train_recovery.py" "$elastic" --tokens "$tokens" -o "$work/adapters" --device "$dev" --check \
   --steps "${STEPS:-500}" --batch "${BATCH:-8}" --seq "${SEQ:-512}" --rank "${RANK:-8}" --lr "${LR:-1e-3}" \
-  --mix "${MIX:-0.5}" --gen-samples "${GEN_SAMPLES:-256}" --max-minutes "${MAX_MINUTES:-5.5}" $levels \
-  ${MATRICES:+--matrices $MATRICES}
+  --mix "${MIX:-0.5}" --gen-samples "${GEN_SAMPLES:-256}" --gen-batch "${GEN_BATCH:-128}" \
+  --max-minutes "${MAX_MINUTES:-5.5}" $levels ${MATRICES:+--matrices $MATRICES} \
+  $([ "${FIT_STEPS:-1}" = 1 ] && echo --fit-steps)
 cp "$work/adapters/recovery.json" "$out/"
-# Three adapters (about 4.9 MB each for SmolLM2) a tar: within the 16 MiB a file and 8 files.
-(cd "$work/adapters" && ls lora-L*.gguf | sort -t L -k2 -n | xargs -n 3 echo) | {
+# PER_TAR adapters a tar (3: about 3 MB each for SmolLM2): within the 16 MiB a file and 8 files.
+(cd "$work/adapters" && ls lora-L*.gguf | sort -t L -k2 -n | xargs -n "${PER_TAR:-3}" echo) | {
   i=0
   while read -r group; do
     i=$((i + 1))

@@ -133,6 +133,9 @@ def main():
     ap.add_argument("--ppl-tokens", type=int, default=4096)
     ap.add_argument("--ppl-window", type=int, default=256)
     ap.add_argument("--max-minutes", type=float, default=0, help="stop training early past this (0: off)")
+    ap.add_argument("--fit-steps", action="store_true",
+                    help="with --max-minutes: after 10 steps, shorten --steps to what fits in the time left, so that "
+                         "the cosine schedule ends when training does")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0)
@@ -176,6 +179,7 @@ def main():
         return torch.cat(rows).to(model.device)
 
     keeps = {lv: el.keep(lv) for lv in levels}
+    total = [a.steps]  # the schedule's length (--fit-steps may shorten it)
     loras, opts, scheds = {}, {}, {}
     for lv in levels:
         matrices = tuple(m for m in a.matrices.split(",") if m)
@@ -187,7 +191,7 @@ def main():
         loras[lv] = lo
         opts[lv] = torch.optim.AdamW(lo.parameters(), lr=a.lr, weight_decay=a.weight_decay, betas=(0.9, 0.999))
         sched = (lambda s: (s + 1) / a.warmup if s < a.warmup else
-                 0.5 * (1 + math.cos(math.pi * (s - a.warmup) / max(1, a.steps - a.warmup))))
+                 0.5 * (1 + math.cos(math.pi * min(1.0, (s - a.warmup) / max(1, total[0] - a.warmup)))))
         scheds[lv] = torch.optim.lr_scheduler.LambdaLR(opts[lv], sched)
 
     ev = dict(window=a.ppl_window, n_tokens=a.ppl_tokens)
@@ -198,7 +202,8 @@ def main():
     t_train = time.time()
     losses = {lv: [] for lv in levels}
     steps_done = 0
-    for step in range(a.steps):
+    step = 0
+    while step < total[0]:
         x = batch()
         with torch.no_grad(), autocast(model.device):
             t_logp = torch.log_softmax(model(x).float(), -1)
@@ -212,15 +217,24 @@ def main():
             losses[lv].append(loss.item())
         del t_logp
         steps_done = step + 1
-        if step == 0 or steps_done % max(1, a.steps // 10) == 0 or steps_done == a.steps:
+        if a.fit_steps and a.max_minutes and steps_done == 10 < total[0]:
+            per_step = (time.time() - t_train) / steps_done
+            left = a.max_minutes * 60 - (time.time() - t_start)
+            fit = steps_done + int(0.97 * left / per_step)
+            if fit < total[0]:
+                total[0] = max(steps_done + 1, fit)
+                log(f"--fit-steps: {per_step * 1000:.0f} ms a step, {left:.0f} s left: {total[0]} steps")
+        if step == 0 or steps_done % max(1, total[0] // 10) == 0 or steps_done == total[0]:
             el_s = time.time() - t_train
-            log(f"step {steps_done}/{a.steps} ({el_s / steps_done * 1000:.0f} ms/step): KL " +
+            log(f"step {steps_done}/{total[0]} ({el_s / steps_done * 1000:.0f} ms/step): KL " +
                 ", ".join(f"{lv}%: {np.mean(losses[lv][-10:]):.4f}" for lv in levels))
         if a.max_minutes and time.time() - t_start > a.max_minutes * 60:
             log(f"stopping early at step {steps_done}: past --max-minutes {a.max_minutes}")
             break
+        step += 1
 
-    results = {"model": a.model, "full_ppl": full_ppl, "rank": a.rank, "steps": steps_done, "batch": a.batch,
+    results = {"model": a.model, "full_ppl": full_ppl, "rank": a.rank, "steps": steps_done,
+               "schedule_steps": total[0], "batch": a.batch,
                "seq": a.seq, "mix": a.mix, "lr": a.lr, "train_s": time.time() - t_train, "levels": []}
     probe = torch.as_tensor(np.asarray(calib[:64]), dtype=torch.long)[None].to(model.device)
     for lv in levels:
