@@ -22,8 +22,9 @@ struct MeanAbs {
 Result<MeanAbs> mean_abs_activations(const Model& model, hal::Device& device, std::span<const int32_t> tokens, int window);
 
 // Mean next-token negative log-likelihood of `tokens` in windows of `window` tokens (each a
-// fresh sequence; the first half of each window is context only, as llama.cpp's perplexity
-// scores), under `forward` as it is set (level, skipped layers). exp() of it is the perplexity.
+// fresh sequence, its first token the model's BOS when it adds one; the first half of each
+// window is context only: as llama.cpp's perplexity scores), under `forward` as it is set
+// (level, skipped layers). exp() of it is the perplexity.
 Result<double> mean_nll(Forward& forward, const Model& model, std::span<const int32_t> tokens, int window);
 
 }  // namespace llmsvc::elastify
