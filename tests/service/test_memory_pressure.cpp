@@ -13,23 +13,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "runtime/service/memory_pressure.h"
+#include "tests/model/bad_input_util.h"
 
 namespace llmsvc::service {
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/llmsvc-pressure-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { (void)std::system(("rm -rf " + path).c_str()); }
-};
 
 std::string base64(const std::string& text) {
   std::string out(sodium_base64_ENCODED_LEN(text.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
@@ -65,8 +56,8 @@ TEST(MemoryPressure, OffBadTriggerAndMissingSource) {
 }
 
 TEST(MemoryPressure, ASocketGetsTheTriggerAndItsWritesArePressure) {
-  TempDir dir;
-  const std::string path = dir.path + "/pressure.sock";
+  test::ScratchDir dir;
+  const std::string path = dir.file("pressure.sock");
   const int ls = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -95,8 +86,8 @@ TEST(MemoryPressure, ASocketGetsTheTriggerAndItsWritesArePressure) {
 }
 
 TEST(MemoryPressure, AFifosWritesArePressureAndItNeverHangsUp) {
-  TempDir dir;
-  const std::string path = dir.path + "/pressure";
+  test::ScratchDir dir;
+  const std::string path = dir.file("pressure");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   auto m = MemoryPressure::open(path.c_str(), nullptr);
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -114,7 +105,8 @@ TEST(MemoryPressure, AFifosWritesArePressureAndItNeverHangsUp) {
 
 TEST(MemoryPressure, ThePsiFileTakesTheDefaultTrigger) {
   struct stat st{};
-  if (::stat("/proc/pressure/memory", &st) != 0) GTEST_SKIP() << "this kernel has no PSI";
+  if (::stat("/proc/pressure/memory", &st) != 0)
+    GTEST_SKIP() << "/proc/pressure/memory is absent: this kernel was built or booted without PSI";
   auto m = MemoryPressure::open("/proc/pressure/memory", nullptr);
   if (!m.ok()) {
     // A kernel may refuse the trigger to an unprivileged process: the error names the file.

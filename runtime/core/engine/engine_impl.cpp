@@ -447,26 +447,6 @@ EngineStats EngineImpl::stats() const {
   return s;
 }
 
-Status EngineImpl::enter_level(int level) {
-  if (trim_pending_.exchange(false)) (void)trim_weights_locked(level);
-  // The weights first: a level whose rows cannot be taken back does not run.
-  LLMSVC_RETURN_IF_ERROR(weights_.make_resident(level));
-  return forward_->set_level(level);
-}
-
-uint64_t EngineImpl::trim_weights_locked(int level) {
-  return weights_.release_above(level);  // the full level (-1) leaves nothing
-}
-
-uint64_t EngineImpl::trim_weights() {
-  if (!weights_.can_release()) return 0;
-  std::unique_lock<FairMutex> turn(compute_mu_, std::try_to_lock);
-  if (!turn.owns_lock()) {
-    trim_pending_ = true;  // the running call's next turn gives back what its level leaves
-    return 0;
-  }
-  return trim_weights_locked(0);
-}
 
 uint64_t EngineImpl::kv_resident_bytes_in(std::string_view scope) const {
   const std::string prefix = std::string(scope) + "/";
@@ -497,11 +477,6 @@ Result<int> EngineImpl::call_adapter(const ContextState& ctx, const CallParams& 
   if (!index.ok() && params.adapter.empty())
     return Status(index.status().code(), "context '" + ctx.id + "': " + index.status().message());
   return index;
-}
-
-int EngineImpl::level_percent(int level) const {
-  const ElasticSpec* spec = model_->elastic();
-  return spec && level >= 0 && level < spec->full() ? spec->levels[static_cast<size_t>(level)] : 100;
 }
 
 Status EngineImpl::eval_pending(ContextState& ctx, EvalVariant variant, std::vector<float>& logits) {

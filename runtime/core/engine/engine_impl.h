@@ -151,11 +151,8 @@ class EngineImpl final : public Engine {
   // Makes what `ctx` holds durable, or takes the unsaved tokens back (Code::io).
   Status persist(ContextState& ctx);
   // A turn's level (compute_mu_ held): a pending trim first, then the weights the level reads
-  // made resident, then Forward::set_level.
+  // made resident, then Forward::set_level (engine_levels.cpp).
   Status enter_level(int level);
-  // Gives back the weight rows above `level` (-1: the full model, nothing) with compute_mu_
-  // held; the bytes.
-  uint64_t trim_weights_locked(int level);
 
   std::vector<std::unique_ptr<hal::Device>> devices_;  // the embedder's order; the weights load on the first
   std::unique_ptr<Model> model_;
