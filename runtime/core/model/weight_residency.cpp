@@ -29,9 +29,13 @@ WeightResidency::WeightResidency(Model& model, hal::Device& device) : model_(mod
     if (bytes == 0) return;
     const auto t0 = std::chrono::steady_clock::now();
     auto back = device.restore_rows(w, w.ref().rows);
-    if (!back.ok() || *back == 0) return;
-    ms_per_byte_ = ms_since(t0) / static_cast<double>(*back);
     can_release_ = true;
+    if (!back.ok()) {  // left released: the first turn above level 0 takes it back
+      resident_ = 0;
+      released_ = bytes;
+      return;
+    }
+    ms_per_byte_ = ms_since(t0) / static_cast<double>(std::max<uint64_t>(*back, 1));
     return;
   }
 }
