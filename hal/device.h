@@ -173,12 +173,16 @@ class Device {
   // A view of the first `rows` rows and the first `cols` columns of a weight this device
   // prepared, sharing its memory (no copy: an elastic model switches sub-model sizes by
   // pointer moves). Valid while `w` lives. matmul on the view computes exactly (bit for bit)
-  // what matmul on a weight prepared from those rows and columns of the GGUF bytes would.
+  // what matmul on a weight prepared from those rows and columns of the GGUF bytes would (a
+  // device's lossy opt-in repack, OpenCL's E0M4, gives its own values at widths it would not
+  // repack).
   // Its ref() is {w's type and data, rows, cols, w's row_bytes (the stride)}.
   // 0 < rows <= w.rows, 0 < cols <= w.cols and cols a multiple of the type's block (32 for
   // the legacy types, 256 for the K-quants, 1 for F32 / F16 / BF16); else
   // Code::invalid_argument. Code::unsupported where not offered (the default).
   virtual Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols);
+  // slice_weight's argument checks, for the devices that offer it: ok, or the bound broken.
+  static Status check_slice(const WeightRef& w, int64_t rows, int64_t cols);
   // Gives back the memory of a prepared weight's rows from `keep_rows` on (whole pages of the
   // device's own copy that hold no earlier row): an elastic level that keeps fewer rows then
   // holds less. Their contents are lost until restore_rows: meanwhile only views of at most

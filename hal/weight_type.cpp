@@ -42,4 +42,21 @@ size_t block_bytes(WeightType t) {
   return 0;
 }
 
+const char* weight_type_name(WeightType t) {
+  switch (t) {
+    case WeightType::F32: return "F32";
+    case WeightType::F16: return "F16";
+    case WeightType::BF16: return "BF16";
+    case WeightType::Q4_0: return "Q4_0";
+    case WeightType::Q4_1: return "Q4_1";
+    case WeightType::Q5_0: return "Q5_0";
+    case WeightType::Q5_1: return "Q5_1";
+    case WeightType::Q8_0: return "Q8_0";
+    case WeightType::Q4_K: return "Q4_K";
+    case WeightType::Q5_K: return "Q5_K";
+    case WeightType::Q6_K: return "Q6_K";
+  }
+  return "?";
+}
+
 }  // namespace llmsvc::hal

@@ -17,6 +17,8 @@ bool is_supported_weight_type(uint32_t ggml_type);
 // Elements per block and bytes per block.
 int64_t block_elems(WeightType t);
 size_t block_bytes(WeightType t);
+// "Q4_K", ...; "?" for a number outside the enum.
+const char* weight_type_name(WeightType t);
 // Bytes of a row of `cols` elements (cols must be a multiple of block_elems).
 inline size_t row_bytes(WeightType t, int64_t cols) { return static_cast<size_t>(cols / block_elems(t)) * block_bytes(t); }
 

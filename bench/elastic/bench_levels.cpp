@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N]
+// bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N] [--device SPEC]
 // For each level of an elastic model (the full model only for a plain one): perplexity over the
 // last N tokens of a text held out from elastify's calibration (the tail of the repository's
 // text), the median prefill time of 256 tokens and decode time per token at context 256, and
 // the weight bytes one token's matmuls read (the LM head's share said apart); then the cost of
-// switching levels against a reload and a copy re-layout. One JSON line.
+// switching levels against a reload and a copy re-layout. One JSON line. --device: where the
+// model runs (hal::open_device's names: cpu, opencl, opencl:NAME), its KV cache there too.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,19 +35,22 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N]\n");
+    std::fprintf(stderr,
+                 "usage: bench_levels MODEL.gguf [--text FILE] [--ppl-tokens N] [--threads N] [--reps N] [--device SPEC]\n");
     return 2;
   }
   std::string model_path = argv[1], text_path = bench::default_text_path();
   int ppl_tokens = 4096, threads = 2, reps = 5;
+  std::string device = "cpu";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--text") text_path = argv[i + 1];
     else if (a == "--ppl-tokens") ppl_tokens = std::atoi(argv[i + 1]);
     else if (a == "--threads") threads = std::atoi(argv[i + 1]);
     else if (a == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (a == "--device") device = argv[i + 1];
   }
-  auto dev = hal::open_device("cpu", hal::DeviceOptions{threads});
+  auto dev = hal::open_device(device, hal::DeviceOptions{threads});
   if (!dev.ok()) return std::fprintf(stderr, "%s\n", dev.status().message().c_str()), 1;
   auto loaded = Model::load(model_path, **dev);
   if (!loaded.ok()) return std::fprintf(stderr, "%s\n", loaded.status().message().c_str()), 1;
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
       if (spec->anchor[il]) out["anchors"].push_back(il);
   out["held_out_tokens"] = held.size();
   out["threads"] = threads;
+  out["device"] = (*dev)->name();
   Forward fwd(m, **dev, 256);
   fwd.set_mass_tracking(false);
   // Held-out perplexity, then prefill of 256 tokens and decode steps at context 256, medians.
@@ -79,7 +84,7 @@ int main(int argc, char** argv) {
     std::vector<double> pre, dec;
     std::vector<float> logits;
     for (int r = 0; r < reps; ++r) {
-      policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+      policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0, policy::EvictionOrder::lctru, &fwd.kv_memory());
       policy::KvSequence seq(store);
       double t0 = now_s();
       if (!fwd.eval(seq, prompt, 0, false, logits).ok()) return false;
@@ -125,7 +130,7 @@ int main(int argc, char** argv) {
   if (spec && n_levels > 1) {
     nlohmann::json sw;
     std::vector<double> set_ns, switched, steady;
-    policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+    policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0, policy::EvictionOrder::lctru, &fwd.kv_memory());
     policy::KvSequence seq(store);
     std::vector<float> logits;
     if (!fwd.eval(seq, prompt, 0, false, logits).ok()) return 1;

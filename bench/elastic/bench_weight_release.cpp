@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_weight_release ELASTIC.gguf [--threads N] [--rounds R]
+// bench_weight_release ELASTIC.gguf [--threads N] [--rounds R] [--device SPEC]
 // Memory pressure on an elastic model (issue 23): WeightResidency gives back the weight rows
 // only levels above the smallest read, and a call at a larger level takes them back first.
 // Measured, medians of R rounds: what the release gives back (its bytes, and the process's
@@ -7,7 +7,9 @@
 // smallest level's decode step with and without the rows released (the same work: it reads
 // none of them), and per level the restore's time against its prediction (restore_ms) and
 // against reloading the model (Model::load, the peer: what a service without levels would do
-// to get its memory back and then its model). One JSON line; a table on stderr.
+// to get its memory back and then its model). One JSON line; a table on stderr. --device: where
+// the model runs (an OpenCL device gives back its own memory: the pool's bytes in use, before
+// and after, are reported too).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -54,7 +56,7 @@ long rss_anon_kb() {
 // Median decode step (ms) at `level` after a 64-token context.
 Result<double> decode_ms(Forward& fwd, const Model& m, int level, int steps) {
   const ModelConfig& c = m.config();
-  policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+  policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0, policy::EvictionOrder::lctru, &fwd.kv_memory());
   policy::KvSequence seq(store);
   std::vector<int32_t> ctx(64);
   for (size_t i = 0; i < ctx.size(); ++i) ctx[i] = static_cast<int32_t>(100 + 7 * i) % c.n_vocab;
@@ -75,17 +77,19 @@ Result<double> decode_ms(Forward& fwd, const Model& m, int level, int steps) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_weight_release ELASTIC.gguf [--threads N] [--rounds R]\n");
+    std::fprintf(stderr, "usage: bench_weight_release ELASTIC.gguf [--threads N] [--rounds R] [--device SPEC]\n");
     return 2;
   }
   const std::string path = argv[1];
   int threads = 2, rounds = 5;
+  std::string device = "cpu";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--threads") threads = std::atoi(argv[i + 1]);
     else if (a == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--device") device = argv[i + 1];
   }
-  auto dev = hal::open_device("cpu", hal::DeviceOptions{threads});
+  auto dev = hal::open_device(device, hal::DeviceOptions{threads});
   if (!dev.ok()) return std::fprintf(stderr, "%s\n", dev.status().message().c_str()), 1;
   std::vector<double> reload;
   std::unique_ptr<Model> model;
@@ -113,19 +117,25 @@ int main(int argc, char** argv) {
   std::vector<double> release_ms;
   uint64_t given = 0;
   long anon_before = 0, anon_after = 0;
+  uint64_t pool_before = 0, pool_after = 0;
   for (int r = 0; r < rounds; ++r) {
     if (!weights.make_resident(spec->full()).ok()) return 1;
     anon_before = rss_anon_kb();
+    pool_before = (*dev)->memory().used();
     const double t0 = now_ms();
     given = weights.release_above(0);
     release_ms.push_back(now_ms() - t0);
     anon_after = rss_anon_kb();
+    pool_after = (*dev)->memory().used();
   }
   auto step_released = decode_ms(fwd, *model, 0, 32);
   if (!step_whole.ok() || !step_released.ok()) return 1;
   out["released_bytes"] = given;
   out["rss_anon_kb_before"] = anon_before;
   out["rss_anon_kb_after"] = anon_after;
+  out["device"] = (*dev)->name();
+  out["device_pool_bytes_before"] = pool_before;
+  out["device_pool_bytes_after"] = pool_after;
   out["release_ms"] = median(release_ms);
   out["decode_ms_smallest_whole"] = *step_whole;
   out["decode_ms_smallest_released"] = *step_released;

@@ -78,6 +78,7 @@ Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const Cl
   // 7B prefill at 1,024 tokens on an H100: 3,980 tok/s in micro-batches of 256, 5,799 of 512,
   // no more at 1,024 or 2,048 (llama.cpp's default micro-batch is 512 too).
   if (info->is_gpu) c.batch_tokens = 512;
+  c.slices_weights = true;
   return d;
 }
 
@@ -108,6 +109,30 @@ Result<std::unique_ptr<PreparedWeight>> ClDevice::prepare_weight(const WeightRef
 const ClWeight& ClDevice::weight(const PreparedWeight& w) const {
   if (const auto* s = dynamic_cast<const SharedWeight*>(&w)) return s->weight();
   return dynamic_cast<const ClWeight&>(w);
+}
+
+const ClWeight* ClDevice::uploaded(const PreparedWeight& w) {
+  if (const auto* s = dynamic_cast<const SharedWeight*>(&w)) return &s->weight();
+  return dynamic_cast<const ClWeight*>(&w);
+}
+
+Result<std::unique_ptr<PreparedWeight>> ClDevice::slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) {
+  const ClWeight* cw = uploaded(w);
+  if (!cw) return Status(Code::invalid_argument, name() + " cannot slice a weight it did not upload as a matrix");
+  auto v = ClMatmul::slice(*cw, rows, cols);
+  if (!v.ok()) return v.status();
+  return std::unique_ptr<PreparedWeight>(std::move(v).value());
+}
+
+uint64_t ClDevice::release_rows(PreparedWeight& w, int64_t keep_rows) {
+  ClWeight* cw = uploaded(w);
+  return cw ? matmul_->release_rows(*cw, keep_rows) : 0;
+}
+
+Result<uint64_t> ClDevice::restore_rows(PreparedWeight& w, int64_t rows) {
+  ClWeight* cw = uploaded(w);
+  if (!cw) return uint64_t{0};
+  return matmul_->restore_rows(*cw, rows);
 }
 
 ClView ClDevice::vector(const PreparedWeight* w) const {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hal/device.h"
@@ -45,6 +46,11 @@ class ClDevice final : public Device {
   // A weight (uploaded once per tensor: the embedding table and a tied LM head share it), or a
   // 1 x n F32 vector (norm scales, biases) as plain floats.
   Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) override;
+  // Views of a weight's first rows and columns, and its row tails given back and restored
+  // (ClMatmul::slice, release_rows, restore_rows): an elastic model's levels.
+  Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) override;
+  uint64_t release_rows(PreparedWeight& w, int64_t keep_rows) override;
+  Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows) override;
 
   Status begin(const BatchBinding& batch) override;
   Status run(const OpCall& op) override;
@@ -80,6 +86,9 @@ class ClDevice final : public Device {
   // Not blocking: dst is written once the queue has run (the caller waits, e.g. clFinish).
   Status read(ClView src, void* dst, size_t bytes, bool blocking = true);
   const ClWeight& weight(const PreparedWeight& w) const;
+  // The weight a prepared matrix (not a vector) of this device holds; null for any other.
+  static const ClWeight* uploaded(const PreparedWeight& w);
+  static ClWeight* uploaded(PreparedWeight& w) { return const_cast<ClWeight*>(uploaded(std::as_const(w))); }
   ClView vector(const PreparedWeight* w) const;  // a prepared 1 x n F32 vector; {} for null
   static ClView view(const BufferView& v);
   void fail(Status s);

@@ -126,6 +126,7 @@ int mma_threshold() {
 
 uint64_t ClWeight::device_bytes() const {
   uint64_t n = 0;
+  if (base_) return 0;
   for (const Buffer& b : parts) n += b.size();
   return n;
 }
@@ -177,7 +178,7 @@ struct ClMatmul::Impl {
   // the kernel never reads).
   static std::array<ClView, 3> parts(const ClWeight& w) {
     std::array<ClView, 3> v;
-    for (int i = 0; i < 3; ++i) v[i] = ClView{ClPool::mem(w.parts[i] ? w.parts[i] : w.parts[0]), 0};
+    for (int i = 0; i < 3; ++i) v[i] = ClView{ClPool::mem(w.part(i) ? w.part(i) : w.part(0)), 0};
     return v;
   }
 
@@ -385,6 +386,8 @@ bool ClMatmul::uses_dp4a_gemv(const ClWeight& w, int n_tokens) const {
          w.ref().cols % 32 == 0;
 }
 
+ClDeviceContext& ClMatmul::context() const { return *impl_->ctx; }
+
 const std::string& ClMatmul::dp4a_gemv_note() const { return impl_->dp4a_note; }
 
 bool ClMatmul::supports(WeightType type) const { return is_supported_weight_type(static_cast<uint32_t>(type)); }
@@ -404,12 +407,14 @@ Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
   out->layout = p.layout;
   out->kp = p.kp ? p.kp : static_cast<uint32_t>(w.cols);  // the quantized layouts have no padding
   out->gs = p.gs;
+  out->resident_ = w.rows;
   cl_command_queue q = impl_->ctx->queue().handle();
   for (int i = 0; i < 3; ++i) {
     if (p.part[i].empty()) continue;
     auto buf = impl_->ctx->pool().alloc(p.part[i].size());
     if (!buf.ok()) return buf.status();
     out->parts[i] = std::move(buf).value();
+    out->part_row[i] = p.part[i].size() / static_cast<size_t>(w.rows);
     // Blocking: the host copy goes away when this returns.
     const cl_int err = clEnqueueWriteBuffer(q, ClPool::mem(out->parts[i]), CL_TRUE, 0, p.part[i].size(),
                                             p.part[i].data(), 0, nullptr, nullptr);
@@ -650,7 +655,7 @@ Status ClMatmul::get_rows(const ClWeight& w, ClView ids, int n, ClView out) {
   if (n < 0 || !ids.mem || !out.mem) return Status(Code::invalid_argument, "opencl get_rows: bad arguments");
   if (n == 0) return Status::Ok();
   ClRange r;
-  r.global = {static_cast<size_t>(n) * (w.kp / 8), 1, 1};
+  r.global = {static_cast<size_t>(n) * static_cast<size_t>((w.ref().cols + 7) / 8), 1, 1};
   return impl_->run(w, impl_->kernels[static_cast<size_t>(w.layout)].rows.get(), r, ids, static_cast<uint32_t>(n), out);
 }
 

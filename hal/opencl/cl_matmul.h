@@ -7,6 +7,7 @@
 // first as the CPU quantizes them for the quantized types (quantize_input).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,20 +20,27 @@
 
 namespace llmsvc::hal::opencl {
 
-// A weight in device memory (its own copy: the file's bytes are not read again).
+// A weight in device memory (its own copy: the file's bytes are not read again), or a view of
+// one's first rows and columns (an elastic level: it reads its weight's parts).
 class ClWeight final : public PreparedWeight {
  public:
   const WeightRef& ref() const override { return ref_; }
   bool owns_copy() const override { return true; }
-  uint64_t device_bytes() const;  // what it holds in the device's pool
+  uint64_t device_bytes() const;  // what it holds in the device's pool (a view: nothing)
+  bool is_view() const { return base_ != nullptr; }
+  int64_t resident_rows() const { return resident_; }  // rows whose bytes are held (release_rows)
 
  private:
   friend class ClMatmul;
+  const Buffer& part(int i) const { return base_ ? base_->parts[i] : parts[i]; }
   WeightRef ref_;
   int layout = 0;         // which repacked form (cl_weight_pack.h)
-  Buffer parts[3];        // codes, scales, ... as the layout needs
-  uint32_t kp = 0;        // row stride in elements of the float layouts (cols rounded up to 8)
+  Buffer parts[3];        // codes, scales, ... as the layout needs; row r's bytes at r * (size / rows)
+  uint32_t kp = 0;        // row stride in elements (the float layouts' cols rounded up to 8)
   uint32_t gs = 0;        // log2 of the elements per scale of the int8 layouts
+  size_t part_row[3] = {};          // bytes of one row in each part
+  const ClWeight* base_ = nullptr;  // a view's weight
+  int64_t resident_ = 0;            // rows held: ref_.rows, fewer after release_rows
 };
 
 class ClMatmul {
@@ -56,6 +64,17 @@ class ClMatmul {
   // Repacks `w` on the host and copies it into the device's pool (waits for the copy).
   // Code::out_of_memory when the pool is full; Code::unsupported for another type.
   Result<std::unique_ptr<ClWeight>> upload(const WeightRef& w);
+
+  // A view of w's first rows and cols, reading w's parts (Device::slice_weight's contract: the
+  // kernels take the row stride apart from the columns computed). Valid while w lives.
+  static Result<std::unique_ptr<ClWeight>> slice(const ClWeight& w, int64_t rows, int64_t cols);
+  // Device::release_rows / restore_rows of an uploaded weight. Device memory cannot shrink in
+  // place, so each part moves to a buffer of the rows kept (a device-side copy; rows are
+  // contiguous in every layout) and the old one goes back to the pool; restoring copies them to
+  // a buffer of the rows asked for and uploads the rest, repacked from the file. Views read the
+  // new buffers at their next launch. Both wait for the queue.
+  uint64_t release_rows(ClWeight& w, int64_t keep_rows);
+  Result<uint64_t> restore_rows(ClWeight& w, int64_t rows);
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens; x: n_tokens x cols f32, y: n_tokens x
   // rows f32 (neither overlapping the other). Enqueued on the context's queue, no wait.
@@ -119,6 +138,10 @@ class ClMatmul {
   // matmul() of an input already quantized for w. int8_ready: the int8 GEMM's split of this
   // same input is already in its scratch (the previous weight of a matmul_multi made it).
   Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready = false);
+  ClDeviceContext& context() const;
+  // w's parts moved to buffers of `rows` rows (its first min(rows, held) rows copied on the
+  // device), not yet swapped in.
+  Result<std::array<Buffer, 3>> resized_parts(const ClWeight& w, int64_t rows);
   // The int8 GEMM of an input already quantized for w.
   Status multiply_int8(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready);
   // x (n_tokens rows of w's cols) quantized for w in the form its matmul reads (floats, or the

@@ -353,8 +353,6 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
     return Status(Code::unsupported, "attention: heads must group evenly and head_dim be a multiple of 4 up to " +
                                          std::to_string(kMaxHeadDim));
   }
-  if (p.rank_major && p.n_head_kv > 1 && p.n_head > p.n_head_kv)
-    return Status(Code::unsupported, "attention: rank-major query heads (an elastic model's head levels) run on the CPU only");
   if (kv.n_head_kv != p.n_head_kv || kv.head_dim != p.head_dim || layer < 0 || layer >= kv.n_layer ||
       kv.chunk_tokens <= 0 || n_valid < 0 || n_valid > static_cast<int64_t>(kv.n_chunks) * kv.chunk_tokens) {
     return Status(Code::invalid_argument, "attention: the KV cache does not match the call");
@@ -371,6 +369,9 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
   }
 
   const int G = p.n_head / p.n_head_kv;
+  // The kernels' head stride within a kv head's group (attention.cl's q_head): 1, or n_head_kv
+  // for rank-major heads.
+  const int32_t hs = p.rank_major && p.n_head_kv > 1 && G > 1 ? p.n_head_kv : 1;
   // Every chunk f16 and chunks a power of two long: the kernels' faster path (attention.cl,
   // c_shift); LLMSVC_CL_KV_FAST=0 turns it off for an A/B.
   const int C = kv.chunk_tokens;
@@ -401,8 +402,9 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
     // from 16 to 1 and double the launch's time (H200: 94 against 46 us), so there the output
     // stays float and act_q8p quantizes it after.
     const size_t qb = static_cast<size_t>(q8.block);
+    // Rank-major heads are not side by side: each head's D channels must be whole blocks.
     const auto whole_blocks = [&](int c) {
-      return c == 1 ? (static_cast<size_t>(G / split) * D) % qb == 0 : (D / c) % qb == 0;
+      return c == 1 ? (static_cast<size_t>(hs == 1 ? G / split : 1) * D) % qb == 0 : (D / c) % qb == 0;
     };
     bool fuse = qb != 0 && whole_blocks(csplit);
     if (qb != 0 && !fuse && csplit > 1 && whole_blocks(csplit / 2)) {
@@ -418,7 +420,7 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
       units = *row;
     }
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_decode.get(), r, q, positions, kv.arena, kv.table, p.n_head,
-                                  p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window,
+                                  p.n_head_kv, hs, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window,
                                   p.scale, out, int32_t{split}, int32_t{csplit}, units, int32_t{mass.mem != nullptr},
                                   fuse ? q8.codes : out, fuse ? q8.params : out, int32_t{fuse ? q8.block : 0}));
     *fused_q8 = fuse;
@@ -445,7 +447,7 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
     }
     const ClRange r{2, {tiles * kMmaAttnItems, static_cast<size_t>(p.n_head_kv), 1}, {kMmaAttnItems, 1, 1}};
     LLMSVC_RETURN_IF_ERROR(launch(m.queue(), mma, r, q, positions, kv.arena, kv.table, n_tokens, p.n_head,
-                                  p.n_head_kv, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out,
+                                  p.n_head_kv, hs, kv.chunk_tokens, c_shift, layer, n_valid, p.sliding_window, p.scale, out,
                                   part, int32_t{mass.mem != nullptr}));
     if (!mass.mem) return Status::Ok();
     LLMSVC_RETURN_IF_ERROR(m.flush_units());  // what waits is added first (the CPU's order)
@@ -491,13 +493,13 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
       const ClRange rs{2, {static_cast<size_t>(n_blocks) * kDecodeItems, nkv, 1}, {kDecodeItems, 1, 1}};
       const detail::Local part{static_cast<size_t>(kKeyBlock) * team * G * sizeof(float)};
       LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_dec_scores.get(), rs, qv, pv, kv.arena, kv.table, p.n_head,
-                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.n_head_kv, hs, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
                                     p.sliding_window, p.scale, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0},
                                     part));
     } else {
       const ClRange rs{3, {static_cast<size_t>(s_stride), nkv, tiles}, {kKeyBlock, 1, 1}};
       LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_scores.get(), rs, qv, pv, kv.arena, kv.table, nt, p.n_head,
-                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.n_head_kv, hs, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
                                     p.sliding_window, p.scale, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0}));
     }
     const int32_t split_keys = static_cast<int32_t>(split_blocks * kKeyBlock);
@@ -510,14 +512,14 @@ Status ClOps::attend(ClView q, int n_tokens, ClView positions, const ClKv& kv, i
       }
       const ClRange rp{2, {static_cast<size_t>(n_splits) * kDecodeItems, nkv, 1}, {kDecodeItems, 1, 1}};
       LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_dec_pv.get(), rp, pv, kv.arena, kv.table, p.n_head,
-                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.n_head_kv, hs, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
                                     p.sliding_window, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0},
                                     split_keys, n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}, units,
                                     int32_t{mass.mem != nullptr}));
     } else {
       const ClRange rp{3, {static_cast<size_t>(n_splits) * kKeyBlock, nkv, tiles}, {kKeyBlock, 1, 1}};
       LLMSVC_RETURN_IF_ERROR(launch(m.queue(), m.attn_pv.get(), rp, pv, kv.arena, kv.table, nt, p.n_head,
-                                    p.n_head_kv, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
+                                    p.n_head_kv, hs, p.head_dim, kv.chunk_tokens, c_shift, layer, n_valid,
                                     p.sliding_window, scores, uint64_t{0}, s_stride, block_stats, uint64_t{0},
                                     split_keys, n_splits, row_stats, uint64_t{0}, ov, partial, uint64_t{0}));
     }

@@ -570,5 +570,136 @@ TEST_F(ClMatmulTest, FourBitActivationsNeedNoAlignment) {
   EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), 8 * sizeof(float)));
 }
 
+// A view (an elastic level's weight) multiplies exactly what a weight uploaded from those rows
+// and columns of the file multiplies, bit for bit, on every path (GEMV, int8 GEMV, GEMM, int8
+// GEMM; the float GEMV and GEMM too), for every type: the kernels index rows by the stride of
+// the weight the view reads, and compute only its columns.
+TEST_F(ClMatmulTest, AViewIsTheWeightOfThoseRowsAndColumnsBitForBit) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  auto no_int8 = ClMatmul::create(*ctx_, false, false, false);
+  ASSERT_TRUE(no_int8.ok()) << no_int8.status().message();
+  auto e0m4 = ClMatmul::create(*ctx_, true);
+  ASSERT_TRUE(e0m4.ok()) << e0m4.status().message();
+  for (ClMatmul* mm : {mm_, no_int8->get(), e0m4->get()}) {
+    for (WeightType type : kTypes) {
+      const bool k = block_elems(type) == 256;
+      const int64_t rows = 129, cols = is_float(type) ? 100 : 512;
+      const auto bytes = random_weight(type, rows, cols, 41);
+      const WeightRef whole = ref_of(type, bytes, rows, cols);
+      auto w = mm->upload(whole);
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      // E0M4 requantizes groups of 128 (its views' columns a multiple of 128 here: a weight of
+      // other widths keeps the file's 4-bit layout, and its view E0M4's values).
+      const bool f = is_float(type), e = mm == e0m4->get() && (type == WeightType::Q4_0 || type == WeightType::Q4_1 ||
+                                                                type == WeightType::Q4_K);
+      for (const Shape v : {Shape{70, k || e ? 256 : f ? 64 : 96}, Shape{rows, k ? 256 : f ? 99 : e ? 384 : 480},
+                            Shape{1, f ? 37 : 512}}) {
+        auto view = ClMatmul::slice(**w, v.rows, v.cols);
+        ASSERT_TRUE(view.ok()) << view.status().message();
+        EXPECT_TRUE((*view)->is_view());
+        EXPECT_EQ((*view)->device_bytes(), 0u);
+        WeightRef part = whole;  // those rows and columns of the file, at its row stride
+        part.rows = v.rows;
+        part.cols = v.cols;
+        auto own = mm->upload(part);
+        ASSERT_TRUE(own.ok()) << own.status().message();
+        for (int n : {1, 3, 17, 64}) {
+          SCOPED_TRACE(std::string(mm == mm_ ? "default" : mm == e0m4->get() ? "e0m4" : "float") + " matmul, type " +
+                       std::to_string(static_cast<int>(type)) + ", view " + std::to_string(v.rows) + " x " +
+                       std::to_string(v.cols) + ", " + std::to_string(n) + " tokens");
+          std::vector<float> x(static_cast<size_t>(n * v.cols));
+          for (float& e : x) e = unit(rng);
+          const Buffer xd = to_device(x.data(), x.size() * 4, 0);
+          std::vector<float> poison(static_cast<size_t>(n * v.rows), std::nanf(""));
+          const Buffer ya = to_device(poison.data(), poison.size() * 4, 0), yb = to_device(poison.data(), poison.size() * 4, 0);
+          ASSERT_TRUE(mm->matmul(**view, ClView{ClPool::mem(xd), 0}, n, ClView{ClPool::mem(ya), 0}).ok());
+          ASSERT_TRUE(mm->matmul(**own, ClView{ClPool::mem(xd), 0}, n, ClView{ClPool::mem(yb), 0}).ok());
+          const auto a = from_device<uint32_t>(ya, 0, poison.size()), b = from_device<uint32_t>(yb, 0, poison.size());
+          if (!e) {  // and the product of those rows (E0M4's is lossy)
+            std::vector<float> wf(static_cast<size_t>(v.rows * v.cols));
+            for (int64_t r = 0; r < v.rows; ++r)
+              dequantize_row(type, bytes.data() + r * whole.row_bytes, wf.data() + r * v.cols, v.cols);
+            expect_product(from_device<float>(ya, 0, poison.size()), wf, cpu_quantized(type, x, n, v.cols), n, v.rows,
+                           v.cols, 2e-5);
+          }
+          ASSERT_EQ(a, b);
+        }
+      }
+      EXPECT_EQ(ClMatmul::slice(**w, rows + 1, cols).status().code(), Code::invalid_argument);
+      if (!is_float(type)) {
+        const Status bad = ClMatmul::slice(**w, rows, block_elems(type) / 2).status();
+        EXPECT_EQ(bad.code(), Code::invalid_argument);
+        EXPECT_NE(bad.message().find("block"), std::string::npos) << bad.message();
+      }
+    }
+  }
+}
+
+// Releasing a weight's rows past a prefix gives their device memory back while views of the
+// prefix compute the same bits; restoring some and then all of them gives the weight's own
+// bits again (every layout, E0M4's requantized rows too), and a full pool refuses a restore
+// with the weight left as it was.
+TEST_F(ClMatmulTest, ReleasedRowsGiveTheirMemoryBackAndComeBackBitForBit) {
+  auto e0m4 = ClMatmul::create(*ctx_, true);
+  ASSERT_TRUE(e0m4.ok()) << e0m4.status().message();
+  std::vector<float> x(static_cast<size_t>(3 * 512));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i) * 0.37f);
+  const Buffer xd = to_device(x.data(), x.size() * 4, 0);
+  for (ClMatmul* mm : {mm_, e0m4->get()}) {
+    for (WeightType type : kTypes) {
+      SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)));
+      constexpr int64_t kRows = 129, kCols = 512, kKeep = 40;
+      const auto bytes = random_weight(type, kRows, kCols, 43);
+      auto w = mm->upload(ref_of(type, bytes, kRows, kCols));
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      const auto product = [&](const ClWeight& m) {
+        std::vector<float> poison(static_cast<size_t>(3 * m.ref().rows), std::nanf(""));
+        const Buffer yd = to_device(poison.data(), poison.size() * 4, 0);
+        EXPECT_TRUE(mm->matmul(m, ClView{ClPool::mem(xd), 0}, 3, ClView{ClPool::mem(yd), 0}).ok());
+        return from_device<uint32_t>(yd, 0, poison.size());
+      };
+      auto view = ClMatmul::slice(**w, kKeep, kCols);
+      auto wide = ClMatmul::slice(**w, 100, kCols);
+      ASSERT_TRUE(view.ok() && wide.ok());
+      const auto full = product(**w), kept = product(**view), hundred = product(**wide);
+      const uint64_t held = (*w)->device_bytes();
+      const uint64_t freed = mm->release_rows(**w, kKeep);
+      EXPECT_EQ(freed, held - held / kRows * kKeep);
+      EXPECT_EQ((*w)->device_bytes(), held - freed);
+      EXPECT_EQ((*w)->resident_rows(), kKeep);
+      EXPECT_EQ(mm->release_rows(**w, kKeep), 0u);  // nothing more to give
+      EXPECT_EQ(mm->release_rows(**view, 1), 0u);   // a view holds nothing
+      EXPECT_EQ(product(**view), kept);
+      auto some = mm->restore_rows(**w, 100);
+      ASSERT_TRUE(some.ok()) << some.status().message();
+      EXPECT_EQ(*some, held / kRows * (100 - kKeep));
+      EXPECT_EQ(product(**wide), hundred);
+      EXPECT_EQ(product(**view), kept);
+      auto rest = mm->restore_rows(**w, kRows + 5);  // past the end: all of them
+      ASSERT_TRUE(rest.ok()) << rest.status().message();
+      EXPECT_EQ((*w)->device_bytes(), held);
+      EXPECT_EQ(product(**w), full);
+    }
+  }
+  // A pool with no room for the restored rows: out_of_memory, and the released weight still
+  // computes its prefix.
+  auto small = ClDeviceContext::open(*info_, ClOptions{cache_->string(), 48 << 10});
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  auto m = ClMatmul::create(**small);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto q = random_weight(WeightType::Q4_0, 256, 256, 4);  // 36 KiB
+  auto w = (*m)->upload(ref_of(WeightType::Q4_0, q, 256, 256));
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_GT((*m)->release_rows(**w, 32), 0u);
+  auto filler = (*m)->upload(ref_of(WeightType::Q4_0, q, 192, 256));  // 27 KiB: the room is gone
+  ASSERT_TRUE(filler.ok()) << filler.status().message();
+  auto back = (*m)->restore_rows(**w, 256);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), Code::out_of_memory) << back.status().message();
+  EXPECT_EQ((*w)->resident_rows(), 32);
+  EXPECT_EQ((*w)->device_bytes(), 32u * 256 / 32 * 18);
+}
+
 }  // namespace
 }  // namespace llmsvc::hal::opencl

@@ -468,6 +468,7 @@ struct AttnCase {
   std::vector<KvFormat> full;      // formats of the full chunks, in turn; the last partial one is f16
   std::vector<int32_t> positions;  // empty: the last n_tokens positions
   float spread = 1.0f;             // of q and K: larger makes the softmax peaked, as in real models
+  bool rank_major = false;         // query head h reads KV head h % n_head_kv (elastic head levels)
 };
 
 // A case of these heads over chunks of these formats, n_valid keys, one token.
@@ -486,7 +487,7 @@ class ClAttention : public ClOpsTest {
   void check(const AttnCase& a) {
     SCOPED_TRACE(::testing::Message() << "n_valid " << a.n_valid << ", tokens " << a.n_tokens << ", window " << a.window
                                       << ", heads " << a.n_head << "/" << a.n_head_kv << "x" << a.head_dim
-                                      << ", formats " << a.full.size());
+                                      << ", formats " << a.full.size() << (a.rank_major ? ", rank-major" : ""));
     TestKv kv;
     kv.n_head_kv = a.n_head_kv;
     kv.head_dim = a.head_dim;
@@ -525,6 +526,7 @@ class ClAttention : public ClOpsTest {
     p.head_dim = a.head_dim;
     p.scale = 1.0f / std::sqrt(float(a.head_dim));
     p.sliding_window = a.window;
+    p.rank_major = a.rank_major;
 
     // The CPU over host views of the same bytes.
     std::vector<float> want(qn), want_mass = mass0;
@@ -677,6 +679,30 @@ TEST_F(ClAttention, LongContextsSplitTheKeysAcrossWorkGroups) {
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// Rank-major query heads (an elastic model's head levels: a level keeps whole ranks, one head of
+// each kv head's group per rank) against the CPU's rank-major attention, on every path: the
+// one-launch decode kernel, long contexts' split decode kernels, prefill (on tensor cores
+// where the GPU has them), the int8 output and key mass; with channel splits too.
+TEST_F(ClAttention, RankMajorHeadsFollowTheCpu) {
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    for (const auto& [tokens, n_valid] : {std::pair{1, 75}, std::pair{1, 700}, std::pair{3, 75}, std::pair{40, 200}}) {
+      AttnCase a = heads_case(3 * ranks, 3, 64, n_valid > 100 ? kMixed : kF16, n_valid);
+      a.n_tokens = tokens;
+      a.rank_major = true;
+      check(a);
+      if (HasFatalFailure()) return;
+    }
+  }
+  ::setenv("LLMSVC_CL_DECODE_CSPLIT", "2", 1);
+  auto o = ClOps::create(*ctx_);
+  ::unsetenv("LLMSVC_CL_DECODE_CSPLIT");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  ops_ = std::move(o).value();
+  AttnCase a = heads_case(6, 3, 64, kF16, 75);
+  a.rank_major = true;
+  check(a);
 }
 
 // A decode step's one-launch kernel splits P.V's channels across work-groups where compute

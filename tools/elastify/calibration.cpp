@@ -59,7 +59,7 @@ Result<double> mean_nll(Forward& fwd, const Model& model, std::span<const int32_
   const ModelConfig& c = model.config();
   if (tokens.size() < 4 || window < 4) return Status(Code::invalid_argument, "loss: too few tokens");
   window = std::min<int>(window, static_cast<int>(tokens.size()));
-  policy::KvChunkStore store(geometry(c), 0);
+  policy::KvChunkStore store(geometry(c), 0, policy::EvictionOrder::lctru, &fwd.kv_memory());
   std::vector<float> logits;
   double nll = 0;
   uint64_t scored = 0;

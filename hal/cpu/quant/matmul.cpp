@@ -206,23 +206,6 @@ void run_job(const Job& j, int ith, int nth) {
   if (!j.lora.empty()) run_lora(j, ith, nth);
 }
 
-const char* type_name(WeightType t) {
-  switch (t) {
-    case WeightType::F32: return "F32";
-    case WeightType::F16: return "F16";
-    case WeightType::BF16: return "BF16";
-    case WeightType::Q4_0: return "Q4_0";
-    case WeightType::Q4_1: return "Q4_1";
-    case WeightType::Q5_0: return "Q5_0";
-    case WeightType::Q5_1: return "Q5_1";
-    case WeightType::Q8_0: return "Q8_0";
-    case WeightType::Q4_K: return "Q4_K";
-    case WeightType::Q5_K: return "Q5_K";
-    case WeightType::Q6_K: return "Q6_K";
-  }
-  return "?";
-}
-
 }  // namespace
 
 void* MatmulScratch::reserve(size_t bytes) {
@@ -273,19 +256,7 @@ Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w) {
 
 Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t rows, int64_t cols) {
   const WeightRef& ref = w.ref();
-  if (rows <= 0 || rows > ref.rows) {
-    return Status(Code::invalid_argument,
-                  "slice rows " + std::to_string(rows) + " out of range 1.." + std::to_string(ref.rows));
-  }
-  if (cols <= 0 || cols > ref.cols) {
-    return Status(Code::invalid_argument,
-                  "slice cols " + std::to_string(cols) + " out of range 1.." + std::to_string(ref.cols));
-  }
-  const int64_t block = block_elems(ref.type);
-  if (cols % block != 0) {
-    return Status(Code::invalid_argument, "slice cols " + std::to_string(cols) + " not a multiple of the " +
-                                              type_name(ref.type) + " block (" + std::to_string(block) + ")");
-  }
+  LLMSVC_RETURN_IF_ERROR(Device::check_slice(ref, rows, cols));
   std::unique_ptr<CpuWeight> v(new CpuWeight());
   v->ref_ = ref;
   v->ref_.rows = rows;

@@ -124,6 +124,11 @@ __attribute__((always_inline)) inline void pv_lane(float4* acc, int nr, __local 
   }
 }
 
+// Query head g of kv head hk's G: group-major (hs 1: heads hk G .. hk G + G - 1, the file's
+// order) or rank-major (hs n_head_kv: heads hk, hk + n_head_kv, ..., an elastic model's head
+// levels, whose every prefix of whole ranks is a smaller model; AttentionParams::rank_major).
+inline int q_head(int hk, int g, int G, int hs) { return hs == 1 ? hk * G + g : g * hs + hk; }
+
 // Keys [lo, hi) seen by a query at position pos.
 inline int2 visible_keys(int pos, int n_valid, int window) {
   return (int2)(window > 0 ? max(0, pos - window + 1) : 0, min(pos + 1, n_valid));
@@ -152,8 +157,9 @@ inline void tree_reduce(__local float (*red)[KB], int lid, int op) {
 
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
-    __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer,
-    int n_valid, int window, float scale, __global float* sb, ulong so, int s_stride, __global float2* mb, ulong mo) {
+    __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int hs, int head_dim, int C, int c_shift,
+    int layer, int n_valid, int window, float scale, __global float* sb, ulong so, int s_stride, __global float2* mb,
+    ulong mo) {
   __local float qs[RT][DS];
   // Row stride DS + 4: item k reads row k a float4 at a time, and 8 items in a row of 36
   // floats each start 4 banks apart (no conflict).
@@ -179,7 +185,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
         const int i = i0 + r;
         float4 v = 0.0f;
         if (r < nr && d < head_dim) {
-          v = vload4(0, q + ((size_t)(i / G) * n_head + hk * G + i % G) * head_dim + d);
+          v = vload4(0, q + ((size_t)(i / G) * n_head + q_head(hk, i % G, G, hs)) * head_dim + d);
           v = (float4)(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
         }
         vstore4(v, 0, &qs[r][dq]);
@@ -213,7 +219,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
       const int i = i0 + r;
       const int2 v = visible_keys(positions[i / G], n_valid, window);
       if (j >= v.x && j < v.y) s[r] = acc[r] * scale;
-      S[((size_t)(i / G) * n_head + hk * G + i % G) * s_stride + j] = s[r];
+      S[((size_t)(i / G) * n_head + q_head(hk, i % G, G, hs)) * s_stride + j] = s[r];
     }
     red[r][lid] = s[r];
   }
@@ -227,7 +233,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_scores(
   if (lid < nr) {
     const int i = i0 + lid;
     __global float2* block_stats = VIEW(float2, mb, mo);
-    block_stats[((size_t)(i / G) * n_head + hk * G + i % G) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
+    block_stats[((size_t)(i / G) * n_head + q_head(hk, i % G, G, hs)) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
   }
 }
 
@@ -264,9 +270,9 @@ inline void row_stats(__global const float2* part, const size_t* row, int n_bloc
 
 __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
     __global const int* pb, ulong po, __global const uchar* arena, __global const ulong* tb, ulong to, int n_tokens,
-    int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid, int window, __global const float* sb,
-    ulong so, int s_stride, __global const float2* mb, ulong mo, int split_keys, int n_splits, __global float2* stb,
-    ulong sto, __global float* ob, ulong oo, __global float* xb, ulong xo) {
+    int n_head, int n_head_kv, int hs, int head_dim, int C, int c_shift, int layer, int n_valid, int window,
+    __global const float* sb, ulong so, int s_stride, __global const float2* mb, ulong mo, int split_keys, int n_splits,
+    __global float2* stb, ulong sto, __global float* ob, ulong oo, __global float* xb, ulong xo) {
   __local float red[RT][KB];  // row stats, then the weights of a key block
   __local float rmax[RT], rinv[RT];
   __local float4 lanes[RT * KB];  // per (lane, row, quad): a key lane's sums
@@ -282,7 +288,7 @@ __kernel __attribute__((reqd_work_group_size(KB, 1, 1))) void attn_pv(
   size_t row[RT];
   for (int r = 0; r < RT; ++r) {
     const int i = i0 + min(r, nr - 1);
-    row[r] = (size_t)(i / G) * n_head + hk * G + i % G;
+    row[r] = (size_t)(i / G) * n_head + q_head(hk, i % G, G, hs);
   }
 
   row_stats(part, row, n_blocks, nr, split == 0 ? VIEW(float2, stb, sto) : 0, lid, red, rmax, rinv);
@@ -438,9 +444,9 @@ inline void store_lane_sums(const float4* acc, int G, __local float4* lanes, int
 // are the same either way.
 __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
-    __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid,
-    int window, float scale, __global float* ob, ulong oo, int split, int csplit, __global uint* ub, ulong uo,
-    int mass, __global char* cb, ulong co, __global uint2* xpb, ulong xpo, int qblock) {
+    __global const ulong* tb, ulong to, int n_head, int n_head_kv, int hs, int head_dim, int C, int c_shift, int layer,
+    int n_valid, int window, float scale, __global float* ob, ulong oo, int split, int csplit, __global uint* ub,
+    ulong uo, int mass, __global char* cb, ulong co, __global uint2* xpb, ulong xpo, int qblock) {
   __local float qs[DQ];
   __local float S[DK];
   __local float red[DW];
@@ -448,12 +454,13 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   const int lid = get_local_id(0), cs = get_group_id(0) % csplit, hw = get_group_id(0) / csplit;
   const int hk = hw / split;
   const int G = n_head / n_head_kv / split, kv_dim = n_head_kv * head_dim;
-  const int first_head = hk * split * G + (hw % split) * G;  // of this work-group's G
+  // This work-group's G heads: members g0 .. g0 + G - 1 of the kv head's group, hs heads apart.
+  const int g0 = (hw % split) * G, first_head = q_head(hk, g0, G * split, hs);
   const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
   const int lo = vis.x, nk = max(0, vis.y - vis.x);
   __global const ulong* table = CVIEW(ulong, tb, to);
   __global const float* q = CVIEW(float, qb, qo) + (size_t)first_head * head_dim;
-  for (int e = lid; e < G * head_dim; e += DW) qs[e] = round_f16(q[e]);
+  for (int e = lid; e < G * head_dim; e += DW) qs[e] = round_f16(q[(size_t)(e / head_dim) * hs * head_dim + e % head_dim]);
   barrier(CLK_LOCAL_MEM_FENCE);
 
   // Scores: an item per key, every query head of the group at once (a K row read once).
@@ -509,12 +516,12 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   }
   // qs is free once the scores are made: it keeps the outputs for their quantization.
   store_lane_sums_keep(acc, G, lanes, lid, active, kl, KL, CQ, cq,
-                       VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0, head_dim, qs, qblock != 0);
+                       VIEW(float, ob, oo) + (size_t)first_head * head_dim + c0, (size_t)hs * head_dim, qs, qblock != 0);
   if (qblock == 0) return;
   // The o-projection's input in the int8 form (act_q8p's bits: the same floats, blocks and
   // codes), so that its GEMV needs no quantizing launch. The host asks for it only where the
   // work-group's G x Dc outputs are whole blocks of the input: Dc a multiple of qblock, or
-  // (csplit 1) its heads side by side, G x head_dim a multiple of qblock. lanes and red are
+  // (csplit 1, group-major) its heads side by side, G x head_dim a multiple of qblock. lanes and red are
   // free now: the 8-element extremes and the blocks' pairs.
   __local float2* ext = (__local float2*)lanes;
   const int n = G * Dc;
@@ -524,7 +531,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_decode(
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int h = lid; h < n / 16; h += DW) {
     const int e = 16 * h;  // element e of the work-group's outputs: head e / Dc, its channel c0 + e % Dc
-    const size_t i = (size_t)(first_head + e / Dc) * head_dim + c0 + e % Dc;
+    const size_t i = (size_t)(first_head + e / Dc * hs) * head_dim + c0 + e % Dc;
     quant16_q8(qs, h, i / 16, qblock, red, VIEW(char, cb, co), VIEW(uint2, xpb, xpo));
   }
 }
@@ -560,7 +567,7 @@ __kernel void attn_units_mass(__global uint* units, int n_valid, int rows, __glo
 #define DT 8
 __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_scores(
     __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,
-    __global const ulong* tb, ulong to, int n_head, int n_head_kv, int head_dim, int C, int c_shift, int layer,
+    __global const ulong* tb, ulong to, int n_head, int n_head_kv, int hs, int head_dim, int C, int c_shift, int layer,
     int n_valid, int window, float scale, __global float* sb, ulong so, int s_stride, __global float2* mb, ulong mo,
     __local float* part) {
   __local float red[RT][KB];
@@ -572,10 +579,10 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_scores(
   const int j0 = blk * KB;
   const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
   __global const ulong* table = CVIEW(ulong, tb, to);
-  __global const float* q = CVIEW(float, qb, qo) + (size_t)hk * G * head_dim + t * DT;
+  __global const float* q = CVIEW(float, qb, qo) + t * DT;
   float8 qf[DG];
   for (int g = 0; g < G; ++g) {
-    const float8 v = vload8(0, q + (size_t)g * head_dim);
+    const float8 v = vload8(0, q + (size_t)q_head(hk, g, G, hs) * head_dim);
     qf[g] = (float8)(round_f16(v.s0), round_f16(v.s1), round_f16(v.s2), round_f16(v.s3), round_f16(v.s4),
                      round_f16(v.s5), round_f16(v.s6), round_f16(v.s7));
   }
@@ -622,7 +629,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_scores(
         for (int i = 1; i < TL; ++i) acc += pp[i];
         s[g] = acc * scale;
       }
-      S[(size_t)(hk * G + g) * s_stride + j] = s[g];
+      S[(size_t)q_head(hk, g, G, hs) * s_stride + j] = s[g];
     }
     if (lid < KB) red[g][lid] = s[g];
   }
@@ -636,7 +643,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_scores(
   tree_reduce(red, lid, 1);
   if (lid < G) {
     const int n_blocks = s_stride / KB;
-    VIEW(float2, mb, mo)[(size_t)(hk * G + lid) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
+    VIEW(float2, mb, mo)[(size_t)q_head(hk, lid, G, hs) * n_blocks + blk] = (float2)(bmax[lid], red[lid][0]);
   }
 }
 
@@ -648,7 +655,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_scores(
 // (attn_decode's integer shares) in the same pass.
 __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_pv(
     __global const int* pb, ulong po, __global const uchar* arena, __global const ulong* tb, ulong to, int n_head,
-    int n_head_kv, int head_dim, int C, int c_shift, int layer, int n_valid, int window, __global const float* sb,
+    int n_head_kv, int hs, int head_dim, int C, int c_shift, int layer, int n_valid, int window, __global const float* sb,
     ulong so, int s_stride, __global const float2* mb, ulong mo, int split_keys, int n_splits, __global float2* stb,
     ulong sto, __global float* ob, ulong oo, __global float* xb, ulong xo, __global uint* ub, ulong uo, int mass) {
   __local float red[RT][KB];
@@ -660,7 +667,7 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_pv(
   const int n_blocks = s_stride / KB;
   __global const float* S = CVIEW(float, sb, so);
   size_t row[RT];
-  for (int r = 0; r < RT; ++r) row[r] = (size_t)hk * G + min(r, G - 1);
+  for (int r = 0; r < RT; ++r) row[r] = (size_t)q_head(hk, min(r, G - 1), G, hs);
   row_stats(CVIEW(float2, mb, mo), row, n_blocks, G, split == 0 ? VIEW(float2, stb, sto) : 0, lid, red, rmax, rinv);
 
   const int2 vis = visible_keys(CVIEW(int, pb, po)[0], n_valid, window);
@@ -691,10 +698,11 @@ __kernel __attribute__((reqd_work_group_size(DW, 1, 1))) void attn_dec_pv(
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
-  // Rows hk * G + g: the output, or this split's partial sums for attn_reduce.
+  // Rows q_head(hk, g): the output, or this split's partial sums for attn_reduce.
   if (n_splits == 1)
-    store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq, VIEW(float, ob, oo) + row[0] * head_dim, head_dim);
+    store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq, VIEW(float, ob, oo) + row[0] * head_dim,
+                    (size_t)hs * head_dim);
   else
     store_lane_sums(acc, G, lanes, lid, active, kl, KL, CQ, cq,
-                    VIEW(float, xb, xo) + (row[0] * n_splits + split) * head_dim, (size_t)n_splits * head_dim);
+                    VIEW(float, xb, xo) + (row[0] * n_splits + split) * head_dim, (size_t)hs * n_splits * head_dim);
 }

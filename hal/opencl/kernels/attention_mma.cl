@@ -156,7 +156,7 @@ __attribute__((always_inline)) inline void am_stats(const float s[8][4], float m
 
 __attribute__((always_inline)) inline void attn_mma(
     const int AD, __global const float* q, __global const int* positions, __global const uchar* arena,
-    __global const ulong* table, int n_tokens, int n_head, int n_head_kv, int C, int c_shift, int layer, int n_valid,
+    __global const ulong* table, int n_tokens, int n_head, int n_head_kv, int hs, int C, int c_shift, int layer, int n_valid,
     int window, float scale, __global float* out, __global uint* mass_part, __local uint* ks, __local uint* vt,
     __local uint* wmass) {
   const int lid = get_local_id(0), hk = get_group_id(1);
@@ -172,8 +172,9 @@ __attribute__((always_inline)) inline void attn_mma(
   if (rb < n_rows) vb = am_visible(positions[rb / G], n_valid, window);
   uint qa[AM_MAX_AD / 16][4];
   {
-    __global const float* qra = q + ((size_t)(min(ra, n_rows - 1) / G) * n_head + hk * G + min(ra, n_rows - 1) % G) * AD;
-    __global const float* qrb = q + ((size_t)(min(rb, n_rows - 1) / G) * n_head + hk * G + min(rb, n_rows - 1) % G) * AD;
+    const int ca = min(ra, n_rows - 1), cb = min(rb, n_rows - 1);
+    __global const float* qra = q + ((size_t)(ca / G) * n_head + q_head(hk, ca % G, G, hs)) * AD;
+    __global const float* qrb = q + ((size_t)(cb / G) * n_head + q_head(hk, cb % G, G, hs)) * AD;
 #pragma unroll
     for (int kk = 0; kk < AM_MAX_AD / 16; ++kk)
       if (kk < AD / 16) {
@@ -267,7 +268,7 @@ __attribute__((always_inline)) inline void attn_mma(
   for (int h = 0; h < 2; ++h) {
     const int r = h == 0 ? ra : rb;
     if (r >= n_rows) continue;
-    __global float* dst = out + ((size_t)(r / G) * n_head + hk * G + r % G) * AD + 2 * t;
+    __global float* dst = out + ((size_t)(r / G) * n_head + q_head(hk, r % G, G, hs)) * AD + 2 * t;
 #pragma unroll
     for (int c = 0; c < AM_MAX_AD / 8; ++c)
       if (c < AD / 8) vstore2((float2)(o[c][2 * h], o[c][2 * h + 1]), 0, dst + 8 * c);
@@ -280,14 +281,14 @@ __attribute__((always_inline)) inline void attn_mma(
 #define ATTN_MMA(AD)                                                                                            \
   __kernel __attribute__((reqd_work_group_size(AM_WG, 1, 1))) void attn_mma_##AD(                              \
       __global const float* qb, ulong qo, __global const int* pb, ulong po, __global const uchar* arena,       \
-      __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int C, int c_shift,          \
+      __global const ulong* tb, ulong to, int n_tokens, int n_head, int n_head_kv, int hs, int C, int c_shift,  \
       int layer, int n_valid, int window, float scale, __global float* ob, ulong oo, __global uint* mpb,        \
       ulong mpo, int with_mass) {                                                                               \
     __local uint ks[AM_KEYS * AM_KS(AD)];                                                                       \
     __local uint vt[AD * AM_VS];                                                                                \
     __local uint wmass[AM_KEYS];                                                                                \
     attn_mma(AD, CVIEW(float, qb, qo), CVIEW(int, pb, po), arena, CVIEW(ulong, tb, to), n_tokens, n_head,      \
-             n_head_kv, C, c_shift, layer, n_valid, window, scale, VIEW(float, ob, oo),                        \
+             n_head_kv, hs, C, c_shift, layer, n_valid, window, scale, VIEW(float, ob, oo),                    \
              with_mass ? VIEW(uint, mpb, mpo) : 0, ks, vt, wmass);                                              \
   }
 

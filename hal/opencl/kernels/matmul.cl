@@ -18,14 +18,20 @@
 #define L_E0M4 8
 
 // A repacked weight: up to three parts (codes, scales, scales or mins) and its shape. kp is the
-// row stride in elements of the float layouts (cols rounded up to 8, zero-padded); gs is log2 of
-// the group size of the int8 layouts (16 or 32 elements share a scale).
+// row stride in elements of every layout: the float layouts' cols rounded up to 8 (zero-padded),
+// the others' cols; a view (an elastic level: ClDevice::slice_weight) keeps its weight's kp and
+// computes fewer rows and cols. gs is log2 of the group size of the int8 layouts (16 or 32
+// elements share a scale).
 typedef struct {
   __global const uchar* p0;
   __global const uchar* p1;
   __global const uchar* p2;
   uint rows, cols, kp, gs;
 } Weight;
+
+// The 8-element groups a row's computed columns span (a float layout's last one zero-padded,
+// or, in a view, holding columns it does not compute: x is zero there).
+inline uint w_groups(const Weight w) { return (w.cols + 7) >> 3; }
 
 // The weight arguments every matmul kernel starts with, and the Weight they make.
 #define WARGS                                                                                   \
@@ -83,8 +89,7 @@ inline WRaw deq8_fetch(const int L, const Weight w, uint r, uint g) {
     v.lo = vload4(0, (__global const uint*)((__global const ushort*)w.p0 + (size_t)r * w.kp + (size_t)g * 8));
     return v;
   }
-  const uint nb = w.cols >> 5;  // 32-element blocks per row
-  const size_t blk = (size_t)r * nb + (g >> 2);
+  const size_t blk = (size_t)r * (w.kp >> 5) + (g >> 2);  // 32-element blocks
   if (L == L_Q4_0 || L == L_Q4_1 || L == L_Q4_K || L == L_E0M4) {
     v.lo.xy = *(__global const uint2*)(w.p0 + blk * 16 + (g & 1) * 8);
     if (L == L_Q4_0) v.s = ((__global const ushort*)w.p1)[blk];
@@ -97,7 +102,7 @@ inline WRaw deq8_fetch(const int L, const Weight w, uint r, uint g) {
     return v;
   }
   // L_I8 / L_I8M: int8 codes in element order, an f32 scale (and min) per 2^gs elements.
-  const size_t e = (size_t)r * w.cols + (size_t)g * 8;
+  const size_t e = (size_t)r * w.kp + (size_t)g * 8;
   v.lo.xy = vload2(0, (__global const uint*)(w.p0 + e));
   v.s = ((__global const uint*)w.p1)[e >> w.gs];
   if (L == L_I8M) v.m = ((__global const uint*)w.p2)[e >> w.gs];
@@ -140,7 +145,7 @@ inline float8 deq8(const int L, const Weight w, uint r, uint g) {
   __kernel void get_rows_##name(WARGS, __global const int* ids, ulong ids_off, uint n,        \
                                 __global float* out, ulong out_off) {                         \
     WMAKE(w);                                                                                  \
-    const uint groups = w.kp >> 3;                                                             \
+    const uint groups = w_groups(w);                                                           \
     const size_t id = get_global_id(0);                                                        \
     if (id >= (size_t)n * groups) return;                                                      \
     const uint i = (uint)(id / groups), g = (uint)(id % groups);                               \

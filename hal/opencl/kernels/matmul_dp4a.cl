@@ -57,8 +57,7 @@ typedef struct {
 
 inline DpHalf dp_load(const int L, const Weight w, uint r, uint b, uint part) {
   DpHalf h;
-  const uint nb = w.cols >> 5;
-  const size_t blk = (size_t)r * nb + b;
+  const size_t blk = (size_t)r * (w.kp >> 5) + b;  // a row holds kp / 32 blocks
   if (L == L_I8 || L == L_I8M) {
     const size_t e = blk * 32 + part * 16;
     h.q = vload4(0, (__global const uint*)(w.p0 + e));

@@ -20,12 +20,12 @@ inline void gemm(const int L, const Weight w, __global const float* x, uint n, _
   const uint lr = lid >> 2, lg = lid & 3;
   const uint wr = min(r0 + lr, w.rows - 1), xt = min(t0 + lr, n - 1);  // past the end: read, never written
   __global const float* xrow = x + (size_t)xt * w.cols;
-  const uint groups = w.kp >> 3;
+  const uint groups = w_groups(w);
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
 
-  for (uint k0 = 0; k0 < w.kp; k0 += GEMM_TK) {
+  for (uint k0 = 0; k0 < groups * 8; k0 += GEMM_TK) {
     const uint g = (k0 >> 3) + lg;
     const float8 wv = g < groups ? deq8(L, w, wr, g) : (float8)(0.0f);
     const float8 xv = x_load8(xrow, g * 8, w.cols);

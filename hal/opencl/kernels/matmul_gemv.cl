@@ -127,7 +127,7 @@ inline void gemv_q4(const int L, const int T, const Weight w, uint grp, __global
   // A line's step covers LX * S / 32 consecutive blocks; this item takes part `part` of one.
   const uint per_block = 32 / GEMV_S, step = GEMV_LX / per_block;
   const uint part = lx % per_block, first = lx / per_block;
-  const uint nb = w.cols >> 5;
+  const uint nb = w.cols >> 5, stride = w.kp >> 5;  // blocks computed, blocks a row holds
   for (uint b0 = first; b0 < nb; b0 += step * GEMV_U) {
     // Every load of the U steps first, then the arithmetic: the loads overlap in DRAM.
     Q4Codes c[GEMV_U][GEMV_NR];
@@ -137,7 +137,7 @@ inline void gemv_q4(const int L, const int T, const Weight w, uint grp, __global
       const uint b = min(b0 + u * step, nb - 1);  // past the end: read, never summed
 #pragma unroll
       for (int i = 0; i < GEMV_NR; ++i) {
-        const size_t blk = (size_t)rr[i] * nb + b;
+        const size_t blk = (size_t)rr[i] * stride + b;
         c[u][i] = q4_load(w, blk, part);
         ab[u][i] = q4_ab(L, w, blk);
       }
@@ -171,7 +171,7 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
   float acc[GEMVA_NR * GEMV_MAXT];
   uint rr[GEMVA_NR];
   const uint lx = gemv_start(GEMVA_LX, GEMVA_NR, w, grp, rr, acc);
-  const uint groups = w.kp >> 3;
+  const uint groups = w_groups(w);
   for (uint g = lx; g < groups; g += GEMVA_LX) {
     float8 wv[GEMVA_NR];
     for (int i = 0; i < GEMVA_NR; ++i) wv[i] = deq8(L, w, rr[i], g);

@@ -39,7 +39,7 @@ typedef struct {
 __attribute__((always_inline)) inline void mma_fetch(const int L, const int nw, const int nx, const Weight w,
                                                      __global const float* x, uint step, uint lg, const uint* wrow,
                                                      const uint* xtok, MmaRaw* raw) {
-  const uint g = step * (MMA_BK / 8) + lg, groups = w.kp >> 3;
+  const uint g = step * (MMA_BK / 8) + lg, groups = w_groups(w);
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     if (j < nw) {
@@ -59,12 +59,12 @@ __attribute__((always_inline)) inline void mma_fetch(const int L, const int nw, 
 // lid's j-th group is uint4 lid + nt j (tile row (lid + nt j) >> 2, group lg), so a warp writes
 // 512 consecutive bytes.
 __attribute__((always_inline)) inline void mma_store(const int L, const int nw, const int nx, const int nt, uint lid,
-                                                     uint step, uint lg, const uint kp, const MmaRaw* raw,
+                                                     uint step, uint lg, const uint groups, const MmaRaw* raw,
                                                      __local uint4* ws, __local uint4* xs) {
   const uint g = step * (MMA_BK / 8) + lg;
 #pragma unroll
   for (int j = 0; j < 4; ++j)
-    if (j < nw) ws[lid + nt * j] = mma_h8(g < (kp >> 3) ? deq8_decode(L, raw->w[j], g) : (float8)(0.0f));
+    if (j < nw) ws[lid + nt * j] = mma_h8(g < groups ? deq8_decode(L, raw->w[j], g) : (float8)(0.0f));
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     if (j < nx) xs[lid + nt * j] = mma_h8(raw->x[j]);
@@ -105,7 +105,7 @@ __attribute__((always_inline)) inline void gemm_mma(const int L, const int WM, c
   const int NWL = BM * 4 / NT, NXL = BN * 4 / NT;  // 8-element groups each item loads per step
   const uint lid = get_local_id(0);
   const uint r0 = get_group_id(0) * BM, t0 = get_group_id(1) * BN;
-  const uint steps = (w.kp + MMA_BK - 1) / MMA_BK;
+  const uint steps = (w_groups(w) * 8 + MMA_BK - 1) / MMA_BK;
 
   // The items' loads: item lid + NT j takes group (its & 3) of tile row (its >> 2). Rows and
   // tokens past the end are read clamped, never written.
@@ -135,7 +135,7 @@ __attribute__((always_inline)) inline void gemm_mma(const int L, const int WM, c
   MmaRaw ra, rb;
   mma_fetch(L, NWL, NXL, w, x, 0, lg, wrow, xtok, &ra);
   if (steps > 1) mma_fetch(L, NWL, NXL, w, x, 1, lg, wrow, xtok, &rb);
-  mma_store(L, NWL, NXL, NT, lid, 0, lg, w.kp, &ra, ws, xs);
+  mma_store(L, NWL, NXL, NT, lid, 0, lg, w_groups(w), &ra, ws, xs);
   barrier(CLK_LOCAL_MEM_FENCE);
   // Two steps a turn, so each register set keeps its name: at the top, buffer 0 holds step s
   // and rb step s + 1 (in flight).
@@ -143,12 +143,12 @@ __attribute__((always_inline)) inline void gemm_mma(const int L, const int WM, c
     if (s + 2 < steps) mma_fetch(L, NWL, NXL, w, x, s + 2, lg, wrow, xtok, &ra);
     mma_step(ws + a_off, xs + b_off, acc);
     if (s + 1 >= steps) break;
-    mma_store(L, NWL, NXL, NT, lid, s + 1, lg, w.kp, &rb, ws1, xs1);
+    mma_store(L, NWL, NXL, NT, lid, s + 1, lg, w_groups(w), &rb, ws1, xs1);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (s + 3 < steps) mma_fetch(L, NWL, NXL, w, x, s + 3, lg, wrow, xtok, &rb);
     mma_step(ws1 + a_off, xs1 + b_off, acc);
     if (s + 2 >= steps) break;
-    mma_store(L, NWL, NXL, NT, lid, s + 2, lg, w.kp, &ra, ws, xs);
+    mma_store(L, NWL, NXL, NT, lid, s + 2, lg, w_groups(w), &ra, ws, xs);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 

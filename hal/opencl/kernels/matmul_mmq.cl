@@ -49,9 +49,8 @@ inline MqRaw mq_fetch_w(const int L, const Weight w, uint r, uint b) {
   MqRaw v;
   v.c0 = v.c1 = (uint4)(0u);
   v.s = v.m = 0u;
-  const uint nb = w.cols >> 5;
-  if (b >= nb) return v;  // past the row: zero codes and scales
-  const size_t blk = (size_t)r * nb + b;
+  if (b >= (w.cols >> 5)) return v;  // past the computed columns: zero codes and scales
+  const size_t blk = (size_t)r * (w.kp >> 5) + b;
   if (L == L_Q4_0 || L == L_Q4_1 || L == L_Q4_K) {
     v.c0 = vload4(0, (__global const uint*)(w.p0 + blk * 16));
     if (L == L_Q4_0) v.s = ((__global const ushort*)w.p1)[blk];
