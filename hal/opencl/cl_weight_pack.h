@@ -20,8 +20,9 @@ constexpr std::array<const char*, kLayouts> kLayoutNames = {"f32",  "f16", "bf16
                                                             "q4_k", "i8",  "i8m",  "e0m4"};
 
 // A weight repacked on the host, before its parts go to the device: codes, scales, scales or
-// mins as the layout needs; kp the row stride of the float layouts (0: cols), gs log2 of the
-// elements per scale of the int8 layouts.
+// mins as the layout needs; kp the row stride of the float layouts (0: cols, the other layouts'
+// stride), gs log2 of the elements per scale of the int8 layouts. Every part holds its rows one
+// after another, the same bytes per row.
 struct PackedWeight {
   Layout layout = kF32;
   uint32_t kp = 0, gs = 0;
