@@ -216,6 +216,15 @@ namespace {
 
 bool same_view(const BufferView& a, const BufferView& b) { return a.buffer == b.buffer && a.offset == b.offset; }
 
+// Whether one launch may write `out` while its other work-groups still read `in` (a row each):
+// the two do not overlap, or are the same place (a work-group reads its row before writing
+// it). The memory plan lets an op's output reuse what an earlier op read last; fusing the two
+// ops into one launch keeps that input read while the output is written.
+bool apart_or_same(const BufferView& in, size_t in_bytes, const BufferView& out, size_t out_bytes) {
+  if (in.buffer != out.buffer || in.offset == out.offset) return true;
+  return in.offset + in_bytes <= out.offset || out.offset + out_bytes <= in.offset;
+}
+
 // Two RoPE ops one launch can run: the same rows and angles (head size, rotated dims, style,
 // base, scale), over different tensors.
 bool rope_pair(const OpCall& a, const OpCall& b) {
@@ -300,9 +309,11 @@ Status ClDevice::run(const OpCall& op) {
     const OpCall& h = held_[0];
     if (h.kind == OpKind::add && n_held_ == 1) {
       // The norm right after a residual add, over the sum it made: one launch for the two,
-      // held in turn for the matmul after it.
+      // held in turn for the matmul after it; not where the norm's output would overwrite rows
+      // of the add's input that other work-groups have yet to read.
+      const auto bytes = [](const OpCall& c, int64_t cols) { return static_cast<size_t>(c.rows * cols) * sizeof(float); };
       if (op.kind == OpKind::rms_norm && same_view(op.in[0], h.out[0]) && op.rows == h.rows &&
-          op.cols_in == h.cols_out) {
+          op.cols_in == h.cols_out && apart_or_same(h.in[1], bytes(h, h.cols_out), op.out[0], bytes(op, op.cols_out))) {
         held_[1] = op;
         n_held_ = 2;
         return Status::Ok();
