@@ -27,19 +27,6 @@ class SharedWeight final : public PreparedWeight {
   std::shared_ptr<ClWeight> w_;
 };
 
-// A 1 x n F32 vector (a norm's scale, a bias) as plain floats in device memory.
-class ClVector final : public PreparedWeight {
- public:
-  ClVector(const WeightRef& ref, Buffer b) : ref_(ref), buf_(std::move(b)) {}
-  const WeightRef& ref() const override { return ref_; }
-  bool owns_copy() const override { return true; }
-  ClView view() const { return {ClPool::mem(buf_), buf_.offset()}; }
-
- private:
-  WeightRef ref_;
-  Buffer buf_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<ClDevice>> ClDevice::open(std::string_view spec, const ClDeviceOptions& options) {
@@ -89,13 +76,6 @@ ClDevice::~ClDevice() {
 std::string ClDevice::name() const { return "opencl (" + info().description() + ")"; }
 
 Result<std::unique_ptr<PreparedWeight>> ClDevice::prepare_weight(const WeightRef& w) {
-  if (w.type == WeightType::F32 && w.rows == 1) {
-    auto b = ctx_->pool().alloc(static_cast<size_t>(w.cols) * sizeof(float));
-    if (!b.ok()) return b.status();
-    auto v = std::make_unique<ClVector>(w, std::move(b).value());
-    LLMSVC_RETURN_IF_ERROR(write(v->view(), w.data, static_cast<size_t>(w.cols) * sizeof(float), true));
-    return std::unique_ptr<PreparedWeight>(std::move(v));
-  }
   auto it = uploaded_.find(w.data);
   if (it == uploaded_.end() || it->second->ref().type != w.type || it->second->ref().rows != w.rows ||
       it->second->ref().cols != w.cols) {
@@ -136,7 +116,9 @@ Result<uint64_t> ClDevice::restore_rows(PreparedWeight& w, int64_t rows) {
 }
 
 ClView ClDevice::vector(const PreparedWeight* w) const {
-  return w ? dynamic_cast<const ClVector&>(*w).view() : ClView{};
+  // An F32 1 x n weight's floats start its part 0 (the f32 layout: rows of floats, zero-padded).
+  const ClWeight* cw = w ? uploaded(*w) : nullptr;
+  return cw && cw->ref().type == WeightType::F32 ? cw->floats() : ClView{};
 }
 
 ClView ClDevice::view(const BufferView& v) {

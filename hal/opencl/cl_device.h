@@ -43,8 +43,9 @@ class ClDevice final : public Device {
   const ClDeviceInfo& info() const { return ctx_->info(); }
   const ProgramBuilder& programs() const { return ctx_->programs(); }
 
-  // A weight (uploaded once per tensor: the embedding table and a tied LM head share it), or a
-  // 1 x n F32 vector (norm scales, biases) as plain floats.
+  // A weight, uploaded once per tensor (the embedding table and a tied LM head share it). A
+  // 1 x n F32 one serves both as a vector (a norm's scale, a bias: its plain floats) and as a
+  // matrix (a rank-1 adapter's factor).
   Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) override;
   // Views of a weight's first rows and columns, and its row tails given back and restored
   // (ClMatmul::slice, release_rows, restore_rows): an elastic model's levels.
@@ -89,7 +90,7 @@ class ClDevice final : public Device {
   // The weight a prepared matrix (not a vector) of this device holds; null for any other.
   static const ClWeight* uploaded(const PreparedWeight& w);
   static ClWeight* uploaded(PreparedWeight& w) { return const_cast<ClWeight*>(uploaded(std::as_const(w))); }
-  ClView vector(const PreparedWeight* w) const;  // a prepared 1 x n F32 vector; {} for null
+  ClView vector(const PreparedWeight* w) const;  // a prepared 1 x n F32 weight's floats; {} for null
   static ClView view(const BufferView& v);
   void fail(Status s);
   template <class Op>

@@ -124,6 +124,8 @@ int mma_threshold() {
 
 }  // namespace
 
+ClView ClWeight::floats() const { return {ClPool::mem(part(0)), part(0).offset()}; }
+
 uint64_t ClWeight::device_bytes() const {
   uint64_t n = 0;
   if (base_) return 0;

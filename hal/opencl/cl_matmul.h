@@ -29,6 +29,8 @@ class ClWeight final : public PreparedWeight {
   uint64_t device_bytes() const;  // what it holds in the device's pool (a view: nothing)
   bool is_view() const { return base_ != nullptr; }
   int64_t resident_rows() const { return resident_; }  // rows whose bytes are held (release_rows)
+  // An F32 weight's first row as plain floats (a 1 x n vector: a norm's scale, a bias).
+  ClView floats() const;
 
  private:
   friend class ClMatmul;

@@ -384,5 +384,34 @@ INSTANTIATE_TEST_SUITE_P(Models, ClForward, ::testing::ValuesIn(test::golden_nam
   return n;
 });
 
+// A 1 x n F32 weight is both a vector (a norm's scale: the ops read its floats) and a matrix:
+// a rank-1 adapter's A is one, and its product (and a view of it, as a level takes) follows
+// the CPU's. Before, the device kept such a weight as plain floats only, and a matmul on it
+// failed.
+TEST(ClDeviceHostOps, ARowVectorIsAMatrixToo) {
+  auto gpu = hal::open_device("opencl", hal::DeviceOptions{1});
+  auto cpu = hal::open_device("cpu", hal::DeviceOptions{1});
+  ASSERT_TRUE(gpu.ok() && cpu.ok());
+  std::vector<float> a(96), x(3 * 96);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.3f * static_cast<float>(i));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7f * static_cast<float>(i));
+  const hal::WeightRef ref{hal::WeightType::F32, a.data(), 1, 96, 96 * sizeof(float)};
+  auto pg = (*gpu)->prepare_weight(ref);
+  auto pc = (*cpu)->prepare_weight(ref);
+  ASSERT_TRUE(pg.ok() && pc.ok()) << pg.status().message();
+  for (int64_t cols : {int64_t{96}, int64_t{40}}) {
+    auto vg = cols == 96 ? nullptr : std::move((*gpu)->slice_weight(**pg, 1, cols)).value();
+    auto vc = cols == 96 ? nullptr : std::move((*cpu)->slice_weight(**pc, 1, cols)).value();
+    std::vector<float> xs(3 * cols);
+    for (int t = 0; t < 3; ++t) std::copy_n(x.begin() + t * 96, cols, xs.begin() + t * cols);
+    std::vector<float> yg(3, NAN), yc(3, NAN);
+    (*gpu)->matmul(vg ? *vg : **pg, xs.data(), 3, yg.data());
+    (*cpu)->matmul(vc ? *vc : **pc, xs.data(), 3, yc.data());
+    ASSERT_TRUE(dynamic_cast<hal::opencl::ClDevice&>(**gpu).host_op_status().ok());
+    for (int t = 0; t < 3; ++t) EXPECT_NEAR(yg[t], yc[t], 1e-4f * (1.0f + std::fabs(yc[t]))) << cols << " cols, token " << t;
+  }
+  // (As a norm's scale, through the graph: every ClForward model's norms read such weights.)
+}
+
 }  // namespace
 }  // namespace llmsvc
