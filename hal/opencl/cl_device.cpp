@@ -75,15 +75,24 @@ ClDevice::~ClDevice() {
 
 std::string ClDevice::name() const { return "opencl (" + info().description() + ")"; }
 
+std::shared_ptr<ClWeight> ClDevice::find_uploaded(const WeightRef& w) {
+  const auto it = uploaded_.find(w.data);
+  if (it == uploaded_.end()) return nullptr;
+  std::shared_ptr<ClWeight> up = it->second.lock();
+  if (!up) uploaded_.erase(it);  // its model is gone: the address may be another file's now
+  if (!up || up->ref().type != w.type || up->ref().rows != w.rows || up->ref().cols != w.cols) return nullptr;
+  return up;
+}
+
 Result<std::unique_ptr<PreparedWeight>> ClDevice::prepare_weight(const WeightRef& w) {
-  auto it = uploaded_.find(w.data);
-  if (it == uploaded_.end() || it->second->ref().type != w.type || it->second->ref().rows != w.rows ||
-      it->second->ref().cols != w.cols) {
-    auto up = matmul_->upload(w);
-    if (!up.ok()) return up.status();
-    it = uploaded_.insert_or_assign(w.data, std::shared_ptr<ClWeight>(std::move(up).value())).first;
+  std::shared_ptr<ClWeight> up = find_uploaded(w);
+  if (!up) {
+    auto made = matmul_->upload(w);
+    if (!made.ok()) return made.status();
+    up = std::move(made).value();
+    uploaded_.insert_or_assign(w.data, up);
   }
-  return std::unique_ptr<PreparedWeight>(std::make_unique<SharedWeight>(it->second));
+  return std::unique_ptr<PreparedWeight>(std::make_unique<SharedWeight>(std::move(up)));
 }
 
 const ClWeight& ClDevice::weight(const PreparedWeight& w) const {
@@ -513,11 +522,8 @@ void ClDevice::matmul(const PreparedWeight& pw, const float* x, int n_tokens, fl
 void ClDevice::get_rows(const WeightRef& ref, const int32_t* ids, int n, float* out) {
   // A tensor already uploaded is read where it is; any other (the loader dequantizing a norm's
   // scale) goes up for this call only.
-  std::shared_ptr<ClWeight> w;
-  if (auto it = uploaded_.find(ref.data); it != uploaded_.end() && it->second->ref().type == ref.type &&
-                                           it->second->ref().rows == ref.rows && it->second->ref().cols == ref.cols) {
-    w = it->second;
-  } else {
+  std::shared_ptr<ClWeight> w = find_uploaded(ref);
+  if (!w) {
     auto up = matmul_->upload(ref);
     if (!up.ok()) return fail(up.status());
     w = std::move(up).value();

@@ -101,7 +101,11 @@ class ClDevice final : public Device {
   std::unique_ptr<ClMatmul> matmul_;
   std::unique_ptr<ClOps> ops_;
   Capabilities caps_;
-  std::map<const void*, std::shared_ptr<ClWeight>> uploaded_;  // by the tensor's bytes
+  // Every weight uploaded, by the tensor's bytes, while some PreparedWeight holds it: a model's
+  // tied tensors share one copy. Held weakly: an unloaded model's weights go back to the pool,
+  // and the next model mapped at those addresses gets its own.
+  std::map<const void*, std::weak_ptr<ClWeight>> uploaded_;
+  std::shared_ptr<ClWeight> find_uploaded(const WeightRef& w);  // null: none alive of that shape
 
   // The bound micro-batch.
   Buffer ids_, positions_, table_, mass_, logits_, rows_tmp_;

@@ -413,5 +413,36 @@ TEST(ClDeviceHostOps, ARowVectorIsAMatrixToo) {
   // (As a norm's scale, through the graph: every ClForward model's norms read such weights.)
 }
 
+// A weight's upload lives as long as what holds it: once a model is unloaded its weights go
+// back to the device's pool, and a new model's tensor at the same address (a file mapped where
+// the last one was) gets its own upload, not the old bytes. Before, the device kept every
+// upload and matched a new tensor to an old one by address and shape.
+TEST(ClDeviceHostOps, AnUnloadedWeightIsNotTakenForANewOneAtItsAddress) {
+  auto gpu = hal::open_device("opencl", hal::DeviceOptions{1});
+  ASSERT_TRUE(gpu.ok());
+  hal::Device& g = **gpu;
+  std::vector<float> bytes(64 * 64), x(64), y(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 1.0f + static_cast<float>(i % 3);
+  const hal::WeightRef ref{hal::WeightType::F32, bytes.data(), 64, 64, 64 * sizeof(float)};
+  float sum_x = 0;
+  for (float v : x) sum_x += v;
+  std::vector<uint64_t> after;  // the pool's bytes in use once each weight is gone
+  for (float value : {1.0f, 2.0f, 3.0f}) {
+    std::fill(bytes.begin(), bytes.end(), value);  // the same address, other contents
+    {
+      auto w = g.prepare_weight(ref);
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      g.matmul(**w, x.data(), 1, y.data());
+      ASSERT_TRUE(dynamic_cast<hal::opencl::ClDevice&>(g).host_op_status().ok());
+      EXPECT_FLOAT_EQ(y[0], value * sum_x) << "weights of " << value;
+      if (!after.empty()) {
+        EXPECT_GE(g.memory().used(), after.back() + bytes.size() * sizeof(float));
+      }
+    }
+    after.push_back(g.memory().used());
+  }
+  EXPECT_EQ(after[2], after[1]) << "an unloaded weight's upload is given back";
+}
+
 }  // namespace
 }  // namespace llmsvc

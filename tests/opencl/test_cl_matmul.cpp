@@ -594,7 +594,7 @@ TEST_F(ClMatmulTest, AViewIsTheWeightOfThoseRowsAndColumnsBitForBit) {
       const bool f = is_float(type), e = mm == e0m4->get() && (type == WeightType::Q4_0 || type == WeightType::Q4_1 ||
                                                                 type == WeightType::Q4_K);
       for (const Shape v : {Shape{70, k || e ? 256 : f ? 64 : 96}, Shape{rows, k ? 256 : f ? 99 : e ? 384 : 480},
-                            Shape{1, f ? 37 : 512}}) {
+                            Shape{1, f ? 37 : 512}, Shape{100, k || e ? 256 : f ? 72 : 160}}) {
         auto view = ClMatmul::slice(**w, v.rows, v.cols);
         ASSERT_TRUE(view.ok()) << view.status().message();
         EXPECT_TRUE((*view)->is_view());
@@ -604,7 +604,7 @@ TEST_F(ClMatmulTest, AViewIsTheWeightOfThoseRowsAndColumnsBitForBit) {
         part.cols = v.cols;
         auto own = mm->upload(part);
         ASSERT_TRUE(own.ok()) << own.status().message();
-        for (int n : {1, 3, 17, 64}) {
+        for (int n : {1, 3, 8, 17, 64}) {
           SCOPED_TRACE(std::string(mm == mm_ ? "default" : mm == e0m4->get() ? "e0m4" : "float") + " matmul, type " +
                        std::to_string(static_cast<int>(type)) + ", view " + std::to_string(v.rows) + " x " +
                        std::to_string(v.cols) + ", " + std::to_string(n) + " tokens");
