@@ -106,6 +106,16 @@ struct BufferView {
   size_t offset = 0;
 };
 
+// A LoRA branch folded into a matmul (Device::matmul_lora, OpCall::lora): after ys[out] = x *
+// ws[out]^T, it adds scale * B (A x) to ys[out], in llama.cpp's order (B's product in float,
+// scaled, then added).
+struct LoraBranch {
+  int out = 0;  // index into ws / ys
+  const PreparedWeight* a = nullptr;  // rank x cols
+  const PreparedWeight* b = nullptr;  // ws[out]'s rows x rank
+  float scale = 1.0f;
+};
+
 // One op of a prepared step list with everything resolved: what a view-driven device runs.
 // Operands as in the pointer ops above; ids_in / logits_out name the bound tensors (the
 // micro-batch's token ids, the host's logits), which the device stages itself.
@@ -123,6 +133,9 @@ struct OpCall {
   std::array<int32_t, 5> i{};             // as the graph's op integers (hal/graph.h)
   std::array<float, 2> f{};
   int64_t cols_in = 0, cols_out = 0;
+  // matmul: LoRA branches folded in (where the device fuses_lora()); they read in[0] as floats.
+  const LoraBranch* lora = nullptr;
+  int n_lora = 0;
 };
 
 // What one micro-batch binds on a view-driven device.
@@ -204,16 +217,10 @@ class Device {
   virtual void matmul_multi(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens) {
     for (int i = 0; i < n; ++i) matmul(*ws[i], x, n_tokens, ys[i]);
   }
-  // matmul_multi with LoRA branches folded in: after ys[i] = x * ws[i]^T, each branch adds
-  // scale * B (A x) to ys[branch.out], in llama.cpp's order (B's product in float, scaled, then
-  // added). Forward folds branches only where fuses_lora() (the CPU: one parallel region);
+  // matmul_multi with LoRA branches folded in (LoraBranch). Forward folds branches only where
+  // fuses_lora(): the CPU in one parallel region, a view-driven device through OpCall::lora;
   // elsewhere it runs them as the graph's separate ops, which this default also does.
-  struct LoraBranch {
-    int out = 0;  // index into ws / ys
-    const PreparedWeight* a = nullptr;  // rank x cols
-    const PreparedWeight* b = nullptr;  // ws[out]'s rows x rank
-    float scale = 1.0f;
-  };
+  using LoraBranch = hal::LoraBranch;
   virtual bool fuses_lora() const { return false; }
   virtual void matmul_lora(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens,
                            const LoraBranch* branches, int n_branches) {

@@ -445,7 +445,33 @@ Status ClDevice::run_matmul(const OpCall& op, ClView x, bool x_quantized) {
       ys[k] = *l;
     }
   }
-  return matmul_->matmul_multi(ws, ys, op.n_weights, x, static_cast<int>(op.rows), x_quantized);
+  LLMSVC_RETURN_IF_ERROR(matmul_->matmul_multi(ws, ys, op.n_weights, x, static_cast<int>(op.rows), x_quantized));
+  return op.n_lora > 0 ? run_lora(op, ys) : Status::Ok();
+}
+
+Status ClDevice::run_lora(const OpCall& op, const ClView* ys) {
+  if (op.n_lora > 3) return Status(Code::internal, "opencl: more LoRA branches than weights");
+  const int rows = static_cast<int>(op.rows);
+  // Every branch's A reads the float input (a fused producer may have handed the base matmul
+  // its quantized form); their products side by side, each 256-byte aligned.
+  const ClWeight* as[3] = {};
+  size_t at[3] = {}, bytes = 0;
+  for (int b = 0; b < op.n_lora; ++b) {
+    as[b] = &weight(*op.lora[b].a);
+    at[b] = bytes;
+    bytes += (static_cast<size_t>(rows) * static_cast<size_t>(as[b]->ref().rows) * sizeof(float) + 255) / 256 * 256;
+  }
+  auto mid = scratch(lora_mid_, bytes);
+  if (!mid.ok()) return mid.status();
+  ClView mids[3];
+  for (int b = 0; b < op.n_lora; ++b) mids[b] = mid->at(at[b]);
+  LLMSVC_RETURN_IF_ERROR(matmul_->matmul_multi(as, mids, op.n_lora, view(op.in[0]), rows));
+  for (int b = 0; b < op.n_lora; ++b) {
+    const LoraBranch& br = op.lora[b];
+    if (br.out < 0 || br.out >= op.n_weights) return Status(Code::internal, "opencl: a LoRA branch's output");
+    LLMSVC_RETURN_IF_ERROR(matmul_->matmul_add(weight(*br.b), mids[b], rows, ys[br.out], br.scale));
+  }
+  return Status::Ok();
 }
 
 Result<ClView> ClDevice::angles(int rot_dims, float base, float scale) {

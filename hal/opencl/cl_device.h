@@ -53,6 +53,10 @@ class ClDevice final : public Device {
   uint64_t release_rows(PreparedWeight& w, int64_t keep_rows) override;
   Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows) override;
 
+  // A matmul's LoRA branches run with it (OpCall::lora): the A products of its branches in one
+  // launch, each B product scaled and added by the GEMV that makes it (ClMatmul::matmul_add).
+  bool fuses_lora() const override { return true; }
+
   Status begin(const BatchBinding& batch) override;
   Status run(const OpCall& op) override;
   Status end() override;
@@ -109,6 +113,7 @@ class ClDevice final : public Device {
 
   // The bound micro-batch.
   Buffer ids_, positions_, table_, mass_, logits_, rows_tmp_;
+  Buffer lora_mid_;  // the LoRA branches' A products
   std::vector<uint64_t> table_host_;
   std::vector<float> mass_host_;
   // RoPE's angles for the bound tokens, one table per (rot_dims, base, scale) the layers use
@@ -143,6 +148,8 @@ class ClDevice final : public Device {
   // reads whole, and the block its weights quantize that input in (0: not fusable).
   int producer_block(const OpCall& op) const;
   Status run_matmul(const OpCall& op, ClView x, bool x_quantized);
+  // op's folded LoRA branches onto its outputs ys.
+  Status run_lora(const OpCall& op, const ClView* ys);
   OpCall held_[3];
   int n_held_ = 0;
   bool attn_q8_ = env_switch("LLMSVC_CL_ATTN_Q8").value_or(true);

@@ -83,6 +83,7 @@ constexpr size_t kGemmWg = 256;          // 16 x 16
 
 struct Kernels {
   ClKernel gemv1, gemv4, gemm, rows;
+  ClKernel gemva1, gemva4;  // the float layouts' GEMV that adds alpha times its product (matmul_add)
   ClKernel gemvm1, gemvm4;  // up to three weights sharing x (matmul_multi)
   ClKernel gemvq1, gemvq4, gemvqm1, gemvqm4;  // kernels/matmul_dp4a.cl, for the layouts it reads
   ClKernel mma;  // kernels/matmul_mma.cl, where it is built
@@ -143,6 +144,8 @@ struct ClMatmul::Impl {
   ClProgram act_program;  // kernels/act_quant.cl, built with exact division
   ClKernel act_q8;
   Buffer act_scratch;  // the quantized input of the running matmul
+  ClKernel scaled_add;  // y += alpha * p (matmul_add beyond the GEMV)
+  Buffer add_scratch;   // matmul_add's product beyond the GEMV
   ClProgram mma_program;
   int mma_min_tokens = 0;  // 0: no tensor-core GEMM on this device
   std::string mma_note;    // why not, where not
@@ -232,6 +235,18 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
         return Status(Code::unsupported, "opencl: " + ctx.info().description() + " runs " + std::to_string(*gemv_wg) +
                                              " work-items per group of a GEMV of " + name + ", it needs " +
                                              std::to_string(need));
+    }
+    if (l == kF32 && !impl->scaled_add) {
+      auto made = make_kernel(impl->program.get(), "scaled_add");
+      if (!made.ok()) return made.status();
+      impl->scaled_add = std::move(made).value();
+    }
+    if (l == kF32 || l == kF16 || l == kBF16) {
+      for (auto [slot, suffix] : {std::pair{&k.gemva1, "_1"}, std::pair{&k.gemva4, "_4"}}) {
+        auto made = make_kernel(impl->program.get(), ("gemva_" + name + suffix).c_str());
+        if (!made.ok()) return made.status();
+        *slot = std::move(made).value();
+      }
     }
     auto gemm_wg = max_work_group(k.gemm.get(), ctx.info().device);
     if (!gemm_wg.ok()) return gemm_wg.status();
@@ -569,6 +584,28 @@ Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y, b
                                       static_cast<uint32_t>(n), y.at(done * rows * 4)));
   }
   return Status::Ok();
+}
+
+Status ClMatmul::matmul_add(const ClWeight& w, ClView x, int n_tokens, ClView y, float alpha) {
+  const auto l = static_cast<Layout>(w.layout);
+  if (n_tokens < 0 || !x.mem || !y.mem || (l != kF32 && l != kF16 && l != kBF16))
+    return Status(Code::invalid_argument, "opencl matmul_add: a float weight and its operands");
+  if (n_tokens == 0) return Status::Ok();
+  const size_t rows = static_cast<size_t>(w.ref().rows);
+  // Where matmul() runs the float GEMV, its GEMV that adds: the same sums, one launch.
+  if (n_tokens <= kGemvMaxTokens && !uses_tensor_cores(n_tokens)) {
+    const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
+    const ClRange r{1, {(rows + kGemvAny.rows_per_wg() - 1) / kGemvAny.rows_per_wg() * kGemvAny.wg(), 1, 1},
+                    {kGemvAny.wg(), 1, 1}};
+    return impl_->run(w, (n_tokens == 1 ? k.gemva1 : k.gemva4).get(), r, x, static_cast<uint32_t>(n_tokens), y, alpha);
+  }
+  const size_t n = static_cast<size_t>(n_tokens) * rows;
+  LLMSVC_RETURN_IF_ERROR(reserve_scratch(impl_->ctx->pool(), impl_->add_scratch, n * sizeof(float)));
+  const ClView part{ClPool::mem(impl_->add_scratch), 0};
+  LLMSVC_RETURN_IF_ERROR(matmul(w, x, n_tokens, part));
+  constexpr size_t kWg = 256;
+  const ClRange r{1, {round_up(n, kWg), 1, 1}, {kWg, 1, 1}};
+  return launch(impl_->ctx->queue().handle(), impl_->scaled_add.get(), r, y, part, uint64_t{n}, alpha);
 }
 
 Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens,

@@ -91,6 +91,10 @@ class ClMatmul {
   // int8 form instead (quantize_input_q8's).
   Status matmul_multi(const ClWeight* const* ws, const ClView* ys, int n, ClView x, int n_tokens,
                       bool x_quantized = false);
+  // y += alpha * (w x) for a float weight (F32 / F16 / BF16): a LoRA branch's B product, scaled
+  // and added to its base matmul's output with the bits of matmul(), then the scale and add
+  // ops; one launch for a few tokens (the GEMV adds as it writes), two beyond.
+  Status matmul_add(const ClWeight& w, ClView x, int n_tokens, ClView y, float alpha);
   // How a weight's matmul quantizes its input first, as the CPU does before its integer dot
   // products: not at all for the float types, in blocks of 32 for the legacy types (ggml's
   // Q8_0 / Q8_1: an f16 scale per 32), in superblocks of 256 for the K-quants (Q8_K).

@@ -6,7 +6,12 @@
 // base matmul (the CPU's default) give the bits of the graph's separate ops.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <stdexcept>
+#include <utility>
+
 #include "hal/cpu/cpu_device.h"
+#include "hal/devices/device_registry.h"
 #include "runtime/core/graph/model_graph.h"
 #include "runtime/core/model/lora_adapter.h"
 #include "tests/elastic/elastic_util.h"
@@ -179,6 +184,23 @@ TEST(LoraForward, ElasticLevelsAndRecoveryAdapters) {
   EXPECT_TRUE(same_bits(logits_of(with_rcv, *r, tokens), logits_of(none, *r, tokens)));
 }
 
+// `model` elastified into dir with levels 40 and 100 (every layer cut), and a random rank-8
+// adapter on all seven matrices for it, in F32 or F16: the files the folding tests run.
+std::pair<std::string, std::string> elastic_with_adapter(const ScratchDir& dir, const std::string& model, bool f16) {
+  const std::string elastic = dir.file("elastic-" + model);
+  if (!std::filesystem::exists(elastic)) {
+    elastify::Options o = small_options(test_model(model), elastic);
+    o.anchor_share = 0;
+    o.levels = {40, 100};
+    if (!elastify::run(o).ok()) throw std::runtime_error("elastify " + model);
+  }
+  RandomLora l = random_lora(elastic, 8, 16.0f, kAll, 31);
+  if (f16) make_f16(l);
+  const std::string path = dir.file(std::string(f16 ? "f16-" : "f32-") + model);
+  write_adapter(l, "llama", path);
+  return {elastic, path};
+}
+
 // The CPU folds each branch into its base matmul's parallel region (Device::matmul_lora); the
 // graph's separate A, B, scale and add ops are the reference: the same bits for F32 and F16
 // adapters, on float and quantized (panel) base weights, at a level and in full, with 1 and 3
@@ -187,16 +209,8 @@ TEST(LoraForward, BranchesFoldedIntoTheirMatmulGiveTheSeparateOpsBits) {
   ScratchDir dir;
   for (const char* model : {"llama-F32.gguf", "llama-Q4_0.gguf"}) {
     SCOPED_TRACE(model);
-    const std::string elastic = dir.file(std::string("elastic-") + model);
-    elastify::Options o = small_options(test_model(model), elastic);
-    o.anchor_share = 0;
-    o.levels = {40, 100};
-    ASSERT_TRUE(elastify::run(o).ok());
     for (bool f16 : {false, true}) {
-      RandomLora l = random_lora(elastic, 8, 16.0f, kAll, 31);
-      if (f16) make_f16(l);
-      const std::string path = dir.file(std::string(f16 ? "f16-" : "f32-") + model);
-      write_adapter(l, "llama", path);
+      const auto [elastic, path] = elastic_with_adapter(dir, model, f16);
       for (int threads : {1, 3}) {
         SCOPED_TRACE((f16 ? "F16, " : "F32, ") + std::to_string(threads) + " threads");
         auto dev = hal::cpu::make_cpu_device(threads);
@@ -211,6 +225,36 @@ TEST(LoraForward, BranchesFoldedIntoTheirMatmulGiveTheSeparateOpsBits) {
           const auto want = logits_of(separate, *m, tokens);
           EXPECT_TRUE(same_bits(logits_of(fused, *m, tokens), want)) << "level " << lv << ": " << max_diff(logits_of(fused, *m, tokens), want);
         }
+      }
+    }
+  }
+}
+
+// OpenCL folds them too (OpCall::lora: the A products in one launch, each B product added by
+// the GEMV that makes it, or by one more launch after the GEMM of a prompt): the same bits as
+// its separate graph ops, for F32 and F16 adapters, at a level and in full, prompts in
+// micro-batches of 8 and decode steps.
+TEST(LoraForward, OnOpenClBranchesFoldedGiveTheSeparateOpsBits) {
+  ScratchDir dir;
+  auto dev = hal::open_device("opencl", hal::DeviceOptions{1});
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
+  ASSERT_TRUE((*dev)->fuses_lora());
+  for (const char* model : {"llama-F32.gguf", "llama-Q4_0.gguf"}) {
+    SCOPED_TRACE(model);
+    for (bool f16 : {false, true}) {
+      SCOPED_TRACE(f16 ? "F16" : "F32");
+      const auto [elastic, path] = elastic_with_adapter(dir, model, f16);
+      auto m = load_model(elastic, **dev);
+      auto a = load_adapter(path, *m, **dev);
+      const auto tokens = probe_tokens(*m, 21);
+      Forward fused(*m, **dev, 8), separate(*m, **dev, 8);
+      separate.set_fuse_lora(false);
+      for (Forward* f : {&fused, &separate}) ASSERT_TRUE(f->set_adapters({a.get()}).ok() && f->set_adapter(0).ok());
+      for (int lv : {0, 1}) {
+        ASSERT_TRUE(fused.set_level(lv).ok() && separate.set_level(lv).ok());
+        const auto want = logits_of(separate, *m, tokens), got = logits_of(fused, *m, tokens);
+        EXPECT_TRUE(same_bits(got, want)) << "level " << lv << ": " << max_diff(got, want);
+        EXPECT_LT(fused.figures().devices.at(0).ops, separate.figures().devices.at(0).ops) << "the branches' ops left out";
       }
     }
   }

@@ -66,10 +66,11 @@ inline std::vector<int32_t> probe_tokens(const Model& m, int n) {
   return ids;
 }
 
-// Every row's logits of `tokens` in one prompt, then 3 single-token decode steps.
+// Every row's logits of `tokens` in one prompt, then 3 single-token decode steps (the KV cache
+// where the forward's device keeps it).
 inline std::vector<float> logits_of(Forward& fwd, const Model& m, const std::vector<int32_t>& tokens) {
   const ModelConfig& c = m.config();
-  policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+  policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0, policy::EvictionOrder::lctru, &fwd.kv_memory());
   policy::KvSequence seq(store);
   std::vector<float> all, step;
   const Status s = fwd.eval(seq, tokens, 0, true, all);

@@ -17,10 +17,12 @@ inline uint gemv_start(const int LX, const int NR, const Weight w, uint grp, uin
   return get_local_id(0) % LX;
 }
 
-// Sums each (row, token) partial over the line's items; item 0 of the line writes y. Eight
-// partials at a time per level, so a 32-item line takes two barriers past the first, not five.
+// Sums each (row, token) partial over the line's items; item 0 of the line writes y (add: y +=
+// alpha * the sum, the product rounded, then scaled, then added: the matmul, scale and add ops'
+// bits). Eight partials at a time per level, so a 32-item line takes two barriers past the
+// first, not five.
 inline void gemv_finish(const int LX, const int NR, const int T, const float* acc, const Weight w, uint grp,
-                        uint n, __global float* y, __local float* red) {
+                        uint n, __global float* y, __local float* red, float alpha, int add) {
   const uint lx = get_local_id(0) % LX, ly = get_local_id(0) / LX;
   const uint row0 = (grp * (get_local_size(0) / LX) + ly) * NR;
   __local float* mine = red + ly * NR * T * LX;
@@ -45,7 +47,14 @@ inline void gemv_finish(const int LX, const int NR, const int T, const float* ac
       const uint r = row0 + i;
       if (r >= w.rows) break;
       for (int t = 0; t < T; ++t) {
-        if (t < (int)n) y[(size_t)t * w.rows + r] = mine[(i * T + t) * LX];
+        if (t >= (int)n) continue;
+        const size_t at = (size_t)t * w.rows + r;
+        if (add) {
+          volatile float p = alpha * mine[(i * T + t) * LX];  // no mad: rounded as the scale op rounds
+          y[at] = y[at] + p;
+        } else {
+          y[at] = mine[(i * T + t) * LX];
+        }
       }
     }
   }

@@ -112,7 +112,7 @@ inline void gemv_dp4a(const int L, const int T, const Weight w, uint grp, __glob
       }
     }
   }
-  gemv_finish(DP_LX, DP_NR, T, acc, w, grp, n, y, red);
+  gemv_finish(DP_LX, DP_NR, T, acc, w, grp, n, y, red, 1.0f, 0);
 }
 
 // gemvq_NAME_T: one weight; gemvqm_NAME_T: up to three sharing x, as matmul_gemv.cl's gemvm_*

@@ -120,7 +120,7 @@ inline float q4_dot(const Q4Codes c, const float4* x, float sx) {
 
 // x must be 16-byte aligned (the host checks): rows of x are whole blocks of 32 floats.
 inline void gemv_q4(const int L, const int T, const Weight w, uint grp, __global const float* x, uint n,
-                    __global float* y, __local float* red) {
+                    __global float* y, __local float* red, float alpha, int add) {
   float acc[GEMV_NR * GEMV_MAXT];
   uint rr[GEMV_NR];
   const uint lx = gemv_start(GEMV_LX, GEMV_NR, w, grp, rr, acc);
@@ -162,12 +162,12 @@ inline void gemv_q4(const int L, const int T, const Weight w, uint grp, __global
       }
     }
   }
-  gemv_finish(GEMV_LX, GEMV_NR, T, acc, w, grp, n, y, red);
+  gemv_finish(GEMV_LX, GEMV_NR, T, acc, w, grp, n, y, red, alpha, add);
 }
 
 // Every other layout: 8 dequantized elements per item and row at a time.
 inline void gemv_any(const int L, const int T, const Weight w, uint grp, __global const float* x, uint n,
-                     __global float* y, __local float* red) {
+                     __global float* y, __local float* red, float alpha, int add) {
   float acc[GEMVA_NR * GEMV_MAXT];
   uint rr[GEMVA_NR];
   const uint lx = gemv_start(GEMVA_LX, GEMVA_NR, w, grp, rr, acc);
@@ -181,7 +181,7 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
       for (int i = 0; i < GEMVA_NR; ++i) acc[i * T + t] += dot8(wv[i], xv);
     }
   }
-  gemv_finish(GEMVA_LX, GEMVA_NR, T, acc, w, grp, n, y, red);
+  gemv_finish(GEMVA_LX, GEMVA_NR, T, acc, w, grp, n, y, red, alpha, add);
 }
 
 // gemv_NAME_T: up to T tokens (n <= T), over work-groups of LX x LY items.
@@ -190,7 +190,7 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
       WARGS, __global const float* x, ulong x_off, uint n, __global float* y, ulong y_off) {         \
     __local float red[LY * NR * T * LX];                                                             \
     WMAKE(w);                                                                                        \
-    body(L, T, w, get_group_id(0), CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red);           \
+    body(L, T, w, get_group_id(0), CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red, 1.0f, 0); \
   }
 
 // gemvm_NAME_T: up to three weights of one layout and width that share x (Q, K and V; gate and
@@ -208,7 +208,7 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
     __global float* y;                                                                               \
     uint grp = get_group_id(0);                                                                      \
     WPICK_GROUP(grp, g1, g2, cols, kp, gs);                                                          \
-    body(L, T, w, grp, CVIEW(float, x, x_off), n, y, red);                                           \
+    body(L, T, w, grp, CVIEW(float, x, x_off), n, y, red, 1.0f, 0);                                  \
   }
 
 #define GEMV_ANY(name, L)                                       \
@@ -225,6 +225,31 @@ inline void gemv_any(const int L, const int T, const Weight w, uint grp, __globa
 GEMV_ANY(f32, L_F32)
 GEMV_ANY(f16, L_F16)
 GEMV_ANY(bf16, L_BF16)
+
+// gemva_NAME_T: y += alpha * (w x) for the float layouts, each sum as gemv_NAME_T makes it: a
+// LoRA branch's B product, scaled and added to its base matmul's output in the one launch.
+#define GEMV_ADD(name, L, T)                                                                          \
+  __kernel __attribute__((reqd_work_group_size(GEMVA_LX * GEMVA_LY, 1, 1))) void gemva_##name##_##T(  \
+      WARGS, __global const float* x, ulong x_off, uint n, __global float* y, ulong y_off, float alpha) { \
+    __local float red[GEMVA_LY * GEMVA_NR * T * GEMVA_LX];                                            \
+    WMAKE(w);                                                                                         \
+    gemv_any(L, T, w, get_group_id(0), CVIEW(float, x, x_off), n, VIEW(float, y, y_off), red, alpha, 1); \
+  }
+GEMV_ADD(f32, L_F32, 1)
+GEMV_ADD(f32, L_F32, 4)
+GEMV_ADD(f16, L_F16, 1)
+GEMV_ADD(f16, L_F16, 4)
+GEMV_ADD(bf16, L_BF16, 1)
+GEMV_ADD(bf16, L_BF16, 4)
+
+// y += alpha * p over n floats, rounded as the scale and add ops round: a LoRA branch's B
+// product (made by the GEMM) scaled and added to its base matmul's output.
+__kernel void scaled_add(__global float* yb, ulong yo, __global const float* pb, ulong po, ulong n, float alpha) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  volatile float s = alpha * CVIEW(float, pb, po)[i];  // no mad
+  VIEW(float, yb, yo)[i] = VIEW(float, yb, yo)[i] + s;
+}
 GEMV_Q4(q4_0, L_Q4_0)
 GEMV_Q4(q4_1, L_Q4_1)
 GEMV_Q4(q4_k, L_Q4_K)

@@ -452,6 +452,9 @@ Result<const Forward::Prepared*> Forward::prepared(const hal::Shape& shape) {
     }
   }
   if (threads_) add_waits(*p, access);
+  // A view-driven device takes a matmul's folded branches with its call (the steps no longer move).
+  for (Step& st : p->steps)
+    if (st.on_views && !st.lora.empty()) st.call.lora = st.lora.data(), st.call.n_lora = static_cast<int>(st.lora.size());
   ++figures_.preparations;
   if (cache_.size() >= kMaxPreparedShapes) {
     cache_.erase(cache_order_.front());
