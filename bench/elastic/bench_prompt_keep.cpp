@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_prompt_keep MODEL.gguf [--windows N] [--prompt-words N] [--cont N] [--threads N] [--reps N] [--text FILE] [--out F.json]
+//                   [--task continue|facts]
 // Prompt compression's cost in quality and its gain in prefill (issue 23). Windows of the
 // held-out text are cut into a prompt (--prompt-words words, whole sentences) and the
 // continuation that follows it (--cont tokens). Per share kept (1, 0.9, ..., 0.3) and per way of
@@ -8,12 +9,17 @@
 // same token count: llmsvc's (PromptWords: the least informative sentences by unigram
 // information, then words; the last sentence and lines kept), words alone by the same score
 // (LLMLingua's granularity), random words (seeded), and the prompt's start cut off (its end kept).
+// --task facts: a task measure instead of the continuation's perplexity. Three facts ("The key of
+// room Alder is 4821.") are put between the window's sentences at seeded places, and the prompt
+// ends with a question about one of them ("The key of room Alder is"); the score is the answer's
+// perplexity and the share of windows whose answer the model's greedy choice gives exactly.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,6 +45,7 @@ constexpr const char* kWayNames[] = {"llmsvc (sentences, then words)", "words by
 struct Options {
   std::string model, text = bench::default_text_path(), out;
   int windows = 8, prompt_words = 160, cont = 32, threads = 2, reps = 3;
+  bool facts = false;  // --task facts
 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -65,8 +72,41 @@ std::vector<std::string> split_words(const std::string& text) {
 
 struct Window {
   std::string prompt;
-  std::vector<int32_t> cont;
+  std::vector<int32_t> cont;  // scored, teacher-forced
 };
+
+// Facts a window's prompt states, and the question about one of them that ends it.
+constexpr const char* kRooms[] = {"Alder", "Birch", "Cedar", "Maple", "Rowan", "Willow", "Hazel", "Linden"};
+
+// Puts three facts between `w`'s sentences at seeded places, ends its prompt with the question
+// about one, and makes the fact's number its continuation.
+void add_facts(const Tokenizer& tok, Window& w, std::mt19937& rng) {
+  std::vector<std::string> sentences;  // each with its leading space
+  size_t b = 0;
+  for (size_t i = 0; i < w.prompt.size(); ++i)
+    if ((w.prompt[i] == '.' || w.prompt[i] == '?' || w.prompt[i] == '!') && (i + 1 == w.prompt.size() || w.prompt[i + 1] == ' ')) {
+      sentences.push_back(w.prompt.substr(b, i + 1 - b));
+      b = i + 1;
+    }
+  if (b < w.prompt.size()) sentences.push_back(w.prompt.substr(b));
+  std::vector<int> rooms(std::size(kRooms));
+  std::iota(rooms.begin(), rooms.end(), 0);
+  std::shuffle(rooms.begin(), rooms.end(), rng);
+  std::uniform_int_distribution<int> digits(1000, 9999);
+  std::uniform_int_distribution<size_t> place(0, sentences.size());
+  std::string asked, answer;
+  const int ask = std::uniform_int_distribution<int>(0, 2)(rng);
+  for (int f = 0; f < 3; ++f) {
+    const std::string room = kRooms[rooms[static_cast<size_t>(f)]], number = std::to_string(digits(rng));
+    sentences.insert(sentences.begin() + static_cast<std::ptrdiff_t>(place(rng)), " The key of room " + room + " is " + number + ".");
+    if (f == ask) asked = " The key of room " + room + " is", answer = " " + number + ".";
+  }
+  w.prompt.clear();
+  for (const std::string& x : sentences) w.prompt += x;
+  while (!w.prompt.empty() && w.prompt.front() == ' ') w.prompt.erase(0, 1);
+  w.prompt += asked;
+  w.cont = tok.encode(answer, false, false);
+}
 
 // Windows: a prompt of about `words` words ending at a sentence end, and the tokens after it.
 std::vector<Window> make_windows(const Tokenizer& tok, const std::string& held, const Options& o) {
@@ -160,6 +200,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") o.reps = std::stoi(v);
     else if (a == "--text") o.text = v;
     else if (a == "--out") o.out = v;
+    else if (a == "--task" && (v == "facts" || v == "continue")) o.facts = v == "facts";
     else return std::fprintf(stderr, "bench_prompt_keep: unknown option %s\n", a.c_str()), 2;
   }
   auto dev = hal::open_device("cpu", hal::DeviceOptions{o.threads});
@@ -168,7 +209,10 @@ int main(int argc, char** argv) {
   if (!loaded.ok()) return fail(loaded.status());
   const Model& m = **loaded;
   const Tokenizer& tok = m.tokenizer();
-  const std::vector<Window> windows = make_windows(tok, bench::held_out_text(bench::read_text(o.text)), o);
+  std::vector<Window> windows = make_windows(tok, bench::held_out_text(bench::read_text(o.text)), o);
+  std::mt19937 fact_rng(7);
+  if (o.facts)
+    for (Window& w : windows) add_facts(tok, w, fact_rng);
   if (windows.empty()) return fail(Status(Code::invalid_argument, "the text is too short for one window"));
   const ModelConfig& c = m.config();
   Forward fwd(m, **dev, Forward::kDefaultBatch);
@@ -176,15 +220,16 @@ int main(int argc, char** argv) {
   std::mt19937 rng(23);
 
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("prompt compression: %zu windows of ~%d words, %d continuation tokens, %s\n", windows.size(), o.prompt_words,
-              o.cont, o.model.c_str());
-  std::printf("%-5s | %-30s | %6s | %10s | %8s\n", "keep", "drop", "kept", "perplexity", "prefill");
+  std::printf("prompt compression: %zu windows of ~%d words, %s, %s\n", windows.size(), o.prompt_words,
+              o.facts ? "a question about one of three facts in each" : (std::to_string(o.cont) + " continuation tokens").c_str(),
+              o.model.c_str());
+  std::printf("%-5s | %-30s | %6s | %10s | %8s%s\n", "keep", "drop", "kept", "perplexity", "prefill", o.facts ? " | answered" : "");
   double full_prefill = 0;
   for (double keep : kKeeps) {
     for (int way = 0; way < kWays; ++way) {
       if (keep == 1.0 && way != kLlmsvc) continue;
       double nll = 0, kept = 0, prefill = 0;
-      int n_nll = 0;
+      int n_nll = 0, answered = 0;
       for (const Window& w : windows) {
         const int whole = static_cast<int>(tok.encode(w.prompt, true, false).size());
         const int target = static_cast<int>(std::ceil(keep * whole - 1e-9));
@@ -203,25 +248,32 @@ int main(int argc, char** argv) {
         std::sort(times.begin(), times.end());
         prefill += times[times.size() / 2];
         const int n = static_cast<int>(prompt.size());
+        bool exact = true;
         for (size_t i = 0; i < w.cont.size(); ++i) {
           nll += token_nll(logits, w.cont[i]);
+          exact = exact && std::max_element(logits.begin(), logits.end()) - logits.begin() == w.cont[i];
           ++n_nll;
           const int32_t t[] = {w.cont[i]};
           if (Status s = fwd.eval(seq, t, n + static_cast<int>(i), false, logits); !s.ok()) return fail(s);
         }
+        answered += exact;
       }
       kept /= static_cast<double>(windows.size());
       prefill /= static_cast<double>(windows.size());
       if (keep == 1.0) full_prefill = prefill;
       const double ppl = std::exp(nll / n_nll);
-      std::printf("%5.1f | %-30s | %6.3f | %10.3f | %7.3fx\n", keep, kWayNames[way], kept, ppl, prefill / full_prefill);
+      const double share = static_cast<double>(answered) / static_cast<double>(windows.size());
+      std::printf("%5.1f | %-30s | %6.3f | %10.3f | %7.3fx", keep, kWayNames[way], kept, ppl, prefill / full_prefill);
+      if (o.facts) std::printf(" | %8.3f", share);
+      std::printf("\n");
       rows.push_back({{"keep", keep}, {"way", kWayNames[way]}, {"kept", kept}, {"ppl", ppl},
                       {"prefill_ms", 1e3 * prefill}, {"prefill_ratio", prefill / full_prefill}});
+      if (o.facts) rows.back()["answered"] = share;
     }
   }
   if (!o.out.empty())
     std::ofstream(o.out) << nlohmann::json{{"model", o.model}, {"windows", windows.size()}, {"prompt_words", o.prompt_words},
-                                           {"cont", o.cont}, {"threads", o.threads}, {"rows", rows}}.dump(1)
+                                           {"cont", o.cont}, {"task", o.facts ? "facts" : "continue"}, {"threads", o.threads}, {"rows", rows}}.dump(1)
                          << "\n";
   return 0;
 }

@@ -12,9 +12,11 @@
 // Per call and policy, on the reference trajectory (each app's context is its earlier prompts
 // and the full model's greedy replies; each policy's prompt is the whole one but for llmsvc's
 // compressed ones): TTFT (the prompt's prefill after the context, which is
-// evaluated untimed at the policy's configuration) and TPOT (the mean decode step), medians of
-// --reps; the full model's are the call's reference, so the SLO is met when both ratios are
-// within the app's. Quality: the mean NLL of the full model's greedy reply under the policy's
+// evaluated untimed at the policy's configuration) and TPOT (the mean decode step). The
+// policies' runs of a call take turns within each of --reps repetitions, and a ratio is the
+// median of the repetitions' ratios to the full model's run in the same repetition (paired, so
+// that the machine's drift between runs cancels); the SLO is met when both ratios are within
+// the app's. Quality: the mean NLL of the full model's greedy reply under the policy's
 // configuration (teacher-forced), its top-1 agreement position-wise, and the greedy agreement up
 // to the first divergence. Queueing delay is not counted: the SLO is the call's own latency.
 // Prints the tables, writes the per-call figures as JSON (--out).
@@ -131,59 +133,81 @@ double token_nll(const std::vector<float>& logits, int target) {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Runs one call at `cfg`: the context untimed, then per repetition the prompt (TTFT) and the
-// reply's tokens one step at a time (TPOT). `reply` empty: the greedy reply of `gen` tokens is
-// generated (the full model's) and returned in it; else it is teacher-forced and scored.
-Result<Measured> run_call(Forward& fwd, const Model& m, const Config& cfg, const std::vector<int>& skip_order,
-                          const std::vector<int32_t>& context, const std::vector<int32_t>& prompt,
-                          std::vector<int32_t>& reply, int gen, int reps) {
-  const ModelConfig& c = m.config();
-  if (m.elastic()) LLMSVC_RETURN_IF_ERROR(fwd.set_level(cfg.level));
+// Sets the forward to run at `cfg`.
+void apply(Forward& fwd, const Model& m, const Config& cfg, const std::vector<int>& skip_order) {
+  if (m.elastic()) (void)fwd.set_level(cfg.level);
   fwd.set_recovery(cfg.recovery);
-  std::vector<bool> skip(c.n_layer, false);
+  std::vector<bool> skip(m.config().n_layer, false);
   for (int i = 0; i < cfg.skipped; ++i) skip[skip_order[i]] = true;
   fwd.set_skipped_layers(skip);
-  // A fresh sequence per call: skipped layers write no KV, so the context is evaluated at the
-  // call's own configuration (for the levels this is what a continued context would hold when
-  // its earlier calls ran at the same level; the difference is left out of the quality figure).
-  policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
-  policy::KvSequence seq(store);
-  std::vector<float> logits;
-  const int n_ctx = static_cast<int>(context.size()), n_prompt = static_cast<int>(prompt.size());
-  if (n_ctx > 0) LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, context, 0, false, logits));
-  const bool generate = reply.empty();
-  Measured out;
+}
+
+// One policy's run of a call: its configuration, prompt and sequence, its times per repetition.
+struct Trial {
+  Config cfg;
+  const std::vector<int32_t>* prompt = nullptr;
+  std::unique_ptr<policy::KvChunkStore> store;
+  std::unique_ptr<policy::KvSequence> seq;
   std::vector<double> ttft, tpot;
-  for (int r = 0; r < reps; ++r) {
-    if (seq.truncate(n_ctx) != n_ctx) return Status(Code::internal, "bench_slo_trace: the context's KV was cut");
-    double t0 = now_s();
-    LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, prompt, n_ctx, false, logits));
-    ttft.push_back(1e3 * (now_s() - t0));
-    bool diverged = false;
-    double step_s = 0;
-    for (int i = 0; i < gen; ++i) {
-      const int best = argmax(logits);
-      if (r == 0) {
-        if (generate) reply.push_back(best);
-        out.nll += token_nll(logits, reply[i]);
-        diverged = diverged || best != reply[i];
-        out.agree_prefix += diverged ? 0 : 1;
-        out.agree_pos += best == reply[i] ? 1 : 0;
-      }
-      if (i + 1 == gen) break;
-      const int32_t t[] = {reply[i]};
-      t0 = now_s();
-      LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, t, n_ctx + n_prompt + i, false, logits));
-      step_s += now_s() - t0;
+  Measured out;
+};
+
+// A fresh sequence per trial holding the call's context, evaluated untimed at the trial's
+// configuration: skipped layers write no KV (for the levels this is what a continued context
+// would hold when its earlier calls ran at the same level; the difference is left out of the
+// quality figure).
+Status prepare(Forward& fwd, const Model& m, const std::vector<int>& skip_order, const std::vector<int32_t>& context, Trial& t) {
+  const ModelConfig& c = m.config();
+  t.store = std::make_unique<policy::KvChunkStore>(policy::KvGeometry{c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
+  t.seq = std::make_unique<policy::KvSequence>(*t.store);
+  apply(fwd, m, t.cfg, skip_order);
+  std::vector<float> logits;
+  if (!context.empty()) LLMSVC_RETURN_IF_ERROR(fwd.eval(*t.seq, context, 0, false, logits));
+  return Status();
+}
+
+// One repetition of a trial: the prompt (TTFT) and the reply's tokens one step at a time (TPOT).
+// On the first, `reply` empty: the greedy reply of `gen` tokens is generated (the full model's)
+// and returned in it; else it is teacher-forced and scored.
+Status run_rep(Forward& fwd, const Model& m, const std::vector<int>& skip_order, int n_ctx, Trial& t,
+               std::vector<int32_t>& reply, int gen, bool first) {
+  apply(fwd, m, t.cfg, skip_order);
+  if (t.seq->truncate(n_ctx) != n_ctx) return Status(Code::internal, "bench_slo_trace: the context's KV was cut");
+  const std::vector<int32_t>& prompt = *t.prompt;
+  const int n_prompt = static_cast<int>(prompt.size());
+  std::vector<float> logits;
+  double t0 = now_s();
+  LLMSVC_RETURN_IF_ERROR(fwd.eval(*t.seq, prompt, n_ctx, false, logits));
+  t.ttft.push_back(1e3 * (now_s() - t0));
+  const bool generate = first && reply.empty();
+  bool diverged = false;
+  double step_s = 0;
+  for (int i = 0; i < gen; ++i) {
+    const int best = argmax(logits);
+    if (first) {
+      if (generate) reply.push_back(best);
+      t.out.nll += token_nll(logits, reply[i]) / gen;
+      diverged = diverged || best != reply[i];
+      t.out.agree_prefix += diverged ? 0 : 1;
+      t.out.agree_pos += best == reply[i] ? 1 : 0;
     }
-    tpot.push_back(1e3 * step_s / std::max(1, gen - 1));
+    if (i + 1 == gen) break;
+    const int32_t tok[] = {reply[i]};
+    t0 = now_s();
+    LLMSVC_RETURN_IF_ERROR(fwd.eval(*t.seq, tok, n_ctx + n_prompt + i, false, logits));
+    step_s += now_s() - t0;
   }
-  out.nll /= gen;
-  out.ttft_ms = profile::median(ttft);
-  out.tpot_ms = profile::median(tpot);
-  fwd.set_skipped_layers(std::vector<bool>(c.n_layer, false));
-  fwd.set_recovery(true);
-  return out;
+  t.tpot.push_back(1e3 * step_s / std::max(1, gen - 1));
+  return Status();
+}
+
+// The median over repetitions of a trial's time over the full model's in the same repetition:
+// the trials of a call run in turn within each repetition, so a drift of the machine's speed
+// between repetitions cancels out of the ratio.
+double paired_ratio(const std::vector<double>& x, const std::vector<double>& full) {
+  std::vector<double> r;
+  for (size_t i = 0; i < x.size() && i < full.size(); ++i) r.push_back(x[i] / full[i]);
+  return profile::median(r);
 }
 
 // The layer-dropping baseline's choice: the fewest skipped layers (least important first,
@@ -433,20 +457,47 @@ int main(int argc, char** argv) {
       predict_level(*costs, pst.level_percent, n_plain, n, n_context, app.ttft_ratio, app.tpot_ratio, cfg[kPlainLevelsRecovery]);
     }
 
+    // Every policy's trial of this call, the full model's first: its first repetition makes the
+    // reply the others are scored on. A configuration that is the full model's on the whole
+    // prompt is the full model's run: measuring it again would only measure the machine's noise.
     std::vector<int32_t> reply;
-    Measured x[kPolicies];
+    Trial trial[kPolicies];
+    int same[kPolicies];
+    std::vector<int> order;
     for (int pi : {kFull, kLlmsvc, kLevelsOnly, kSmallest, kLayerDrop, kNoRecovery, kPlain, kPlainLevelsRecovery}) {
       if (!active[pi]) continue;
-      // A configuration that is the full model's on the whole prompt is the full model's run:
-      // measuring it again would only measure the machine's noise.
-      if (pi != kFull && cfg[pi].same_as_full() && prompt_of(pi) == prompt) {
-        x[pi] = x[kFull];
-        continue;
-      }
-      auto r = run_call(fwd, m, cfg[pi], skip_order, context[tc.app], prompt_of(pi), reply, o.gen, o.reps);
-      if (!r.ok()) return fail(r.status());
-      x[pi] = *r;
+      same[pi] = pi != kFull && cfg[pi].same_as_full() && prompt_of(pi) == prompt ? kFull : pi;
+      if (same[pi] != pi) continue;
+      trial[pi].cfg = cfg[pi];
+      trial[pi].prompt = &prompt_of(pi);
+      Status ps = prepare(fwd, m, skip_order, context[tc.app], trial[pi]);
+      if (!ps.ok()) return fail(ps);
+      order.push_back(pi);
     }
+    const int n_ctx = static_cast<int>(context[tc.app].size());
+    for (int r = 0; r < o.reps; ++r) {
+      for (size_t k = 0; k < order.size(); ++k) {
+        // Each repetition starts one trial later, so no policy always runs right after another.
+        const int pi = order[r == 0 ? k : (k + static_cast<size_t>(r)) % order.size()];
+        Status rs = run_rep(fwd, m, skip_order, n_ctx, trial[pi], reply, o.gen, r == 0);
+        if (!rs.ok()) return fail(rs);
+      }
+    }
+    apply(fwd, m, Config{}, skip_order);
+    Measured x[kPolicies];
+    double ratio_ttft[kPolicies] = {}, ratio_tpot[kPolicies] = {};
+    for (int pi : order) {
+      x[pi] = trial[pi].out;
+      x[pi].ttft_ms = profile::median(trial[pi].ttft);
+      x[pi].tpot_ms = profile::median(trial[pi].tpot);
+      ratio_ttft[pi] = paired_ratio(trial[pi].ttft, trial[kFull].ttft);
+      ratio_tpot[pi] = paired_ratio(trial[pi].tpot, trial[kFull].tpot);
+    }
+    for (int pi = 0; pi < kPolicies; ++pi)
+      if (active[pi] && same[pi] != pi) {
+        x[pi] = x[kFull];
+        ratio_ttft[pi] = ratio_tpot[pi] = 1.0;
+      }
     nlohmann::json J{{"app", app.name}, {"call", tc.index}, {"arrival_s", tc.arrival_s}, {"prompt_tokens", n},
                      {"context_tokens", context[tc.app].size()},
                      {"engine", {{"level", st.level_percent}, {"prompt_kept", st.prompt_kept}, {"slo_missed", st.slo_missed}, {"ttft_ms", st.ttft_ms},
@@ -455,7 +506,7 @@ int main(int argc, char** argv) {
       J["plain_engine"] = {{"level", pst.level_percent}, {"prompt_kept", pst.prompt_kept}, {"slo_missed", pst.slo_missed}, {"ttft_ms", pst.ttft_ms}, {"tpot_ms", pst.tpot_ms}};
     for (int pi = 0; pi < kPolicies; ++pi) {
       if (!active[pi]) continue;
-      const double rt = x[pi].ttft_ms / x[kFull].ttft_ms, rp = x[pi].tpot_ms / x[kFull].tpot_ms;
+      const double rt = ratio_ttft[pi], rp = ratio_tpot[pi];
       const bool met = rt <= app.ttft_ratio + 1e-9 && rp <= app.tpot_ratio + 1e-9;
       tally[pi][tc.app].add(cfg[pi], x[pi], met, o.gen);
       J["policies"][kPolicyNames[pi]] = {{"level", cfg[pi].percent}, {"prompt_tokens", prompt_of(pi).size()},
