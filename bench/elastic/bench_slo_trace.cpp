@@ -235,7 +235,7 @@ void predict_level(const policy::LevelCosts& costs, int percent, int n, int n_fu
   const policy::LevelCost& full = costs.levels.back();
   for (const policy::LevelCost& L : costs.levels)
     if (L.percent == percent) {
-      cfg.pred_ttft = L.ttft_ms(n) / full.ttft_ms(n_full);
+      cfg.pred_ttft = L.ttft_ms(n, context) / full.ttft_ms(n_full, context);
       cfg.pred_tpot = L.tpot_at(context + n) / full.tpot_at(context + n_full);
     }
   cfg.pred_met = cfg.pred_ttft <= ttft_ratio + 1e-9 && cfg.pred_tpot <= tpot_ratio + 1e-9;

@@ -34,9 +34,10 @@ LevelCosts monotone(LevelCosts costs) {
   const auto fix = [](double& x, double below, double ceiling) { x = std::min(std::max(x, below), ceiling); };
   for (size_t i = 0; i + 1 < costs.levels.size(); ++i) {
     LevelCost& l = costs.levels[i];
-    const LevelCost below = i > 0 ? costs.levels[i - 1] : LevelCost{0, 0, 0, 0};
+    const LevelCost below = i > 0 ? costs.levels[i - 1] : LevelCost{0, 0, 0, 0, 0, 0};
     fix(l.ttft_fixed_ms, below.ttft_fixed_ms, full.ttft_fixed_ms);
     fix(l.ttft_token_ms, below.ttft_token_ms, full.ttft_token_ms);
+    fix(l.ttft_context_ms, below.ttft_context_ms, full.ttft_context_ms);
     fix(l.tpot_ms, below.tpot_ms, full.tpot_ms);
     fix(l.tpot_context_ms, below.tpot_context_ms, full.tpot_context_ms);
   }
@@ -49,7 +50,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   if (costs.levels.empty()) return c;
   const LevelCost& full = costs.levels.back();
   // The bounds are of the full model on the whole prompt.
-  const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt.tokens) : HUGE_VAL;
+  const double ttft_bound = ttft_ratio > 0 ? ttft_ratio * full.ttft_ms(prompt.tokens, prompt.context) : HUGE_VAL;
   const double tpot_bound = tpot_ratio > 0 ? tpot_ratio * full.tpot_at(prompt.context + prompt.tokens) : HUGE_VAL;
   constexpr double kHeadroom = 1.0 - kPredictionMargin;
   std::vector<double> steps;
@@ -63,9 +64,10 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   for (int i = top; i >= 0; --i) {
     const LevelCost& l = costs.levels[static_cast<size_t>(i)];
     c.index = i;
-    // The context's KV from smaller levels, recomputed at this one: a pass over those tokens.
+    // The context's KV from smaller levels, recomputed at this one: a pass over those tokens
+    // (after the rest of the context, which they attend over at most).
     const int stale = prompt.below(l.percent);
-    const double recompute_ms = stale > 0 ? l.ttft_ms(stale) : 0.0;
+    const double recompute_ms = stale > 0 ? l.ttft_ms(stale, prompt.context - stale) : 0.0;
     const double restore = static_cast<size_t>(i) < restore_ms.size() ? restore_ms[static_cast<size_t>(i)] : 0.0;
     for (double k : steps) {
       c.keep = k;
@@ -77,7 +79,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
       for (bool recompute : {true, false}) {
         if (!recompute && stale == 0) break;
         c.recompute = recompute;
-        c.ttft_ms = l.ttft_ms(prompt.kept(k)) + (recompute ? recompute_ms : 0.0) + restore + overhead_ms;
+        c.ttft_ms = l.ttft_ms(prompt.kept(k), prompt.context) + (recompute ? recompute_ms : 0.0) + restore + overhead_ms;
         if (c.ttft_ms <= room * ttft_bound) return c;
       }
     }
@@ -89,7 +91,8 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
   for (double k : steps) {
     c.keep = k;
     c.tpot_ms = costs.levels.front().tpot_at(prompt.context + prompt.kept(k));
-    c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k)) + overhead_ms + (restore_ms.empty() ? 0.0 : restore_ms[0]);
+    c.ttft_ms = costs.levels.front().ttft_ms(prompt.kept(k), prompt.context) + overhead_ms +
+                (restore_ms.empty() ? 0.0 : restore_ms[0]);
     if (c.ttft_ms <= kHeadroom * ttft_bound) break;
   }
   return c;
@@ -102,7 +105,8 @@ std::string level_costs_to_json(const LevelCosts& costs) {
   j["model"] = costs.model;
   for (const LevelCost& l : costs.levels)
     j["levels"].push_back({{"percent", l.percent}, {"ttft_fixed_ms", l.ttft_fixed_ms}, {"ttft_token_ms", l.ttft_token_ms},
-                           {"tpot_ms", l.tpot_ms}, {"tpot_context_ms", l.tpot_context_ms}});
+                           {"ttft_context_ms", l.ttft_context_ms}, {"tpot_ms", l.tpot_ms},
+                           {"tpot_context_ms", l.tpot_context_ms}});
   return j.dump(1) + "\n";
 }
 
@@ -131,12 +135,15 @@ Result<LevelCosts> level_costs_from_json(const std::string& text) {
       if (!std::isfinite(v) || v < 0) return bad(at + "." + name + " must be finite and >= 0");
       l.*member = v;
     }
-    // Optional: profiles written before it have a step that does not grow with the context.
-    if (e.contains("tpot_context_ms")) {
-      const auto& v = e["tpot_context_ms"];
+    // Optional: profiles written before them have a prefill and a step that do not grow with
+    // the context.
+    for (auto [name, member] : {std::pair{"ttft_context_ms", &LevelCost::ttft_context_ms},
+                                std::pair{"tpot_context_ms", &LevelCost::tpot_context_ms}}) {
+      if (!e.contains(name)) continue;
+      const auto& v = e[name];
       if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-        return bad(at + ".tpot_context_ms must be finite and >= 0");
-      l.tpot_context_ms = v.get<double>();
+        return bad(at + "." + name + " must be finite and >= 0");
+      l.*member = v.get<double>();
     }
     c.levels.push_back(l);
   }

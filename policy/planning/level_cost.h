@@ -16,7 +16,10 @@ namespace llmsvc::policy {
 
 struct LevelCost {
   int percent = 100;
-  // Time to first token of a prompt of n new tokens: ttft_fixed_ms + n * ttft_token_ms.
+  // Time to first token of a prompt of n new tokens after c tokens of context:
+  // ttft_fixed_ms + n * ttft_token_ms + n * c * ttft_context_ms (below). Each prompt token
+  // attends over the context, and no FFN level cuts that, so a level's share of the full
+  // model's prefill grows with the context as its decode step's does.
   double ttft_fixed_ms = 0;
   double ttft_token_ms = 0;
   // A decode step after c tokens of context: tpot_ms + c * tpot_context_ms. Attention and KV
@@ -24,7 +27,10 @@ struct LevelCost {
   // model's step grows with the context too.
   double tpot_ms = 0;
   double tpot_context_ms = 0;
-  double ttft_ms(int n_tokens) const { return ttft_fixed_ms + n_tokens * ttft_token_ms; }
+  double ttft_context_ms = 0;  // last, so that older brace initializers keep their meaning
+  double ttft_ms(int n_tokens, int context = 0) const {
+    return ttft_fixed_ms + n_tokens * (ttft_token_ms + static_cast<double>(context) * ttft_context_ms);
+  }
   double tpot_at(int context) const { return tpot_ms + context * tpot_context_ms; }
 };
 
@@ -77,7 +83,7 @@ LevelCosts monotone(LevelCosts costs);
 
 // The largest level with tpot <= tpot_ratio * full tpot (both after the context and the kept
 // prompt) and, with the least compression of kKeepSteps that does it (only `keep` itself when
-// it is > 0; no compression when the prompt has nothing droppable), ttft(kept tokens) +
+// it is > 0; no compression when the prompt has nothing droppable), ttft(kept tokens, context) +
 // overhead_ms <= ttft_ratio * full ttft(prompt.tokens), recompute true when the TTFT bound
 // also leaves room for recomputing the context's KV that smaller levels computed (ttft(those
 // tokens) at this level), else false (reused). A ratio of 0 bounds nothing; a prediction (any

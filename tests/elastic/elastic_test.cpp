@@ -251,27 +251,6 @@ TEST_P(Elastic, EachLevelOnOpenClIsItsSubModelThere) {
   }
 }
 
-TEST_P(Elastic, DebugTwoForwards) {
-  ScratchDir dir;
-  const std::string in0 = test::test_model(GetParam()), out = dir.file("elastic.gguf");
-  std::string in = dir.file("pruned.gguf");
-  {
-    elastify::Options o = small_options(in0, out);
-    o.anchor_share = 0;
-    ASSERT_TRUE(elastify::run(o).ok());
-    write_pruned(out, 64, 2, in);
-  }
-  auto d = hal::open_device("opencl", hal::DeviceOptions{1});
-  ASSERT_TRUE(d.ok());
-  hal::Device& cl = **d;
-  auto m = load(in, cl);
-  const auto tokens = probe_tokens(*m, 24);
-  Forward f(*m, cl, 8);
-  std::fprintf(stderr, "BEGIN\n");
-  auto l = logits_of(f, *m, tokens, &cl.kv_memory());
-  std::fprintf(stderr, "END %08x\n", (unsigned)std::hash<std::string_view>{}(std::string_view((const char*)l.data(), l.size() * 4)));
-}
-
 TEST_P(Elastic, AnchorsStayWholeAndLevelsSwitchWithoutResidue) {
   ScratchDir dir;
   const std::string out = dir.file("elastic.gguf");

@@ -124,6 +124,21 @@ TEST(LevelChoice, ALargerLevelRecomputesSmallerLevelsKvWhereTheTtftAllows) {
   EXPECT_EQ(p.below(20), 0);
 }
 
+// A context term of the profile's JSON: kept through a round trip; absent (a profile written
+// before it) it reads 0; a negative one is refused, the field named.
+void expect_optional_in_json(const policy::LevelCosts& c, const std::string& name, double policy::LevelCost::*member) {
+  auto back = policy::level_costs_from_json(policy::level_costs_to_json(c));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  for (size_t i = 0; i < c.levels.size(); ++i) EXPECT_DOUBLE_EQ(back->levels[i].*member, c.levels[i].*member) << name;
+  const std::string head = R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1)";
+  auto old = policy::level_costs_from_json(head + "}]}");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->levels[0].*member, 0.0) << name;
+  auto bad = policy::level_costs_from_json(head + R"(, ")" + name + R"(": -1}]})");
+  ASSERT_FALSE(bad.ok()) << name;
+  EXPECT_NE(bad.status().message().find("levels[0]." + name), std::string::npos) << bad.status().message();
+}
+
 TEST(LevelChoice, TheTpotBoundIsAfterTheCallsContext) {
   policy::LevelCosts c;
   c.levels = {{20, 1.0, 0.2, 2.0, 0.01}, {60, 1.0, 0.5, 5.0, 0.01}, {100, 1.0, 1.0, 10.0, 0.01}};
@@ -131,18 +146,27 @@ TEST(LevelChoice, TheTpotBoundIsAfterTheCallsContext) {
   EXPECT_EQ(policy::choose_level(c, 0, 0.6, {100, 0, 0}, 0, 0).index, 1);
   EXPECT_EQ(policy::choose_level(c, 0, 0.6, {100, 0, 1000}, 0, 0).index, 0);
   EXPECT_NEAR(policy::choose_level(c, 0, 0.6, {100, 0, 1000}, 0, 0).tpot_ms, 13.0, 1e-9);
-  // The JSON keeps the slope; a profile without it reads 0, a negative one is refused.
-  auto back = policy::level_costs_from_json(policy::level_costs_to_json(c));
-  ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_DOUBLE_EQ(back->levels[1].tpot_context_ms, 0.01);
-  auto old = policy::level_costs_from_json(
-      R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1}]})");
-  ASSERT_TRUE(old.ok());
-  EXPECT_EQ(old->levels[0].tpot_context_ms, 0.0);
-  auto bad = policy::level_costs_from_json(
-      R"({"version": 1, "levels": [{"percent": 100, "ttft_fixed_ms": 1, "ttft_token_ms": 1, "tpot_ms": 1, "tpot_context_ms": -1}]})");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("levels[0].tpot_context_ms"), std::string::npos) << bad.status().message();
+  expect_optional_in_json(c, "tpot_context_ms", &policy::LevelCost::tpot_context_ms);
+}
+
+TEST(LevelChoice, TheTtftBoundIsAfterTheCallsContext) {
+  policy::LevelCosts c;
+  // Prefill per prompt token: 0.2 / 0.5 / 1.0 ms alone, plus 0.001 ms per context token at
+  // every level (attention over the context, which no FFN level cuts).
+  c.levels = {{20, 0, 0.2, 0.5, 0, 0.001}, {60, 0, 0.5, 0.8, 0, 0.001}, {100, 0, 1.0, 1.0, 0, 0.001}};
+  // 100 tokens after no context: level 60 is 0.5 of the full model's TTFT; after 1,000 tokens
+  // it is 150 of 200 ms (0.75), and only level 20 (120 of 200: 0.6) fits a bound of 0.7.
+  EXPECT_EQ(policy::choose_level(c, 0.7, 0, {100, 0, 0}, 0, 0).index, 1);
+  const policy::LevelChoice after = policy::choose_level(c, 0.7, 0, {100, 0, 1000}, 0, 0);
+  EXPECT_EQ(after.index, 0);
+  EXPECT_NEAR(after.ttft_ms, 120.0, 1e-9);
+  // Compression cuts both parts: with a TPOT bound of 0.9 (the full model out), level 60 keeps
+  // 80 of the 100 tokens: 80 x 1.5 = 120 of 200 ms, within 0.7 less the margin.
+  const policy::LevelChoice kept = policy::choose_level(c, 0.7, 0.9, {100, 100, 1000}, 0, 0);
+  EXPECT_EQ(kept.index, 1);
+  EXPECT_DOUBLE_EQ(kept.keep, 0.8);
+  EXPECT_NEAR(kept.ttft_ms, 120.0, 1e-9);
+  expect_optional_in_json(c, "ttft_context_ms", &policy::LevelCost::ttft_context_ms);
 }
 
 TEST(LevelChoice, MonotoneCostsNeverFallAsTheLevelGrows) {

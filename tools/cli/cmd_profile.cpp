@@ -33,10 +33,11 @@ int write_level_profile(const ProfileArgs& a, const Model& model, hal::Device& d
   std::fprintf(stderr, "profiling the elastic levels ...\n");
   auto costs = profile_levels(model, device, a.reps);
   if (!costs.ok()) return report(costs.status());
-  std::printf("\n%-6s %14s %14s %10s %16s\n", "level", "ttft fixed ms", "ttft ms/token", "tpot ms", "tpot ms/context");
+  std::printf("\n%-6s %14s %14s %22s %10s %16s\n", "level", "ttft fixed ms", "ttft ms/token", "ttft ms/token/context",
+              "tpot ms", "tpot ms/context");
   for (const policy::LevelCost& l : costs->levels)
-    std::printf("%5d%% %14.3f %14.4f %10.3f %16.6f\n", l.percent, l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms,
-                l.tpot_context_ms);
+    std::printf("%5d%% %14.3f %14.4f %22.8f %10.3f %16.6f\n", l.percent, l.ttft_fixed_ms, l.ttft_token_ms,
+                l.ttft_context_ms, l.tpot_ms, l.tpot_context_ms);
   const std::string text = policy::level_costs_to_json(*costs);
   const Status written = a.levels_out.empty() ? dir.write_atomic(persist::layout::kLevelProfile, text)
                                               : fileio::write_atomic(a.levels_out, text);

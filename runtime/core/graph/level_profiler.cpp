@@ -32,15 +32,19 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
   // Decode steps after two contexts: the step's growth with the context (attention, KV reads).
   constexpr int kDecodeContexts[] = {64, 512};
   constexpr int kDecodeSteps = 8, kBatch = 256;
+  // A prompt of kLengths[1] tokens after the longer context: the prefill's growth with it.
+  constexpr int kContextPrompt = kLengths[1];
   const int levels = n_levels(m), full = m.elastic() ? m.elastic()->full() : 0;
   Forward fwd(m, device, kBatch);
   fwd.set_mass_tracking(false);
-  const std::vector<int32_t> ids = profile::tokens(kDecodeContexts[1] + kDecodeSteps, c.n_vocab);
+  const std::vector<int32_t> ids = profile::tokens(kDecodeContexts[1] + std::max(kDecodeSteps, kContextPrompt), c.n_vocab);
   std::vector<float> logits;
   policy::KvChunkStore store({c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
-  // [level][point][round]: a prefill of each length, then the median decode step after each context.
+  // [level][point][round]: a prefill of each length, the median decode step after each context,
+  // then the prefill of kContextPrompt tokens after the longer context.
   constexpr int kPrefills = std::size(kLengths);
-  constexpr int kPoints = kPrefills + std::size(kDecodeContexts);
+  constexpr int kAfterContext = kPrefills + std::size(kDecodeContexts);
+  constexpr int kPoints = kAfterContext + 1;
   std::vector<std::array<std::vector<double>, kPoints>> t(levels);
   auto prefill = [&](int n, bool timed) -> Result<double> {
     policy::KvSequence seq(store);
@@ -77,6 +81,14 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
           if (i > 0) steps.push_back(profile::seconds_since(t0));  // the first may prepare its shape
         }
         if (r > 0) t[lv][kPrefills + d].push_back(profile::median(steps));
+        if (d + 1 < std::size(kDecodeContexts)) continue;
+        const auto prompt = std::span<const int32_t>(ids).subspan(static_cast<size_t>(context), kContextPrompt);
+        for (bool timed : {false, true}) {  // untimed first, as the prefills above
+          if (seq.truncate(context) != context) return Status(Code::internal, "level profile: the context's KV was cut");
+          const auto t0 = std::chrono::steady_clock::now();
+          LLMSVC_RETURN_IF_ERROR(fwd.eval(seq, prompt, context, false, logits));
+          if (timed && r > 0) t[lv][kAfterContext].push_back(profile::seconds_since(t0));
+        }
       }
     }
   }
@@ -98,6 +110,9 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
     l.percent = percent(m, lv);
     l.ttft_fixed_ms = 1e3 * fitted[0];
     l.ttft_token_ms = 1e3 * fitted[1];
+    // The prefill's growth per prompt token and context token (never falling).
+    const double alone = point(lv, 1), after = point(lv, kAfterContext);
+    l.ttft_context_ms = 1e3 * std::max(0.0, after - alone) / (double(kContextPrompt) * kDecodeContexts[1]);
     // The step as a line in the context through the two points (never falling).
     const double near = point(lv, kPrefills), far = point(lv, kPrefills + 1);
     const double slope = std::max(0.0, (far - near) / (kDecodeContexts[1] - kDecodeContexts[0]));
