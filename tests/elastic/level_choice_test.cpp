@@ -300,8 +300,15 @@ TEST_F(LevelSelection, AMeasuredProfileIsOneThisModelsSelectorTakes) {
   for (size_t i = 0; i < costs->levels.size(); ++i) {
     const policy::LevelCost& l = costs->levels[i];
     EXPECT_EQ(l.percent, model_->elastic()->levels[i]);
-    for (double v : {l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms, l.tpot_context_ms})
+    for (double v : {l.ttft_fixed_ms, l.ttft_token_ms, l.tpot_ms, l.tpot_context_ms, l.ttft_context_ms})
       EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
+  }
+  // No level cuts heads: every level attends over the context as the full model does, and
+  // shares its growth with the context (one estimate over all of them).
+  ASSERT_FALSE(model_->elastic()->cuts_heads());
+  for (const policy::LevelCost& l : costs->levels) {
+    EXPECT_EQ(l.ttft_context_ms, costs->levels.back().ttft_context_ms) << l.percent;
+    EXPECT_EQ(l.tpot_context_ms, costs->levels.back().tpot_context_ms) << l.percent;
   }
   std::ofstream(dir_.file("measured.json")) << policy::level_costs_to_json(*costs);
   LevelSelector sel(*model_, nullptr, dir_.file("measured.json"), warn());

@@ -18,6 +18,15 @@ namespace {
 int n_levels(const Model& m) { return m.elastic() ? static_cast<int>(m.elastic()->levels.size()) : 1; }
 int percent(const Model& m, int lv) { return m.elastic() ? m.elastic()->levels[lv] : 100; }
 
+// Whether level lv keeps every query head of every layer (its attention is the full model's).
+bool whole_attention(const Model& m, int lv) {
+  const ElasticSpec* spec = m.elastic();
+  if (!spec || !spec->cuts_heads()) return true;
+  for (int kept : spec->head_keep[static_cast<size_t>(lv)])
+    if (kept != m.config().n_head) return false;
+  return true;
+}
+
 }  // namespace
 
 std::string level_profile_identity(const Model& model) {
@@ -119,6 +128,26 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
     l.tpot_context_ms = 1e3 * slope;
     l.tpot_ms = 1e3 * std::max(0.0, near - slope * kDecodeContexts[0]);
     costs.levels.push_back(l);
+  }
+  // A level that keeps every query head attends over the context as the full model does, so its
+  // prefill's and step's growth with the context are the full model's: one estimate, the median
+  // over those levels, replaces each one's own (a 2-core machine's noise moved single levels'
+  // slopes by +-40 %, and a low one predicted a level's TPOT ratio low on long contexts). The
+  // step's line keeps its point at the near context.
+  std::vector<double> ttft_context, tpot_context;
+  for (int lv = 0; lv < levels; ++lv)
+    if (whole_attention(m, lv)) {
+      ttft_context.push_back(costs.levels[lv].ttft_context_ms);
+      tpot_context.push_back(costs.levels[lv].tpot_context_ms);
+    }
+  const double ttft_shared = profile::median(ttft_context), tpot_shared = profile::median(tpot_context);
+  for (int lv = 0; lv < levels; ++lv) {
+    if (!whole_attention(m, lv)) continue;
+    policy::LevelCost& l = costs.levels[lv];
+    const double near_ms = l.tpot_ms + l.tpot_context_ms * kDecodeContexts[0];
+    l.ttft_context_ms = ttft_shared;
+    l.tpot_context_ms = tpot_shared;
+    l.tpot_ms = std::max(0.0, near_ms - tpot_shared * kDecodeContexts[0]);
   }
   return costs;
 }
