@@ -134,12 +134,13 @@ double token_nll(const std::vector<float>& logits, int target) {
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Sets the forward to run at `cfg`.
-void apply(Forward& fwd, const Model& m, const Config& cfg, const std::vector<int>& skip_order) {
-  if (m.elastic()) (void)fwd.set_level(cfg.level);
+Status apply(Forward& fwd, const Model& m, const Config& cfg, const std::vector<int>& skip_order) {
+  if (m.elastic()) LLMSVC_RETURN_IF_ERROR(fwd.set_level(cfg.level));
   fwd.set_recovery(cfg.recovery);
   std::vector<bool> skip(m.config().n_layer, false);
   for (int i = 0; i < cfg.skipped; ++i) skip[skip_order[i]] = true;
   fwd.set_skipped_layers(skip);
+  return Status();
 }
 
 // One policy's run of a call: its configuration, prompt and sequence, its times per repetition.
@@ -160,7 +161,7 @@ Status prepare(Forward& fwd, const Model& m, const std::vector<int>& skip_order,
   const ModelConfig& c = m.config();
   t.store = std::make_unique<policy::KvChunkStore>(policy::KvGeometry{c.n_layer, c.n_head_kv, c.head_dim, 16}, 0);
   t.seq = std::make_unique<policy::KvSequence>(*t.store);
-  apply(fwd, m, t.cfg, skip_order);
+  LLMSVC_RETURN_IF_ERROR(apply(fwd, m, t.cfg, skip_order));
   std::vector<float> logits;
   if (!context.empty()) LLMSVC_RETURN_IF_ERROR(fwd.eval(*t.seq, context, 0, false, logits));
   return Status();
@@ -171,7 +172,7 @@ Status prepare(Forward& fwd, const Model& m, const std::vector<int>& skip_order,
 // and returned in it; else it is teacher-forced and scored.
 Status run_rep(Forward& fwd, const Model& m, const std::vector<int>& skip_order, int n_ctx, Trial& t,
                std::vector<int32_t>& reply, int gen, bool first) {
-  apply(fwd, m, t.cfg, skip_order);
+  LLMSVC_RETURN_IF_ERROR(apply(fwd, m, t.cfg, skip_order));
   if (t.seq->truncate(n_ctx) != n_ctx) return Status(Code::internal, "bench_slo_trace: the context's KV was cut");
   const std::vector<int32_t>& prompt = *t.prompt;
   const int n_prompt = static_cast<int>(prompt.size());
@@ -483,7 +484,7 @@ int main(int argc, char** argv) {
         if (!rs.ok()) return fail(rs);
       }
     }
-    apply(fwd, m, Config{}, skip_order);
+    if (Status s = apply(fwd, m, Config{}, skip_order); !s.ok()) return fail(s);
     Measured x[kPolicies];
     double ratio_ttft[kPolicies] = {}, ratio_tpot[kPolicies] = {};
     for (int pi : order) {

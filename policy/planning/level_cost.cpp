@@ -67,7 +67,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
     // The context's KV from smaller levels, recomputed at this one: a pass over those tokens
     // (after the rest of the context, which they attend over at most).
     const int stale = prompt.below(l.percent);
-    const double recompute_ms = stale > 0 ? l.ttft_ms(stale, prompt.context - stale) : 0.0;
+    const double recompute_ms = stale > 0 ? l.ttft_ms(stale, std::max(0, prompt.context - stale)) : 0.0;
     const double restore = static_cast<size_t>(i) < restore_ms.size() ? restore_ms[static_cast<size_t>(i)] : 0.0;
     for (double k : steps) {
       c.keep = k;

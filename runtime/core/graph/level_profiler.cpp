@@ -41,8 +41,9 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
   // Decode steps after two contexts: the step's growth with the context (attention, KV reads).
   constexpr int kDecodeContexts[] = {64, 512};
   constexpr int kDecodeSteps = 8, kBatch = 256;
-  // A prompt of kLengths[1] tokens after the longer context: the prefill's growth with it.
-  constexpr int kContextPrompt = kLengths[1];
+  // A prompt of kLengths[kAlone] tokens after the longer context: the prefill's growth with it.
+  constexpr int kAlone = 1;
+  constexpr int kContextPrompt = kLengths[kAlone];
   const int levels = n_levels(m), full = m.elastic() ? m.elastic()->full() : 0;
   Forward fwd(m, device, kBatch);
   fwd.set_mass_tracking(false);
@@ -108,6 +109,24 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
     for (size_t r = 0; r < t[lv][p].size(); ++r) ratio.push_back(t[lv][p][r] / t[full][p][r]);
     return profile::median(t[full][p]) * (lv == full ? 1.0 : profile::median(ratio));
   };
+  // Each level's own growth with the context: of a prefill per prompt and context token, and of
+  // a decode step per context token (never falling).
+  std::vector<double> ttft_context(levels), tpot_context(levels);
+  for (int lv = 0; lv < levels; ++lv) {
+    ttft_context[lv] = std::max(0.0, point(lv, kAfterContext) - point(lv, kAlone)) / (double(kContextPrompt) * kDecodeContexts[1]);
+    tpot_context[lv] = std::max(0.0, (point(lv, kPrefills + 1) - point(lv, kPrefills)) / (kDecodeContexts[1] - kDecodeContexts[0]));
+  }
+  // A level that keeps every query head attends over the context as the full model does, so its
+  // growth with the context is the full model's: one estimate, the median over those levels,
+  // stands for each one's own (a 2-core machine's noise moved single levels' slopes by +-40 %,
+  // and a low one predicted a level's TPOT ratio low on long contexts).
+  std::vector<double> ttft_whole, tpot_whole;
+  for (int lv = 0; lv < levels; ++lv)
+    if (whole_attention(m, lv)) {
+      ttft_whole.push_back(ttft_context[lv]);
+      tpot_whole.push_back(tpot_context[lv]);
+    }
+  const double ttft_shared = profile::median(ttft_whole), tpot_shared = profile::median(tpot_whole);
   policy::LevelCosts costs;
   costs.source = "profile";
   costs.model = level_profile_identity(m);
@@ -115,39 +134,17 @@ Result<policy::LevelCosts> profile_levels(const Model& m, hal::Device& device, i
     std::vector<ProfileSample> samples;
     for (size_t i = 0; i < std::size(kLengths); ++i) samples.push_back({"prefill", double(kLengths[i]), 0, point(lv, int(i)), 0});
     const auto fitted = profile::fit(samples);
+    const bool whole = whole_attention(m, lv);
     policy::LevelCost l;
     l.percent = percent(m, lv);
     l.ttft_fixed_ms = 1e3 * fitted[0];
     l.ttft_token_ms = 1e3 * fitted[1];
-    // The prefill's growth per prompt token and context token (never falling).
-    const double alone = point(lv, 1), after = point(lv, kAfterContext);
-    l.ttft_context_ms = 1e3 * std::max(0.0, after - alone) / (double(kContextPrompt) * kDecodeContexts[1]);
-    // The step as a line in the context through the two points (never falling).
-    const double near = point(lv, kPrefills), far = point(lv, kPrefills + 1);
-    const double slope = std::max(0.0, (far - near) / (kDecodeContexts[1] - kDecodeContexts[0]));
+    l.ttft_context_ms = 1e3 * (whole ? ttft_shared : ttft_context[lv]);
+    // The step as a line in the context through its point at the near context.
+    const double slope = whole ? tpot_shared : tpot_context[lv];
     l.tpot_context_ms = 1e3 * slope;
-    l.tpot_ms = 1e3 * std::max(0.0, near - slope * kDecodeContexts[0]);
+    l.tpot_ms = 1e3 * std::max(0.0, point(lv, kPrefills) - slope * kDecodeContexts[0]);
     costs.levels.push_back(l);
-  }
-  // A level that keeps every query head attends over the context as the full model does, so its
-  // prefill's and step's growth with the context are the full model's: one estimate, the median
-  // over those levels, replaces each one's own (a 2-core machine's noise moved single levels'
-  // slopes by +-40 %, and a low one predicted a level's TPOT ratio low on long contexts). The
-  // step's line keeps its point at the near context.
-  std::vector<double> ttft_context, tpot_context;
-  for (int lv = 0; lv < levels; ++lv)
-    if (whole_attention(m, lv)) {
-      ttft_context.push_back(costs.levels[lv].ttft_context_ms);
-      tpot_context.push_back(costs.levels[lv].tpot_context_ms);
-    }
-  const double ttft_shared = profile::median(ttft_context), tpot_shared = profile::median(tpot_context);
-  for (int lv = 0; lv < levels; ++lv) {
-    if (!whole_attention(m, lv)) continue;
-    policy::LevelCost& l = costs.levels[lv];
-    const double near_ms = l.tpot_ms + l.tpot_context_ms * kDecodeContexts[0];
-    l.ttft_context_ms = ttft_shared;
-    l.tpot_context_ms = tpot_shared;
-    l.tpot_ms = std::max(0.0, near_ms - tpot_shared * kDecodeContexts[0]);
   }
   return costs;
 }
