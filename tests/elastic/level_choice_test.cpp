@@ -214,15 +214,20 @@ TEST(LevelChoice, ProfileJsonRoundTripsAndBadOnesAreNamed) {
 
 class LevelSelection : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // elastify's options for the small test model, written to `name` in the scratch folder.
+  elastify::Options small(const std::string& name) {
     elastify::Options o;
     o.input = test::test_model(test::kLlama);
-    o.output = dir_.file("elastic.gguf");
+    o.output = dir_.file(name);
     o.calib_tokens = 256;
     o.layer_tokens = 128;
     o.window = 64;
     o.threads = 2;
     o.anchor_share = 0;
+    return o;
+  }
+  void SetUp() override {
+    const elastify::Options o = small("elastic.gguf");
     ASSERT_TRUE(elastify::run(o).ok());
     auto d = hal::open_device("cpu", hal::DeviceOptions{2});
     ASSERT_TRUE(d.ok());
@@ -314,6 +319,36 @@ TEST_F(LevelSelection, AMeasuredProfileIsOneThisModelsSelectorTakes) {
   LevelSelector sel(*model_, nullptr, dir_.file("measured.json"), warn());
   EXPECT_EQ(sel.costs().source, "profile");
   EXPECT_TRUE(warnings_.empty());
+}
+
+// A model whose levels cut query heads: only the levels that keep every head share the full
+// model's context slopes; the others keep their own (fewer heads attend less).
+TEST_F(LevelSelection, OnlyLevelsWithEveryHeadShareTheContextSlopes) {
+  elastify::Options o = small("heads.gguf");
+  o.heads = true;
+  ASSERT_TRUE(elastify::run(o).ok());
+  auto m = Model::load(o.output, *dev_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ElasticSpec& spec = *(*m)->elastic();
+  ASSERT_TRUE(spec.cuts_heads());
+  auto costs = profile_levels(**m, *dev_, 1);
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  int whole = 0, cut = 0;
+  for (size_t lv = 0; lv < costs->levels.size(); ++lv) {
+    const policy::LevelCost& l = costs->levels[lv];
+    for (double v : {l.ttft_context_ms, l.tpot_context_ms}) EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
+    bool every_head = true;
+    for (int kept : spec.head_keep[lv]) every_head = every_head && kept == (*m)->config().n_head;
+    if (!every_head) {
+      ++cut;
+      continue;
+    }
+    ++whole;
+    EXPECT_EQ(l.ttft_context_ms, costs->levels.back().ttft_context_ms) << l.percent;
+    EXPECT_EQ(l.tpot_context_ms, costs->levels.back().tpot_context_ms) << l.percent;
+  }
+  EXPECT_GT(whole, 0);
+  EXPECT_GT(cut, 0);
 }
 
 }  // namespace
