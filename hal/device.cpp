@@ -33,6 +33,10 @@ Status Device::check_slice(const WeightRef& w, int64_t rows, int64_t cols) {
 
 uint64_t Device::release_rows(PreparedWeight&, int64_t) { return 0; }
 
-Result<uint64_t> Device::restore_rows(PreparedWeight&, int64_t) { return uint64_t{0}; }
+Result<uint64_t> Device::restore_rows(PreparedWeight&, int64_t, const void*) { return uint64_t{0}; }
+
+uint64_t Device::release_cols(PreparedWeight&, int64_t) { return 0; }
+
+Result<uint64_t> Device::restore_cols(PreparedWeight&, int64_t, const void*) { return uint64_t{0}; }
 
 }  // namespace llmsvc::hal

@@ -204,10 +204,15 @@ class Device {
   // without it, the default).
   virtual uint64_t release_rows(PreparedWeight& w, int64_t keep_rows);
   // Makes the first `rows` rows of a weight resident again after release_rows (all of them
-  // when rows >= its rows), repacked from the bytes behind its ref(), which must still be
-  // readable. Returns the bytes taken back; Code::out_of_memory (the weight left as it was)
-  // when the memory cannot be had.
-  virtual Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows);
+  // when rows >= its rows), repacked from `from`: bytes laid out as its ref()'s, or nullptr for
+  // the bytes behind its ref(), which must then still be readable. Returns the bytes taken
+  // back; Code::out_of_memory (the weight left as it was) when the memory cannot be had.
+  virtual Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows, const void* from);
+  // The same for a weight's columns from `keep_cols` on (a multiple of its block): an elastic
+  // level's unused input tail. Meanwhile only views of at most keep_cols columns may be
+  // computed with. The default gives back nothing.
+  virtual uint64_t release_cols(PreparedWeight& w, int64_t keep_cols);
+  virtual Result<uint64_t> restore_cols(PreparedWeight& w, int64_t cols, const void* from);
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens. x: n_tokens x w.cols, y: n_tokens x w.rows.
   virtual void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) = 0;

@@ -79,10 +79,21 @@ uint64_t CpuDevice::release_rows(PreparedWeight& w, int64_t keep_rows) {
   return cw == nullptr ? 0 : cw->release_rows(keep_rows);
 }
 
-Result<uint64_t> CpuDevice::restore_rows(PreparedWeight& w, int64_t rows) {
+Result<uint64_t> CpuDevice::restore_rows(PreparedWeight& w, int64_t rows, const void* from) {
   auto* cw = dynamic_cast<CpuWeight*>(&w);
   if (cw == nullptr) return uint64_t{0};
-  return cw->restore_rows(rows, &pool_);
+  return cw->restore_rows(rows, &pool_, from);
+}
+
+uint64_t CpuDevice::release_cols(PreparedWeight& w, int64_t keep_cols) {
+  auto* cw = dynamic_cast<CpuWeight*>(&w);
+  return cw == nullptr ? 0 : cw->release_cols(keep_cols);
+}
+
+Result<uint64_t> CpuDevice::restore_cols(PreparedWeight& w, int64_t cols, const void* from) {
+  auto* cw = dynamic_cast<CpuWeight*>(&w);
+  if (cw == nullptr) return uint64_t{0};
+  return cw->restore_cols(cols, &pool_, from);
 }
 
 void CpuDevice::matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) {

@@ -35,7 +35,9 @@ class CpuDevice final : public Device {
   // A view of w's panels (slice_cpu_weight); w must be a CpuWeight (invalid_argument else).
   Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) override;
   uint64_t release_rows(PreparedWeight& w, int64_t keep_rows) override;
-  Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows) override;
+  Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows, const void* from) override;
+  uint64_t release_cols(PreparedWeight& w, int64_t keep_cols) override;
+  Result<uint64_t> restore_cols(PreparedWeight& w, int64_t cols, const void* from) override;
   // w must come from this device's prepare_weight.
   void matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) override;
   void matmul_multi(const PreparedWeight* const* ws, float* const* ys, int n, const float* x, int n_tokens) override;

@@ -118,10 +118,10 @@ uint64_t ClDevice::release_rows(PreparedWeight& w, int64_t keep_rows) {
   return cw ? matmul_->release_rows(*cw, keep_rows) : 0;
 }
 
-Result<uint64_t> ClDevice::restore_rows(PreparedWeight& w, int64_t rows) {
+Result<uint64_t> ClDevice::restore_rows(PreparedWeight& w, int64_t rows, const void* from) {
   ClWeight* cw = uploaded(w);
   if (!cw) return uint64_t{0};
-  return matmul_->restore_rows(*cw, rows);
+  return matmul_->restore_rows(*cw, rows, from);
 }
 
 ClView ClDevice::vector(const PreparedWeight* w) const {

@@ -51,7 +51,7 @@ class ClDevice final : public Device {
   // (ClMatmul::slice, release_rows, restore_rows): an elastic model's levels.
   Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) override;
   uint64_t release_rows(PreparedWeight& w, int64_t keep_rows) override;
-  Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows) override;
+  Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows, const void* from) override;
 
   // A matmul's LoRA branches run with it (OpCall::lora): the A products of its branches in one
   // launch, each B product scaled and added by the GEMV that makes it (ClMatmul::matmul_add).

@@ -73,10 +73,11 @@ class ClMatmul {
   // Device::release_rows / restore_rows of an uploaded weight. Device memory cannot shrink in
   // place, so each part moves to a buffer of the rows kept (a device-side copy; rows are
   // contiguous in every layout) and the old one goes back to the pool; restoring copies them to
-  // a buffer of the rows asked for and uploads the rest, repacked from the file. Views read the
+  // a buffer of the rows asked for and uploads the rest, repacked from `from` (ref()'s layout;
+  // nullptr: the bytes behind ref()). Views read the
   // new buffers at their next launch. Both wait for the queue.
   uint64_t release_rows(ClWeight& w, int64_t keep_rows);
-  Result<uint64_t> restore_rows(ClWeight& w, int64_t rows);
+  Result<uint64_t> restore_rows(ClWeight& w, int64_t rows, const void* from = nullptr);
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens; x: n_tokens x cols f32, y: n_tokens x
   // rows f32 (neither overlapping the other). Enqueued on the context's queue, no wait.

@@ -55,7 +55,7 @@ uint64_t ClMatmul::release_rows(ClWeight& w, int64_t keep_rows) {
   return before - w.device_bytes();
 }
 
-Result<uint64_t> ClMatmul::restore_rows(ClWeight& w, int64_t rows) {
+Result<uint64_t> ClMatmul::restore_rows(ClWeight& w, int64_t rows, const void* from) {
   rows = std::min(rows, w.ref_.rows);
   if (w.is_view() || rows <= w.resident_) return uint64_t{0};
   const uint64_t before = w.device_bytes();
@@ -64,7 +64,7 @@ Result<uint64_t> ClMatmul::restore_rows(ClWeight& w, int64_t rows) {
   // The missing rows repacked as upload() packed them: every layout's rows are independent.
   WeightRef tail = w.ref_;
   const size_t stride = w.ref_.row_bytes ? w.ref_.row_bytes : row_bytes(w.ref_.type, w.ref_.cols);
-  tail.data = static_cast<const uint8_t*>(w.ref_.data) + static_cast<size_t>(w.resident_) * stride;
+  tail.data = static_cast<const uint8_t*>(from != nullptr ? from : w.ref_.data) + static_cast<size_t>(w.resident_) * stride;
   tail.rows = rows - w.resident_;
   const PackedWeight p = w.layout == kE0M4 ? pack_e0m4(tail) : pack_weight(tail);
   for (int i = 0; i < 3; ++i) {

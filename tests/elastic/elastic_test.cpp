@@ -10,12 +10,14 @@
 #include <cstring>
 #include <fstream>
 
+#include "hal/cpu/quant/matmul.h"
 #include "hal/devices/device_registry.h"
 #include "hal/weight_type.h"
 #include "policy/kv_chunk_store.h"
 #include "runtime/core/gguf/gguf_writer.h"
 #include "runtime/core/graph/forward.h"
 #include "runtime/core/model/elastic_spec.h"
+#include "runtime/core/model/weight_residency.h"
 #include "tests/elastic/elastic_util.h"
 #include "tests/model/bad_input_util.h"
 #include "tools/elastify/elastify.h"
@@ -295,6 +297,81 @@ TEST_P(Elastic, AnchorsStayWholeAndLevelsSwitchWithoutResidue) {
     EXPECT_TRUE(same_bits(logits_of(f, *m, tokens), fresh[lv])) << "level index " << lv;
   }
   EXPECT_EQ(f.set_level(spec.full() + 1).code(), Code::invalid_argument);
+}
+
+// Memory pressure (WeightResidency): in the layers levels cut, every cut weight's tail goes back
+// (gate's, up's and Q's rows, down's and O's columns; the anchors keep everything); each level up
+// to the floor computes its own bits on what is left; restoring a middle level, then all (from
+// the floor, and from the middle) brings back each level's bits. Q and O, held rank-major where
+// levels cut heads, are moved again from the file to be restored.
+TEST_P(Elastic, ReleasedWeightsComeBackWithTheSameBits) {
+  ScratchDir dir;
+  const std::string out = dir.file("elastic.gguf");
+  auto rep = elastify::run(small_options(test::test_model(GetParam()), out));
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  auto dev = cpu();
+  auto m = load(out, *dev);
+  const ElasticSpec& spec = *m->elastic();
+  const auto tokens = probe_tokens(*m, 20);
+  Forward f(*m, *dev, 8);
+  std::vector<std::vector<float>> fresh;
+  for (int lv = 0; lv <= spec.full(); ++lv) {
+    ASSERT_TRUE(f.set_level(lv).ok());
+    fresh.push_back(logits_of(f, *m, tokens));
+  }
+  WeightResidency r(*m, *dev);
+  if (hal::block_elems(m->layer_weight(0, Model::LevelPart::gate).ref().type) == 1) {
+    EXPECT_FALSE(r.can_release());  // float weights are read in place: the file's pages
+    EXPECT_EQ(r.release_above(0), 0u);
+    return;
+  }
+  ASSERT_TRUE(r.can_release());
+  const uint64_t given = r.release_above(0);
+  ASSERT_GT(given, 0u);
+  EXPECT_EQ(r.released_bytes(), given);
+  EXPECT_EQ(r.resident_level(), 0);
+  int cut_cols = 0;
+  for (int il = 0; il < m->config().n_layer; ++il) {
+    for (Model::LevelPart part : {Model::LevelPart::q, Model::LevelPart::o, Model::LevelPart::gate,
+                                  Model::LevelPart::up, Model::LevelPart::down}) {
+      const auto& w = dynamic_cast<const hal::cpu::CpuWeight&>(m->layer_weight(il, part));
+      const hal::PreparedWeight* v = m->level_weight(0, il, part);
+      if (spec.anchor[il] || v == nullptr) {  // read whole at level 0: all of it stays
+        EXPECT_EQ(w.resident_rows(), w.ref().rows);
+        EXPECT_EQ(w.resident_cols(), w.ref().cols);
+        continue;
+      }
+      const bool cols = part == Model::LevelPart::o || part == Model::LevelPart::down;
+      SCOPED_TRACE("layer " + std::to_string(il) + " part " + std::to_string(static_cast<int>(part)));
+      if (cols) {
+        EXPECT_EQ(w.resident_rows(), w.ref().rows);
+        EXPECT_EQ(w.resident_cols(), v->ref().cols);  // laid out for level 0's columns
+        ++cut_cols;
+      } else {
+        EXPECT_EQ(w.resident_cols(), w.ref().cols);
+        EXPECT_GE(w.resident_rows(), v->ref().rows);  // level 0's rows stay
+        EXPECT_LT(w.resident_rows(), w.ref().rows);   // whole pages after them went
+      }
+    }
+  }
+  EXPECT_GT(cut_cols, 0);
+  const int middle = std::max(1, spec.full() / 2);
+  for (int lv = 0; lv <= spec.full(); lv += middle) {
+    if (lv > 0) {
+      ASSERT_TRUE(r.make_resident(lv).ok());
+    }
+    EXPECT_EQ(r.resident_level(), lv);
+    ASSERT_TRUE(f.set_level(lv).ok());
+    EXPECT_TRUE(same_bits(logits_of(f, *m, tokens), fresh[lv])) << "level index " << lv;
+    ASSERT_TRUE(f.set_level(0).ok());
+    EXPECT_TRUE(same_bits(logits_of(f, *m, tokens), fresh[0]));
+  }
+  EXPECT_EQ(r.released_bytes(), 0u);
+  // From the floor to the full model at once.
+  EXPECT_EQ(r.release_above(0), given);
+  ASSERT_TRUE(r.make_resident(spec.full()).ok());
+  ASSERT_TRUE(f.set_level(spec.full()).ok());
+  EXPECT_TRUE(same_bits(logits_of(f, *m, tokens), fresh.back()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Elastic, ::testing::Values("llama-Q8_0.gguf", "llama-Q4_0.gguf", "llama-F16.gguf", "gemma3-Q8_0.gguf"),

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -266,7 +267,7 @@ Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t 
   // Panels hold 16 rows each at a stride set by the packed columns, and every plane is indexed
   // from its start, so a prefix starts where w does: fewer rows written, fewer blocks summed.
   v->panels_ = w.panels_;
-  v->layout_cols_ = w.layout_cols_;
+  v->layout_cols_ = w.layout_cols();  // not read: a view follows its base's (layout_cols())
   v->kmajor_ = cols == ref.cols ? w.kmajor_ : nullptr;  // panels hold every column of their rows
   v->base_ = w.base_ != nullptr ? w.base_ : &w;
   return v;
@@ -283,25 +284,57 @@ size_t page_bytes() {
   return page;
 }
 
-}  // namespace
+// Offsets within a buffer at `base`, rounded to whole pages of the address space.
+size_t page_up(uintptr_t base, size_t off) {
+  const size_t page = page_bytes();
+  return (base + off + page - 1) / page * page - base;
+}
+size_t page_down(uintptr_t base, size_t off) { return (base + off) / page_bytes() * page_bytes() - base; }
 
-size_t CpuWeight::panel_stride() const {
-  return fmt_ != nullptr ? fmt_->panel_bytes(layout_cols_ / 32) : kfmt_->panel_bytes(layout_cols_ / 256);
+// Bytes per block (K-quant superblock) of each plane of a panel, in layout order (panel.h,
+// kpanel.h); 0 for a plane the type does not have.
+std::array<size_t, 6> plane_block_bytes(const PanelFormat* f, const KPanelFormat* kf) {
+  if (f != nullptr) return {size_t(f->qs_bytes), size_t(f->qh_bytes), 32, f->has_min ? 32u : 0u, 0, 0};
+  return {2048, size_t(kf->qh_bytes), size_t(kf->sc_bytes), kf->has_min ? 128u : 0u, 32, kf->has_min ? 32u : 0u};
 }
 
-void CpuWeight::pack_rows_panels(uint8_t* dst, int64_t p_begin, int64_t p_end) const {
+}  // namespace
+
+size_t CpuWeight::panel_stride(int64_t cols) const {
+  if (cols <= 0) cols = layout_cols_;
+  return fmt_ != nullptr ? fmt_->panel_bytes(cols / 32) : kfmt_->panel_bytes(cols / 256);
+}
+
+void CpuWeight::pack_rows_panels(uint8_t* dst, int64_t p_begin, int64_t p_end, const void* from, int64_t cols) const {
   // Panel p of the weight is panel 0 of the weight that starts at its first row.
-  const uint8_t* src = static_cast<const uint8_t*>(ref_.data) + static_cast<size_t>(p_begin * kPanelRows) * ref_.row_bytes;
+  const uint8_t* src = static_cast<const uint8_t*>(from != nullptr ? from : ref_.data) +
+                       static_cast<size_t>(p_begin * kPanelRows) * ref_.row_bytes;
   const int64_t rows = ref_.rows - p_begin * kPanelRows;
+  if (cols <= 0) cols = ref_.cols;
   if (fmt_ != nullptr) {
-    pack_panels(*fmt_, ref_.type, src, ref_.row_bytes, rows, ref_.cols, dst, 0, p_end - p_begin);
+    pack_panels(*fmt_, ref_.type, src, ref_.row_bytes, rows, cols, dst, 0, p_end - p_begin);
   } else {
-    pack_kpanels(*kfmt_, ref_.type, src, ref_.row_bytes, rows, ref_.cols, dst, 0, p_end - p_begin);
+    pack_kpanels(*kfmt_, ref_.type, src, ref_.row_bytes, rows, cols, dst, 0, p_end - p_begin);
+  }
+}
+
+void CpuWeight::pack_panels_in_place(int64_t p_begin, int64_t p_end, int64_t cols, ThreadPool* pool, const void* from) {
+  const size_t pb = panel_stride(cols);
+  auto pack = [&](int64_t p0, int64_t p1) {
+    if (p1 > p0) pack_rows_panels(packed_.data() + static_cast<size_t>(p0) * pb, p0, p1, from, cols);
+  };
+  if (pool != nullptr && pool->size() > 1 && p_end - p_begin >= 2 * pool->size()) {
+    pool->run([&](int ith, int nth) {
+      const auto [s, t] = ThreadPool::split(p_end - p_begin, ith, nth);
+      pack(p_begin + s, p_begin + t);
+    });
+  } else {
+    pack(p_begin, p_end);
   }
 }
 
 size_t CpuWeight::release_rows(int64_t keep_rows) {
-  if (is_view() || !repacked() || packed_.size() == 0) return 0;
+  if (is_view() || !repacked() || packed_.size() == 0 || cols_released()) return 0;
   keep_rows = std::max<int64_t>(keep_rows, 0);
   if (keep_rows >= ref_.rows) return 0;
   const bool released = released_end_ > released_begin_;
@@ -320,8 +353,8 @@ size_t CpuWeight::release_rows(int64_t keep_rows) {
   return e - b;
 }
 
-Result<uint64_t> CpuWeight::restore_rows(int64_t rows, ThreadPool* pool) {
-  if (released_end_ <= released_begin_ || rows <= resident_rows_) return uint64_t{0};
+Result<uint64_t> CpuWeight::restore_rows(int64_t rows, ThreadPool* pool, const void* from) {
+  if (released_end_ <= released_begin_ || cols_released() || rows <= resident_rows_) return uint64_t{0};
   uint8_t* base = packed_.data();
   const size_t pb = panel_stride(), page = page_bytes();
   const size_t b = released_begin_;
@@ -341,27 +374,15 @@ Result<uint64_t> CpuWeight::restore_rows(int64_t rows, ThreadPool* pool) {
   // Whole panels inside the range are packed in place (on the pool's threads), the one or two
   // that straddle its ends aside, and only their released part copied.
   const int64_t in_first = static_cast<int64_t>((b + pb - 1) / pb), in_end = std::min(p_end, static_cast<int64_t>(e / pb));
-  if (in_end > in_first) {
-    auto pack = [&](int64_t p0, int64_t p1) {
-      if (p1 > p0) pack_rows_panels(base + static_cast<size_t>(p0) * pb, p0, p1);
-    };
-    if (pool != nullptr && pool->size() > 1 && in_end - in_first >= 2 * pool->size()) {
-      pool->run([&](int ith, int nth) {
-        const auto [s, t] = ThreadPool::split(in_end - in_first, ith, nth);
-        pack(in_first + s, in_first + t);
-      });
-    } else {
-      pack(in_first, in_end);
-    }
-  }
+  if (in_end > in_first) pack_panels_in_place(in_first, in_end, ref_.cols, pool, from);
   std::vector<uint8_t> edge;
   for (int64_t p = p_first; p < p_end; ++p) {
     const size_t pb0 = static_cast<size_t>(p) * pb, pe0 = pb0 + pb;
     if (p >= in_first && p < in_end) continue;
     edge.resize(pb);
-    pack_rows_panels(edge.data(), p, p + 1);
-    const size_t from = std::max(pb0, b), to = std::min(pe0, e);
-    std::memcpy(base + from, edge.data() + (from - pb0), to - from);
+    pack_rows_panels(edge.data(), p, p + 1, from);
+    const size_t lo = std::max(pb0, b), hi = std::min(pe0, e);
+    std::memcpy(base + lo, edge.data() + (lo - pb0), hi - lo);
   }
   if (e >= released_end_) {
     released_begin_ = released_end_ = 0;
@@ -372,6 +393,67 @@ Result<uint64_t> CpuWeight::restore_rows(int64_t rows, ThreadPool* pool) {
   return static_cast<uint64_t>(e - b);
 }
 
+size_t CpuWeight::release_cols(int64_t keep_cols) {
+  if (is_view() || !repacked() || packed_.size() == 0) return 0;
+  if (released_end_ > released_begin_ && !cols_released()) return 0;  // its rows are released
+  const int64_t block = fmt_ != nullptr ? 32 : 256;
+  keep_cols = std::clamp<int64_t>((keep_cols + block - 1) / block * block, block, ref_.cols);
+  if (keep_cols >= layout_cols_) return 0;
+  const int64_t n_panels = (ref_.rows + kPanelRows - 1) / kPanelRows;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(packed_.data());
+  const size_t b = page_up(a, static_cast<size_t>(n_panels) * panel_stride(keep_cols));
+  const size_t e = page_down(a, static_cast<size_t>(n_panels) * panel_stride(ref_.cols));
+  // Pages from here on are held now: those before the released ones (all, when none are).
+  const size_t held_end = released_end_ > released_begin_ ? released_begin_ : e;
+  if (held_end <= b) return 0;  // less than a page would go back: the layout stays
+  // Each panel's planes moved down to the layout for keep_cols, in order: every destination
+  // lies at or before its source and after everything already moved.
+  uint8_t* d = packed_.data();
+  const int64_t old_nb = layout_cols_ / block, new_nb = keep_cols / block;
+  const size_t old_pb = panel_stride(), new_pb = panel_stride(keep_cols);
+  for (int64_t p = 0; p < n_panels; ++p) {
+    size_t src = static_cast<size_t>(p) * old_pb, dst = static_cast<size_t>(p) * new_pb;
+    for (size_t bytes : plane_block_bytes(fmt_, kfmt_)) {
+      if (bytes == 0) continue;
+      if (dst != src) std::memmove(d + dst, d + src, static_cast<size_t>(new_nb) * bytes);
+      src += static_cast<size_t>(old_nb) * bytes;
+      dst += static_cast<size_t>(new_nb) * bytes;
+    }
+  }
+  layout_cols_ = keep_cols;
+  if (::madvise(d + b, e - b, MADV_DONTNEED) != 0) return 0;  // laid out smaller, nothing given back
+  released_begin_ = b;
+  released_end_ = e;
+  return held_end - b;
+}
+
+Result<uint64_t> CpuWeight::restore_cols(int64_t cols, ThreadPool* pool, const void* from) {
+  if (is_view() || !cols_released()) return uint64_t{0};
+  const int64_t block = fmt_ != nullptr ? 32 : 256;
+  cols = std::clamp<int64_t>((cols + block - 1) / block * block, block, ref_.cols);
+  if (cols <= layout_cols_) return uint64_t{0};
+  const int64_t n_panels = (ref_.rows + kPanelRows - 1) / kPanelRows;
+  uint8_t* base = packed_.data();
+  const bool released = released_end_ > released_begin_;
+  const size_t b = released_begin_, e = released_end_;
+  const size_t need =
+      released ? std::min(e, page_up(reinterpret_cast<uintptr_t>(base), static_cast<size_t>(n_panels) * panel_stride(cols)))
+               : 0;
+  if (released && need > b && ::madvise(base + b, need - b, MADV_POPULATE_WRITE) != 0 &&
+      (errno == ENOMEM || errno == EFAULT)) {
+    return Status(Code::out_of_memory, "cannot take back the memory of a weight's released columns");
+  }
+  // Every panel moves: all of them repacked at the layout for `cols`, straight from the bytes.
+  pack_panels_in_place(0, n_panels, cols, pool, from);
+  layout_cols_ = cols;
+  if (released && need < e) {
+    released_begin_ = need;
+  } else {
+    released_begin_ = released_end_ = 0;
+  }
+  return static_cast<uint64_t>(released && need > b ? need - b : 0);
+}
+
 void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, const float* x, int n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch, std::span<const CpuLoraBranch> lora) {
   if (n_weights <= 0 || n_tokens <= 0) return;
@@ -379,6 +461,7 @@ void matmul_multi(const CpuWeight* const* ws, float* const* ys, int n_weights, c
   for (int i = 0; i < n_weights; ++i) {
     const CpuWeight* owner = ws[i]->is_view() ? ws[i]->view_of() : ws[i];
     assert(ws[i]->ref().rows <= owner->resident_rows() && "matmul on released rows");
+    assert(ws[i]->ref().cols <= owner->resident_cols() && "matmul on released columns");
   }
 #endif
   Job j{};

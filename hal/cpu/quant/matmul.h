@@ -55,9 +55,10 @@ class CpuWeight final : public PreparedWeight {
   const uint8_t* panels() const { return panels_; }
   // A float weight with few columns: its values in k-major panels (row_kernels.h), or nullptr.
   const float* kmajor() const { return kmajor_; }
-  // The columns the panels were packed with: ref().cols, or more for a view with a column
-  // prefix (the panels' plane offsets and stride follow it).
-  int64_t layout_cols() const { return layout_cols_; }
+  // The columns the panels are laid out for (their plane offsets and stride follow it): the
+  // base weight's ref().cols, fewer while release_cols holds its column tail back; a view
+  // reads its base's (more than its own cols for a column prefix).
+  int64_t layout_cols() const { return base_ != nullptr ? base_->layout_cols_ : layout_cols_; }
   // The weight whose memory a view reads (nullptr when this is not a view). It must outlive
   // the view; a view of a view reads (and needs) the same base.
   const CpuWeight* view_of() const { return base_; }
@@ -69,21 +70,40 @@ class CpuWeight final : public PreparedWeight {
   // back: 0 for a view, a weight read in place (its file pages are the kernel's to reclaim),
   // or a tail smaller than a page. Releasing again moves the boundary (restoring first).
   size_t release_rows(int64_t keep_rows);
-  // Repacks released pages from the bytes behind ref() until the first `rows` rows are
-  // resident (every row when rows >= ref().rows); returns the bytes taken back.
-  // Code::out_of_memory, the weight left as it was, when the pages cannot be had. With a pool,
-  // the whole panels are packed on its threads.
-  Result<uint64_t> restore_rows(int64_t rows, ThreadPool* pool = nullptr);
+  // Repacks released pages from `from` (bytes laid out as ref()'s; nullptr: ref().data) until
+  // the first `rows` rows are resident (every row when rows >= ref().rows); returns the bytes
+  // taken back. Code::out_of_memory, the weight left as it was, when the pages cannot be had.
+  // With a pool, the whole panels are packed on its threads.
+  Result<uint64_t> restore_rows(int64_t rows, ThreadPool* pool = nullptr, const void* from = nullptr);
   // Rows whose panels are all in memory: ref().rows unless released.
-  int64_t resident_rows() const { return released_end_ > released_begin_ ? resident_rows_ : ref_.rows; }
+  int64_t resident_rows() const { return released_end_ > released_begin_ && !cols_released() ? resident_rows_ : ref_.rows; }
+
+  // The same for the columns past `keep_cols` (rounded up to the type's block) of every row:
+  // an elastic level's unused input tail (down's neurons, O's heads). They lie inside every
+  // panel, so the kept columns are moved together first (the panels laid out in place for
+  // keep_cols: layout_cols() falls to it) and the whole pages after them given back. Meanwhile
+  // only views of at most resident_cols() columns may be computed with. Returns the bytes given
+  // back: 0 for a view, a weight read in place or whose rows are released, or a tail smaller
+  // than a page. Releasing again moves the boundary down.
+  size_t release_cols(int64_t keep_cols);
+  // Lays the panels out for the first `cols` columns again (every column when cols >=
+  // ref().cols), repacked from `from` (as restore_rows); returns the bytes taken back.
+  Result<uint64_t> restore_cols(int64_t cols, ThreadPool* pool = nullptr, const void* from = nullptr);
+  // Columns of every row the panels hold: ref().cols unless released.
+  int64_t resident_cols() const { return layout_cols(); }
 
  private:
   friend Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
   friend Result<std::unique_ptr<CpuWeight>> slice_cpu_weight(const CpuWeight& w, int64_t rows, int64_t cols);
   CpuWeight() = default;
-  size_t panel_stride() const;  // bytes of one 16-row panel
-  // Packs panels [p_begin, p_end) of the weight from ref()'s bytes to dst (p_end - p_begin panels).
-  void pack_rows_panels(uint8_t* dst, int64_t p_begin, int64_t p_end) const;
+  size_t panel_stride(int64_t cols = 0) const;  // bytes of one 16-row panel laid out for cols (0: layout_cols_)
+  // Packs panels [p_begin, p_end) of the weight's first `cols` columns (0: ref().cols) from
+  // `src` (ref()'s layout; nullptr: ref().data) to dst (p_end - p_begin panels).
+  void pack_rows_panels(uint8_t* dst, int64_t p_begin, int64_t p_end, const void* src = nullptr, int64_t cols = 0) const;
+  // Packs panels [p_begin, p_end) of the first `cols` columns to their places in the layout
+  // for cols, from `from` (as pack_rows_panels), on the pool's threads when there are enough.
+  void pack_panels_in_place(int64_t p_begin, int64_t p_end, int64_t cols, ThreadPool* pool, const void* from);
+  bool cols_released() const { return layout_cols_ < ref_.cols; }
 
   WeightRef ref_;
   const PanelFormat* fmt_ = nullptr;    // legacy block types
@@ -95,7 +115,7 @@ class CpuWeight final : public PreparedWeight {
   int64_t layout_cols_ = 0;
   const CpuWeight* base_ = nullptr;     // not owned
   // Released bytes [released_begin_, released_end_) of packed_ (page-aligned; empty: none),
-  // and the rows before them.
+  // and the rows before them (a row release; a column release has layout_cols_ < ref_.cols).
   size_t released_begin_ = 0, released_end_ = 0;
   int64_t resident_rows_ = 0;
 };

@@ -309,6 +309,17 @@ hal::PreparedWeight& Model::layer_weight(int il, LevelPart part) {
   return *L.w_down;
 }
 
+Result<std::vector<uint8_t>> Model::relaid_source(int il, LevelPart part) const {
+  const ModelConfig& c = config_;
+  if (!c.q_heads_rank_major || (part != LevelPart::q && part != LevelPart::o)) return std::vector<uint8_t>{};
+  const std::string name = "blk." + std::to_string(il) + (part == LevelPart::q ? ".attn_q.weight" : ".attn_output.weight");
+  const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
+  auto w = part == LevelPart::q ? matrix(*file_, name, c.n_embd, q_dim) : matrix(*file_, name, q_dim, c.n_embd);
+  if (!w.ok()) return w.status();
+  const std::vector<int> heads = rank_major_heads(c.n_head, c.n_head_kv);
+  return part == LevelPart::q ? permuted_rows(*w, heads, c.head_dim) : permuted_cols(*w, heads, c.head_dim);
+}
+
 namespace {
 
 uint64_t matmul_bytes(const hal::PreparedWeight& w, int64_t rows, int64_t cols) {

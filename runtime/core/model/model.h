@@ -65,8 +65,13 @@ class Model {
   static constexpr int kLevelParts = 5;
   const hal::PreparedWeight* level_weight(int level, int il, LevelPart part) const;
   // Layer il's whole weight `part`, for WeightResidency, which gives back and restores the
-  // memory of rows levels leave (the engine's compute lock held).
+  // memory of rows and columns levels leave (the engine's compute lock held).
   hal::PreparedWeight& layer_weight(int il, LevelPart part);
+  // The bytes to repack that weight from once some were given back: none (an empty vector)
+  // where they are its ref()'s, the file's, read back through the mapping; Q's and O's with
+  // the query heads rank-major (the moved copy was dropped once the device held its own),
+  // moved again from the file's.
+  Result<std::vector<uint8_t>> relaid_source(int il, LevelPart part) const;
   // The recovery adapter stored in the file for elastic level `level` (an index into
   // elastic()->levels; llmsvc.elastic.recovery), or nullptr.
   const LoraAdapter* recovery_adapter(int level) const;
