@@ -147,7 +147,7 @@ TEST(ConstrainedModel, EveryReplyParsesAndValidates) {
     auto grammar = compile_json_schema(sc.schema);
     ASSERT_TRUE(grammar.ok()) << sc.name << ": " << grammar.status().message();
     const nlohmann::json schema = nlohmann::json::parse(sc.schema);
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 2; ++variant) {  // greedy, and one seeded sampling
       auto c = Constraint::create(*grammar, h.vocab);
       ASSERT_TRUE(c.ok());
       SamplerParams sp;  // variant 0 greedy, then seeded sampling
@@ -172,7 +172,7 @@ TEST(ConstrainedModel, EveryReplyParsesAndValidates) {
                   r.text.substr(0, 100).c_str());
     }
   }
-  std::printf("structured output: %d of %d replies valid (%zu schemas x 3); mask %.1f us/token over %d tokens\n", valid,
+  std::printf("structured output: %d of %d replies valid (%zu schemas x 2); mask %.1f us/token over %d tokens\n", valid,
               total, std::size(kSchemas), tokens ? mask_us / tokens : 0.0, tokens);
   RecordProperty("valid", valid);
   RecordProperty("total", total);
