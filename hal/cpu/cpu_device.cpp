@@ -74,15 +74,10 @@ Result<std::unique_ptr<PreparedWeight>> CpuDevice::slice_weight(const PreparedWe
   return std::unique_ptr<PreparedWeight>(std::move(view).value());
 }
 
+// Another device's weight holds nothing of this device's to give back or restore.
 uint64_t CpuDevice::release_rows(PreparedWeight& w, int64_t keep_rows) {
   auto* cw = dynamic_cast<CpuWeight*>(&w);
   return cw == nullptr ? 0 : cw->release_rows(keep_rows);
-}
-
-Result<uint64_t> CpuDevice::restore_rows(PreparedWeight& w, int64_t rows, const void* from) {
-  auto* cw = dynamic_cast<CpuWeight*>(&w);
-  if (cw == nullptr) return uint64_t{0};
-  return cw->restore_rows(rows, &pool_, from);
 }
 
 uint64_t CpuDevice::release_cols(PreparedWeight& w, int64_t keep_cols) {
@@ -90,10 +85,14 @@ uint64_t CpuDevice::release_cols(PreparedWeight& w, int64_t keep_cols) {
   return cw == nullptr ? 0 : cw->release_cols(keep_cols);
 }
 
+Result<uint64_t> CpuDevice::restore_rows(PreparedWeight& w, int64_t rows, const void* from) {
+  auto* cw = dynamic_cast<CpuWeight*>(&w);
+  return cw == nullptr ? Result<uint64_t>(uint64_t{0}) : cw->restore_rows(rows, &pool_, from);
+}
+
 Result<uint64_t> CpuDevice::restore_cols(PreparedWeight& w, int64_t cols, const void* from) {
   auto* cw = dynamic_cast<CpuWeight*>(&w);
-  if (cw == nullptr) return uint64_t{0};
-  return cw->restore_cols(cols, &pool_, from);
+  return cw == nullptr ? Result<uint64_t>(uint64_t{0}) : cw->restore_cols(cols, &pool_, from);
 }
 
 void CpuDevice::matmul(const PreparedWeight& w, const float* x, int n_tokens, float* y) {

@@ -393,12 +393,17 @@ Result<uint64_t> CpuWeight::restore_rows(int64_t rows, ThreadPool* pool, const v
   return static_cast<uint64_t>(e - b);
 }
 
+int64_t CpuWeight::whole_blocks(int64_t cols) const {
+  const int64_t block = fmt_ != nullptr ? 32 : 256;
+  return std::clamp<int64_t>((cols + block - 1) / block * block, block, ref_.cols);
+}
+
 size_t CpuWeight::release_cols(int64_t keep_cols) {
   if (is_view() || !repacked() || packed_.size() == 0) return 0;
   if (released_end_ > released_begin_ && !cols_released()) return 0;  // its rows are released
-  const int64_t block = fmt_ != nullptr ? 32 : 256;
-  keep_cols = std::clamp<int64_t>((keep_cols + block - 1) / block * block, block, ref_.cols);
+  keep_cols = whole_blocks(keep_cols);
   if (keep_cols >= layout_cols_) return 0;
+  const int64_t block = fmt_ != nullptr ? 32 : 256;
   const int64_t n_panels = (ref_.rows + kPanelRows - 1) / kPanelRows;
   const uintptr_t a = reinterpret_cast<uintptr_t>(packed_.data());
   const size_t b = page_up(a, static_cast<size_t>(n_panels) * panel_stride(keep_cols));
@@ -429,8 +434,7 @@ size_t CpuWeight::release_cols(int64_t keep_cols) {
 
 Result<uint64_t> CpuWeight::restore_cols(int64_t cols, ThreadPool* pool, const void* from) {
   if (is_view() || !cols_released()) return uint64_t{0};
-  const int64_t block = fmt_ != nullptr ? 32 : 256;
-  cols = std::clamp<int64_t>((cols + block - 1) / block * block, block, ref_.cols);
+  cols = whole_blocks(cols);
   if (cols <= layout_cols_) return uint64_t{0};
   const int64_t n_panels = (ref_.rows + kPanelRows - 1) / kPanelRows;
   uint8_t* base = packed_.data();

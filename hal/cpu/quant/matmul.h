@@ -104,6 +104,8 @@ class CpuWeight final : public PreparedWeight {
   // for cols, from `from` (as pack_rows_panels), on the pool's threads when there are enough.
   void pack_panels_in_place(int64_t p_begin, int64_t p_end, int64_t cols, ThreadPool* pool, const void* from);
   bool cols_released() const { return layout_cols_ < ref_.cols; }
+  // cols rounded up to the panels' block (32, or a K-quant's 256), within [one block, ref().cols].
+  int64_t whole_blocks(int64_t cols) const;
 
   WeightRef ref_;
   const PanelFormat* fmt_ = nullptr;    // legacy block types
