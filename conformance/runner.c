@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 void conf_fail_at(conf_t* t, const char* file, int line, const char* fmt, ...) {
   t->failures++;
@@ -55,6 +56,12 @@ static int selected(const char* id, const char* only) {
   return 0;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void conf_list(const conf_group* groups, size_t n_groups) {
   for (size_t g = 0; g < n_groups; g++)
     for (const conf_test* c = groups[g].tests; c->id; c++) printf("%s\t%s\n", c->id, c->title);
@@ -75,7 +82,9 @@ int conf_run(const conf_env* env, const conf_group* groups, size_t n_groups, con
       conf_t t;
       memset(&t, 0, sizeof t);
       t.env = env;
+      const double t0 = now_s();
       c->fn(&t);
+      const double took = now_s() - t0;
       n++;
       /* A test that failed before deciding to skip still fails. */
       if (t.failures > 0 && t.todo[0]) {
@@ -95,6 +104,8 @@ int conf_run(const conf_env* env, const conf_group* groups, size_t n_groups, con
         passed++;
         printf("ok %zu - %s %s\n", n, c->id, c->title);
       }
+      /* Each test's wall time: where a slow device's run spends it. */
+      printf("# %s took %.2f s\n", c->id, took);
       fflush(stdout);
     }
   }

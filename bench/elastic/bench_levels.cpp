@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "bench/elastic/held_out.h"
 #include "hal/devices/device_registry.h"
 #include "policy/kv_chunk_store.h"
@@ -27,11 +28,6 @@
 
 using namespace llmsvc;
 
-namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {

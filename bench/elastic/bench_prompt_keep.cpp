@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "bench/elastic/held_out.h"
 #include "hal/devices/device_registry.h"
 #include "policy/kv_chunk_store.h"
@@ -48,7 +49,6 @@ struct Options {
   bool facts = false;  // --task facts
 };
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double token_nll(const std::vector<float>& logits, int target) {
   const float mx = *std::max_element(logits.begin(), logits.end());

@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "bench/elastic/held_out.h"
 #include "hal/devices/device_registry.h"
 #include "policy/kv_chunk_store.h"
@@ -131,7 +132,6 @@ double token_nll(const std::vector<float>& logits, int target) {
   return std::log(s) + mx - logits[target];
 }
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Sets the forward to run at `cfg`.
 Status apply(Forward& fwd, const Model& m, const Config& cfg, const std::vector<int>& skip_order) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/file_io.h"
 #include "llmsvc/llmsvc.h"
 #include "tests/service/daemon_process.h"
@@ -15,8 +16,6 @@ namespace llmsvc::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // The figures the engine's CallStats and llmsvc.h's llmsvc_call_result both carry (same names).
 template <class Figures>

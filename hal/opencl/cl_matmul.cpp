@@ -40,7 +40,8 @@
 #include "hal/weight_blocks.h"
 
 namespace llmsvc::hal::opencl {
-namespace {
+
+// ClMatmul::Impl holds these two: their names are not file-local, as Impl's is not.
 
 // The 4-bit GEMV's geometry (kernels/matmul_gemv.cl): items per row line, lines per
 // work-group, rows per item, whether nibbles become floats through the mantissa (GEMV_MAGIC),
@@ -56,6 +57,17 @@ struct GemvShape {
   size_t wg() const { return lx * ly; }
   size_t rows_per_wg() const { return ly * nr; }
 };
+
+struct MatmulKernels {
+  ClKernel gemv1, gemv4, gemm, rows;
+  ClKernel gemva1, gemva4;  // the float layouts' GEMV that adds alpha times its product (matmul_add)
+  ClKernel gemvm1, gemvm4;  // up to three weights sharing x (matmul_multi)
+  ClKernel gemvq1, gemvq4, gemvqm1, gemvqm4;  // kernels/matmul_dp4a.cl, for the layouts it reads
+  ClKernel mma;  // kernels/matmul_mma.cl, where it is built
+  ClKernel mmq;  // kernels/matmul_mmq.cl, for the layouts it reads, where it is built
+};
+
+namespace {
 
 // The other layouts' GEMV geometry, fixed in the kernel (GEMVA_*).
 constexpr GemvShape kGemvAny{32, 4, 2, 0, 32, 1};
@@ -79,16 +91,6 @@ GemvShape gemv_shape() {
 constexpr int kGemvMaxTokens = 4;        // GEMV_MAXT
 constexpr size_t kGemmTile = 64;         // GEMM_TM = GEMM_TN
 constexpr size_t kGemmWg = 256;          // 16 x 16
-
-
-struct Kernels {
-  ClKernel gemv1, gemv4, gemm, rows;
-  ClKernel gemva1, gemva4;  // the float layouts' GEMV that adds alpha times its product (matmul_add)
-  ClKernel gemvm1, gemvm4;  // up to three weights sharing x (matmul_multi)
-  ClKernel gemvq1, gemvq4, gemvqm1, gemvqm4;  // kernels/matmul_dp4a.cl, for the layouts it reads
-  ClKernel mma;  // kernels/matmul_mma.cl, where it is built
-  ClKernel mmq;  // kernels/matmul_mmq.cl, for the layouts it reads, where it is built
-};
 
 // The layouts the int8 GEMV reads (kernels/matmul_dp4a.cl; the int8 ones with a scale per 16 or
 // 32: gs 4 or 5), and its geometry: items per row line, lines per work-group, rows per item.
@@ -139,7 +141,7 @@ struct ClMatmul::Impl {
   ClProgram program;
   GemvShape gemv;
   bool e0m4 = false;  // 4-bit weights repacked as E0M4
-  std::array<Kernels, kLayouts> kernels;
+  std::array<MatmulKernels, kLayouts> kernels;
   bool gemm_ok = true;  // the device runs 256-item work-groups of the GEMM
   ClProgram act_program;  // kernels/act_quant.cl, built with exact division
   ClKernel act_q8;
@@ -214,7 +216,7 @@ Result<std::unique_ptr<ClMatmul>> ClMatmul::create(ClDeviceContext& ctx, std::op
   impl->program = std::move(program).value();
   for (int l = 0; l < kLayouts; ++l) {
     const std::string name = kLayoutNames[l];
-    Kernels& k = impl->kernels[l];
+    MatmulKernels& k = impl->kernels[l];
     for (auto [slot, prefix] : {std::pair{&k.gemv1, "gemv_"}, std::pair{&k.gemv4, "gemv_"},
                                 std::pair{&k.gemvm1, "gemvm_"}, std::pair{&k.gemvm4, "gemvm_"},
                                 std::pair{&k.gemm, "gemm_"}, std::pair{&k.rows, "get_rows_"}}) {
@@ -340,7 +342,7 @@ Status ClMatmul::Impl::build_dp4a(std::optional<bool> want) {
   dp4a_program = std::move(program).value();
   for (int l = 0; l < kLayouts; ++l) {
     if (!dp4a_layout(static_cast<Layout>(l))) continue;
-    Kernels& k = kernels[l];
+    MatmulKernels& k = kernels[l];
     for (auto [slot, prefix, t] : {std::tuple{&k.gemvq1, "gemvq_", "_1"}, std::tuple{&k.gemvq4, "gemvq_", "_4"},
                                    std::tuple{&k.gemvqm1, "gemvqm_", "_1"}, std::tuple{&k.gemvqm4, "gemvqm_", "_4"}}) {
       const std::string kname = prefix + std::string(kLayoutNames[l]) + t;
@@ -546,7 +548,7 @@ Status ClMatmul::multiply_int8(const ClWeight& w, ClView x, int n_tokens, ClView
 
 Status ClMatmul::multiply(const ClWeight& w, ClView x, int n_tokens, ClView y, bool int8_ready) {
   if (uses_int8_gemm(w, n_tokens)) return multiply_int8(w, x, n_tokens, y, int8_ready);
-  const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
+  const MatmulKernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
   const size_t rows = static_cast<size_t>(w.ref().rows), cols = static_cast<size_t>(w.ref().cols);
   if (uses_dp4a_gemv(w, n_tokens)) {  // x: the int8 form
     if (x.offset % 16 != 0) return Status(Code::invalid_argument, "opencl matmul: int8 x must be 16-byte aligned");
@@ -594,7 +596,7 @@ Status ClMatmul::matmul_add(const ClWeight& w, ClView x, int n_tokens, ClView y,
   const size_t rows = static_cast<size_t>(w.ref().rows);
   // Where matmul() runs the float GEMV, its GEMV that adds: the same sums, one launch.
   if (n_tokens <= kGemvMaxTokens && !uses_tensor_cores(n_tokens)) {
-    const Kernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
+    const MatmulKernels& k = impl_->kernels[static_cast<size_t>(w.layout)];
     const ClRange r{1, {(rows + kGemvAny.rows_per_wg() - 1) / kGemvAny.rows_per_wg() * kGemvAny.wg(), 1, 1},
                     {kGemvAny.wg(), 1, 1}};
     return impl_->run(w, (n_tokens == 1 ? k.gemva1 : k.gemva4).get(), r, x, static_cast<uint32_t>(n_tokens), y, alpha);
@@ -676,7 +678,7 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
   ClRange r;
   r.global = {groups * g.wg(), 1, 1};
   r.local = {g.wg(), 1, 1};
-  const Kernels& k = impl_->kernels[static_cast<size_t>(w0.layout)];
+  const MatmulKernels& k = impl_->kernels[static_cast<size_t>(w0.layout)];
   const auto cols = static_cast<uint32_t>(w0.ref().cols), tokens = static_cast<uint32_t>(n_tokens);
   return std::apply(
       [&](const auto&... a) {

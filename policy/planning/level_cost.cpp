@@ -10,7 +10,7 @@
 namespace llmsvc::policy {
 namespace {
 
-constexpr int kProfileVersion = 1;
+constexpr int kLevelProfileVersion = 1;
 
 Status bad(const std::string& what) { return Status(Code::invalid_argument, "level profile: " + what); }
 
@@ -100,7 +100,7 @@ LevelChoice choose_level(const LevelCosts& costs, double ttft_ratio, double tpot
 
 std::string level_costs_to_json(const LevelCosts& costs) {
   nlohmann::json j;
-  j["version"] = kProfileVersion;
+  j["version"] = kLevelProfileVersion;
   j["source"] = costs.source;
   j["model"] = costs.model;
   for (const LevelCost& l : costs.levels)
@@ -113,8 +113,8 @@ std::string level_costs_to_json(const LevelCosts& costs) {
 Result<LevelCosts> level_costs_from_json(const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return bad("not a JSON object");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kProfileVersion)
-    return bad("field 'version' missing or not " + std::to_string(kProfileVersion));
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kLevelProfileVersion)
+    return bad("field 'version' missing or not " + std::to_string(kLevelProfileVersion));
   if (!j.contains("levels") || !j["levels"].is_array() || j["levels"].empty() || j["levels"].size() > 100)
     return bad("field 'levels' missing, empty or too long");
   LevelCosts c;

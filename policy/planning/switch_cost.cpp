@@ -10,7 +10,7 @@
 namespace llmsvc::policy {
 namespace {
 
-constexpr int kProfileVersion = 1;
+constexpr int kSwitchProfileVersion = 1;
 
 struct Field {
   const char* name;
@@ -26,7 +26,7 @@ constexpr Field kFields[] = {
 
 std::string switch_cost_to_json(const SwitchCost& cost) {
   nlohmann::json j;
-  j["version"] = kProfileVersion;
+  j["version"] = kSwitchProfileVersion;
   j["source"] = cost.source;
   for (const Field& f : kFields) j[f.name] = cost.*f.member;
   return j.dump(1) + "\n";
@@ -35,8 +35,8 @@ std::string switch_cost_to_json(const SwitchCost& cost) {
 Result<SwitchCost> switch_cost_from_json(const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return Status(Code::invalid_argument, "switch-cost profile: not a JSON object");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kProfileVersion)
-    return Status(Code::invalid_argument, "switch-cost profile: field 'version' missing or not " + std::to_string(kProfileVersion));
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kSwitchProfileVersion)
+    return Status(Code::invalid_argument, "switch-cost profile: field 'version' missing or not " + std::to_string(kSwitchProfileVersion));
   SwitchCost c;
   for (const Field& f : kFields) {
     if (!j.contains(f.name) || !j[f.name].is_number())

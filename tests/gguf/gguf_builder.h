@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,10 @@
 #include "runtime/core/gguf/gguf_types.h"
 
 namespace llmsvc::gguf::testing {
+
+// The extremes of the 64-bit values, which the format must carry exactly.
+constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 
 // Little-endian byte sink: the runtime writer's encoder, so files are laid out by one code.
 using Bytes = Encoder;

@@ -17,9 +17,8 @@ namespace {
 
 using testing::Bytes;
 using testing::GgufBuilder;
-
-constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
-constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+using testing::kI64Min;
+using testing::kU64Max;
 
 GgufBuilder all_types_builder() {
   GgufBuilder b;

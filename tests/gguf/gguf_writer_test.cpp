@@ -27,13 +27,14 @@
 #include "base/file_io.h"
 #include "runtime/core/gguf/gguf_file.h"
 #include "tests/common/file_facts.h"
+#include "tests/gguf/gguf_builder.h"
 #include "tests/common/test_paths.h"
 
 namespace llmsvc::gguf {
 namespace {
 
-constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
-constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+using testing::kI64Min;
+using testing::kU64Max;
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> b(n);

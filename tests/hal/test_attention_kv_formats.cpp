@@ -27,6 +27,7 @@
 
 namespace llmsvc::hal::cpu {
 namespace {
+namespace kv_formats {  // its own names beside the other files of its unity batch
 
 constexpr int kChunk = 16;
 using F = KvFormat;
@@ -396,5 +397,6 @@ INSTANTIATE_TEST_SUITE_P(Prefill, AttentionKvFormatTest, ::testing::ValuesIn(kPr
 INSTANTIATE_TEST_SUITE_P(Prefill, AttentionKvFormatBatchTest, ::testing::ValuesIn(kPrefill),
                          [](const auto& info) { return std::string(info.param.name); });
 
+}  // namespace kv_formats
 }  // namespace
 }  // namespace llmsvc::hal::cpu

@@ -18,6 +18,7 @@
 
 namespace llmsvc::test {
 namespace {
+namespace tokenizer_input {  // its own names beside the other files of its unity batch
 
 // Everything the engine does with a tokenizer, on awkward text. Every id must be in range.
 void exercise(const Tokenizer& tok) {
@@ -298,5 +299,6 @@ TEST_F(BadTokenizer, OddTokenTexts) {
   });
 }
 
+}  // namespace tokenizer_input
 }  // namespace
 }  // namespace llmsvc::test

@@ -12,6 +12,7 @@
 
 namespace llmsvc::policy {
 namespace {
+namespace context_compression {  // its own names beside the other files of its unity batch
 
 const KvGeometry kGeo{2, 2, 8, 16};  // 2 layers, 2 kv heads of 8, chunks of 16 tokens
 
@@ -66,5 +67,6 @@ TEST(ContextCompression, FromTheHorizonTheRatioHoldsAndTheSinkKeepsEightBits) {
   for (size_t c = 0; c < b.size(); ++c) EXPECT_LE(again[c], b[c]) << c;
 }
 
+}  // namespace context_compression
 }  // namespace
 }  // namespace llmsvc::policy

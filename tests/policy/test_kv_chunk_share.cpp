@@ -11,6 +11,7 @@
 
 namespace llmsvc::policy {
 namespace {
+namespace chunk_share {  // its own names beside the other files of its unity batch
 
 const KvGeometry kGeo{2, 2, 8, 4};  // 2 layers, 2 kv heads of 8, chunks of 4 tokens
 
@@ -168,5 +169,6 @@ TEST(KvChunkShare, SharedBytesStayChargedToTheShareThatClaimedThem) {
   EXPECT_EQ(store.used_bytes(), 0u);
 }
 
+}  // namespace chunk_share
 }  // namespace
 }  // namespace llmsvc::policy

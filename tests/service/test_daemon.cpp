@@ -1144,9 +1144,6 @@ TEST_F(Daemon, OneAppsLongCallsDoNotHoldAnotherAppsShortCall) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 'D'), kLong) << "every long call ends well: " << seen;
 }
 
-}  // namespace
-
-
 // The running daemon is confined by its seccomp allowlist: the kernel reports a filter on
 // it, its own start-up probes (an IPv4 socket, an execve, a fork) were refused with EPERM
 // (clone3 with ENOSYS), and it still serves calls (every other test here runs under the
@@ -1169,3 +1166,5 @@ TEST_F(Daemon, RunsUnderItsSyscallFilter) {
             std::string::npos)
       << log;
 }
+
+}  // namespace

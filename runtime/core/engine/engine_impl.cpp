@@ -13,6 +13,7 @@
 #include <ctime>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/file_io.h"
 #include "runtime/core/chat/tool_calls.h"
 #include "runtime/core/chat/tool_spec.h"
@@ -32,7 +33,6 @@ namespace llmsvc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 }  // namespace
 

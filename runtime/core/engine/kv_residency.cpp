@@ -6,6 +6,7 @@
 #include <chrono>
 #include <set>
 
+#include "base/clock.h"
 #include "policy/compression/context_compression.h"
 #include "policy/planning/switch_planner.h"
 #include "policy/swap/kv_swap.h"
@@ -16,7 +17,6 @@ namespace llmsvc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 policy::EvictionOrder eviction_order(EngineOptions::Eviction e) {
   switch (e) {

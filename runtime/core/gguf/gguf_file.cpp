@@ -543,4 +543,10 @@ void GgufFile::advise_sparse(const TensorInfo& t) const {
   (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_RANDOM);
 }
 
+std::string shape_text(const TensorInfo& t) {
+  std::string s = "{";
+  for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
+  return s + "}";
+}
+
 }  // namespace llmsvc::gguf

@@ -69,6 +69,9 @@ struct TensorInfo {
   const uint8_t* data = nullptr;           // inside the mapping
 };
 
+// "{ne0, ne1, ...}": a tensor's shape as messages name it.
+std::string shape_text(const TensorInfo& t);
+
 class GgufFile {
  public:
   // Maps and validates `path`. Missing file: Code::model_not_found; malformed: model_invalid.

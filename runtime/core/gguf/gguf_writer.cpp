@@ -20,7 +20,6 @@ constexpr uint32_t kVersion = 3;
 constexpr std::string_view kAlignmentKey = "general.alignment";
 
 Status bad(const std::string& msg) { return Status(Code::invalid_argument, "gguf: " + msg); }
-std::string num(uint64_t v) { return std::to_string(v); }
 std::string type_name(ValueType t) { return std::string(value_type_name(static_cast<uint32_t>(t))); }
 
 uint64_t uint_max(ValueType t) {
@@ -45,7 +44,7 @@ bool int_fits(ValueType t, int64_t v) {
 // Why an integer element or scalar of type `t` cannot be written ("" when it can).
 std::string int_problem(ValueType t, uint64_t u, int64_t i) {
   if ((is_unsigned_int(t) || t == ValueType::boolean) && u > uint_max(t)) {
-    return "value " + num(u) + " does not fit " + type_name(t);
+    return "value " + std::to_string(u) + " does not fit " + type_name(t);
   }
   if (is_signed_int(t) && !int_fits(t, i)) return "value " + std::to_string(i) + " does not fit " + type_name(t);
   return "";
@@ -53,12 +52,12 @@ std::string int_problem(ValueType t, uint64_t u, int64_t i) {
 
 std::string string_problem(const std::string& s, const Limits& lim) {
   if (s.size() <= lim.max_string_bytes) return "";
-  return "a string of " + num(s.size()) + " bytes exceeds the limit " + num(lim.max_string_bytes);
+  return "a string of " + std::to_string(s.size()) + " bytes exceeds the limit " + std::to_string(lim.max_string_bytes);
 }
 
 // Why `v` cannot be written as it is ("" when it can); `level` counts the arrays around it.
 std::string value_problem(const Value& v, uint32_t level, const Limits& lim) {
-  if (!is_value_type(static_cast<uint32_t>(v.type))) return "invalid value type " + num(static_cast<uint32_t>(v.type));
+  if (!is_value_type(static_cast<uint32_t>(v.type))) return "invalid value type " + std::to_string(static_cast<uint32_t>(v.type));
   if (v.type == ValueType::string) return string_problem(v.s, lim);
   if (v.type != ValueType::array) {
     // The field the type uses is the only one set (what the *_value functions and the reader do).
@@ -68,24 +67,24 @@ std::string value_problem(const Value& v, uint32_t level, const Limits& lim) {
     }
     return int_problem(v.type, v.u, v.i);
   }
-  if (level + 1 > lim.max_array_depth) return "arrays nested deeper than " + num(lim.max_array_depth);
+  if (level + 1 > lim.max_array_depth) return "arrays nested deeper than " + std::to_string(lim.max_array_depth);
   const ValueType et = v.elem_type;
-  if (!is_value_type(static_cast<uint32_t>(et))) return "invalid array element type " + num(static_cast<uint32_t>(et));
+  if (!is_value_type(static_cast<uint32_t>(et))) return "invalid array element type " + std::to_string(static_cast<uint32_t>(et));
   const size_t n = et == ValueType::string  ? v.strs.size()
                    : et == ValueType::array ? v.arr.size()
                    : is_float(et)           ? v.floats.size()
                    : is_signed_int(et)      ? v.ints.size()
                                             : v.uints.size();
   if (n != v.array_size) {
-    return "an array of " + type_name(et) + " holding " + num(n) + " elements where array_size says " + num(v.array_size);
+    return "an array of " + type_name(et) + " holding " + std::to_string(n) + " elements where array_size says " + std::to_string(v.array_size);
   }
-  if (n > lim.max_array_elems) return "array length " + num(n) + " exceeds the limit " + num(lim.max_array_elems);
+  if (n > lim.max_array_elems) return "array length " + std::to_string(n) + " exceeds the limit " + std::to_string(lim.max_array_elems);
   std::string p;
   for (size_t k = 0; k < n && p.empty(); ++k) {
     if (et == ValueType::string) {
       p = string_problem(v.strs[k], lim);
     } else if (et == ValueType::array) {
-      p = v.arr[k].type != ValueType::array ? "element " + num(k) + " of an array of arrays is not an array"
+      p = v.arr[k].type != ValueType::array ? "element " + std::to_string(k) + " of an array of arrays is not an array"
                                             : value_problem(v.arr[k], level + 1, lim);
     } else if (is_signed_int(et)) {
       p = int_problem(et, 0, v.ints[k]);
@@ -105,8 +104,8 @@ std::optional<uint64_t> as_uint(const Value& v) {
 
 std::string shape_text(TensorType type, const std::vector<uint64_t>& ne) {
   const TypeTraits* tt = type_traits(static_cast<uint32_t>(type));
-  std::string s = tt ? std::string(tt->name) : "type " + num(static_cast<uint32_t>(type));
-  for (size_t d = 0; d < ne.size(); ++d) s += (d == 0 ? " [" : ", ") + num(ne[d]);
+  std::string s = tt ? std::string(tt->name) : "type " + std::to_string(static_cast<uint32_t>(type));
+  for (size_t d = 0; d < ne.size(); ++d) s += (d == 0 ? " [" : ", ") + std::to_string(ne[d]);
   return s + "]";
 }
 
@@ -262,20 +261,20 @@ Status GgufWriter::set(std::string_view key, Value v) {
   if (key.empty()) return bad("metadata: empty key");
   const std::string where = "key '" + std::string(key) + "'";
   if (key.size() > lim.max_name_bytes) {
-    return bad(where.substr(0, 64) + "...: " + num(key.size()) + " bytes exceed the limit " + num(lim.max_name_bytes));
+    return bad(where.substr(0, 64) + "...: " + std::to_string(key.size()) + " bytes exceed the limit " + std::to_string(lim.max_name_bytes));
   }
   if (const std::string p = value_problem(v, 0, lim); !p.empty()) return bad(where + ": " + p);
   if (key == kAlignmentKey) {
     const std::optional<uint64_t> a = as_uint(v);
     if (!a || *a == 0 || (*a & (*a - 1)) != 0 || *a > lim.max_alignment) {
-      return bad(where + ": not an integer power of two in 1.." + num(lim.max_alignment));
+      return bad(where + ": not an integer power of two in 1.." + std::to_string(lim.max_alignment));
     }
   }
   if (const auto it = key_index_.find(key); it != key_index_.end()) {
     kvs_[it->second].second = std::move(v);
     return Status::Ok();
   }
-  if (kvs_.size() >= lim.max_kv_count) return bad(where + ": more than " + num(lim.max_kv_count) + " keys");
+  if (kvs_.size() >= lim.max_kv_count) return bad(where + ": more than " + std::to_string(lim.max_kv_count) + " keys");
   key_index_.emplace(std::string(key), kvs_.size());
   kvs_.emplace_back(std::string(key), std::move(v));
   return Status::Ok();
@@ -303,14 +302,14 @@ Status GgufWriter::check_new_tensor(std::string_view name, TensorType type, cons
   if (name.empty()) return bad("tensor: empty name");
   const std::string where = "tensor '" + std::string(name) + "'";
   if (name.size() > lim.max_name_bytes) {
-    return bad(where.substr(0, 64) + "...: " + num(name.size()) + " bytes exceed the limit " + num(lim.max_name_bytes));
+    return bad(where.substr(0, 64) + "...: " + std::to_string(name.size()) + " bytes exceed the limit " + std::to_string(lim.max_name_bytes));
   }
   if (tensor_index_.find(name) != tensor_index_.end()) return bad(where + ": duplicate tensor name");
-  if (tensors_.size() >= lim.max_tensor_count) return bad(where + ": more than " + num(lim.max_tensor_count) + " tensors");
+  if (tensors_.size() >= lim.max_tensor_count) return bad(where + ": more than " + std::to_string(lim.max_tensor_count) + " tensors");
   const Result<TensorSize> size = tensor_size(static_cast<uint32_t>(type), ne);
   if (!size.ok()) return bad(where + ": " + size.status().message());
   if (size->elems > lim.max_tensor_elems) {
-    return bad(where + ": " + num(size->elems) + " elements exceed the limit " + num(lim.max_tensor_elems));
+    return bad(where + ": " + std::to_string(size->elems) + " elements exceed the limit " + std::to_string(lim.max_tensor_elems));
   }
   *n_bytes = size->bytes;
   return Status::Ok();
@@ -320,8 +319,8 @@ namespace {
 Status check_bytes(std::string_view name, TensorType type, const std::vector<uint64_t>& ne, uint64_t n_bytes,
                    std::span<const uint8_t> bytes) {
   if (bytes.size() == n_bytes) return Status::Ok();
-  return bad("tensor '" + std::string(name) + "': " + num(bytes.size()) + " bytes given, but " + shape_text(type, ne) +
-             " takes " + num(n_bytes));
+  return bad("tensor '" + std::string(name) + "': " + std::to_string(bytes.size()) + " bytes given, but " + shape_text(type, ne) +
+             " takes " + std::to_string(n_bytes));
 }
 }  // namespace
 
@@ -408,7 +407,7 @@ Status GgufWriter::write_tensor(const Tensor& t, const Sink& out) const {
   Status out_error;  // the output's own failure, or too many bytes: returned as it is
   const Sink counted = [&](std::span<const uint8_t> piece) -> Status {
     Status s = piece.size() > t.n_bytes - given
-                   ? bad(where + ": its source gave more than the " + num(t.n_bytes) + " bytes of " + shape_text(t.type, t.ne))
+                   ? bad(where + ": its source gave more than the " + std::to_string(t.n_bytes) + " bytes of " + shape_text(t.type, t.ne))
                    : out(piece);
     if (s.ok()) {
       given += piece.size();
@@ -421,7 +420,7 @@ Status GgufWriter::write_tensor(const Tensor& t, const Sink& out) const {
   if (!out_error.ok()) return out_error;
   if (!s.ok()) return Status(s.code(), where + ": " + s.message());
   if (given != t.n_bytes) {
-    return bad(where + ": its source gave " + num(given) + " of the " + num(t.n_bytes) + " bytes of " +
+    return bad(where + ": its source gave " + std::to_string(given) + " of the " + std::to_string(t.n_bytes) + " bytes of " +
                shape_text(t.type, t.ne));
   }
   return Status::Ok();

@@ -3,16 +3,9 @@
 // counters (std::atomic wait/notify) carry the dependencies.
 #include "runtime/core/graph/device_threads.h"
 
-#include <chrono>
+#include "base/clock.h"
 
 namespace llmsvc {
-namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 DeviceThreads::DeviceThreads(int n_devices) : n_(n_devices) {
   for (int d = 1; d < n_; ++d) threads_.emplace_back([this, d] { work(d); });

@@ -3,8 +3,8 @@
 #include "runtime/core/graph/forward.h"
 
 #include <algorithm>
-#include <chrono>
 
+#include "base/clock.h"
 #include "runtime/core/graph/model_graph.h"
 
 namespace llmsvc {
@@ -12,10 +12,6 @@ namespace {
 
 // Prompt tails of many lengths, at a few (level, adapter) pairs: the oldest shapes go.
 constexpr size_t kMaxPreparedShapes = 64;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 

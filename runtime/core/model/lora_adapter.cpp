@@ -22,12 +22,6 @@ Status bad(Code code, const std::string& who, const std::string& what) {
   return Status(code, "lora adapter " + who + ": " + what);
 }
 
-std::string shape_str(const gguf::TensorInfo& t) {
-  std::string s = "{";
-  for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
-  return s + "}";
-}
-
 // "blk.<il>.<matrix>.weight" -> (il, matrix), or nullopt.
 std::optional<std::pair<int, LoraMatrix>> parse_base(std::string_view base, int n_layer) {
   if (!base.starts_with("blk.") || !base.ends_with(".weight")) return std::nullopt;
@@ -204,8 +198,8 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::build(std::unique_ptr<gguf::Gg
     const gguf::TensorInfo& tb = *ab[1];
     if (ta.n_dims != 2 || tb.n_dims != 2 || static_cast<int64_t>(ta.ne[0]) != w.cols ||
         static_cast<int64_t>(tb.ne[1]) != w.rows || ta.ne[1] != tb.ne[0])
-      return bad(Code::model_mismatch, who, "tensors '" + ta.name + "' " + shape_str(ta) + " and '" + tb.name + "' " +
-                                                shape_str(tb) + " do not fit '" + base + "' {" + std::to_string(w.cols) +
+      return bad(Code::model_mismatch, who, "tensors '" + ta.name + "' " + gguf::shape_text(ta) + " and '" + tb.name + "' " +
+                                                gguf::shape_text(tb) + " do not fit '" + base + "' {" + std::to_string(w.cols) +
                                                 ", " + std::to_string(w.rows) + "}");
     const uint64_t r = ta.ne[1];
     if (r < 1 || r > static_cast<uint64_t>(kMaxRank))

@@ -16,12 +16,6 @@
 namespace llmsvc {
 namespace {
 
-std::string shape_str(const gguf::TensorInfo& t) {
-  std::string s = "{";
-  for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
-  return s + "}";
-}
-
 Status unsupported_type(const std::string& name, const gguf::TensorInfo& t) {
   const gguf::TypeTraits* tt = gguf::type_traits(static_cast<uint32_t>(t.type));
   return Status(Code::unsupported, "model: tensor '" + name + "' has weight type " +
@@ -43,7 +37,7 @@ Result<hal::WeightRef> matrix(const gguf::GgufFile& f, const std::string& name, 
   const gguf::TensorInfo* t = f.find_tensor(name);
   if (!t) return Status(Code::model_invalid, "model: tensor '" + name + "' is missing");
   if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != cols || static_cast<int64_t>(t->ne[1]) != rows)
-    return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + shape_str(*t) + ", expected {" +
+    return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + gguf::shape_text(*t) + ", expected {" +
                                            std::to_string(cols) + ", " + std::to_string(rows) + "}");
   if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) return unsupported_type(name, *t);
   LLMSVC_RETURN_IF_ERROR(check_aligned(name, *t));
@@ -61,7 +55,7 @@ Status vector_param(const gguf::GgufFile& f, const std::string& name, int64_t n,
   const gguf::TensorInfo* t = f.find_tensor(name);
   if (!t) return Status(Code::model_invalid, "model: tensor '" + name + "' is missing");
   if (t->n_dims != 1 || static_cast<int64_t>(t->ne[0]) != n)
-    return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + shape_str(*t) + ", expected {" +
+    return Status(Code::model_invalid, "model: tensor '" + name + "' has shape " + gguf::shape_text(*t) + ", expected {" +
                                            std::to_string(n) + "}");
   if (!hal::is_supported_weight_type(static_cast<uint32_t>(t->type))) return unsupported_type(name, *t);
   LLMSVC_RETURN_IF_ERROR(check_aligned(name, *t));
@@ -128,7 +122,7 @@ Status Model::load_weights(hal::Device& dev) {
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");
   if (!emb) return Status(Code::model_invalid, "model: tensor 'token_embd.weight' is missing");
   if (emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 22))
-    return Status(Code::model_invalid, "model: tensor 'token_embd.weight' has shape " + shape_str(*emb));
+    return Status(Code::model_invalid, "model: tensor 'token_embd.weight' has shape " + gguf::shape_text(*emb));
   c.n_vocab = static_cast<int>(emb->ne[1]);
   if (tokenizer_->n_vocab() > c.n_vocab)
     return Status(Code::model_invalid, "model: tokenizer has " + std::to_string(tokenizer_->n_vocab()) +

@@ -2,17 +2,10 @@
 #include "runtime/core/model/weight_residency.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "base/clock.h"
 
 namespace llmsvc {
-
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 WeightResidency::WeightResidency(Model& model, hal::Device& device) : model_(model), device_(device) {
   const ElasticSpec* spec = model.elastic();

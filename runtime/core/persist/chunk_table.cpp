@@ -15,8 +15,8 @@
 namespace llmsvc::persist {
 namespace {
 
-constexpr char kMagic[4] = {'L', 'L', 'K', 'T'};
-constexpr size_t kHeaderBytes = 4 + 2 + 2 + 8 + 4 + 4;
+constexpr char kTableMagic[4] = {'L', 'L', 'K', 'T'};
+constexpr size_t kTableHeaderBytes = 4 + 2 + 2 + 8 + 4 + 4;
 
 template <class T>
 void put(std::vector<uint8_t>& out, T v) {
@@ -47,8 +47,8 @@ Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t) {
     return Status(Code::invalid_argument, "chunk table: inconsistent counts");
   const size_t C = static_cast<size_t>(t.chunk_tokens);
   std::vector<uint8_t> out;
-  out.reserve(kHeaderBytes + t.chunks.size() * (2 + 8 * C) + 8);
-  out.insert(out.end(), kMagic, kMagic + 4);
+  out.reserve(kTableHeaderBytes + t.chunks.size() * (2 + 8 * C) + 8);
+  out.insert(out.end(), kTableMagic, kTableMagic + 4);
   put<uint16_t>(out, ChunkTable::kVersion);
   put<uint16_t>(out, static_cast<uint16_t>(t.chunk_tokens));
   put<uint64_t>(out, t.model_hash);
@@ -67,8 +67,8 @@ Result<std::vector<uint8_t>> encode_chunk_table(const ChunkTable& t) {
 }
 
 Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
-  if (b.size() < kHeaderBytes + 8) return bad("truncated");
-  if (std::memcmp(b.data(), kMagic, 4) != 0) return bad("bad magic");
+  if (b.size() < kTableHeaderBytes + 8) return bad("truncated");
+  if (std::memcmp(b.data(), kTableMagic, 4) != 0) return bad("bad magic");
   const size_t body = b.size() - 8;
   if (XXH3_64bits(b.data(), body) != get<uint64_t>(b.data() + body)) return bad("checksum mismatch");
   const uint16_t version = get<uint16_t>(b.data() + 4);
@@ -83,9 +83,9 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
       n != static_cast<uint32_t>((int64_t{t.n_evaluated} + t.chunk_tokens - 1) / t.chunk_tokens))
     return bad("bad counts");
   const size_t C = static_cast<size_t>(t.chunk_tokens), entry = (version == 1 ? 1 : 2) + 8 * C;
-  if (body - kHeaderBytes != size_t{n} * entry) return bad("size does not match its counts");
+  if (body - kTableHeaderBytes != size_t{n} * entry) return bad("size does not match its counts");
   t.chunks.resize(n);
-  const uint8_t* p = b.data() + kHeaderBytes;
+  const uint8_t* p = b.data() + kTableHeaderBytes;
   for (uint32_t c = 0; c < n; ++c) {
     ChunkTable::Entry& e = t.chunks[c];
     e.format = *p++;
@@ -107,7 +107,7 @@ Result<ChunkTable> parse_chunk_table(std::span<const uint8_t> b) {
 
 namespace {
 
-constexpr size_t kMaxTableBytes = kHeaderBytes + 8 + size_t{ChunkTable::kMaxChunks} * 64;
+constexpr size_t kMaxTableBytes = kTableHeaderBytes + 8 + size_t{ChunkTable::kMaxChunks} * 64;
 
 Result<ChunkTable> parse_read(const Result<std::string>& text, const std::string& name) {
   if (!text.ok()) return text.status();

@@ -17,12 +17,12 @@
 namespace llmsvc::persist {
 namespace {
 
-constexpr char kMagic[8] = {'L', 'L', 'M', 'S', 'V', 'C', 'H', '\0'};
+constexpr char kHistoryMagic[8] = {'L', 'L', 'M', 'S', 'V', 'C', 'H', '\0'};
 constexpr uint32_t kVersion = 2;              // written by create()
 constexpr uint32_t kRecordMagic = 0x43455254;  // "TREC"
 constexpr uint32_t kRecord2Magic = 0x32435254; // "TRC2"
 constexpr uint32_t kCutMagic = 0x32545543;     // "CUT2"
-constexpr size_t kHeaderBytes = 16;
+constexpr size_t kHistoryHeaderBytes = 16;
 constexpr size_t kRecordHead = 16;
 constexpr uint32_t kMaxRecordTokens = 1u << 24;
 constexpr size_t kMaxFileBytes = size_t{1} << 30;
@@ -129,7 +129,7 @@ Result<HistoryLog::Contents> parse_log(const std::string& path, const std::strin
                                        uint32_t* version = nullptr) {
   const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
   const size_t n = bytes.size();
-  if (n < kHeaderBytes || std::memcmp(b, kMagic, 8) != 0)
+  if (n < kHistoryHeaderBytes || std::memcmp(b, kHistoryMagic, 8) != 0)
     return Status(Code::io, "history '" + path + "' is not a llmsvc history file");
   const uint32_t v = get32(b + 8);
   if (v < 1 || v > kVersion)
@@ -137,7 +137,7 @@ Result<HistoryLog::Contents> parse_log(const std::string& path, const std::strin
   if (version) *version = v;
   HistoryLog::Contents c;
   c.keeps_messages = v >= 2;
-  size_t off = kHeaderBytes;
+  size_t off = kHistoryHeaderBytes;
   while (n - off >= kRecordHead) {
     size_t size = 0;
     auto good = parse_record(path, b + off, n - off, v, n_vocab, c, &size);
@@ -161,12 +161,12 @@ Result<std::unique_ptr<HistoryLog>> HistoryLog::create(const fileio::SafeDir& di
   }
   auto log = std::make_unique<HistoryLog>(Key{}, fd, path);
   LLMSVC_RETURN_IF_ERROR(lock(fd, path));
-  uint8_t head[kHeaderBytes] = {};
-  std::memcpy(head, kMagic, 8);
+  uint8_t head[kHistoryHeaderBytes] = {};
+  std::memcpy(head, kHistoryMagic, 8);
   put32(head + 8, kVersion);
   LLMSVC_RETURN_IF_ERROR(pwrite_all(fd, head, sizeof head, 0, path));
   if (::fdatasync(fd) != 0) return io_error("cannot sync", path, errno);
-  log->size_ = kHeaderBytes;
+  log->size_ = kHistoryHeaderBytes;
   return log;
 }
 
