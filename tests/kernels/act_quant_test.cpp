@@ -15,7 +15,9 @@
 namespace llmsvc::hal::cpu {
 namespace {
 
-std::vector<float> random_acts(int64_t n, uint32_t seed) {
+// Normal activations with outliers and an all-zero block (n >= 64): what the quantizer must
+// keep within half a step.
+std::vector<float> acts_with_outliers(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> x(n);
@@ -28,7 +30,7 @@ std::vector<float> random_acts(int64_t n, uint32_t seed) {
 TEST(ActQuant, Q8SimdMatchesReferenceOnEveryTarget) {
   const int64_t cols = 256;
   const int n_tokens = 21;  // a full token group and a partial one
-  const auto x = random_acts(cols * n_tokens, 3);
+  const auto x = acts_with_outliers(cols * n_tokens, 3);
   for (int32_t zp : {0, 8, 128}) {
     std::vector<int8_t> q(cols * n_tokens);
     std::vector<float> d(n_tokens * cols / 32), s(d.size());
@@ -68,7 +70,7 @@ TEST(ActQuant, Q8EntryInvertsIndex) {
 
 TEST(ActQuant, Q8ReconstructsWithinHalfStep) {
   const int64_t n = 1024;
-  const auto x = random_acts(n, 4);
+  const auto x = acts_with_outliers(n, 4);
   std::vector<int8_t> q(n);
   std::vector<float> d(n / 32), s(n / 32);
   std::vector<int32_t> c(8 * n / 32);
@@ -97,7 +99,7 @@ TEST(ActQuant, Q8ReconstructsWithinHalfStep) {
 TEST(ActQuant, Q8KReconstructsWithinHalfStep) {
   const int64_t cols = 512;
   const int n_tokens = 19;  // a full token group and a partial one
-  auto x = random_acts(cols * n_tokens, 5);
+  auto x = acts_with_outliers(cols * n_tokens, 5);
   for (int i = 0; i < 256; ++i) x[256 + i] = 0.f;  // an all-zero superblock
   AlignedBuffer mem;
   ASSERT_TRUE(mem.allocate(ActQ8K::bytes(cols, n_tokens)));
