@@ -1037,16 +1037,15 @@ TEST_F(Daemon, AModelOnOpenClAnswersAsEmbeddedDoes) {
   }
   ASSERT_FALSE(embedded.tokens.empty()) << "no reply embedded on opencl: the comparison would show nothing";
 
-  // The daemon's environment names an empty cache, as a service's would (the embedded run
-  // above filled this user's, and the test run's shared program cache is not its): a driver
-  // that still had kernels to make after the filter came on (PoCL runs a linker) would fail the
-  // call, not find them ready-made. PoCL compiling every program on two busy cores takes
-  // minutes: the start may too.
+  // The driver's own cache is empty in the daemon's environment, as a fresh service's would be
+  // (the embedded run above filled this user's): PoCL makes each kernel's code when it is
+  // first launched, after the filter came on (from llmsvc's cached program binaries, 268 files
+  // for SmolLM2), so a filter that stopped it would fail the call. llmsvc's program cache
+  // stays the test run's: building every program from source again took 100 s on two cores.
   const std::string user_cache = dir_ + "/user-cache";
   DaemonProcess& d = start_daemon(config_args("devices = [\"opencl\"]\n"), [&](DaemonProcess& p) {
     p.add_env("XDG_CACHE_HOME=" + user_cache);
     p.add_env("POCL_CACHE_DIR=" + user_cache + "/pocl");
-    p.add_env("LLMSVC_CL_CACHE_DIR=");
   }, 400000);
   llmsvc_service* svc = bind_target(d.target());
   ASSERT_NE(svc, nullptr);
