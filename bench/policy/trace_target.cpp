@@ -15,8 +15,6 @@
 namespace llmsvc::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // The figures the engine's CallStats and llmsvc.h's llmsvc_call_result both carry (same names).
 template <class Figures>
 void copy_figures(const Figures& f, TargetCall* out) {
@@ -48,7 +46,7 @@ class EngineTarget final : public TraceTarget {
     CallParams p;
     p.max_tokens = max_tokens;  // sampling defaults: greedy
     CallStats st;
-    const auto t0 = Clock::now();
+    const auto t0 = SteadyClock::now();
     Status s = e_->call(id, prompt, p, [](std::string_view, int32_t) { return true; }, &st);
     out->wall_ms = ms_since(t0);
     copy_figures(st, out);
@@ -113,7 +111,7 @@ class DaemonTarget final : public TraceTarget {
     co.temperature = 0;
     llmsvc_call_result r;
     llmsvc_call_result_init(&r);
-    const auto t0 = Clock::now();
+    const auto t0 = SteadyClock::now();
     const llmsvc_status st = llmsvc_call(it->second, prompt.data(), prompt.size(), &co, nullptr, nullptr, &r);
     out->wall_ms = ms_since(t0);
     copy_figures(r, out);
@@ -122,10 +120,10 @@ class DaemonTarget final : public TraceTarget {
   // llmsvc.h has no flush: wait until the daemon's swap-out figure has stood still for 0.5 s.
   void settle() override {
     uint64_t last = figures().swap_out_bytes;
-    for (auto still_since = Clock::now(); ms_since(still_since) < 500;) {
+    for (auto still_since = SteadyClock::now(); ms_since(still_since) < 500;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       const uint64_t now = figures().swap_out_bytes;
-      if (now != last) still_since = Clock::now();
+      if (now != last) still_since = SteadyClock::now();
       last = now;
     }
   }

@@ -30,12 +30,6 @@
 #include "runtime/core/tokenizer/tokenizer.h"
 
 namespace llmsvc {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-}  // namespace
-
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   int threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -512,7 +506,7 @@ Result<ContextState*> EngineImpl::enter(std::string_view id) {
 
 Status EngineImpl::call(std::string_view id, std::string_view prompt, const CallParams& params, const PieceFn& on_piece,
                         CallStats* out) {
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   auto entered = enter(id);
   if (!entered.ok()) return entered.status();
   ContextState* ctx = *entered;
@@ -651,7 +645,7 @@ Status EngineImpl::persist(ContextState& ctx) {
 Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& prompt, const CallParams& params,
                             EvalVariant variant, constrain::Constraint* constraint, const PieceFn& on_piece, CallStats& st,
                             std::string* reply) {
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   const Tokenizer& tok = model_->tokenizer();
   const size_t old_size = ctx.tokens.size();
   const int old_evaluated = ctx.n_evaluated;
@@ -669,7 +663,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   if (s.ok()) s = ctx.kv.reserve(static_cast<int>(ctx.tokens.size()));
   st.switch_in_ms = ms_since(t0);
   std::vector<float> logits;
-  const auto t_prefill = Clock::now();
+  const auto t_prefill = SteadyClock::now();
   if (s.ok()) s = eval_pending(ctx, variant, logits);
   st.prefill_ms = ms_since(t_prefill);
   if (!s.ok()) {
@@ -684,7 +678,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
   Sampler sampler(params.sampling);
   Utf8Streamer utf8;
   StopMatcher stops(constraint ? std::vector<std::string>{} : params.stop);  // a constrained reply ends itself
-  Clock::duration constrain_time{};
+  SteadyClock::duration constrain_time{};
   bool cancelled = false;
   TokenTrail trail(params.on_tokens && params.logprobs);  // the ids behind the next piece
   std::vector<float> model_logits;  // before the sampler's penalty, for log-probabilities
@@ -694,7 +688,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
     if (on_piece && !on_piece(text, token)) cancelled = true;
     if (!cancelled && params.on_tokens && !params.on_tokens(trail.take(text, token))) cancelled = true;
   };
-  Clock::time_point t_first{};
+  SteadyClock::time_point t_first{};
   FinishReason finish = FinishReason::none;
   while (st.generated_tokens < params.max_tokens) {
     if (params.cancel && params.cancel->load(std::memory_order_relaxed)) cancelled = true;
@@ -706,16 +700,16 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
       size_t room = static_cast<size_t>(n_ctx_) - ctx.tokens.size();
       if (params.max_context_tokens > 0)
         room = std::min(room, static_cast<size_t>(std::max<int64_t>(0, params.max_context_tokens - static_cast<int64_t>(ctx.tokens.size()))));
-      const auto tc = Clock::now();
+      const auto tc = SteadyClock::now();
       constraint->set_budget(static_cast<int>(std::min<size_t>(room, static_cast<size_t>(params.max_tokens - st.generated_tokens))));
       constraint->apply(logits);
-      constrain_time += Clock::now() - tc;
+      constrain_time += SteadyClock::now() - tc;
     }
     const int32_t t = sampler.sample(logits, ctx.tokens);  // it looks back repeat_last_n itself
     if (constraint) {
-      const auto tc = Clock::now();
+      const auto tc = SteadyClock::now();
       s = constraint->accept(t);
-      constrain_time += Clock::now() - tc;
+      constrain_time += SteadyClock::now() - tc;
       if (!s.ok()) {
         s = Status(Code::internal, "structured output: the sampler chose token " + std::to_string(t) +
                                        ", which the constraint does not allow: " + s.message());
@@ -724,7 +718,7 @@ Status EngineImpl::generate(ContextState& ctx, const std::vector<int32_t>& promp
     }
     trail.add(t, trail.wants_logprobs() ? token_logprob(model_logits, t) : 0.0f);
     if (st.generated_tokens == 0) {
-      t_first = Clock::now();
+      t_first = SteadyClock::now();
       st.ttft_ms = std::chrono::duration<double, std::milli>(t_first - t0).count();
     }
     ctx.tokens.push_back(t);

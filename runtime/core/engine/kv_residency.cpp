@@ -16,8 +16,6 @@
 namespace llmsvc {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 policy::EvictionOrder eviction_order(EngineOptions::Eviction e) {
   switch (e) {
     case EngineOptions::Eviction::lru: return policy::EvictionOrder::lru;
@@ -259,7 +257,7 @@ Status KvResidency::switch_in(ContextState& ctx, CallStats& st) {
 
 void KvResidency::swap_out(ContextState& ctx, CallStats& st) {
   if (!swap_io_) return;
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   // Without ahead-of-time swap-out, chunks are written only when evicted; without swap (no
   // swap space for the context, or KV where the host cannot read it) never. The table still
   // follows every call: a restart then knows what was evaluated and recomputes it at switch-in.
