@@ -97,11 +97,14 @@ constexpr size_t kGemmWg = 256;          // 16 x 16
 // LLMSVC_CL_GEMV_DP4A_SHAPE="lx,ly,nr" overrides it for a measurement (llama.cpp's mmvq also
 // gives an item 16 elements of a block). The default is the best of a sweep on an H100
 // (2026-11-28, bench_e2e, 7B Q4_0 decode): four 64-item lines of one row each, +4 % over two
-// lines of two rows (docs/measurements/2026-11-28-opencl-dp4a-gemv.md).
+// lines of two rows (docs/measurements/2026-11-28-opencl-dp4a-gemv.md). A CPU device (PoCL)
+// runs a work-group's items as loops, where a 64-item line spends more on the items' loop and
+// the reduction than on the sums: 64 lines of 4 items took SmolLM2's decode step from 121 to 43 ms
+// on two cores (2026-12-04-opencl-cpu-gemv.md).
 constexpr bool dp4a_layout(Layout l) { return l != kF32 && l != kF16 && l != kBF16; }
 
-GemvShape dp4a_shape() {
-  GemvShape g{64, 4, 1, 0, 16, 1};
+GemvShape dp4a_shape(bool gpu) {
+  GemvShape g = gpu ? GemvShape{64, 4, 1, 0, 16, 1} : GemvShape{4, 64, 1, 0, 16, 1};
   const char* env = std::getenv("LLMSVC_CL_GEMV_DP4A_SHAPE");
   GemvShape e = g;
   if (!env || std::sscanf(env, "%zu,%zu,%zu", &e.lx, &e.ly, &e.nr) != 3) return g;
@@ -324,7 +327,7 @@ Status ClMatmul::Impl::build_mmq(std::optional<bool> want) {
 Status ClMatmul::Impl::build_dp4a(std::optional<bool> want) {
   if (!want) want = env_switch("LLMSVC_CL_GEMV_DP4A");
   if (want == false) return Status(Code::unsupported, "turned off (LLMSVC_CL_GEMV_DP4A=0)");
-  dp4a_geom = dp4a_shape();
+  dp4a_geom = dp4a_shape(ctx->info().is_gpu);
   const GemvShape& g = dp4a_geom;
   const std::string options = "-cl-mad-enable -DDP_LX=" + std::to_string(g.lx) + " -DDP_LY=" + std::to_string(g.ly) +
                               " -DDP_NR=" + std::to_string(g.nr);

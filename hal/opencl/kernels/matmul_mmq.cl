@@ -250,6 +250,10 @@ __attribute__((always_inline)) inline void gemm_mmq(const int L, const Weight w,
   const uint lane = lid & 31, warp = lid >> 5;
   const uint g = lane >> 2, t = lane & 3;
   const uint wm = warp % 2, wn = warp / 2;
+  // A warp whose 32 tokens or 64 rows all lie past the end skips its products (their sums are
+  // never stored): the same for a whole warp on a GPU; on a CPU device (PoCL), where a group's
+  // items run as loops, a prompt of 32 tokens or fewer then costs a quarter of a full tile.
+  const bool live = t0 + wn * 32 < n && r0 + wm * 64 < w.rows;
   float acc[4][4][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
@@ -265,7 +269,7 @@ __attribute__((always_inline)) inline void gemm_mmq(const int L, const Weight w,
   for (uint s = s0; s < steps; ++s) {
     const bool more = s + 1 < steps;
     if (more) mq_fetch(L, w, xc, xd, xs, n, r0, t0, s + 1, lid, rw, rx);
-    mq_step(L, &tiles[(s - s0) & 1], wm, wn, g, t, acc);
+    if (live) mq_step(L, &tiles[(s - s0) & 1], wm, wn, g, t, acc);
     // The other buffer was last read in step s - 1, before the barrier that ended it.
     if (more) mq_store(L, rw, rx, lid, &tiles[(s - s0 + 1) & 1]);
     barrier(CLK_LOCAL_MEM_FENCE);
