@@ -67,6 +67,10 @@ class PreparedWeight {
   // True when the device keeps its own copy and never reads the bytes behind ref() again,
   // so the loader may drop those file pages from memory.
   virtual bool owns_copy() const { return false; }
+  // The rows, and the columns of each, whose bytes the device holds: ref()'s, fewer while
+  // Device::release_rows / release_cols hold a tail back (at the device's own granule).
+  virtual int64_t resident_rows() const { return ref().rows; }
+  virtual int64_t resident_cols() const { return ref().cols; }
 };
 
 // One chunk of one layer's KV cache: keys and values for n_tokens consecutive positions

@@ -21,6 +21,8 @@ class SharedWeight final : public PreparedWeight {
   explicit SharedWeight(std::shared_ptr<ClWeight> w) : w_(std::move(w)) {}
   const WeightRef& ref() const override { return w_->ref(); }
   bool owns_copy() const override { return true; }
+  int64_t resident_rows() const override { return w_->resident_rows(); }
+  int64_t resident_cols() const override { return w_->resident_cols(); }
   const ClWeight& weight() const { return *w_; }
 
  private:
@@ -113,15 +115,25 @@ Result<std::unique_ptr<PreparedWeight>> ClDevice::slice_weight(const PreparedWei
   return std::unique_ptr<PreparedWeight>(std::move(v).value());
 }
 
+// A weight this device did not upload (none of its own memory) gives back and takes back nothing.
 uint64_t ClDevice::release_rows(PreparedWeight& w, int64_t keep_rows) {
   ClWeight* cw = uploaded(w);
   return cw ? matmul_->release_rows(*cw, keep_rows) : 0;
 }
 
+uint64_t ClDevice::release_cols(PreparedWeight& w, int64_t keep_cols) {
+  ClWeight* cw = uploaded(w);
+  return cw ? matmul_->release_cols(*cw, keep_cols) : 0;
+}
+
 Result<uint64_t> ClDevice::restore_rows(PreparedWeight& w, int64_t rows, const void* from) {
   ClWeight* cw = uploaded(w);
-  if (!cw) return uint64_t{0};
-  return matmul_->restore_rows(*cw, rows, from);
+  return cw ? matmul_->restore_rows(*cw, rows, from) : Result<uint64_t>(uint64_t{0});
+}
+
+Result<uint64_t> ClDevice::restore_cols(PreparedWeight& w, int64_t cols, const void* from) {
+  ClWeight* cw = uploaded(w);
+  return cw ? matmul_->restore_cols(*cw, cols, from) : Result<uint64_t>(uint64_t{0});
 }
 
 ClView ClDevice::vector(const PreparedWeight* w) const {

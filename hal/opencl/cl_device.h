@@ -47,11 +47,13 @@ class ClDevice final : public Device {
   // 1 x n F32 one serves both as a vector (a norm's scale, a bias: its plain floats) and as a
   // matrix (a rank-1 adapter's factor).
   Result<std::unique_ptr<PreparedWeight>> prepare_weight(const WeightRef& w) override;
-  // Views of a weight's first rows and columns, and its row tails given back and restored
-  // (ClMatmul::slice, release_rows, restore_rows): an elastic model's levels.
+  // Views of a weight's first rows and columns, and its row and column tails given back and restored
+  // (ClMatmul::slice, release_rows / _cols, restore_rows / _cols): an elastic model's levels.
   Result<std::unique_ptr<PreparedWeight>> slice_weight(const PreparedWeight& w, int64_t rows, int64_t cols) override;
   uint64_t release_rows(PreparedWeight& w, int64_t keep_rows) override;
   Result<uint64_t> restore_rows(PreparedWeight& w, int64_t rows, const void* from) override;
+  uint64_t release_cols(PreparedWeight& w, int64_t keep_cols) override;
+  Result<uint64_t> restore_cols(PreparedWeight& w, int64_t cols, const void* from) override;
 
   // A matmul's LoRA branches run with it (OpCall::lora): the A products of its branches in one
   // launch, each B product scaled and added by the GEMV that makes it (ClMatmul::matmul_add).

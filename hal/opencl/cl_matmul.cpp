@@ -197,7 +197,7 @@ struct ClMatmul::Impl {
   Status run(const ClWeight& w, cl_kernel k, const ClRange& range, const Rest&... rest) {
     const auto p = parts(w);
     return launch(ctx->queue().handle(), k, range, p[0], p[1], p[2], static_cast<uint32_t>(w.ref().rows),
-                  static_cast<uint32_t>(w.ref().cols), w.kp, w.gs, rest...);
+                  static_cast<uint32_t>(w.ref().cols), w.stride(), w.gs, rest...);
   }
 };
 
@@ -430,6 +430,7 @@ Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
   out->kp = p.kp ? p.kp : static_cast<uint32_t>(w.cols);  // the quantized layouts have no padding
   out->gs = p.gs;
   out->resident_ = w.rows;
+  out->resident_cols_ = w.cols;
   cl_command_queue q = impl_->ctx->queue().handle();
   for (int i = 0; i < 3; ++i) {
     if (p.part[i].empty()) continue;
@@ -619,7 +620,7 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
   const ClWeight& w0 = *ws[0];
   bool fuse = n > 1 && n_tokens >= 1 && n_tokens <= kGemvMaxTokens && !uses_tensor_cores(n_tokens);
   for (int i = 1; i < n && fuse; ++i)
-    fuse = ws[i]->layout == w0.layout && ws[i]->ref().cols == w0.ref().cols && ws[i]->kp == w0.kp && ws[i]->gs == w0.gs;
+    fuse = ws[i]->layout == w0.layout && ws[i]->ref().cols == w0.ref().cols && ws[i]->stride() == w0.stride() && ws[i]->gs == w0.gs;
   for (int i = 0; i < n && fuse; ++i) fuse = ys[i].mem != nullptr;
   for (int i = 1; i < n && fuse; ++i) fuse = act_quant(ws[i]->ref().type) == act_quant(w0.ref().type);
   for (int i = 1; i < n; ++i)
@@ -687,9 +688,9 @@ Status ClMatmul::matmul_multi(const ClWeight* const* ws, const ClView* ys, int n
       [&](const auto&... a) {
         const cl_command_queue q = impl_->ctx->queue().handle();
         if (q8)  // x: codes, then the blocks' params
-          return launch(q, (n_tokens == 1 ? k.gemvqm1 : k.gemvqm4).get(), r, a..., cols, w0.kp, w0.gs, x,
+          return launch(q, (n_tokens == 1 ? k.gemvqm1 : k.gemvqm4).get(), r, a..., cols, w0.stride(), w0.gs, x,
                         x.at(q8_params_offset(n_tokens, cols)), tokens, first[1], first[2]);
-        return launch(q, (n_tokens == 1 ? k.gemvm1 : k.gemvm4).get(), r, a..., cols, w0.kp, w0.gs, x, tokens, first[1],
+        return launch(q, (n_tokens == 1 ? k.gemvm1 : k.gemvm4).get(), r, a..., cols, w0.stride(), w0.gs, x, tokens, first[1],
                       first[2]);
       },
       std::tuple_cat(set(0), set(1), set(2)));

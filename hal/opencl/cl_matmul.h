@@ -28,7 +28,11 @@ class ClWeight final : public PreparedWeight {
   bool owns_copy() const override { return true; }
   uint64_t device_bytes() const;  // what it holds in the device's pool (a view: nothing)
   bool is_view() const { return base_ != nullptr; }
-  int64_t resident_rows() const { return resident_; }  // rows whose bytes are held (release_rows)
+  int64_t resident_rows() const override { return resident_; }  // a view: its own rows
+  int64_t resident_cols() const override { return base_ ? base_->resident_cols_ : resident_cols_; }  // a view: its base's
+  // The row stride the kernels index by, in elements: the weight's own, or a view's base's
+  // (which release_cols narrows).
+  uint32_t stride() const { return base_ ? base_->kp : kp; }
   // An F32 weight's first row as plain floats (a 1 x n vector: a norm's scale, a bias).
   ClView floats() const;
 
@@ -38,11 +42,12 @@ class ClWeight final : public PreparedWeight {
   WeightRef ref_;
   int layout = 0;         // which repacked form (cl_weight_pack.h)
   Buffer parts[3];        // codes, scales, ... as the layout needs; row r's bytes at r * (size / rows)
-  uint32_t kp = 0;        // row stride in elements (the float layouts' cols rounded up to 8)
+  uint32_t kp = 0;        // row stride in elements (the float layouts' cols rounded up to 8; a view: unused)
   uint32_t gs = 0;        // log2 of the elements per scale of the int8 layouts
   size_t part_row[3] = {};          // bytes of one row in each part
   const ClWeight* base_ = nullptr;  // a view's weight
   int64_t resident_ = 0;            // rows held: ref_.rows, fewer after release_rows
+  int64_t resident_cols_ = 0;       // columns held: ref_.cols, fewer after release_cols
 };
 
 class ClMatmul {
@@ -78,6 +83,14 @@ class ClMatmul {
   // new buffers at their next launch. Both wait for the queue.
   uint64_t release_rows(ClWeight& w, int64_t keep_rows);
   Result<uint64_t> restore_rows(ClWeight& w, int64_t rows, const void* from = nullptr);
+  // Device::release_cols / restore_cols: the same for the columns past keep_cols (rounded up to
+  // the layout's granule: its type's block, E0M4's 128, the float layouts' 8) of every held row.
+  // Each part moves to a buffer of the narrower row pitch (one rectangular device copy), and
+  // the weight's stride, which its views read, falls to it. A restore repacks the held rows'
+  // first `cols` columns from `from` and uploads them whole. Rows and columns may be released
+  // together; a restore of either keeps the other's bound.
+  uint64_t release_cols(ClWeight& w, int64_t keep_cols);
+  Result<uint64_t> restore_cols(ClWeight& w, int64_t cols, const void* from = nullptr);
 
   // y[t][r] = sum_c w[r][c] * x[t][c] for t < n_tokens; x: n_tokens x cols f32, y: n_tokens x
   // rows f32 (neither overlapping the other). Enqueued on the context's queue, no wait.
@@ -146,9 +159,12 @@ class ClMatmul {
   // same input is already in its scratch (the previous weight of a matmul_multi made it).
   Status multiply(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready = false);
   ClDeviceContext& context() const;
-  // w's parts moved to buffers of `rows` rows (its first min(rows, held) rows copied on the
-  // device), not yet swapped in.
-  Result<std::array<Buffer, 3>> resized_parts(const ClWeight& w, int64_t rows);
+  // w's parts moved to buffers of `rows` rows of `row[i]` bytes (each held row's first
+  // min(row[i], its bytes) copied on the device, up to `rows` of them), not yet swapped in.
+  using PartRows = std::array<size_t, 3>;
+  Result<std::array<Buffer, 3>> resized_parts(const ClWeight& w, int64_t rows, const PartRows& row);
+  // Swaps filled parts of those row sizes into w once the queue is done with the old ones.
+  void swap_parts(ClWeight& w, std::array<Buffer, 3>& parts, const PartRows& row);
   // The int8 GEMM of an input already quantized for w.
   Status multiply_int8(const ClWeight& w, ClView xq, int n_tokens, ClView y, bool int8_ready);
   // x (n_tokens rows of w's cols) quantized for w in the form its matmul reads (floats, or the

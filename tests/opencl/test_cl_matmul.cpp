@@ -94,6 +94,7 @@ class ClMatmulTest : public ::testing::Test {
     delete cache_;
     delete info_;
   }
+  void expect_full_pool_refuses_restore(bool cols);
   void SetUp() override {
     // Null only when the suite's set-up failed (no OpenCL device, a kernel that did not build):
     // every test fails with it rather than passing unseen.
@@ -637,6 +638,27 @@ TEST_F(ClMatmulTest, AViewIsTheWeightOfThoseRowsAndColumnsBitForBit) {
   }
 }
 
+// A pool with no room for a released Q4_0 weight's rows (or columns) to come back: the restore
+// is out_of_memory and the weight stays as the release left it.
+void ClMatmulTest::expect_full_pool_refuses_restore(bool cols) {
+  auto small = ClDeviceContext::open(*info_, ClOptions{cache_->string(), 48 << 10});
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  auto m = ClMatmul::create(**small);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto q = random_weight(WeightType::Q4_0, 256, 256, 4);  // 36 KiB
+  auto w = (*m)->upload(ref_of(WeightType::Q4_0, q, 256, 256));
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  // 32 rows, or 32 columns of every row: an eighth either way.
+  EXPECT_EQ(cols ? (*m)->release_cols(**w, 32) : (*m)->release_rows(**w, 32), 256u * 7 * 18);
+  auto filler = (*m)->upload(ref_of(WeightType::Q4_0, q, 192, 256));  // 27 KiB: the room is gone
+  ASSERT_TRUE(filler.ok()) << filler.status().message();
+  auto back = cols ? (*m)->restore_cols(**w, 256) : (*m)->restore_rows(**w, 256);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), Code::out_of_memory) << back.status().message();
+  EXPECT_EQ(cols ? (*w)->resident_cols() : (*w)->resident_rows(), 32);
+  EXPECT_EQ((*w)->device_bytes(), 256u * 18);
+}
+
 // Releasing a weight's rows past a prefix gives their device memory back while views of the
 // prefix compute the same bits; restoring some and then all of them gives the weight's own
 // bits again (every layout, E0M4's requantized rows too), and a full pool refuses a restore
@@ -683,23 +705,78 @@ TEST_F(ClMatmulTest, ReleasedRowsGiveTheirMemoryBackAndComeBackBitForBit) {
       EXPECT_EQ(product(**w), full);
     }
   }
-  // A pool with no room for the restored rows: out_of_memory, and the released weight still
-  // computes its prefix.
-  auto small = ClDeviceContext::open(*info_, ClOptions{cache_->string(), 48 << 10});
-  ASSERT_TRUE(small.ok()) << small.status().message();
-  auto m = ClMatmul::create(**small);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  const auto q = random_weight(WeightType::Q4_0, 256, 256, 4);  // 36 KiB
-  auto w = (*m)->upload(ref_of(WeightType::Q4_0, q, 256, 256));
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  EXPECT_GT((*m)->release_rows(**w, 32), 0u);
-  auto filler = (*m)->upload(ref_of(WeightType::Q4_0, q, 192, 256));  // 27 KiB: the room is gone
-  ASSERT_TRUE(filler.ok()) << filler.status().message();
-  auto back = (*m)->restore_rows(**w, 256);
-  ASSERT_FALSE(back.ok());
-  EXPECT_EQ(back.status().code(), Code::out_of_memory) << back.status().message();
-  EXPECT_EQ((*w)->resident_rows(), 32);
-  EXPECT_EQ((*w)->device_bytes(), 32u * 256 / 32 * 18);
+  expect_full_pool_refuses_restore(false);
+}
+
+// Releasing a weight's columns past a prefix moves every held row's first columns to buffers of
+// the narrower pitch: views of that prefix (of all rows, or of fewer) compute the same bits, the
+// memory of the tail goes back, rows can be released and restored meanwhile, and restoring
+// some columns, then all, gives the weight's own bits again (every layout, E0M4's too). A full
+// pool refuses a restore with the weight left as it was.
+TEST_F(ClMatmulTest, ReleasedColumnsGiveTheirMemoryBackAndComeBackBitForBit) {
+  auto e0m4 = ClMatmul::create(*ctx_, true);
+  ASSERT_TRUE(e0m4.ok()) << e0m4.status().message();
+  constexpr int64_t kRows = 40, kCols = 1024;
+  std::vector<float> x(static_cast<size_t>(17 * kCols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.29f);
+  for (ClMatmul* mm : {mm_, e0m4->get()}) {
+    for (WeightType type : kTypes) {
+      SCOPED_TRACE(std::string(mm == mm_ ? "default" : "e0m4") + ", type " + std::to_string(static_cast<int>(type)));
+      const auto bytes = random_weight(type, kRows, kCols, 47);
+      auto w = mm->upload(ref_of(type, bytes, kRows, kCols));
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      // 3 tokens (the GEMV), then 17 (the GEMM), of the first `cols` inputs each.
+      const auto product = [&](const ClWeight& m) {
+        const int64_t cols = m.ref().cols;
+        std::vector<uint32_t> out;
+        for (int n : {3, 17}) {
+          std::vector<float> xs;
+          for (int t = 0; t < n; ++t) xs.insert(xs.end(), x.begin() + t * kCols, x.begin() + t * kCols + cols);
+          const Buffer xd = to_device(xs.data(), xs.size() * 4, 0);
+          std::vector<float> poison(static_cast<size_t>(n * m.ref().rows), std::nanf(""));
+          const Buffer yd = to_device(poison.data(), poison.size() * 4, 0);
+          EXPECT_TRUE(mm->matmul(m, ClView{ClPool::mem(xd), 0}, n, ClView{ClPool::mem(yd), 0}).ok());
+          const auto y = from_device<uint32_t>(yd, 0, poison.size());
+          out.insert(out.end(), y.begin(), y.end());
+        }
+        return out;
+      };
+      auto narrow = ClMatmul::slice(**w, kRows, 256), half = ClMatmul::slice(**w, kRows, 512);
+      auto corner = ClMatmul::slice(**w, 16, 256);
+      ASSERT_TRUE(narrow.ok() && half.ok() && corner.ok());
+      const auto full = product(**w), kept = product(**narrow), halved = product(**half), cornered = product(**corner);
+      const uint64_t held = (*w)->device_bytes();
+      // 250 columns: the granule (8, 32, 128 or 256) rounds every layout's cut up to 256.
+      const uint64_t freed = mm->release_cols(**w, 250);
+      EXPECT_EQ(freed, held - held / 4);
+      EXPECT_EQ((*w)->device_bytes(), held - freed);
+      EXPECT_EQ((*w)->resident_cols(), 256);
+      EXPECT_EQ((*narrow)->resident_cols(), 256);  // a view reads its base's
+      EXPECT_EQ(mm->release_cols(**w, 256), 0u);   // nothing more to give
+      EXPECT_EQ(mm->release_cols(**narrow, 32), 0u);  // a view holds nothing
+      EXPECT_EQ(product(**narrow), kept);
+      EXPECT_EQ(product(**corner), cornered);
+      // Rows too, and back, while the columns are out.
+      EXPECT_EQ(mm->release_rows(**w, 16), held / 4 / kRows * (kRows - 16));
+      EXPECT_EQ(product(**corner), cornered);
+      auto rows = mm->restore_rows(**w, kRows);
+      ASSERT_TRUE(rows.ok()) << rows.status().message();
+      EXPECT_EQ(product(**narrow), kept);
+      auto some = mm->restore_cols(**w, 512);
+      ASSERT_TRUE(some.ok()) << some.status().message();
+      EXPECT_EQ(*some, held / 4);
+      EXPECT_EQ((*w)->resident_cols(), 512);
+      EXPECT_EQ(product(**half), halved);
+      EXPECT_EQ(product(**narrow), kept);
+      auto rest = mm->restore_cols(**w, kCols + 100);  // past the end: all of them
+      ASSERT_TRUE(rest.ok()) << rest.status().message();
+      EXPECT_EQ((*w)->device_bytes(), held);
+      EXPECT_EQ((*w)->resident_cols(), kCols);
+      EXPECT_EQ(product(**w), full);
+      EXPECT_EQ(product(**corner), cornered);
+    }
+  }
+  expect_full_pool_refuses_restore(true);
 }
 
 }  // namespace

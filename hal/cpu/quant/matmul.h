@@ -76,7 +76,9 @@ class CpuWeight final : public PreparedWeight {
   // With a pool, the whole panels are packed on its threads.
   Result<uint64_t> restore_rows(int64_t rows, ThreadPool* pool = nullptr, const void* from = nullptr);
   // Rows whose panels are all in memory: ref().rows unless released.
-  int64_t resident_rows() const { return released_end_ > released_begin_ && !cols_released() ? resident_rows_ : ref_.rows; }
+  int64_t resident_rows() const override {
+    return released_end_ > released_begin_ && !cols_released() ? resident_rows_ : ref_.rows;
+  }
 
   // The same for the columns past `keep_cols` (rounded up to the type's block) of every row:
   // an elastic level's unused input tail (down's neurons, O's heads). They lie inside every
@@ -90,7 +92,7 @@ class CpuWeight final : public PreparedWeight {
   // ref().cols), repacked from `from` (as restore_rows); returns the bytes taken back.
   Result<uint64_t> restore_cols(int64_t cols, ThreadPool* pool = nullptr, const void* from = nullptr);
   // Columns of every row the panels hold: ref().cols unless released.
-  int64_t resident_cols() const { return layout_cols(); }
+  int64_t resident_cols() const override { return layout_cols(); }
 
  private:
   friend Result<std::unique_ptr<CpuWeight>> prepare_cpu_weight(const WeightRef& w);
