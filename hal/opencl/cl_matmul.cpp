@@ -431,16 +431,25 @@ Result<std::unique_ptr<ClWeight>> ClMatmul::upload(const WeightRef& w) {
   out->gs = p.gs;
   out->resident_ = w.rows;
   out->resident_cols_ = w.cols;
-  cl_command_queue q = impl_->ctx->queue().handle();
+  auto parts = upload_parts(p);
+  if (!parts.ok()) return parts.status();
+  for (int i = 0; i < 3; ++i) {
+    out->parts[i] = std::move((*parts)[i]);
+    out->part_row[i] = p.part[i].size() / static_cast<size_t>(w.rows);
+  }
+  return out;
+}
+
+Result<std::array<Buffer, 3>> ClMatmul::upload_parts(const PackedWeight& p) {
+  std::array<Buffer, 3> out;
   for (int i = 0; i < 3; ++i) {
     if (p.part[i].empty()) continue;
     auto buf = impl_->ctx->pool().alloc(p.part[i].size());
     if (!buf.ok()) return buf.status();
-    out->parts[i] = std::move(buf).value();
-    out->part_row[i] = p.part[i].size() / static_cast<size_t>(w.rows);
-    // Blocking: the host copy goes away when this returns.
-    const cl_int err = clEnqueueWriteBuffer(q, ClPool::mem(out->parts[i]), CL_TRUE, 0, p.part[i].size(),
-                                            p.part[i].data(), 0, nullptr, nullptr);
+    out[i] = std::move(buf).value();
+    // Blocking: the host copy goes away when the caller returns.
+    const cl_int err = clEnqueueWriteBuffer(impl_->ctx->queue().handle(), ClPool::mem(out[i]), CL_TRUE, 0,
+                                            p.part[i].size(), p.part[i].data(), 0, nullptr, nullptr);
     if (err != CL_SUCCESS) return cl_status(err, "uploading a weight");
   }
   return out;

@@ -20,6 +20,8 @@
 
 namespace llmsvc::hal::opencl {
 
+struct PackedWeight;  // cl_weight_pack.h
+
 // A weight in device memory (its own copy: the file's bytes are not read again), or a view of
 // one's first rows and columns (an elastic level: it reads its weight's parts).
 class ClWeight final : public PreparedWeight {
@@ -163,6 +165,8 @@ class ClMatmul {
   // min(row[i], its bytes) copied on the device, up to `rows` of them), not yet swapped in.
   using PartRows = std::array<size_t, 3>;
   Result<std::array<Buffer, 3>> resized_parts(const ClWeight& w, int64_t rows, const PartRows& row);
+  // A repacked weight's parts in new buffers of the pool (blocking copies).
+  Result<std::array<Buffer, 3>> upload_parts(const PackedWeight& p);
   // Swaps filled parts of those row sizes into w once the queue is done with the old ones.
   void swap_parts(ClWeight& w, std::array<Buffer, 3>& parts, const PartRows& row);
   // The int8 GEMM of an input already quantized for w.

@@ -53,11 +53,10 @@ namespace {
 // The columns a weight's parts can be cut at: each part's row bytes are proportional to the
 // stride at multiples of it (the type's block; E0M4's groups of 128; the float layouts pad
 // their stride to 8).
-int64_t column_granule(const ClWeight& w, int layout) {
-  const int64_t block = block_elems(w.ref().type);
-  if (layout == kE0M4) return std::max<int64_t>(block, 128);
+int64_t column_granule(WeightType type, int layout) {
+  if (layout == kE0M4) return std::max<int64_t>(block_elems(type), 128);
   if (layout == kF32 || layout == kF16 || layout == kBF16) return 8;
-  return block;
+  return block_elems(type);
 }
 
 int64_t round_up(int64_t v, int64_t g) { return (v + g - 1) / g * g; }
@@ -119,11 +118,10 @@ Result<uint64_t> ClMatmul::restore_rows(ClWeight& w, int64_t rows, const void* f
 
 uint64_t ClMatmul::release_cols(ClWeight& w, int64_t keep_cols) {
   if (w.is_view()) return 0;
-  const int64_t g = column_granule(w, w.layout);
-  keep_cols = round_up(std::max<int64_t>(keep_cols, 1), g);
+  keep_cols = round_up(std::max<int64_t>(keep_cols, 1), column_granule(w.ref_.type, w.layout));
   if (keep_cols >= w.resident_cols_) return 0;
-  const auto kp = static_cast<uint32_t>(keep_cols);  // the granule already pads a float row to 8
-  if (kp >= w.kp) return 0;
+  // The new stride: the granule already pads a float row to 8, so below the old one.
+  const auto kp = static_cast<uint32_t>(keep_cols);
   PartRows row{};
   for (int i = 0; i < 3; ++i) {
     if (w.part_row[i] * kp % w.kp != 0) return 0;  // not a cut this layout's rows allow
@@ -140,7 +138,7 @@ uint64_t ClMatmul::release_cols(ClWeight& w, int64_t keep_cols) {
 
 Result<uint64_t> ClMatmul::restore_cols(ClWeight& w, int64_t cols, const void* from) {
   if (w.is_view()) return uint64_t{0};
-  cols = std::min(round_up(std::max<int64_t>(cols, 1), column_granule(w, w.layout)), w.ref_.cols);
+  cols = std::min(round_up(std::max<int64_t>(cols, 1), column_granule(w.ref_.type, w.layout)), w.ref_.cols);
   if (cols <= w.resident_cols_) return uint64_t{0};
   // The held rows' first `cols` columns repacked as upload() packed them: a prefix of every
   // layout's row is the layout of the prefix.
@@ -153,20 +151,15 @@ Result<uint64_t> ClMatmul::restore_cols(ClWeight& w, int64_t cols, const void* f
   if (p.layout != w.layout || p.gs != w.gs)
     return Status(Code::internal, "opencl: a weight's repacked columns differ from its upload's");
   PartRows row{};
-  for (int i = 0; i < 3; ++i) row[i] = p.part[i].size() / static_cast<size_t>(held.rows);
-  const uint64_t before = w.device_bytes();
-  std::array<Buffer, 3> parts;
   for (int i = 0; i < 3; ++i) {
-    if (!w.parts[i]) continue;
-    if (p.part[i].empty()) return Status(Code::internal, "opencl: a weight's repacked columns lack a part");
-    auto b = context().pool().alloc(p.part[i].size());
-    if (!b.ok()) return b.status();
-    parts[i] = std::move(b).value();
-    const cl_int err = clEnqueueWriteBuffer(context().queue().handle(), ClPool::mem(parts[i]), CL_TRUE, 0,
-                                            p.part[i].size(), p.part[i].data(), 0, nullptr, nullptr);
-    if (err != CL_SUCCESS) return cl_status(err, "restoring a weight's columns");
+    if (p.part[i].empty() != !w.parts[i])
+      return Status(Code::internal, "opencl: a weight's repacked columns have other parts than its upload");
+    row[i] = p.part[i].size() / static_cast<size_t>(held.rows);
   }
-  swap_parts(w, parts, row);
+  const uint64_t before = w.device_bytes();
+  auto parts = upload_parts(p);
+  if (!parts.ok()) return parts.status();
+  swap_parts(w, *parts, row);
   w.kp = p.kp ? p.kp : static_cast<uint32_t>(cols);
   w.resident_cols_ = cols;
   return w.device_bytes() - before;
